@@ -1,0 +1,220 @@
+/**
+ * JobPlan: everything one pod becomes, as plain data.
+ *
+ * `planJob(pod, config)` (core/plan.ts, pure) produces it; `renderWrapper(plan)` and
+ * `renderSubmit(plan, ctx)` (render/, pure) turn it into the bash wrapper and the submit
+ * description; the service writes `plan.files` under the pod's folder and submits.
+ *
+ * Sandbox layout on the execution point (the job's scratch dir, which is also the wrapper's cwd):
+ *
+ *   job.sh                     the wrapper (the job's executable)
+ *   env/<key>.env              one per container: NUL-separated NAME=value records, mode 0600
+ *   volumes/<volume>/…         configMap / secret / projected / downwardAPI files
+ *   emptydir/<volume>/         created by the wrapper, shared by the pod's containers
+ *   <key>.log, <key>.prev.log  per-container logs (current, previous instance); see {@link logFileName}
+ *   podstate/<key>             per-container state line (see core/state-line.ts), returned with the output
+ *   podstate/wrapper.log       the wrapper's own messages (operators' debug log)
+ *
+ * `<key>` is `c.<name>` for a container and `i.<name>` for an init container.
+ */
+
+/** A Kubernetes container name is a DNS label, so these keys are safe file names. */
+export function containerKey(name: string, init: boolean): string {
+  return `${init ? "i" : "c"}.${name}`;
+}
+export function logFileName(name: string, init: boolean, previous = false): string {
+  return `${containerKey(name, init)}${previous ? ".prev" : ""}.log`;
+}
+export function stateFileName(name: string, init: boolean): string {
+  return `podstate/${containerKey(name, init)}`;
+}
+/** Job attribute that the wrapper chirps a container's state line into (ClassAd identifier). */
+export function stateAttrName(index: number, init: boolean): string {
+  return `InterLink${init ? "Init" : "Ctr"}${index}State`;
+}
+
+export type RestartPolicy = "Never" | "OnFailure" | "Always";
+
+export type ImageRef =
+  /** Run under Apptainer/Singularity: a URI the runtime understands (docker://, oras://, library://, a .sif or directory path). */
+  | { kind: "container"; uri: string }
+  /** The deliberate `host` channel: run the command on the worker without a container. */
+  | { kind: "host"; site?: string };
+
+/** What a probe or lifecycle hook does. */
+export type Handler =
+  | { kind: "exec"; command: string[] }
+  | {
+      kind: "httpGet";
+      scheme: "HTTP" | "HTTPS";
+      host: string;
+      port: number;
+      path: string;
+      headers: [string, string][];
+    }
+  | { kind: "tcpSocket"; host: string; port: number }
+  | { kind: "sleep"; seconds: number };
+
+export interface ProbePlan {
+  handler: Handler;
+  initialDelaySeconds: number;
+  periodSeconds: number;
+  timeoutSeconds: number;
+  successThreshold: number;
+  failureThreshold: number;
+}
+
+export interface MountPlan {
+  /** Where the data is: a path relative to the sandbox, or an absolute host path (hostPath volumes). */
+  source: { kind: "sandbox"; path: string } | { kind: "host"; path: string };
+  /** Absolute path inside the container. */
+  target: string;
+  readOnly: boolean;
+}
+
+export interface ContainerPlan {
+  name: string;
+  init: boolean;
+  /** Position within its group (init containers or containers), in spec order. */
+  index: number;
+  image: ImageRef;
+  /** Kubernetes `command`: replaces the image entrypoint (→ `exec`). */
+  command?: string[];
+  /** Kubernetes `args`: replaces the image CMD (with no command → `run` with these args). */
+  args?: string[];
+  workingDir?: string;
+  /** Resolved environment, in order. Written to `env/<key>.env`, never into the submit file. */
+  env: [string, string][];
+  mounts: MountPlan[];
+  startupProbe?: ProbePlan;
+  readinessProbe?: ProbePlan;
+  livenessProbe?: ProbePlan;
+  postStart?: Handler;
+  preStop?: Handler;
+  /** Extra runtime flags (from the allowlisted singularity-options annotation). */
+  runtimeOptions: string[];
+  /** GPUs this container asks for (> 0 adds --nv). */
+  gpus: number;
+}
+
+/** A file the sidecar writes under the pod's folder and ships with the job. */
+export interface PodFile {
+  /** Relative to the pod's folder and to the sandbox, e.g. `volumes/config/app.yaml`. Never absolute, never `..`. */
+  path: string;
+  content: Uint8Array;
+  /** Octal permission bits, e.g. 0o644; secrets and env files 0o600. */
+  mode: number;
+  secret: boolean;
+}
+
+export interface JobResources {
+  /** request_cpus: whole CPUs, at least 1. */
+  cpus: number;
+  /** request_memory in MiB (rendered with an `M` suffix). */
+  memoryMiB: number;
+  /** request_disk in KiB (rendered with a `K` suffix), when asked for. */
+  diskKiB?: number;
+  /** request_gpus, 0 for none. */
+  gpus: number;
+}
+
+export interface JobPlan {
+  uid: string;
+  name: string;
+  namespace: string;
+  /** Identifies this sidecar among others sharing a schedd (config `SidecarId`). */
+  sidecarId: string;
+  /** Readable batch name, e.g. `default/web-1`. */
+  batchName: string;
+
+  restartPolicy: RestartPolicy;
+  /** Restarts allowed per container before it stays terminated. */
+  maxRestarts: number;
+  /** With restartPolicy Always: also restart after a clean exit (config). */
+  restartAfterSuccess: boolean;
+  /** CrashLoopBackOff delays: initial and cap, in seconds (doubling). */
+  backoffInitialSeconds: number;
+  backoffMaxSeconds: number;
+  terminationGracePeriodSeconds: number;
+  activeDeadlineSeconds?: number;
+
+  /** Site-level shell snippet (config `CommandPrefix`) run first in the job. */
+  commandPrefix?: string;
+  /** wstunnel client commands: run in the background before the containers (deliberate code channel). */
+  backgroundCommands: string[];
+  /** pre-exec snippets: run in the foreground before the containers (deliberate code channel). */
+  preExec: string[];
+  /** POD_IP exported to containers when known (annotation `interlink.eu/pod-ip`). */
+  podIP?: string;
+
+  runtime: {
+    /** Absolute path of apptainer/singularity pinned in config; otherwise found on the worker. */
+    pinned?: string;
+    /** Extra directories searched for apptainer/singularity after the wrapper's own PATH. */
+    searchPath: string[];
+    noHome: boolean;
+    /** APPTAINER_CACHEDIR / SINGULARITY_CACHEDIR on the worker. */
+    cacheDir?: string;
+    /** What to do on a runtime too old for --no-eval. */
+    oldRuntime: "warn" | "refuse";
+  };
+
+  /** Volume names that become `emptydir/<name>` in the sandbox. */
+  emptyDirs: string[];
+  /** Files written under the pod's folder (volumes and env files); shipped with transfer_input_files. */
+  files: PodFile[];
+  /** Top-level sandbox entries to transfer in (e.g. `env`, `volumes`). */
+  transferInput: string[];
+
+  initContainers: ContainerPlan[];
+  containers: ContainerPlan[];
+
+  resources: JobResources;
+
+  submit: {
+    /** Extra submit commands (site policy, then allowlisted `submit-options`), rendered in order. */
+    lines: [string, string][];
+    /** Site default requirements expression, if any. */
+    requirements?: string;
+    accountingGroup?: string;
+  };
+
+  /** --dummy-job: submit a placeholder that sleeps instead of running containers. */
+  dummy: boolean;
+  /** Warnings for the create response log (never fatal). */
+  warnings: string[];
+}
+
+/** The part of the sidecar's configuration that shapes a job (mapped from SidecarConfig.yaml by config.ts). */
+export interface PlanConfig {
+  sidecarId: string;
+  /** `ExportPodData`: write configMap/secret/projected data and mount it (false: skip those volumes with a warning). */
+  exportPodData: boolean;
+  /** Used when a pod gives neither limits nor requests (Kubernetes quantities). */
+  defaultResources: { cpu: string; memory: string; disk?: string };
+  maxRestarts: number;
+  restartAlwaysAfterSuccess: boolean;
+  backoffInitialSeconds: number;
+  backoffMaxSeconds: number;
+  commandPrefix?: string;
+  containerRuntime?: string;
+  runtimeSearchPath: string[];
+  noHome: boolean;
+  apptainerCacheDir?: string;
+  oldRuntime: "warn" | "refuse";
+  /** Deliberate code channels. */
+  allowHostImage: boolean;
+  /** Allowed flags for the singularity-options annotation; empty = the annotation is refused. */
+  singularityOptionsAllow: string[];
+  /** Allowed hostPath prefixes; empty = hostPath volumes are refused. */
+  hostPathAllow: string[];
+  allowPreExec: boolean;
+  allowWstunnel: boolean;
+  /** Submit commands a pod may set through the submit-options annotation. */
+  submitOptionsAllow: string[];
+  /** Site policy lines every job gets. */
+  extraSubmitLines: [string, string][];
+  accountingGroups: Record<string, string>;
+  requirements?: string;
+  dummyJob: boolean;
+}

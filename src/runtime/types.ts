@@ -1,0 +1,70 @@
+/**
+ * The contract between the sidecar and the JavaScript runtime it runs on.
+ *
+ * Only `src/runtime/` knows whether it runs on Bun or Deno; everything else receives a
+ * {@link Runtime} from the entry file (`main.bun.ts` / `main.deno.ts`). Only `src/condor/`
+ * calls {@link Runtime.spawn}: the sidecar never builds a command line from a string and never
+ * invokes a shell.
+ */
+
+/** What to run: an argv array, never a command string. */
+export interface SpawnOptions {
+  /** argv[0] is the executable (absolute path, or a name looked up in PATH). */
+  argv: readonly string[];
+  /** The complete environment of the child (not merged with ours). */
+  env?: Record<string, string>;
+  cwd?: string;
+  /** Written to the child's stdin, which is then closed. Without it stdin is /dev/null. */
+  stdin?: string | Uint8Array;
+  /** Kill the child (SIGTERM, then SIGKILL 2 s later) after this many milliseconds. */
+  timeoutMs?: number;
+  /** Keep at most this many bytes of each of stdout and stderr (default 16 MiB). */
+  maxOutputBytes?: number;
+}
+
+export interface SpawnResult {
+  /** Exit code, or null when killed by a signal. */
+  code: number | null;
+  /** The signal name (e.g. "SIGTERM") when killed by one. */
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  durationMs: number;
+}
+
+/** A child whose stdout is read as it arrives (condor_tail -f). */
+export interface SpawnedStream {
+  stdout: ReadableStream<Uint8Array>;
+  /** Resolves with the exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+  kill(signal?: "SIGTERM" | "SIGKILL"): void;
+}
+
+/** A tiny synchronous SQLite surface that both `bun:sqlite` and `node:sqlite` provide. */
+export type SqlValue = string | number | bigint | null | Uint8Array;
+
+export interface Sqlite {
+  exec(sql: string): void;
+  run(sql: string, params?: readonly SqlValue[]): { changes: number };
+  get<T>(sql: string, params?: readonly SqlValue[]): T | undefined;
+  all<T>(sql: string, params?: readonly SqlValue[]): T[];
+  /** Runs fn inside BEGIN IMMEDIATE … COMMIT (ROLLBACK on throw). */
+  transaction<T>(fn: () => T): T;
+  close(): void;
+}
+
+export interface Runtime {
+  readonly name: "bun" | "deno";
+  readonly version: string;
+  spawn(opts: SpawnOptions): Promise<SpawnResult>;
+  spawnStream(opts: Omit<SpawnOptions, "stdin" | "maxOutputBytes">): SpawnedStream;
+  openSqlite(path: string): Sqlite;
+  /** The process environment (a copy). */
+  env(): Record<string, string>;
+  hostname(): string;
+  /** Resident set size of this process in bytes. */
+  rss(): number;
+  exit(code: number): never;
+  onSignal(signal: "SIGTERM" | "SIGINT", fn: () => void): void;
+}
