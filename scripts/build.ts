@@ -1,0 +1,25 @@
+/**
+ * Builds the single executable with `bun build --compile`.
+ *   bun scripts/build.ts          dist/htcondor-sidecar for this machine
+ *   bun scripts/build.ts --all    also linux-x64, linux-arm64 and linux-x64-musl
+ */
+import { mkdirSync } from "node:fs";
+
+const targets: [string | undefined, string][] = [[undefined, "dist/htcondor-sidecar"]];
+if (process.argv.includes("--all")) {
+  targets.push(
+    ["bun-linux-x64", "dist/htcondor-sidecar-linux-x64"],
+    ["bun-linux-arm64", "dist/htcondor-sidecar-linux-arm64"],
+    ["bun-linux-x64-musl", "dist/htcondor-sidecar-linux-x64-musl"],
+  );
+}
+mkdirSync("dist", { recursive: true });
+for (const [target, outfile] of targets) {
+  const argv = [process.execPath, "build", "--compile", "--minify", "--sourcemap", "src/main.bun.ts", "--outfile", outfile];
+  if (target) argv.push(`--target=${target}`);
+  const proc = Bun.spawnSync(argv, { stdout: "inherit", stderr: "inherit" });
+  if (proc.exitCode !== 0) {
+    console.error(`build failed for ${target ?? "host"}`);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * The HTTP surface interLink calls (spec: interlink §0): thin routes that parse JSON, hand it
+ * to the service, and map errors to statuses through one table. Error bodies are one line of
+ * plain text (interLink HTML-escapes them into pod messages, spec: interlink §2).
+ */
+import { Hono } from "hono";
+import type { Context } from "hono";
+import { SidecarError, httpStatusOf, oneLine } from "./core/errors.ts";
+import type { Logger } from "./log.ts";
+import type { RequestExtras } from "./runtime/http.ts";
+
+/** The use cases behind the routes (service.ts implements them). */
+export interface Api {
+  create(body: unknown): Promise<{ PodUID: string; PodJID: string }>;
+  remove(body: unknown): Promise<string>;
+  status(pods: unknown[]): Promise<unknown[]>;
+  /** Ping: `GET /status` with `[]` (spec: interlink §6). */
+  ping(): Promise<{ healthy: boolean; body: unknown }>;
+  logs(body: unknown, signal: AbortSignal): Promise<ReadableStream<Uint8Array> | Uint8Array | string>;
+  systemInfo(): Promise<unknown>;
+}
+
+type Env = { Bindings: RequestExtras };
+
+export function createApp(api: Api, log: Logger): Hono<Env> {
+  const app = new Hono<Env>();
+
+  app.use(async (c, next) => {
+    const started = performance.now();
+    await next();
+    // One line per request; bodies are never logged (they carry secrets).
+    log.info("request", {
+      method: c.req.method,
+      path: c.req.path,
+      status: c.res.status,
+      durationMs: Math.round((performance.now() - started) * 10) / 10,
+      session: c.req.header("InterLink-Http-Session") ?? null,
+    });
+  });
+
+  app.onError((err, c) => {
+    if (err instanceof SidecarError) return text(c, httpStatusOf[err.kind], err.message);
+    log.error("unexpected error", { path: c.req.path, error: err instanceof Error ? err.stack ?? err.message : String(err) });
+    return text(c, 500, `Internal error: ${err instanceof Error ? err.message : String(err)}`);
+  });
+
+  app.notFound((c) => text(c, 404, `No route ${c.req.method} ${c.req.path}; interLink calls /create, /delete, /status, /getLogs`));
+
+  app.post("/create", async (c) => {
+    const body = json(c);
+    if (Array.isArray(body)) throw new SidecarError("invalid", "create: the body must be one RetrievedPodData object, not an array");
+    return c.json(await api.create(body), 200);
+  });
+
+  app.post("/delete", async (c) => {
+    const body = json(c);
+    if (Array.isArray(body)) throw new SidecarError("invalid", "delete: the body must be one v1.Pod object, not an array");
+    return text(c, 200, await api.remove(body));
+  });
+
+  const status = async (c: Context<Env>) => {
+    const body = json(c);
+    if (!Array.isArray(body)) throw new SidecarError("invalid", "status: the body must be a JSON array of pods");
+    if (body.length === 0) {
+      const { healthy, body: out } = await api.ping();
+      return c.json(out as object, healthy ? 200 : 503);
+    }
+    return c.json(await api.status(body), 200);
+  };
+  app.get("/status", status);
+  app.post("/status", status);
+
+  const logs = async (c: Context<Env>) => {
+    const body = json(c);
+    if (typeof body !== "object" || body === null || Array.isArray(body)) {
+      throw new SidecarError("invalid", "getLogs: the body must be one LogStruct object");
+    }
+    const out = await api.logs(body, c.env.signal);
+    return new Response(out as ConstructorParameters<typeof Response>[0], { status: 200, headers: { "content-type": "text/plain; charset=utf-8" } });
+  };
+  app.get("/getLogs", logs);
+  app.post("/getLogs", logs);
+
+  app.get("/system-info", async (c) => c.json((await api.systemInfo()) as object, 200));
+
+  return app;
+}
+
+function json(c: Context<Env>): unknown {
+  const raw = c.env.rawBody;
+  if (raw.byteLength === 0) throw new SidecarError("invalid", `${c.req.path.slice(1)}: the request has no JSON body`);
+  try {
+    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(raw));
+  } catch (err) {
+    throw new SidecarError("invalid", `${c.req.path.slice(1)}: the body is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+function text(c: Context<Env>, status: number, message: string): Response {
+  return c.body(`${oneLine(message)}\n`, status as 200, { "content-type": "text/plain; charset=utf-8" });
+}

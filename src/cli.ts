@@ -1,0 +1,237 @@
+/**
+ * Command-line flags (node:util parseArgs, which works on Bun and Deno), and how each of the
+ * original plugin's flags maps onto what current HTCondor reads (spec: htcondor-cli §7).
+ * Pure: argv in, options or a usage error out.
+ */
+import { parseArgs } from "node:util";
+
+export const VERSION = "0.1.0";
+
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+export type LogLevel = "debug" | "info" | "warn" | "error";
+export type LogFormat = "json" | "text";
+export type SpoolMode = "auto" | "always" | "never";
+
+export interface CliOptions {
+  port: number;
+  listen: string;
+  socket?: string;
+  config: string;
+  condorBin?: string;
+  logLevel: LogLevel;
+  logFormat: LogFormat;
+  spool: SpoolMode;
+  scheddHost?: string;
+  scheddName?: string;
+  collectorHost?: string;
+  condorConfig?: string;
+  authMethod?: string;
+  proxy?: string;
+  cadir?: string;
+  certfile?: string;
+  keyfile?: string;
+  debug?: string;
+  dummyJob: boolean;
+  /** Which flags were given explicitly (flags override the config file). */
+  given: ReadonlySet<string>;
+}
+
+export type CliResult = { kind: "run"; options: CliOptions } | { kind: "help" } | { kind: "version" };
+
+const FLAGS = {
+  port: { type: "string" },
+  listen: { type: "string" },
+  socket: { type: "string" },
+  config: { type: "string" },
+  "condor-bin": { type: "string" },
+  "log-level": { type: "string" },
+  "log-format": { type: "string" },
+  spool: { type: "string" },
+  "schedd-host": { type: "string" },
+  "schedd-name": { type: "string" },
+  "collector-host": { type: "string" },
+  "condor-config": { type: "string" },
+  "auth-method": { type: "string" },
+  proxy: { type: "string" },
+  cadir: { type: "string" },
+  certfile: { type: "string" },
+  keyfile: { type: "string" },
+  debug: { type: "string" },
+  "dummy-job": { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+  version: { type: "boolean", short: "V" },
+} as const;
+
+export const USAGE = `Usage: htcondor-sidecar [flags]
+
+Serves interLink's plugin API and runs each pod as one HTCondor job.
+
+Server:
+  --listen ADDR          address to listen on (default 127.0.0.1: interLink forwards no credentials)
+  --port N               TCP port (default 8000)
+  --socket PATH          serve on a unix socket instead of TCP (interLink: SidecarURL unix://PATH)
+  --config PATH          SidecarConfig.yaml (default ./SidecarConfig.yaml)
+  --log-level LEVEL      debug | info | warn | error (default info)
+  --log-format FORMAT    json | text (default json)
+
+HTCondor:
+  --condor-bin DIR       where the condor_* tools are (default: found in PATH)
+  --schedd-host HOST     schedd to submit to (sets _condor_SCHEDD_HOST)
+  --schedd-name NAME     schedd name (adds -name NAME to the tools)
+  --collector-host HOST  collector (sets _condor_COLLECTOR_HOST, adds -pool HOST with -name)
+  --condor-config PATH   condor_config file (sets CONDOR_CONFIG)
+  --spool MODE           auto | always | never: submit with -spool (auto: when the schedd is remote)
+  --auth-method LIST     client authentication methods, e.g. SCITOKENS,SSL,IDTOKENS
+  --proxy PATH           credential file: the token (SCITOKENS) or X.509 proxy
+  --cadir DIR            trusted CA directory (AUTH_SSL_CLIENT_CADIR)
+  --certfile PATH        SSL client certificate (AUTH_SSL_CLIENT_CERTFILE)
+  --keyfile PATH         SSL client key (AUTH_SSL_CLIENT_KEYFILE)
+  --debug LEVELS         tool debug levels, e.g. D_FULLDEBUG (adds -debug to every tool)
+  --dummy-job            submit a placeholder sleep job instead of the pod's containers
+
+  -h, --help             this help
+  -V, --version          print the version
+`;
+
+const HINT = "Run 'htcondor-sidecar --help' for usage.";
+
+function oneOf<T extends string>(flag: string, value: string | undefined, allowed: readonly T[], dflt: T): T {
+  if (value === undefined) return dflt;
+  if ((allowed as readonly string[]).includes(value)) return value as T;
+  throw new UsageError(`--${flag}: "${value}" is not one of ${allowed.join(", ")}. ${HINT}`);
+}
+
+function nonEmpty(flag: string, value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (value.trim() === "") throw new UsageError(`--${flag}: must not be empty. ${HINT}`);
+  return value;
+}
+
+export function parseCli(argv: readonly string[]): CliResult {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({ args: [...argv], options: FLAGS, strict: true, allowPositionals: false }));
+  } catch (err) {
+    throw new UsageError(`${describeParseError(err)}. ${HINT}`);
+  }
+  if (values.help) return { kind: "help" };
+  if (values.version) return { kind: "version" };
+  const s = (k: string) => values[k] as string | undefined;
+
+  let port = 8000;
+  if (s("port") !== undefined) {
+    const p = s("port")!;
+    if (!/^\d+$/.test(p) || Number(p) > 65535) throw new UsageError(`--port: "${p}" is not a port number (0-65535). ${HINT}`);
+    port = Number(p);
+  }
+  const given = new Set(Object.keys(values).filter((k) => values[k] !== undefined));
+  return {
+    kind: "run",
+    options: {
+      port,
+      listen: nonEmpty("listen", s("listen")) ?? "127.0.0.1",
+      socket: nonEmpty("socket", s("socket")),
+      config: nonEmpty("config", s("config")) ?? "./SidecarConfig.yaml",
+      condorBin: nonEmpty("condor-bin", s("condor-bin")),
+      logLevel: oneOf("log-level", s("log-level"), ["debug", "info", "warn", "error"], "info"),
+      logFormat: oneOf("log-format", s("log-format"), ["json", "text"], "json"),
+      spool: oneOf("spool", s("spool"), ["auto", "always", "never"], "auto"),
+      scheddHost: nonEmpty("schedd-host", s("schedd-host")),
+      scheddName: nonEmpty("schedd-name", s("schedd-name")),
+      collectorHost: nonEmpty("collector-host", s("collector-host")),
+      condorConfig: nonEmpty("condor-config", s("condor-config")),
+      authMethod: nonEmpty("auth-method", s("auth-method")),
+      proxy: nonEmpty("proxy", s("proxy")),
+      cadir: nonEmpty("cadir", s("cadir")),
+      certfile: nonEmpty("certfile", s("certfile")),
+      keyfile: nonEmpty("keyfile", s("keyfile")),
+      debug: nonEmpty("debug", s("debug")),
+      dummyJob: values["dummy-job"] === true,
+      given,
+    },
+  };
+}
+
+function describeParseError(err: unknown): string {
+  const msg = err instanceof Error ? err.message : String(err);
+  // node:util messages are long and multi-line; keep the part that names the flag.
+  const unknown = /Unknown option '([^']+)'/.exec(msg);
+  if (unknown) return `unknown flag ${unknown[1]}`;
+  const missing = /Option '(?:-\w, )?(--[\w-]+)[^']*' argument missing/.exec(msg);
+  if (missing) return `flag ${missing[1]} needs a value`;
+  const noArg = /Option '(?:-\w, )?(--[\w-]+)' does not take an argument/.exec(msg);
+  if (noArg) return `flag ${noArg[1]} takes no value`;
+  const positional = /Unexpected argument '([^']+)'/.exec(msg);
+  if (positional) return `unexpected argument "${positional[1]}"`;
+  return msg.split("\n")[0]!;
+}
+
+/** How the sidecar talks to HTCondor: the environment of every tool and the flags it adds. */
+export interface CondorAccess {
+  /** Variables added to each tool's environment. */
+  env: Record<string, string>;
+  /** Flags put before each tool's own arguments (-name, -pool, -debug). */
+  toolArgs: string[];
+  /** The credential file that must exist for the sidecar to be healthy, if any. */
+  credentialFile?: string;
+  /** True when the schedd is not on this host (spool in auto mode). */
+  remoteSchedd: boolean;
+  warnings: string[];
+}
+
+/**
+ * Maps the original plugin's flags onto current HTCondor (spec: htcondor-cli §7). GSI was
+ * removed from HTCondor; SciTokens are read from SCITOKENS_FILE; SSL uses the client cert/key.
+ */
+export function condorAccess(o: CliOptions, localHost: string): CondorAccess {
+  const env: Record<string, string> = {};
+  const toolArgs: string[] = [];
+  const warnings: string[] = [];
+  if (o.condorConfig) env.CONDOR_CONFIG = o.condorConfig;
+  if (o.scheddHost) env._condor_SCHEDD_HOST = o.scheddHost;
+  if (o.collectorHost) env._condor_COLLECTOR_HOST = o.collectorHost;
+  if (o.scheddName) {
+    toolArgs.push("-name", o.scheddName);
+    if (o.collectorHost) toolArgs.push("-pool", o.collectorHost);
+  }
+  if (o.cadir) env._condor_AUTH_SSL_CLIENT_CADIR = o.cadir;
+  if (o.certfile) env._condor_AUTH_SSL_CLIENT_CERTFILE = o.certfile;
+  if (o.keyfile) env._condor_AUTH_SSL_CLIENT_KEYFILE = o.keyfile;
+  if (o.debug) {
+    env._condor_TOOL_DEBUG = o.debug;
+    toolArgs.push("-debug");
+  }
+  const methods = (o.authMethod ?? "")
+    .split(/[\s,]+/)
+    .filter(Boolean)
+    .map((m) => m.toUpperCase());
+  if (methods.includes("GSI")) {
+    warnings.push(
+      "--auth-method GSI: GSI was removed from HTCondor (23.x); use SCITOKENS, SSL or IDTOKENS. GSI is dropped from the method list.",
+    );
+  }
+  const kept = methods.filter((m) => m !== "GSI");
+  if (kept.length > 0) env._condor_SEC_CLIENT_AUTHENTICATION_METHODS = kept.join(",");
+  if (o.proxy) {
+    if (kept.includes("SCITOKENS")) {
+      env._condor_SCITOKENS_FILE = o.proxy;
+    } else {
+      // An X.509 proxy: used by condor_submit for x509userproxy, and for SSL authentication
+      // only when AUTH_SSL_USE_CLIENT_PROXY_ENV_VAR is true.
+      env.X509_USER_PROXY = o.proxy;
+      if (kept.includes("SSL")) env._condor_AUTH_SSL_USE_CLIENT_PROXY_ENV_VAR = "true";
+    }
+  }
+  const remoteSchedd = isRemote(o.scheddHost, localHost) || (o.scheddName !== undefined && isRemote(o.scheddName, localHost));
+  return { env, toolArgs, credentialFile: o.proxy, remoteSchedd, warnings };
+}
+
+function isRemote(host: string | undefined, localHost: string): boolean {
+  if (!host) return false;
+  const h = host.toLowerCase().replace(/:\d+$/, "");
+  const local = localHost.toLowerCase();
+  return !(h === "localhost" || h === "127.0.0.1" || h === "::1" || h === local || h === local.split(".")[0] || local.startsWith(`${h}.`));
+}

@@ -1,0 +1,77 @@
+/** The Bun runtime adapter: Bun.spawn and bun:sqlite. */
+import { Database } from "bun:sqlite";
+import { hostname } from "node:os";
+import type { Runtime, SpawnedStream, SpawnOptions, SpawnResult, Sqlite, SqlValue } from "./types.ts";
+import { DEFAULT_MAX_OUTPUT, KILL_GRACE_MS, readCapped, toBytes } from "./spawn-util.ts";
+
+async function spawn(opts: SpawnOptions): Promise<SpawnResult> {
+  const started = performance.now();
+  const proc = Bun.spawn([...opts.argv], {
+    env: opts.env ?? {},
+    cwd: opts.cwd,
+    stdin: opts.stdin === undefined ? "ignore" : toBytes(opts.stdin),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let timedOut = false;
+  let killTimer: ReturnType<typeof setTimeout> | undefined;
+  const timer =
+    opts.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          timedOut = true;
+          proc.kill("SIGTERM");
+          killTimer = setTimeout(() => proc.kill("SIGKILL"), KILL_GRACE_MS);
+        }, opts.timeoutMs);
+  const max = opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
+  const [stdout, stderr] = await Promise.all([readCapped(proc.stdout, max), readCapped(proc.stderr, max)]);
+  await proc.exited;
+  clearTimeout(timer);
+  clearTimeout(killTimer);
+  return {
+    code: proc.signalCode ? null : proc.exitCode,
+    signal: proc.signalCode ? String(proc.signalCode) : null,
+    stdout,
+    stderr,
+    timedOut,
+    durationMs: performance.now() - started,
+  };
+}
+
+function spawnStream(opts: Omit<SpawnOptions, "stdin" | "maxOutputBytes">): SpawnedStream {
+  const proc = Bun.spawn([...opts.argv], { env: opts.env ?? {}, cwd: opts.cwd, stdin: "ignore", stdout: "pipe", stderr: "ignore" });
+  const timer = opts.timeoutMs === undefined ? undefined : setTimeout(() => proc.kill("SIGTERM"), opts.timeoutMs);
+  return {
+    stdout: proc.stdout,
+    exited: proc.exited.then(() => {
+      clearTimeout(timer);
+      return proc.signalCode ? null : proc.exitCode;
+    }),
+    kill: (signal = "SIGTERM") => proc.kill(signal),
+  };
+}
+
+function openSqlite(path: string): Sqlite {
+  const db = new Database(path, { create: true, strict: true });
+  return {
+    exec: (sql) => void db.run(sql),
+    run: (sql, params = []) => ({ changes: db.query(sql).run(...(params as SqlValue[])).changes }),
+    get: <T>(sql: string, params: readonly SqlValue[] = []) => (db.query(sql).get(...(params as SqlValue[])) ?? undefined) as T | undefined,
+    all: <T>(sql: string, params: readonly SqlValue[] = []) => db.query(sql).all(...(params as SqlValue[])) as T[],
+    transaction: <T>(fn: () => T): T => db.transaction(fn).immediate(),
+    close: () => db.close(),
+  };
+}
+
+export const bunRuntime: Runtime = {
+  name: "bun",
+  version: Bun.version,
+  spawn,
+  spawnStream,
+  openSqlite,
+  env: () => ({ ...(process.env as Record<string, string>) }),
+  hostname: () => hostname(),
+  rss: () => process.memoryUsage.rss(),
+  exit: (code) => process.exit(code),
+  onSignal: (signal, fn) => void process.on(signal, fn),
+};

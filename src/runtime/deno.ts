@@ -1,0 +1,113 @@
+/** The Deno runtime adapter: Deno.Command and node:sqlite. */
+import { DatabaseSync } from "node:sqlite";
+import type { Runtime, SpawnedStream, SpawnOptions, SpawnResult, Sqlite, SqlValue } from "./types.ts";
+import { DEFAULT_MAX_OUTPUT, KILL_GRACE_MS, readCapped, toBytes } from "./spawn-util.ts";
+
+function command(opts: Omit<SpawnOptions, "maxOutputBytes">, stdin: "piped" | "null", stderr: "piped" | "null") {
+  const [cmd, ...args] = opts.argv;
+  if (cmd === undefined) throw new Error("spawn: empty argv");
+  return new Deno.Command(cmd, {
+    args,
+    env: opts.env ?? {},
+    clearEnv: true,
+    cwd: opts.cwd,
+    stdin,
+    stdout: "piped",
+    stderr,
+  }).spawn();
+}
+
+async function spawn(opts: SpawnOptions): Promise<SpawnResult> {
+  const started = performance.now();
+  const proc = command(opts, opts.stdin === undefined ? "null" : "piped", "piped");
+  if (opts.stdin !== undefined) {
+    const w = proc.stdin.getWriter();
+    await w.write(toBytes(opts.stdin)).catch(() => {});
+    await w.close().catch(() => {});
+  }
+  let timedOut = false;
+  let killTimer: ReturnType<typeof setTimeout> | undefined;
+  const kill = (s: Deno.Signal) => {
+    try {
+      proc.kill(s);
+    } catch { /* already gone */ }
+  };
+  const timer =
+    opts.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          timedOut = true;
+          kill("SIGTERM");
+          killTimer = setTimeout(() => kill("SIGKILL"), KILL_GRACE_MS);
+        }, opts.timeoutMs);
+  const max = opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
+  const [stdout, stderr, status] = await Promise.all([readCapped(proc.stdout, max), readCapped(proc.stderr, max), proc.status]);
+  clearTimeout(timer);
+  clearTimeout(killTimer);
+  return {
+    code: status.signal ? null : status.code,
+    signal: status.signal ?? null,
+    stdout,
+    stderr,
+    timedOut,
+    durationMs: performance.now() - started,
+  };
+}
+
+function spawnStream(opts: Omit<SpawnOptions, "stdin" | "maxOutputBytes">): SpawnedStream {
+  const proc = command(opts, "null", "null");
+  const kill = (s: Deno.Signal) => {
+    try {
+      proc.kill(s);
+    } catch { /* already gone */ }
+  };
+  const timer = opts.timeoutMs === undefined ? undefined : setTimeout(() => kill("SIGTERM"), opts.timeoutMs);
+  return {
+    stdout: proc.stdout,
+    exited: proc.status.then((s) => {
+      clearTimeout(timer);
+      return s.signal ? null : s.code;
+    }),
+    kill: (signal = "SIGTERM") => kill(signal),
+  };
+}
+
+function openSqlite(path: string): Sqlite {
+  const db = new DatabaseSync(path);
+  const bind = (params: readonly SqlValue[]) => params as SqlValue[];
+  return {
+    exec: (sql) => db.exec(sql),
+    run: (sql, params = []) => ({ changes: Number(db.prepare(sql).run(...bind(params)).changes) }),
+    // node:sqlite returns null-prototype rows; plain objects keep both runtimes alike.
+    get: <T>(sql: string, params: readonly SqlValue[] = []) => {
+      const row = db.prepare(sql).get(...bind(params));
+      return (row === undefined ? undefined : { ...row }) as T | undefined;
+    },
+    all: <T>(sql: string, params: readonly SqlValue[] = []) => db.prepare(sql).all(...bind(params)).map((row: object) => ({ ...row })) as T[],
+    transaction: <T>(fn: () => T): T => {
+      db.exec("BEGIN IMMEDIATE");
+      try {
+        const out = fn();
+        db.exec("COMMIT");
+        return out;
+      } catch (err) {
+        db.exec("ROLLBACK");
+        throw err;
+      }
+    },
+    close: () => db.close(),
+  };
+}
+
+export const denoRuntime: Runtime = {
+  name: "deno",
+  version: Deno.version.deno,
+  spawn,
+  spawnStream,
+  openSqlite,
+  env: () => Deno.env.toObject(),
+  hostname: () => Deno.hostname(),
+  rss: () => Deno.memoryUsage().rss,
+  exit: (code) => Deno.exit(code),
+  onSignal: (signal, fn) => Deno.addSignalListener(signal, fn),
+};

@@ -1,0 +1,193 @@
+/**
+ * The HTTP server, on `node:http` for both runtimes.
+ *
+ * interLink sends `GET /status` and `GET /getLogs` with JSON bodies (spec: interlink §1).
+ * `Bun.serve` and `Deno.serve` hand over a `Request` whose body is null on GET, and the WHATWG
+ * `Request` constructor refuses a GET body (DESIGN.md decision 7). So this adapter reads the raw
+ * bytes itself and passes them to the app beside a body-less `Request`.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { chmodSync, existsSync, lstatSync, unlinkSync } from "node:fs";
+import type { Socket } from "node:net";
+
+/** What the app gets besides the `Request`: the raw body and a signal for long-lived streams. */
+export interface RequestExtras {
+  rawBody: Uint8Array;
+  /** Aborted when the client goes away or the server shuts down. */
+  signal: AbortSignal;
+}
+
+export type FetchHandler = (req: Request, extras: RequestExtras) => Promise<Response> | Response;
+
+export type ListenTarget = { kind: "tcp"; host: string; port: number } | { kind: "unix"; path: string };
+
+export interface ServeOptions {
+  target: ListenTarget;
+  bodyLimitBytes: number;
+  /** interLink pools connections for 120 s; the idle timeout must be longer (spec: interlink §1). */
+  keepAliveTimeoutMs: number;
+}
+
+export interface HttpServer {
+  /** Where it listens, e.g. `http://127.0.0.1:8000` or `unix:///run/sidecar.sock`. */
+  readonly url: string;
+  readonly port?: number;
+  /**
+   * Stops accepting, aborts long-lived streams (log follow), waits for in-flight requests up to
+   * `deadlineMs`, then destroys what is left.
+   */
+  close(deadlineMs: number): Promise<void>;
+}
+
+export function serveHttp(opts: ServeOptions, handler: FetchHandler): Promise<HttpServer> {
+  const shutdown = new AbortController();
+  const sockets = new Set<Socket>();
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+
+  const server = createServer((req, res) => {
+    inFlight++;
+    res.on("close", () => {
+      inFlight--;
+      if (inFlight === 0) drained?.();
+    });
+    handle(req, res).catch((err) => {
+      if (!res.headersSent) {
+        res.writeHead(500, { "content-type": "text/plain; charset=utf-8" });
+        res.end(`Internal error: ${err instanceof Error ? err.message : String(err)}\n`);
+      } else {
+        res.destroy();
+      }
+    });
+  });
+  server.keepAliveTimeout = opts.keepAliveTimeoutMs;
+  server.headersTimeout = opts.keepAliveTimeoutMs + 1_000;
+  server.requestTimeout = 0;
+  server.on("connection", (s: Socket) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const declared = Number(req.headers["content-length"] ?? "0");
+    if (declared > opts.bodyLimitBytes) {
+      tooLarge(res, opts.bodyLimitBytes);
+      req.resume();
+      return;
+    }
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for await (const chunk of req as AsyncIterable<Uint8Array>) {
+      size += chunk.byteLength;
+      if (size > opts.bodyLimitBytes) {
+        tooLarge(res, opts.bodyLimitBytes);
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    }
+    const rawBody = concat(chunks, size);
+
+    const client = new AbortController();
+    res.on("close", () => client.abort());
+    const signal = AbortSignal.any([client.signal, shutdown.signal]);
+
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (v === undefined) continue;
+      headers.set(k, Array.isArray(v) ? v.join(", ") : v);
+    }
+    // Only the path and query matter for routing; the Host header is kept in `headers`.
+    const request = new Request(new URL(req.url ?? "/", "http://sidecar").href, {
+      method: req.method,
+      headers,
+      signal,
+    });
+    const response = await handler(request, { rawBody, signal });
+    const outHeaders: Record<string, string> = {};
+    response.headers.forEach((v, k) => (outHeaders[k] = v));
+    res.writeHead(response.status, outHeaders);
+    if (!response.body) {
+      res.end();
+      return;
+    }
+    const reader = response.body.getReader();
+    const onAbort = () => reader.cancel().catch(() => {});
+    signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        // Streamed responses (log follow) must reach the client as they are written.
+        if (!res.write(value)) await new Promise<void>((r) => res.once("drain", () => r()));
+      }
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+      res.end();
+    }
+  }
+
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    const ready = () => {
+      server.off("error", reject);
+      const addr = server.address();
+      const port = typeof addr === "object" && addr ? addr.port : undefined;
+      const url =
+        opts.target.kind === "unix"
+          ? `unix://${opts.target.path}`
+          : `http://${opts.target.host.includes(":") ? `[${opts.target.host}]` : opts.target.host}:${port}`;
+      resolve({
+        url,
+        port,
+        close: (deadlineMs) =>
+          new Promise<void>((done) => {
+            server.close(() => done());
+            shutdown.abort();
+            // Idle keep-alive sockets would hold close() open for the whole idle timeout.
+            server.closeIdleConnections?.();
+            const timer = setTimeout(() => {
+              for (const s of sockets) s.destroy();
+            }, deadlineMs);
+            drained = () => {
+              clearTimeout(timer);
+              for (const s of sockets) s.destroy();
+            };
+            if (inFlight === 0) drained();
+          }),
+      });
+    };
+    if (opts.target.kind === "unix") {
+      removeStaleSocket(opts.target.path);
+      server.listen(opts.target.path, () => {
+        // interLink runs as a different user on some sites; the socket's folder guards access.
+        chmodSync((opts.target as { path: string }).path, 0o660);
+        ready();
+      });
+    } else {
+      server.listen(opts.target.port, opts.target.host, ready);
+    }
+  });
+}
+
+function removeStaleSocket(path: string): void {
+  if (!existsSync(path)) return;
+  if (!lstatSync(path).isSocket()) throw new Error(`Cannot listen on ${path}: it exists and is not a socket`);
+  unlinkSync(path);
+}
+
+function tooLarge(res: ServerResponse, limit: number): void {
+  res.writeHead(413, { "content-type": "text/plain; charset=utf-8", connection: "close" });
+  res.end(`Request body exceeds the limit of ${limit} bytes (config BodyLimit)\n`);
+}
+
+function concat(chunks: Uint8Array[], size: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(size);
+  let off = 0;
+  for (const c of chunks) {
+    out.set(c, off);
+    off += c.byteLength;
+  }
+  return out;
+}

@@ -1,0 +1,209 @@
+/**
+ * The runtime contract: the same cases run on Bun (contract.test.ts) and Deno
+ * (contract.deno.ts). Each case throws (node:assert) on failure.
+ */
+import assert from "node:assert/strict";
+import { request } from "node:http";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { serveHttp, type FetchHandler } from "../../src/runtime/http.ts";
+import type { Runtime } from "../../src/runtime/types.ts";
+
+export interface ContractCase {
+  name: string;
+  run(rt: Runtime): Promise<void>;
+}
+
+/** A raw HTTP/1.1 request over TCP or a unix socket, as interLink's Go client sends it. */
+export function rawRequest(
+  target: { port: number } | { socketPath: string },
+  method: string,
+  path: string,
+  body?: string,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        ...("port" in target ? { host: "127.0.0.1", port: target.port } : { socketPath: target.socketPath }),
+        method,
+        path,
+        headers: {
+          "content-type": "application/json",
+          "InterLink-Http-Session": "GetStatus#1",
+          ...(body !== undefined ? { "content-length": Buffer.byteLength(body) } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
+      },
+    );
+    req.on("error", reject);
+    if (body !== undefined) req.write(body);
+    req.end();
+  });
+}
+
+const echo: FetchHandler = (req, extras) =>
+  new Response(JSON.stringify({ method: req.method, path: new URL(req.url).pathname, body: new TextDecoder().decode(extras.rawBody), session: req.headers.get("interlink-http-session") }), {
+    headers: { "content-type": "application/json" },
+  });
+
+const TRICKY = `a b 'single' "double" $(touch /nonexistent) \`x\` \\ é\nsecond line`;
+
+export const contractCases: ContractCase[] = [
+  {
+    name: "spawn: an argv element with spaces and quotes arrives unsplit",
+    async run(rt) {
+      const r = await rt.spawn({ argv: ["/usr/bin/printf", "[%s]", TRICKY, "two"] });
+      assert.equal(r.code, 0);
+      assert.equal(r.stdout, `[${TRICKY}][two]`);
+    },
+  },
+  {
+    name: "spawn: the child gets exactly the environment given",
+    async run(rt) {
+      const r = await rt.spawn({ argv: ["/usr/bin/env"], env: { ONLY: "this value", TRICKY } });
+      assert.equal(r.stdout, `ONLY=this value\nTRICKY=${TRICKY}\n`);
+    },
+  },
+  {
+    name: "spawn: cwd, stdin, exit code and stderr are captured",
+    async run(rt) {
+      const r = await rt.spawn({ argv: ["/bin/sh", "-c", 'pwd; cat; echo oops >&2; exit 3'], cwd: "/tmp", stdin: "from stdin\n" });
+      assert.equal(r.code, 3);
+      assert.equal(r.stdout, "/tmp\nfrom stdin\n");
+      assert.equal(r.stderr, "oops\n");
+      assert.equal(r.timedOut, false);
+    },
+  },
+  {
+    name: "spawn: a hung child is killed at its timeout",
+    async run(rt) {
+      const t0 = Date.now();
+      const r = await rt.spawn({ argv: ["/bin/sleep", "30"], timeoutMs: 300 });
+      assert.equal(r.timedOut, true);
+      assert.equal(r.code, null);
+      assert.equal(r.signal, "SIGTERM");
+      assert.ok(Date.now() - t0 < 5_000, "took too long");
+    },
+  },
+  {
+    name: "spawn: output beyond the cap is dropped, not buffered",
+    async run(rt) {
+      const r = await rt.spawn({ argv: ["/usr/bin/head", "-c", "100000", "/dev/zero"], maxOutputBytes: 1000 });
+      assert.equal(r.code, 0);
+      assert.equal(r.stdout.length, 1000);
+    },
+  },
+  {
+    name: "spawnStream: stdout is read as it is written",
+    async run(rt) {
+      const s = rt.spawnStream({ argv: ["/bin/sh", "-c", "echo one; sleep 0.3; echo two"] });
+      const reader = s.stdout.getReader();
+      const first = await reader.read();
+      assert.equal(new TextDecoder().decode(first.value), "one\n");
+      let rest = "";
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        rest += new TextDecoder().decode(value);
+      }
+      assert.equal(rest, "two\n");
+      assert.equal(await s.exited, 0);
+    },
+  },
+  {
+    name: "sqlite: statements, parameters and transactions (rollback on throw)",
+    async run(rt) {
+      const dir = mkdtempSync(join(tmpdir(), "contract-"));
+      try {
+        const db = rt.openSqlite(join(dir, "t.db"));
+        db.exec("CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER)");
+        db.run("INSERT INTO t VALUES (?, ?)", ["a", 1]);
+        assert.throws(() =>
+          db.transaction(() => {
+            db.run("INSERT INTO t VALUES (?, ?)", ["b", 2]);
+            throw new Error("boom");
+          }),
+        );
+        db.transaction(() => db.run("UPDATE t SET v = ? WHERE k = ?", [5, "a"]));
+        assert.deepEqual(db.all<{ k: string; v: number }>("SELECT k, v FROM t ORDER BY k"), [{ k: "a", v: 5 }]);
+        assert.equal(db.get<{ n: number }>("SELECT COUNT(*) AS n FROM t WHERE k = ?", ["zzz"])?.n, 0);
+        assert.equal(db.get("SELECT * FROM t WHERE k = ?", ["none"]), undefined);
+        db.close();
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  },
+  {
+    name: "serve: a GET with a JSON body over TCP reaches the handler (spec: interlink §1, §11.2)",
+    async run() {
+      const server = await serveHttp({ target: { kind: "tcp", host: "127.0.0.1", port: 0 }, bodyLimitBytes: 1 << 20, keepAliveTimeoutMs: 125_000 }, echo);
+      try {
+        const r = await rawRequest({ port: server.port! }, "GET", "/status", "[]");
+        assert.equal(r.status, 200);
+        assert.deepEqual(JSON.parse(r.body), { method: "GET", path: "/status", body: "[]", session: "GetStatus#1" });
+        // Keep-alive must outlive interLink's 120 s idle pool (spec: interlink §1).
+        assert.match(String(r.headers["keep-alive"]), /timeout=125/);
+      } finally {
+        await server.close(1000);
+      }
+    },
+  },
+  {
+    name: "serve: a GET with a body over a unix socket reaches the handler",
+    async run() {
+      const dir = mkdtempSync(join(tmpdir(), "contract-"));
+      const socketPath = join(dir, "s.sock");
+      const server = await serveHttp({ target: { kind: "unix", path: socketPath }, bodyLimitBytes: 1 << 20, keepAliveTimeoutMs: 125_000 }, echo);
+      try {
+        assert.equal(server.url, `unix://${socketPath}`);
+        const r = await rawRequest({ socketPath }, "GET", "/getLogs", '{"PodUID":"x"}');
+        assert.equal(r.status, 200);
+        assert.equal(JSON.parse(r.body).body, '{"PodUID":"x"}');
+      } finally {
+        await server.close(1000);
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  },
+  {
+    name: "serve: a body over the limit gets 413 with a plain-text reason",
+    async run() {
+      const server = await serveHttp({ target: { kind: "tcp", host: "127.0.0.1", port: 0 }, bodyLimitBytes: 100, keepAliveTimeoutMs: 125_000 }, echo);
+      try {
+        const r = await rawRequest({ port: server.port! }, "POST", "/create", "x".repeat(1000));
+        assert.equal(r.status, 413);
+        assert.match(r.body, /exceeds the limit of 100 bytes/);
+      } finally {
+        await server.close(1000);
+      }
+    },
+  },
+  {
+    name: "serve: close() ends a long-lived stream and returns within the deadline",
+    async run() {
+      const handler: FetchHandler = (_req, extras) =>
+        new Response(
+          new ReadableStream<Uint8Array>({
+            start(c) {
+              c.enqueue(new TextEncoder().encode("first\n"));
+              extras.signal.addEventListener("abort", () => c.close());
+            },
+          }),
+        );
+      const server = await serveHttp({ target: { kind: "tcp", host: "127.0.0.1", port: 0 }, bodyLimitBytes: 100, keepAliveTimeoutMs: 125_000 }, handler);
+      const pending = rawRequest({ port: server.port! }, "GET", "/getLogs", "{}");
+      await new Promise((r) => setTimeout(r, 200));
+      const t0 = Date.now();
+      await server.close(3000);
+      const r = await pending;
+      assert.equal(r.body, "first\n");
+      assert.ok(Date.now() - t0 < 3000);
+    },
+  },
+];
