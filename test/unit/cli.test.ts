@@ -1,0 +1,85 @@
+// Flags: every original flag mapped onto current HTCondor (spec: htcondor-cli §7), usage errors exit 2.
+import { describe, expect, test } from "bun:test";
+import { type CliOptions, UsageError, condorAccess, parseCli } from "../../src/cli.ts";
+
+const run = (argv: string[]): CliOptions => {
+  const r = parseCli(argv);
+  if (r.kind !== "run") throw new Error(`expected run, got ${r.kind}`);
+  return r.options;
+};
+
+describe("parseCli", () => {
+  test("defaults: loopback, port 8000, ./SidecarConfig.yaml, json logs", () => {
+    const o = run([]);
+    expect([o.listen, o.port, o.config, o.logLevel, o.logFormat, o.spool, o.dummyJob]).toEqual(["127.0.0.1", 8000, "./SidecarConfig.yaml", "info", "json", "auto", false]);
+    expect(o.socket).toBeUndefined();
+  });
+  test("help and version", () => {
+    expect(parseCli(["--help"]).kind).toBe("help");
+    expect(parseCli(["-h"]).kind).toBe("help");
+    expect(parseCli(["--version"]).kind).toBe("version");
+  });
+  const bad: [string[], RegExp][] = [
+    [["--bogus"], /unknown flag --bogus/],
+    [["--port"], /flag --port needs a value/],
+    [["--port", "http"], /--port: "http" is not a port number/],
+    [["--port", "70000"], /--port: "70000" is not a port number/],
+    [["--log-level", "loud"], /--log-level: "loud" is not one of debug, info, warn, error/],
+    [["--log-format", "xml"], /--log-format: "xml" is not one of json, text/],
+    [["--spool", "sometimes"], /--spool: "sometimes"/],
+    [["--dummy-job=yes"], /--dummy-job takes no value/],
+    [["stray"], /unexpected argument "stray"/],
+    [["--socket", ""], /--socket: must not be empty/],
+  ];
+  for (const [argv, msg] of bad) {
+    test(`usage error: ${argv.join(" ")}`, () => {
+      let err: unknown;
+      try {
+        parseCli(argv);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(UsageError);
+      const m = (err as Error).message;
+      expect(m).toMatch(msg);
+      expect(m).toContain("--help");
+      expect(m).not.toContain("\n");
+    });
+  }
+  test("records which flags were given (flags override the file)", () => {
+    expect([...run(["--spool", "never", "--port", "9"]).given].sort()).toEqual(["port", "spool"]);
+  });
+});
+
+describe("condorAccess: flags → what current HTCondor reads", () => {
+  const table: [string, string[], Record<string, string>, string[]][] = [
+    ["--schedd-host", ["--schedd-host", "ap.example.org"], { _condor_SCHEDD_HOST: "ap.example.org" }, []],
+    ["--schedd-name alone", ["--schedd-name", "sched1"], {}, ["-name", "sched1"]],
+    ["--schedd-name with --collector-host", ["--schedd-name", "s", "--collector-host", "cm:9618"], { _condor_COLLECTOR_HOST: "cm:9618" }, ["-name", "s", "-pool", "cm:9618"]],
+    ["--condor-config", ["--condor-config", "/etc/c"], { CONDOR_CONFIG: "/etc/c" }, []],
+    ["--auth-method list", ["--auth-method", "scitokens, ssl"], { _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "SCITOKENS,SSL" }, []],
+    ["SCITOKENS + --proxy → SCITOKENS_FILE", ["--auth-method", "SCITOKENS", "--proxy", "/t"], { _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "SCITOKENS", _condor_SCITOKENS_FILE: "/t" }, []],
+    ["SSL + --proxy → X509_USER_PROXY", ["--auth-method", "SSL", "--proxy", "/p"], { _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "SSL", X509_USER_PROXY: "/p", _condor_AUTH_SSL_USE_CLIENT_PROXY_ENV_VAR: "true" }, []],
+    ["--cadir/--certfile/--keyfile", ["--cadir", "/ca", "--certfile", "/c", "--keyfile", "/k"], { _condor_AUTH_SSL_CLIENT_CADIR: "/ca", _condor_AUTH_SSL_CLIENT_CERTFILE: "/c", _condor_AUTH_SSL_CLIENT_KEYFILE: "/k" }, []],
+    ["--debug → TOOL_DEBUG + -debug", ["--debug", "D_FULLDEBUG"], { _condor_TOOL_DEBUG: "D_FULLDEBUG" }, ["-debug"]],
+  ];
+  for (const [name, argv, env, args] of table) {
+    test(name, () => {
+      const a = condorAccess(run(argv), "node1.example.org");
+      expect(a.env).toEqual(env);
+      expect(a.toolArgs).toEqual(args);
+      expect(a.warnings).toEqual([]);
+    });
+  }
+  test("GSI warns and is dropped", () => {
+    const a = condorAccess(run(["--auth-method", "GSI,SSL", "--proxy", "/x"]), "h");
+    expect(a.warnings[0]).toMatch(/GSI was removed/);
+    expect(a.env._condor_SEC_CLIENT_AUTHENTICATION_METHODS).toBe("SSL");
+  });
+  test("remote schedd only when it is another host", () => {
+    expect(condorAccess(run(["--schedd-host", "ap.example.org"]), "node1.example.org").remoteSchedd).toBe(true);
+    expect(condorAccess(run(["--schedd-host", "node1"]), "node1.example.org").remoteSchedd).toBe(false);
+    expect(condorAccess(run(["--schedd-host", "localhost:9618"]), "x").remoteSchedd).toBe(false);
+    expect(condorAccess(run([]), "x").remoteSchedd).toBe(false);
+  });
+});
