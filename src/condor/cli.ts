@@ -1,0 +1,153 @@
+/**
+ * The only code that runs the condor tools. Every call is an argv array with a timeout; the
+ * environment is the sidecar's own plus what the flags map to (cli.ts condorAccess).
+ */
+import type { CondorAccess } from "../cli.ts";
+import { SidecarError } from "../core/errors.ts";
+import type { Logger } from "../log.ts";
+import type { Runtime, SpawnedStream, SpawnResult } from "../runtime/types.ts";
+import {
+  type JobAd,
+  type JobId,
+  type RmOutcome,
+  firstErrorLine,
+  jobIdString,
+  parseJsonAds,
+  parseRmLine,
+  parseTerseSubmit,
+} from "./parse.ts";
+
+export const CONDOR_TOOLS = [
+  "condor_submit",
+  "condor_q",
+  "condor_history",
+  "condor_rm",
+  "condor_status",
+  "condor_tail",
+  "condor_transfer_data",
+  "condor_version",
+] as const;
+export type CondorTool = (typeof CONDOR_TOOLS)[number];
+
+export interface CondorOptions {
+  runtime: Runtime;
+  /** Directory holding the condor_* tools. */
+  bin: string;
+  access: CondorAccess;
+  /** The environment the tools inherit (the sidecar's own). */
+  baseEnv: Record<string, string>;
+  submitTimeoutMs: number;
+  queryTimeoutMs: number;
+  log: Logger;
+}
+
+export interface Condor {
+  submit(dir: string, submitFile: string, spool: boolean): Promise<JobId>;
+  /** condor_q -json for a constraint, only the named attributes. */
+  query(constraint: string, attributes: readonly string[]): Promise<JobAd[]>;
+  /** condor_history -json for ids and/or a constraint (newest first). */
+  history(opts: { ids?: readonly JobId[]; constraint?: string; attributes: readonly string[]; limit: number; scanLimit: number }): Promise<JobAd[]>;
+  remove(id: JobId, reason: string): Promise<RmOutcome>;
+  transferData(id: JobId): Promise<void>;
+  /** condor_tail -no-stdout of one sandbox file; resolves with its bytes. */
+  tail(id: JobId, file: string, maxBytes: number, timeoutMs: number): Promise<SpawnResult>;
+  tailFollow(id: JobId, file: string, maxBytes: number): SpawnedStream;
+  machines(attributes: readonly string[]): Promise<JobAd[]>;
+  version(): Promise<string>;
+}
+
+export function createCondor(o: CondorOptions): Condor {
+  const env = { ...o.baseEnv, ...o.access.env };
+  const path = (tool: CondorTool) => `${o.bin}/${tool}`;
+
+  async function run(tool: CondorTool, args: string[], opts: { cwd?: string; timeoutMs: number }): Promise<SpawnResult> {
+    const argv = [path(tool), ...o.access.toolArgs, ...args];
+    let r: SpawnResult;
+    try {
+      r = await o.runtime.spawn({ argv, env, cwd: opts.cwd, timeoutMs: opts.timeoutMs });
+    } catch (err) {
+      throw new SidecarError("unavailable", `Cannot run ${tool}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    o.log.debug("condor tool", { tool, args, code: r.code, durationMs: Math.round(r.durationMs) });
+    if (r.timedOut) throw new SidecarError("timeout", `${tool} did not answer within ${Math.round(opts.timeoutMs / 1000)} s`);
+    return r;
+  }
+
+  function fail(tool: CondorTool, r: SpawnResult, what: string): never {
+    throw new SidecarError("unavailable", `${what}: ${tool} exited with ${r.code ?? r.signal}: ${firstErrorLine(r.stderr, r.stdout)}`);
+  }
+
+  function ads(tool: CondorTool, r: SpawnResult): JobAd[] {
+    if (r.code !== 0) fail(tool, r, `Cannot query HTCondor`);
+    try {
+      return parseJsonAds(r.stdout);
+    } catch (err) {
+      throw new SidecarError("unavailable", `Cannot parse ${tool} -json output: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  return {
+    async submit(dir, submitFile, spool) {
+      const r = await run("condor_submit", ["-terse", ...(spool ? ["-spool"] : []), submitFile], { cwd: dir, timeoutMs: o.submitTimeoutMs });
+      if (r.code !== 0) {
+        const line = firstErrorLine(r.stderr, r.stdout);
+        const hint = /root/i.test(line) ? " (HTCondor refuses jobs owned by root: run the sidecar as an ordinary submit user)" : "";
+        throw new SidecarError("unavailable", `condor_submit exited with ${r.code ?? r.signal}: ${line}${hint}`);
+      }
+      try {
+        return parseTerseSubmit(r.stdout);
+      } catch (err) {
+        throw new SidecarError("unavailable", err instanceof Error ? err.message : String(err));
+      }
+    },
+
+    async query(constraint, attributes) {
+      const r = await run("condor_q", ["-json", "-attributes", attributes.join(","), "-constraint", constraint], { timeoutMs: o.queryTimeoutMs });
+      return ads("condor_q", r);
+    },
+
+    async history({ ids = [], constraint, attributes, limit, scanLimit }) {
+      const args = [...ids.map(jobIdString), "-json", "-attributes", attributes.join(","), "-limit", String(limit), "-scanlimit", String(scanLimit)];
+      if (constraint) args.push("-constraint", constraint);
+      const r = await run("condor_history", args, { timeoutMs: o.queryTimeoutMs });
+      return ads("condor_history", r);
+    },
+
+    async remove(id, reason) {
+      const sid = jobIdString(id);
+      const r = await run("condor_rm", ["-reason", reason, sid], { timeoutMs: o.queryTimeoutMs });
+      const outcome = parseRmLine(sid, r.stdout, r.stderr);
+      // An empty queue answers exit 0 with "There are no jobs in the queue" (spec: htcondor-cli §4.2).
+      if (outcome === "unknown" && /There are no jobs in the queue/.test(r.stderr)) return "not_found";
+      if (outcome === "unknown") fail("condor_rm", r, `Cannot remove job ${sid}`);
+      return outcome;
+    },
+
+    async transferData(id) {
+      const r = await run("condor_transfer_data", [jobIdString(id)], { timeoutMs: o.submitTimeoutMs });
+      if (r.code !== 0) fail("condor_transfer_data", r, `Cannot fetch the output of job ${jobIdString(id)}`);
+    },
+
+    async tail(id, file, maxBytes, timeoutMs) {
+      // condor_tail on a job that is not running waits forever (spec: htcondor-cli §5.2).
+      const argv = [path("condor_tail"), ...o.access.toolArgs, "-no-stdout", "-maxbytes", String(maxBytes), jobIdString(id), file];
+      return o.runtime.spawn({ argv, env, timeoutMs });
+    },
+
+    tailFollow(id, file, maxBytes) {
+      const argv = [path("condor_tail"), ...o.access.toolArgs, "-no-stdout", "-maxbytes", String(maxBytes), "-f", jobIdString(id), file];
+      return o.runtime.spawnStream({ argv, env });
+    },
+
+    async machines(attributes) {
+      const r = await run("condor_status", ["-json", "-attributes", attributes.join(",")], { timeoutMs: o.queryTimeoutMs });
+      return ads("condor_status", r);
+    },
+
+    async version() {
+      const r = await run("condor_version", [], { timeoutMs: o.queryTimeoutMs });
+      if (r.code !== 0) fail("condor_version", r, "Cannot read the HTCondor version");
+      return (/\$CondorVersion: (\S+)/.exec(r.stdout)?.[1]) ?? r.stdout.trim();
+    },
+  };
+}

@@ -1,0 +1,79 @@
+/**
+ * kubectl logs options applied to a container log (spec: interlink §7). Pure.
+ *
+ * The wrapper writes every line as `<RFC 3339 UTC timestamp> <line>` (stdout and stderr
+ * interleaved); the timestamp is kept internally so that SinceSeconds/SinceTime/Timestamps work,
+ * and stripped unless Timestamps is asked for. Order as the kubelet: since → tail → bytes.
+ */
+import { z } from "zod";
+
+export const LogRequestSchema = z.object({
+  Namespace: z.string(),
+  PodUID: z.string().min(1),
+  PodName: z.string(),
+  ContainerName: z.string(),
+  Opts: z
+    .object({
+      Tail: z.number().int().nonnegative().default(0),
+      Bytes: z.number().int().nonnegative().default(0),
+      Timestamps: z.boolean().default(false),
+      Follow: z.boolean().default(false),
+      Previous: z.boolean().default(false),
+      SinceSeconds: z.number().int().nonnegative().default(0),
+      SinceTime: z.string().nullable().default(null),
+    })
+    .default({ Tail: 0, Bytes: 0, Timestamps: false, Follow: false, Previous: false, SinceSeconds: 0, SinceTime: null }),
+});
+export type LogRequest = z.infer<typeof LogRequestSchema>;
+export type LogOpts = LogRequest["Opts"];
+
+/** The earliest time (epoch ms) a line may have, or undefined for no limit. `0001-01-01…` means unset. */
+export function sinceMs(opts: LogOpts, nowMs: number): number | undefined {
+  if (opts.SinceSeconds > 0) return nowMs - opts.SinceSeconds * 1000;
+  if (opts.SinceTime && !opts.SinceTime.startsWith("0001-01-01")) {
+    const t = Date.parse(opts.SinceTime);
+    if (!Number.isNaN(t)) return t;
+  }
+  return undefined;
+}
+
+const STAMP = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) /;
+
+/** Splits a stamped line; lines without a stamp (never expected) pass through with none. */
+export function splitStamp(line: string): { stamp?: string; text: string } {
+  const m = STAMP.exec(line);
+  return m ? { stamp: m[1], text: line.slice(m[0].length) } : { text: line };
+}
+
+function stampMs(stamp: string): number {
+  // Date.parse keeps milliseconds only; enough for since-filters.
+  return Date.parse(stamp);
+}
+
+/** Formats complete lines (each ending in "\n") for the response. */
+export function formatLines(lines: readonly string[], opts: LogOpts, since: number | undefined): string[] {
+  const out: string[] = [];
+  for (const line of lines) {
+    const { stamp, text } = splitStamp(line);
+    if (since !== undefined && stamp !== undefined && stampMs(stamp) < since) continue;
+    out.push(opts.Timestamps && stamp ? `${stamp} ${text}` : text);
+  }
+  return out;
+}
+
+/** Applies every non-follow option to a whole log text. */
+export function applyLogOptions(text: string, opts: LogOpts, nowMs: number): string {
+  if (text === "") return "";
+  const lines = text.endsWith("\n") ? text.slice(0, -1).split("\n") : text.split("\n");
+  let selected = formatLines(lines, opts, sinceMs(opts, nowMs));
+  if (opts.Tail > 0 && selected.length > opts.Tail) selected = selected.slice(-opts.Tail);
+  let out = selected.length ? `${selected.join("\n")}\n` : "";
+  if (opts.Bytes > 0) out = truncateBytes(out, opts.Bytes);
+  return out;
+}
+
+export function truncateBytes(s: string, max: number): string {
+  const bytes = new TextEncoder().encode(s);
+  if (bytes.byteLength <= max) return s;
+  return new TextDecoder().decode(bytes.subarray(0, max));
+}
