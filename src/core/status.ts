@@ -96,7 +96,7 @@ export function podStatus(pod: PodIdentity, obs: Observation): PodStatus {
 
   switch (obs.kind) {
     case "creating":
-      lines = new Map(pod.containers.map((c) => [key(c), waiting("ContainerCreating")]));
+      lines = new Map(pod.containers.map((c) => [key(c), withMessage(waiting("ContainerCreating"), "Submitting the job to HTCondor")]));
       break;
     case "queued":
       lines = queuedLines(obs.ad, pod.containers);
@@ -238,7 +238,9 @@ function enforceInitOrder(
       continue;
     }
     if (blocked === "pending" && !ended) {
-      out.set(key(c), waiting("PodInitializing"));
+      // A container behind a pending init container cannot have started; a job-level waiting
+      // reason (held, idle) is kept as it is.
+      if (line?.state !== "waiting" || (line.reason === "ContainerCreating" && !line.message)) out.set(key(c), waiting("PodInitializing"));
       continue;
     }
     if (!c.init) continue;

@@ -1,0 +1,23 @@
+// kubectl logs options on the wrapper's stamped lines (spec: interlink §7, §11.25).
+import { describe, expect, test } from "bun:test";
+import { LogRequestSchema, applyLogOptions } from "../../src/core/logs.ts";
+
+const log = ["2026-11-22T10:00:00.000001Z one", "2026-11-22T10:00:10.000002Z two", "2026-11-22T10:00:20.000003Z three é", ""].join("\n");
+const now = Date.parse("2026-11-22T10:00:25Z");
+const opts = (o: Record<string, unknown> = {}) => LogRequestSchema.parse({ Namespace: "n", PodUID: "u", PodName: "p", ContainerName: "c", Opts: { SinceTime: "0001-01-01T00:00:00Z", ...o } }).Opts;
+
+describe("applyLogOptions", () => {
+  const table: [string, Record<string, unknown>, string][] = [
+    ["no options: text without the internal stamps", {}, "one\ntwo\nthree é\n"],
+    ["Timestamps: RFC 3339 prefix", { Timestamps: true }, "2026-11-22T10:00:00.000001Z one\n2026-11-22T10:00:10.000002Z two\n2026-11-22T10:00:20.000003Z three é\n"],
+    ["Tail 2", { Tail: 2 }, "two\nthree é\n"],
+    ["Bytes 6", { Bytes: 6 }, "one\ntw"],
+    ["SinceSeconds 12", { SinceSeconds: 12 }, "three é\n"],
+    ["SinceTime", { SinceTime: "2026-11-22T10:00:05Z" }, "two\nthree é\n"],
+    ["zero SinceTime means unset", { SinceTime: "0001-01-01T00:00:00Z" }, "one\ntwo\nthree é\n"],
+    ["Tail then Bytes", { Tail: 1, Bytes: 3 }, "thr"],
+  ];
+  for (const [name, o, want] of table) test(name, () => expect(applyLogOptions(log, opts(o), now)).toBe(want));
+  test("empty log → empty body", () => expect(applyLogOptions("", opts(), now)).toBe(""));
+  test("a partial last line is kept", () => expect(applyLogOptions("2026-11-22T10:00:00.000001Z partial", opts(), now)).toBe("partial\n"));
+});
