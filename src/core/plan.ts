@@ -1,0 +1,1001 @@
+/**
+ * planJob: one validated create request (spec: interlink §3) → one JobPlan (core/types.ts). Pure.
+ *
+ * The plan does what a kubelet would do before starting containers: resolve env (incl. `valueFrom`
+ * and `$(VAR)` expansion), lay out volume files, add up resources, apply probe defaults. Whatever
+ * the job cannot honour is refused here with a one-line message naming the field, never dropped.
+ */
+import { SidecarError } from "./errors.ts";
+import {
+  type ConfigMap,
+  type Container,
+  type CreateRequest,
+  type DownwardAPIFile,
+  type EnvVar,
+  type KeyToPath,
+  type LifecycleHandler,
+  type PathSeg,
+  type Pod,
+  type Probe,
+  type ResourceFieldSelector,
+  type RetrievedContainer,
+  type Secret,
+  type Volume,
+  type VolumeMount,
+  ENV_NAME,
+  KNOWN_VOLUME_SOURCES,
+  podError,
+  podLabel,
+  quote,
+  relativePathProblem,
+} from "./pod.ts";
+import {
+  type Quantity,
+  add,
+  ceil,
+  ceilRatio,
+  fraction,
+  max,
+  parseQuantity,
+  toCpus,
+  toInteger,
+  toKiB,
+  toMiB,
+  tryParseQuantity,
+  ZERO,
+} from "./quantity.ts";
+import type {
+  ContainerPlan,
+  Handler,
+  ImageRef,
+  JobPlan,
+  MountPlan,
+  PlanConfig,
+  PodFile,
+  ProbePlan,
+} from "./types.ts";
+import { containerKey } from "./types.ts";
+
+// Annotation keys (spec: interlink §8).
+export const ANNOTATIONS = {
+  podIP: "interlink.eu/pod-ip",
+  wstunnel: "interlink.eu/wstunnel-client-commands",
+  preExec: ["slurm-job.vk.io/pre-exec", "htcondor-job.vk.io/pre-exec"],
+  singularityOptions: ["htcondor-job.vk.io/singularity-options", "slurm-job.vk.io/singularity-options"],
+  submitOptions: "htcondor-job.vk.io/submit-options",
+  imageRoot: ["htcondor-job.knoc.io/image-root", "htcondor-job.vk.io/image-root"],
+} as const;
+
+const DEFAULT_FILE_MODE = 0o644;
+const DEFAULT_HOST = "127.0.0.1";
+// deno-lint-ignore no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+interface Ctx {
+  req: CreateRequest;
+  pod: Pod;
+  cfg: PlanConfig;
+  label: string;
+  podIP?: string;
+  hostname: string;
+  volumes: Map<string, { volume: Volume; index: number }>;
+  /** Pod-level amounts that stand in for node allocatable in `limits.*` resourceFieldRefs. */
+  podTotals: { cpu: Quantity; memory: Quantity; disk?: Quantity };
+  files: PodFile[];
+  /** Volume name → sandbox directory, once laid out. */
+  volumeDirs: Map<string, string>;
+  emptyDirs: string[];
+  warnings: string[];
+}
+
+function fail(ctx: Ctx, path: readonly PathSeg[], what: string): never {
+  throw podError(ctx.label, path, what);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kubernetes `$(VAR)` expansion (k8s.io/kubernetes/third_party/forked/golang/expansion): `$$` → `$`,
+// `$(NAME)` → its value when defined, else left as written; any other `$` is kept.
+
+export function expandK8s(input: string, lookup: (name: string) => string | undefined): string {
+  let out = "";
+  let checkpoint = 0;
+  for (let cursor = 0; cursor < input.length; cursor++) {
+    if (input[cursor] !== "$" || cursor + 1 >= input.length) continue;
+    out += input.slice(checkpoint, cursor);
+    const rest = input.slice(cursor + 1);
+    let advance = 1;
+    if (rest[0] === "$") {
+      out += "$";
+    } else if (rest[0] === "(") {
+      const close = rest.indexOf(")", 1);
+      if (close === -1) {
+        out += "$(";
+      } else {
+        const name = rest.slice(1, close);
+        out += lookup(name) ?? `$(${name})`;
+        advance = close + 1;
+      }
+    } else {
+      out += "$" + rest[0];
+    }
+    cursor += advance;
+    checkpoint = cursor + 1;
+  }
+  return out + input.slice(checkpoint);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bytes
+
+const utf8 = new TextEncoder();
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** Go's encoding/json []byte: standard alphabet, padded. */
+export function decodeBase64(text: string): Uint8Array | undefined {
+  if (text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) return undefined;
+  try {
+    const bin = atob(text);
+    return Uint8Array.from(bin, (ch) => ch.charCodeAt(0));
+  } catch {
+    return undefined;
+  }
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** `env/<key>.env`: `NAME=value\0` records, UTF-8, no other framing. */
+export function encodeEnvFile(env: readonly [string, string][]): Uint8Array {
+  return concat(env.map(([k, v]) => utf8.encode(`${k}=${v}\0`)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request data lookup (spec: interlink §3.2). Each `container[]` entry holds what that container
+// mounts; the same objects may appear in several entries. The container's own entry is searched
+// first, then the others (same pod, same namespace), so an env `secretKeyRef` also resolves when
+// another container of the pod mounts the secret.
+
+function dataEntries(ctx: Ctx, containerName: string): RetrievedContainer[] {
+  const own = ctx.req.container.filter((c) => c.name === containerName);
+  return [...own, ...ctx.req.container.filter((c) => c.name !== containerName)];
+}
+
+function findConfigMap(ctx: Ctx, cname: string, name: string): ConfigMap | undefined {
+  for (const e of dataEntries(ctx, cname)) {
+    const found = e.configMaps.find((m) => m.metadata.name === name);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+function findSecret(ctx: Ctx, cname: string, name: string): Secret | undefined {
+  for (const e of dataEntries(ctx, cname)) {
+    const found = e.secrets.find((m) => m.metadata.name === name);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+function findProjected(ctx: Ctx, cname: string, volumeName: string): ConfigMap | undefined {
+  for (const e of dataEntries(ctx, cname)) {
+    const found = e.projectedvolumemaps.find((m) => m.metadata.name === volumeName);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** A ConfigMap's value for a key as bytes: `data` (UTF-8) or `binaryData` (base64). */
+function configMapBytes(cm: ConfigMap, key: string, ctx: Ctx, path: PathSeg[]): Uint8Array | undefined {
+  const text = cm.data[key];
+  if (text !== undefined) return utf8.encode(text);
+  const b64 = cm.binaryData[key];
+  if (b64 === undefined) return undefined;
+  return decodeBase64(b64) ?? fail(ctx, path, `binaryData ${quote(key)} of configMap ${quote(cm.metadata.name)} is not valid base64`);
+}
+
+/** A Secret's value for a key as bytes: `data` (base64) or `stringData` (plain). */
+function secretBytes(s: Secret, key: string, ctx: Ctx, path: PathSeg[]): Uint8Array | undefined {
+  const b64 = s.data[key];
+  if (b64 !== undefined) {
+    return decodeBase64(b64) ?? fail(ctx, path, `data ${quote(key)} of secret ${quote(s.metadata.name)} is not valid base64`);
+  }
+  const text = s.stringData[key];
+  return text === undefined ? undefined : utf8.encode(text);
+}
+
+function secretKeys(s: Secret): string[] {
+  return [...new Set([...Object.keys(s.data), ...Object.keys(s.stringData)])].sort();
+}
+function configMapKeys(cm: ConfigMap): string[] {
+  return [...new Set([...Object.keys(cm.data), ...Object.keys(cm.binaryData)])].sort();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Downward API (k8s.io/kubernetes/pkg/fieldpath, pkg/kubelet: podFieldSelectorRuntimeValue)
+
+/** Go's `%q`, as fieldpath.FormatMap uses it. */
+function goQuote(s: string): string {
+  let out = '"';
+  for (const ch of s) {
+    const c = ch.codePointAt(0)!;
+    if (ch === '"' || ch === "\\") out += "\\" + ch;
+    else if (ch === "\n") out += "\\n";
+    else if (ch === "\t") out += "\\t";
+    else if (ch === "\r") out += "\\r";
+    else if (c < 0x20 || c === 0x7f) out += "\\x" + c.toString(16).padStart(2, "0");
+    else out += ch;
+  }
+  return out + '"';
+}
+
+function formatMap(m: Record<string, string>): string {
+  return Object.keys(m)
+    .sort()
+    .map((k) => `${k}=${goQuote(m[k] ?? "")}`)
+    .join("\n");
+}
+
+/** A `fieldRef` value; `inVolume` also allows whole `metadata.labels` / `metadata.annotations`. */
+function fieldRefValue(fieldPath: string, ctx: Ctx, inVolume: boolean, path: PathSeg[]): string {
+  const { metadata, spec, status } = ctx.pod;
+  const sub = /^metadata\.(labels|annotations)\['(.*)'\]$/.exec(fieldPath);
+  if (sub) {
+    const map = sub[1] === "labels" ? metadata.labels : metadata.annotations;
+    return Object.hasOwn(map, sub[2]!) ? (map[sub[2]!] ?? "") : "";
+  }
+  switch (fieldPath) {
+    case "metadata.name":
+      return metadata.name;
+    case "metadata.namespace":
+      return metadata.namespace;
+    case "metadata.uid":
+      return metadata.uid;
+    case "spec.nodeName":
+      if (!inVolume) return spec.nodeName ?? "";
+      break;
+    case "spec.serviceAccountName":
+      if (!inVolume) return spec.serviceAccountName ?? "";
+      break;
+    case "status.podIP":
+    case "status.podIPs":
+      if (!inVolume) {
+        if (ctx.podIP === undefined) ctx.warnings.push(`${fieldPath} is not known; using ""`);
+        return ctx.podIP ?? "";
+      }
+      break;
+    case "status.hostIP":
+    case "status.hostIPs":
+      if (!inVolume) {
+        if (!status.hostIP) ctx.warnings.push(`${fieldPath} is not known; using ""`);
+        return status.hostIP ?? "";
+      }
+      break;
+    case "metadata.labels":
+      if (inVolume) return formatMap(metadata.labels);
+      break;
+    case "metadata.annotations":
+      if (inVolume) return formatMap(metadata.annotations);
+      break;
+  }
+  return fail(ctx, path, `unsupported fieldPath ${quote(fieldPath)}`);
+}
+
+const RESOURCE_FIELDS = new Set(["cpu", "memory", "ephemeral-storage"]);
+
+/**
+ * A `resourceFieldRef` value, rounded as the kubelet does (ceil of value / divisor; CPU in
+ * millicores first). A missing limit stands for node allocatable in Kubernetes; here the slot is
+ * the node, so it is the job's request. A missing request defaults to the limit, else 0.
+ */
+function resourceFieldValue(ref: ResourceFieldSelector, ownName: string, ctx: Ctx, path: PathSeg[]): string {
+  const target = ref.containerName || ownName;
+  const c = [...ctx.pod.spec.initContainers, ...ctx.pod.spec.containers].find((x) => x.name === target);
+  if (!c) fail(ctx, [...path, "containerName"], `container ${quote(target)} is not in the pod`);
+  const m = /^(limits|requests)\.(.+)$/.exec(ref.resource);
+  const kind = m?.[1];
+  const res = m?.[2] ?? "";
+  if (!kind || !RESOURCE_FIELDS.has(res)) {
+    return fail(ctx, [...path, "resource"], `unsupported resource ${quote(ref.resource)} (limits|requests . cpu|memory|ephemeral-storage)`);
+  }
+  const divisor = ref.divisor === undefined ? fraction(1n) : tryParseQuantity(ref.divisor);
+  if (!divisor || divisor.num <= 0n) return fail(ctx, [...path, "divisor"], `${quote(ref.divisor ?? "")} must be a positive quantity`);
+  const limitText = c.resources.limits[res];
+  const requestText = c.resources.requests[res];
+  let amount: Quantity;
+  if (kind === "limits") {
+    if (limitText !== undefined) amount = parseQuantity(limitText);
+    else {
+      const total = res === "cpu" ? ctx.podTotals.cpu : res === "memory" ? ctx.podTotals.memory : ctx.podTotals.disk;
+      if (!total) return fail(ctx, [...path, "resource"], `${ref.resource}: no limit is set and the job requests no disk`);
+      amount = total;
+    }
+  } else {
+    const t = requestText ?? limitText;
+    amount = t === undefined ? ZERO : parseQuantity(t);
+  }
+  if (res === "cpu") {
+    const milli = (q: Quantity) => fraction(ceil(fraction(q.num * 1000n, q.den)));
+    return String(ceilRatio(milli(amount), milli(divisor)));
+  }
+  return String(ceilRatio(fraction(ceil(amount)), fraction(ceil(divisor))));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Env
+
+function checkEnvValue(value: string, name: string, c: Container, ctx: Ctx, path: PathSeg[]): string {
+  if (value.includes("\0")) fail(ctx, path, `env ${quote(name)} of container ${quote(c.name)} must not contain NUL`);
+  return value;
+}
+
+function bytesToEnv(bytes: Uint8Array, name: string, c: Container, ctx: Ctx, path: PathSeg[]): string {
+  let s: string;
+  try {
+    s = strictUtf8.decode(bytes);
+  } catch {
+    return fail(ctx, path, `env ${quote(name)} of container ${quote(c.name)}: the value is not valid UTF-8`);
+  }
+  return checkEnvValue(s, name, c, ctx, path);
+}
+
+/** One `valueFrom`; `undefined` = an optional reference that is missing (the variable is skipped). */
+function resolveValueFrom(e: EnvVar, c: Container, ctx: Ctx, path: PathSeg[]): string | undefined {
+  const vf = e.valueFrom!;
+  const who = `env ${quote(e.name)} of container ${quote(c.name)}`;
+  if (vf.fieldRef) return checkEnvValue(fieldRefValue(vf.fieldRef.fieldPath, ctx, false, [...path, "fieldRef", "fieldPath"]), e.name, c, ctx, path);
+  if (vf.resourceFieldRef) return resourceFieldValue(vf.resourceFieldRef, c.name, ctx, [...path, "resourceFieldRef"]);
+  const hint = "interLink sends only objects a container mounts; mount it or set SkipDownwardAPIResolution: true in the virtual kubelet";
+  if (vf.secretKeyRef) {
+    const r = vf.secretKeyRef;
+    const s = findSecret(ctx, c.name, r.name);
+    if (!s) return r.optional ? undefined : fail(ctx, [...path, "secretKeyRef", "name"], `${who}: secret ${quote(r.name)} is not in the create request (${hint})`);
+    const bytes = secretBytes(s, r.key, ctx, [...path, "secretKeyRef", "key"]);
+    if (!bytes) return r.optional ? undefined : fail(ctx, [...path, "secretKeyRef", "key"], `${who}: key ${quote(r.key)} is not in secret ${quote(r.name)}`);
+    return bytesToEnv(bytes, e.name, c, ctx, path);
+  }
+  if (vf.configMapKeyRef) {
+    const r = vf.configMapKeyRef;
+    const cm = findConfigMap(ctx, c.name, r.name);
+    if (!cm) return r.optional ? undefined : fail(ctx, [...path, "configMapKeyRef", "name"], `${who}: configMap ${quote(r.name)} is not in the create request (${hint})`);
+    const bytes = configMapBytes(cm, r.key, ctx, [...path, "configMapKeyRef", "key"]);
+    if (!bytes) return r.optional ? undefined : fail(ctx, [...path, "configMapKeyRef", "key"], `${who}: key ${quote(r.key)} is not in configMap ${quote(r.name)}`);
+    return bytesToEnv(bytes, e.name, c, ctx, path);
+  }
+  return fail(ctx, path, `${who}: valueFrom names no source`);
+}
+
+/**
+ * The container's environment in order: HOSTNAME, POD_IP (when known), then `envFrom` (keys sorted),
+ * then `env`. Later entries override earlier ones where the wrapper applies them, as in Kubernetes.
+ * `env` values expand `$(VAR)` against what is defined before them; `valueFrom` values do not expand.
+ */
+function planEnv(c: Container, base: PathSeg[], ctx: Ctx): [string, string][] {
+  const env: [string, string][] = [["HOSTNAME", ctx.hostname]];
+  if (ctx.podIP !== undefined) env.push(["POD_IP", ctx.podIP]);
+  const defined = new Map<string, string>(env);
+  const put = (k: string, v: string) => {
+    env.push([k, v]);
+    defined.set(k, v);
+  };
+
+  c.envFrom.forEach((src, j) => {
+    const p = [...base, "envFrom", j];
+    const prefix = src.prefix ?? "";
+    const take = (keys: string[], value: (k: string) => Uint8Array | undefined, what: string) => {
+      for (const key of keys) {
+        const name = prefix + key;
+        if (!ENV_NAME.test(name)) {
+          // The kubelet skips keys that are not valid names (and records an event).
+          ctx.warnings.push(`container ${quote(c.name)}: ${what} key ${quote(key)} skipped: ${quote(name)} is not a shell identifier`);
+          continue;
+        }
+        put(name, bytesToEnv(value(key)!, name, c, ctx, p));
+      }
+    };
+    if (src.configMapRef) {
+      const cm = findConfigMap(ctx, c.name, src.configMapRef.name);
+      if (!cm) {
+        if (src.configMapRef.optional) return;
+        fail(ctx, [...p, "configMapRef", "name"], `configMap ${quote(src.configMapRef.name)} is not in the create request`);
+      }
+      take(configMapKeys(cm), (k) => configMapBytes(cm, k, ctx, p), "configMap");
+    } else if (src.secretRef) {
+      const s = findSecret(ctx, c.name, src.secretRef.name);
+      if (!s) {
+        if (src.secretRef.optional) return;
+        fail(ctx, [...p, "secretRef", "name"], `secret ${quote(src.secretRef.name)} is not in the create request`);
+      }
+      take(secretKeys(s), (k) => secretBytes(s, k, ctx, p), "secret");
+    }
+  });
+
+  c.env.forEach((e, j) => {
+    const p = [...base, "env", j];
+    if (e.value !== undefined && e.value !== "") {
+      put(e.name, checkEnvValue(expandK8s(e.value, (n) => defined.get(n)), e.name, c, ctx, [...p, "value"]));
+    } else if (e.valueFrom) {
+      const v = resolveValueFrom(e, c, ctx, [...p, "valueFrom"]);
+      if (v !== undefined) put(e.name, v);
+    } else {
+      put(e.name, "");
+    }
+  });
+  return env;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Images (spec: interlink §8.3)
+
+function planImage(c: Container, base: PathSeg[], ctx: Ctx): ImageRef {
+  const image = c.image;
+  const path = [...base, "image"];
+  if (image === "host" || image.startsWith("host:")) {
+    if (!ctx.cfg.allowHostImage) fail(ctx, path, "host images are disabled on this site");
+    const site = image.slice("host:".length);
+    return site ? { kind: "host", site } : { kind: "host" };
+  }
+  if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(image)) return { kind: "container", uri: image };
+  // Apptainer's other transports have no `//`.
+  if (/^(docker-archive|docker-daemon|oci-archive|oci-sif|oci):/.test(image)) return { kind: "container", uri: image };
+  if (image === "/cvmfs" || image.startsWith("/cvmfs/")) return { kind: "container", uri: image };
+  if (image.startsWith("/")) {
+    const annotations = ctx.pod.metadata.annotations;
+    const key = ANNOTATIONS.imageRoot.find((k) => annotations[k]);
+    const root = key ? annotations[key]!.trim() : "";
+    if (key && CONTROL.test(root)) fail(ctx, ["metadata", "annotations", key], "must not contain control characters");
+    return { kind: "container", uri: root ? root.replace(/\/+$/, "") + image : image };
+  }
+  if (image.endsWith(".sif")) return { kind: "container", uri: image };
+  return { kind: "container", uri: `docker://${image}` };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Volumes (spec: interlink §3.2)
+
+function volumeType(v: Volume): string {
+  const present = Object.keys(v).filter((k) => k !== "name" && v[k] !== undefined && v[k] !== null);
+  // The API server defaults a volume with no source to emptyDir.
+  return present[0] ?? "emptyDir";
+}
+
+/** Files of one volume: `rel` path → file; a file and a directory of the same name conflict. */
+class VolumeFiles {
+  readonly files = new Map<string, PodFile>();
+  constructor(
+    readonly ctx: Ctx,
+    readonly name: string,
+  ) {}
+  add(rel: string, content: Uint8Array, mode: number, secret: boolean, path: PathSeg[]): void {
+    const clean = rel.split("/").filter((s) => s !== "" && s !== ".").join("/");
+    for (const other of this.files.keys()) {
+      if (other !== clean && (other.startsWith(clean + "/") || clean.startsWith(other + "/"))) {
+        fail(this.ctx, path, `${quote(rel)} conflicts with ${quote(other)} in volume ${quote(this.name)}`);
+      }
+    }
+    this.files.set(clean, { path: `volumes/${this.name}/${clean}`, content, mode, secret });
+  }
+}
+
+function keyFiles(
+  vf: VolumeFiles,
+  keys: string[],
+  items: KeyToPath[],
+  get: (key: string) => Uint8Array | undefined,
+  defaultMode: number,
+  optional: boolean,
+  what: string,
+  secret: boolean,
+  itemsPath: PathSeg[],
+): void {
+  if (items.length === 0) {
+    for (const k of keys) vf.add(k, get(k)!, defaultMode, secret, itemsPath);
+    return;
+  }
+  items.forEach((it, j) => {
+    const bytes = get(it.key);
+    if (!bytes) {
+      if (optional) return;
+      fail(vf.ctx, [...itemsPath, j, "key"], `key ${quote(it.key)} is not in ${what}`);
+    }
+    vf.add(it.path, bytes, it.mode ?? defaultMode, secret, [...itemsPath, j, "path"]);
+  });
+}
+
+function downwardFiles(vf: VolumeFiles, items: DownwardAPIFile[], defaultMode: number, path: PathSeg[]): void {
+  items.forEach((it, j) => {
+    const p = [...path, j];
+    let value: string;
+    if (it.fieldRef) value = fieldRefValue(it.fieldRef.fieldPath, vf.ctx, true, [...p, "fieldRef", "fieldPath"]);
+    else {
+      const ref = it.resourceFieldRef!;
+      if (!ref.containerName) fail(vf.ctx, [...p, "resourceFieldRef", "containerName"], "is required in a volume");
+      value = resourceFieldValue(ref, ref.containerName, vf.ctx, [...p, "resourceFieldRef"]);
+    }
+    vf.add(it.path, utf8.encode(value), it.mode ?? defaultMode, false, [...p, "path"]);
+  });
+}
+
+/** An empty directory the wrapper creates: used for volumes that carry no files. */
+function emptyDirFor(ctx: Ctx, name: string): string {
+  if (!ctx.emptyDirs.includes(name)) ctx.emptyDirs.push(name);
+  return `emptydir/${name}`;
+}
+
+/**
+ * Lays out a configMap / secret / projected / downwardAPI volume once (whichever container mounts
+ * it first supplies the data) and returns its sandbox directory. A volume with no files becomes
+ * an `emptydir/` directory, since files are what make `volumes/<name>` exist.
+ */
+function dataVolumeDir(v: Volume, vIndex: number, type: string, c: Container, ctx: Ctx): string {
+  const done = ctx.volumeDirs.get(v.name);
+  if (done !== undefined) return done;
+  const vp: PathSeg[] = ["spec", "volumes", vIndex];
+  const vf = new VolumeFiles(ctx, v.name);
+
+  if (!ctx.cfg.exportPodData && type !== "downwardAPI") {
+    // ExportPodData: false keeps configMap/secret/projected data off the submit side and out of the
+    // job. The mount is kept (as an empty read-only directory) so that the container's view of its
+    // file system matches the pod spec; a missing mount point would fail the bind instead.
+    ctx.warnings.push(`volume ${quote(v.name)} (${type}) is not exported (ExportPodData is false): mounted as an empty directory`);
+  } else if (type === "configMap" && v.configMap) {
+    const src = v.configMap;
+    const cm = findConfigMap(ctx, c.name, src.name);
+    if (!cm && !src.optional) fail(ctx, [...vp, "configMap", "name"], `configMap ${quote(src.name)} is not in the create request`);
+    if (cm) {
+      keyFiles(vf, configMapKeys(cm), src.items, (k) => configMapBytes(cm, k, ctx, [...vp, "configMap"]),
+        src.defaultMode ?? DEFAULT_FILE_MODE, src.optional ?? false, `configMap ${quote(src.name)}`, false, [...vp, "configMap", "items"]);
+    }
+  } else if (type === "secret" && v.secret) {
+    const src = v.secret;
+    const s = findSecret(ctx, c.name, src.secretName);
+    if (!s && !src.optional) fail(ctx, [...vp, "secret", "secretName"], `secret ${quote(src.secretName)} is not in the create request`);
+    if (s) {
+      keyFiles(vf, secretKeys(s), src.items, (k) => secretBytes(s, k, ctx, [...vp, "secret"]),
+        src.defaultMode ?? DEFAULT_FILE_MODE, src.optional ?? false, `secret ${quote(src.secretName)}`, true, [...vp, "secret", "items"]);
+    }
+  } else if (type === "downwardAPI" && v.downwardAPI) {
+    downwardFiles(vf, v.downwardAPI.items, v.downwardAPI.defaultMode ?? DEFAULT_FILE_MODE, [...vp, "downwardAPI", "items"]);
+  } else if (type === "projected" && v.projected) {
+    const src = v.projected;
+    const defaultMode = src.defaultMode ?? DEFAULT_FILE_MODE;
+    const entry = findProjected(ctx, c.name, v.name);
+    if (entry) {
+      // Per-path modes from the sources' items; every file is treated as secret (tokens, keys).
+      const modes = new Map<string, number>();
+      for (const s of src.sources) {
+        for (const it of [...(s.configMap?.items ?? []), ...(s.secret?.items ?? []), ...(s.downwardAPI?.items ?? [])]) {
+          if (it.mode !== undefined) modes.set(it.path, it.mode);
+        }
+      }
+      const ep: PathSeg[] = ["container", ctx.req.container.indexOf(dataEntries(ctx, c.name).find((e) => e.projectedvolumemaps.includes(entry))!)];
+      for (const key of configMapKeys(entry)) {
+        const bytes = configMapBytes(entry, key, ctx, [...ep, "projectedvolumemaps"]);
+        vf.add(key, bytes!, modes.get(key) ?? defaultMode, true, [...ep, "projectedvolumemaps", "data", key]);
+      }
+    } else {
+      // No data sent (the VK's DisableProjectedVolumes, spec: interlink §3.2): downwardAPI sources
+      // can be computed here; the others cannot.
+      const missing: string[] = [];
+      src.sources.forEach((s, i) => {
+        if (s.downwardAPI) downwardFiles(vf, s.downwardAPI.items, defaultMode, [...vp, "projected", "sources", i, "downwardAPI", "items"]);
+        if (s.configMap) missing.push(`configMap ${quote(s.configMap.name)}`);
+        if (s.secret) missing.push(`secret ${quote(s.secret.name)}`);
+        if (s.serviceAccountToken) missing.push("serviceAccountToken");
+      });
+      if (missing.length > 0 || src.sources.length === 0) {
+        ctx.warnings.push(
+          `projected volume ${quote(v.name)} arrived without data${missing.length ? ` (${missing.join(", ")} missing)` : ""}: ` +
+            `is DisableProjectedVolumes set in the virtual kubelet?`,
+        );
+      }
+    }
+  }
+
+  let dir: string;
+  if (vf.files.size === 0) dir = emptyDirFor(ctx, v.name);
+  else {
+    dir = `volumes/${v.name}`;
+    ctx.files.push(...vf.files.values());
+  }
+  ctx.volumeDirs.set(v.name, dir);
+  return dir;
+}
+
+function joinRel(dir: string, sub: string | undefined): string {
+  if (!sub) return dir;
+  const parts = sub.split("/").filter((s) => s !== "" && s !== ".");
+  return parts.length ? `${dir}/${parts.join("/")}` : dir;
+}
+
+function underPrefix(path: string, prefix: string): boolean {
+  const p = prefix.length > 1 ? prefix.replace(/\/+$/, "") : prefix;
+  return p === "/" || path === p || path.startsWith(p + "/");
+}
+
+function planMount(m: VolumeMount, j: number, c: Container, base: PathSeg[], env: Map<string, string>, ctx: Ctx): MountPlan {
+  const mp: PathSeg[] = [...base, "volumeMounts", j];
+  const entry = ctx.volumes.get(m.name);
+  if (!entry) return fail(ctx, [...mp, "name"], `volume ${quote(m.name)} is not in spec.volumes`);
+  const { volume: v, index } = entry;
+  const type = volumeType(v);
+
+  let subPath = m.subPath;
+  if (m.subPathExpr !== undefined) {
+    subPath = expandK8s(m.subPathExpr, (n) => env.get(n));
+    const problem = relativePathProblem(subPath, false);
+    if (problem) fail(ctx, [...mp, "subPathExpr"], `expands to ${problem}`);
+  }
+  const subKey = m.subPathExpr !== undefined ? "subPathExpr" : "subPath";
+
+  let source: MountPlan["source"];
+  let readOnly = m.readOnly ?? false;
+  switch (type) {
+    case "emptyDir":
+      source = { kind: "sandbox", path: joinRel(emptyDirFor(ctx, v.name), subPath) };
+      break;
+    case "configMap":
+    case "secret":
+    case "projected":
+    case "downwardAPI":
+      // Kubernetes mounts these read-only whatever the pod says.
+      readOnly = true;
+      source = { kind: "sandbox", path: joinRel(dataVolumeDir(v, index, type, c, ctx), subPath) };
+      break;
+    case "hostPath": {
+      const hp = v.hostPath!.path;
+      if (!ctx.cfg.hostPathAllow.some((prefix) => underPrefix(hp, prefix))) {
+        fail(ctx, ["spec", "volumes", index, "hostPath", "path"],
+          ctx.cfg.hostPathAllow.length === 0
+            ? `hostPath volume ${quote(v.name)} refused: hostPath volumes are disabled on this site`
+            : `hostPath volume ${quote(v.name)} refused: ${quote(hp)} is not under an allowed prefix (${ctx.cfg.hostPathAllow.join(", ")})`);
+      }
+      source = { kind: "host", path: joinRel(hp.length > 1 ? hp.replace(/\/+$/, "") : hp, subPath).replace(/^\/\//, "/") };
+      break;
+    }
+    default:
+      return fail(ctx, ["spec", "volumes", index],
+        `volume ${quote(v.name)} has type ${quote(type)}, which an HTCondor execution point cannot provide (supported: ${KNOWN_VOLUME_SOURCES.join(", ")})`);
+  }
+  if (/[:,]/.test(source.path)) {
+    fail(ctx, [...mp, subKey], `${quote(source.path)} must not contain ':' or ',' (they break Apptainer's --bind syntax)`);
+  }
+  return { source, target: m.mountPath, readOnly };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Probes and lifecycle handlers
+
+function resolvePort(port: number | string, c: Container, path: PathSeg[], ctx: Ctx): number {
+  let n: number | undefined;
+  if (typeof port === "number") n = port;
+  else if (/^\d+$/.test(port)) n = Number(port);
+  else {
+    n = c.ports.find((p) => p.name === port)?.containerPort;
+    if (n === undefined) fail(ctx, path, `named port ${quote(port)} is not in the ports of container ${quote(c.name)}`);
+  }
+  if (!Number.isInteger(n) || n < 1 || n > 65535) fail(ctx, path, `${n} must be a port between 1 and 65535`);
+  return n;
+}
+
+function noLineBreaks(value: string, path: PathSeg[], ctx: Ctx): string {
+  if (CONTROL.test(value)) fail(ctx, path, `${quote(value)} must not contain control characters`);
+  return value;
+}
+
+function planHandler(h: Probe | LifecycleHandler, c: Container, path: PathSeg[], ctx: Ctx): Handler {
+  const kinds = (["exec", "httpGet", "tcpSocket", "grpc", "sleep"] as const).filter(
+    (k) => (h as Record<string, unknown>)[k] !== undefined,
+  );
+  if (kinds.length !== 1) {
+    return fail(ctx, path, kinds.length === 0 ? "must set a handler (exec, httpGet or tcpSocket)" : `must set only one handler (found ${kinds.join(", ")})`);
+  }
+  const kind = kinds[0]!;
+  if (kind === "grpc") return fail(ctx, [...path, "grpc"], "grpc probes are not supported; use exec, httpGet or tcpSocket");
+  if (kind === "exec") {
+    const command = (h as Probe).exec!.command;
+    if (command.length === 0) fail(ctx, [...path, "exec", "command"], "must not be empty");
+    return { kind: "exec", command };
+  }
+  if (kind === "httpGet") {
+    const g = (h as Probe).httpGet!;
+    const p = [...path, "httpGet"];
+    return {
+      kind: "httpGet",
+      scheme: g.scheme ?? "HTTP",
+      host: g.host ? noLineBreaks(g.host, [...p, "host"], ctx) : DEFAULT_HOST,
+      port: resolvePort(g.port, c, [...p, "port"], ctx),
+      path: g.path ? noLineBreaks(g.path, [...p, "path"], ctx) : "/",
+      headers: g.httpHeaders.map((hd, i): [string, string] => {
+        if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(hd.name)) fail(ctx, [...p, "httpHeaders", i, "name"], `${quote(hd.name)} is not an HTTP header name`);
+        return [hd.name, noLineBreaks(hd.value, [...p, "httpHeaders", i, "value"], ctx)];
+      }),
+    };
+  }
+  if (kind === "tcpSocket") {
+    const t = (h as Probe).tcpSocket!;
+    const p = [...path, "tcpSocket"];
+    return {
+      kind: "tcpSocket",
+      host: t.host ? noLineBreaks(t.host, [...p, "host"], ctx) : DEFAULT_HOST,
+      port: resolvePort(t.port, c, [...p, "port"], ctx),
+    };
+  }
+  const seconds = (h as LifecycleHandler).sleep!.seconds;
+  if (seconds < 0) fail(ctx, [...path, "sleep", "seconds"], `${seconds} must be >= 0`);
+  return { kind: "sleep", seconds };
+}
+
+/** Kubernetes' defaults (SetDefaults_Probe): an unset or zero field takes the default. */
+function planProbe(p: Probe, c: Container, path: PathSeg[], ctx: Ctx): ProbePlan {
+  const num = (key: "initialDelaySeconds" | "periodSeconds" | "timeoutSeconds" | "successThreshold" | "failureThreshold", dflt: number) => {
+    const v = p[key];
+    if (v !== undefined && v < 0) fail(ctx, [...path, key], `${v} must be >= 0`);
+    return v ? v : dflt;
+  };
+  return {
+    handler: planHandler(p, c, path, ctx),
+    initialDelaySeconds: num("initialDelaySeconds", 0),
+    periodSeconds: num("periodSeconds", 10),
+    timeoutSeconds: num("timeoutSeconds", 1),
+    successThreshold: num("successThreshold", 1),
+    failureThreshold: num("failureThreshold", 3),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resources
+//
+//   pod field (per container: limits, else requests)  → submit command   rounding
+//   ------------------------------------------------------------------------------------------
+//   cpu                                                → request_cpus     up to whole CPUs, ≥ 1
+//   memory                                             → request_memory   bytes → MiB, up, ≥ 1 (M)
+//   ephemeral-storage                                  → request_disk     bytes → KiB, up (K)
+//   nvidia.com/gpu, amd.com/gpu, any "<vendor>/gpu"    → request_gpus     whole GPUs
+//
+// Pod total per resource = max(sum over containers, max over init containers): containers run
+// together, init containers one at a time (Kubernetes' effective request). A resource that no
+// container sets takes the site default (config DefaultResources; disk only if configured).
+
+const isGpu = (name: string) => name === "gpu" || name.endsWith("/gpu");
+
+interface Amounts {
+  cpu?: Quantity;
+  memory?: Quantity;
+  disk?: Quantity;
+  gpus: number;
+}
+
+function containerAmounts(c: Container): Amounts {
+  const pick = (name: string) => {
+    const t = c.resources.limits[name] ?? c.resources.requests[name];
+    return t === undefined ? undefined : parseQuantity(t);
+  };
+  let gpus = 0;
+  for (const name of new Set([...Object.keys(c.resources.limits), ...Object.keys(c.resources.requests)])) {
+    if (isGpu(name)) gpus += toInteger(pick(name)!);
+  }
+  return { cpu: pick("cpu"), memory: pick("memory"), disk: pick("ephemeral-storage"), gpus };
+}
+
+function total(main: (Quantity | undefined)[], init: (Quantity | undefined)[]): Quantity | undefined {
+  if (![...main, ...init].some((q) => q !== undefined)) return undefined;
+  const sum = main.reduce<Quantity>((s, q) => (q ? add(s, q) : s), ZERO);
+  return init.reduce<Quantity>((m, q) => (q ? max(m, q) : m), sum);
+}
+
+function configQuantity(text: string, what: string): Quantity {
+  const q = tryParseQuantity(text);
+  if (!q) throw new SidecarError("internal", `config DefaultResources.${what}: ${quote(text)} is not a Kubernetes quantity`);
+  return q;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Annotations: the deliberate code channels and site-policy hooks
+
+function annotationPath(key: string): PathSeg[] {
+  return ["metadata", "annotations", key];
+}
+
+function planSingularityOptions(ctx: Ctx): string[] {
+  const out: string[] = [];
+  const allow = ctx.cfg.singularityOptionsAllow;
+  for (const key of ANNOTATIONS.singularityOptions) {
+    const text = ctx.pod.metadata.annotations[key];
+    if (text === undefined || !text.trim()) continue;
+    if (allow.length === 0) fail(ctx, annotationPath(key), "singularity-options are disabled on this site");
+    // Whitespace-separated flags; a flag with a value is written `--flag=value` (a lone value
+    // token is refused, since it could not be checked against the allowlist).
+    for (const tok of text.trim().split(/\s+/)) {
+      if (!tok.startsWith("-")) fail(ctx, annotationPath(key), `${quote(tok)} is not a flag; write options with a value as --flag=value`);
+      const flag = tok.split("=")[0]!;
+      if (!allow.includes(flag)) fail(ctx, annotationPath(key), `flag ${quote(flag)} is not allowed on this site (allowed: ${allow.join(" ")})`);
+      out.push(tok);
+    }
+  }
+  return out;
+}
+
+/**
+ * `htcondor-job.vk.io/submit-options`: one `command = value` per line (newlines only: `;` may be
+ * part of a value); blank lines and lines starting with `#` are skipped. Commands are compared
+ * case-insensitively with the site's allowlist; values are rendered (and quoted) by render/submit.
+ */
+export function parseSubmitOptions(text: string, allow: readonly string[]): { lines: [string, string][] } | { error: string } {
+  const allowed = new Set(allow.map((a) => a.toLowerCase()));
+  const lines: [string, string][] = [];
+  const rows = text.split(/\r?\n/);
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!.trim();
+    if (!row || row.startsWith("#")) continue;
+    const m = /^([A-Za-z_+][A-Za-z0-9_.+]*)\s*=\s*(.*)$/.exec(row);
+    if (!m) return { error: `line ${i + 1}: expected "command = value", got ${quote(row)}` };
+    const [, command = "", value = ""] = m;
+    if (!allowed.has(command.toLowerCase())) {
+      return { error: `submit command ${quote(command)} is not allowed on this site${allow.length ? ` (allowed: ${allow.join(", ")})` : ""}` };
+    }
+    if (CONTROL.test(value)) return { error: `line ${i + 1}: the value of ${quote(command)} must not contain control characters` };
+    lines.push([command, value]);
+  }
+  return { lines };
+}
+
+function planPodIP(pod: Pod, label: string): string | undefined {
+  const ip = pod.metadata.annotations[ANNOTATIONS.podIP]?.trim() || pod.status.podIP || undefined;
+  if (ip !== undefined && !/^[0-9A-Fa-f.:]+$/.test(ip)) {
+    const from = pod.metadata.annotations[ANNOTATIONS.podIP] ? annotationPath(ANNOTATIONS.podIP) : ["status", "podIP"];
+    throw podError(label, from, `${quote(ip)} is not an IP address`);
+  }
+  return ip;
+}
+
+/** Kubernetes' pod hostname: spec.hostname, else the name cut to 63 characters (GeneratePodHostNameAndDomain). */
+function podHostname(pod: Pod): string {
+  if (pod.spec.hostname) return pod.spec.hostname;
+  return pod.metadata.name.length > 63 ? pod.metadata.name.slice(0, 63).replace(/[-.]+$/, "") : pod.metadata.name;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** A validated create request (see `parseCreateRequest`) and the site's config → the job. */
+export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
+  const pod = req.pod;
+  const { name, namespace, uid, annotations } = pod.metadata;
+  const label = podLabel(namespace, name);
+
+  const initAmounts = pod.spec.initContainers.map(containerAmounts);
+  const mainAmounts = pod.spec.containers.map(containerAmounts);
+  const cpu = total(mainAmounts.map((a) => a.cpu), initAmounts.map((a) => a.cpu)) ?? configQuantity(cfg.defaultResources.cpu, "cpu");
+  const memory = total(mainAmounts.map((a) => a.memory), initAmounts.map((a) => a.memory)) ?? configQuantity(cfg.defaultResources.memory, "memory");
+  const disk =
+    total(mainAmounts.map((a) => a.disk), initAmounts.map((a) => a.disk)) ??
+    (cfg.defaultResources.disk !== undefined ? configQuantity(cfg.defaultResources.disk, "disk") : undefined);
+  const gpus = Math.max(
+    mainAmounts.reduce((s, a) => s + a.gpus, 0),
+    ...initAmounts.map((a) => a.gpus),
+  );
+
+  const ctx: Ctx = {
+    req,
+    pod,
+    cfg,
+    label,
+    podIP: planPodIP(pod, label),
+    hostname: podHostname(pod),
+    volumes: new Map(pod.spec.volumes.map((volume, index) => [volume.name, { volume, index }])),
+    podTotals: { cpu: fraction(BigInt(toCpus(cpu))), memory, disk },
+    files: [],
+    volumeDirs: new Map(),
+    emptyDirs: [],
+    warnings: [],
+  };
+
+  // Channels first: a refused channel is the clearest message, before any container detail.
+  const preExec: string[] = [];
+  for (const key of ANNOTATIONS.preExec) {
+    const text = annotations[key];
+    if (text === undefined || !text.trim()) continue;
+    if (!cfg.allowPreExec) fail(ctx, annotationPath(key), "pre-exec is disabled on this site");
+    preExec.push(text);
+  }
+  const backgroundCommands: string[] = [];
+  const ws = annotations[ANNOTATIONS.wstunnel];
+  if (ws !== undefined && ws.trim()) {
+    if (!cfg.allowWstunnel) fail(ctx, annotationPath(ANNOTATIONS.wstunnel), "wstunnel client commands are disabled on this site");
+    backgroundCommands.push(ws);
+  }
+  const runtimeOptions = planSingularityOptions(ctx);
+  const submitLines: [string, string][] = [...cfg.extraSubmitLines];
+  const so = annotations[ANNOTATIONS.submitOptions];
+  if (so !== undefined) {
+    const r = parseSubmitOptions(so, cfg.submitOptionsAllow);
+    if ("error" in r) fail(ctx, annotationPath(ANNOTATIONS.submitOptions), r.error);
+    submitLines.push(...r.lines);
+  }
+
+  const planContainer = (c: Container, index: number, init: boolean, amounts: Amounts): ContainerPlan => {
+    const base: PathSeg[] = ["spec", init ? "initContainers" : "containers", index];
+    const image = planImage(c, base, ctx);
+    const env = planEnv(c, base, ctx);
+    const defined = new Map(env);
+    const lookup = (n: string) => defined.get(n);
+    const mounts = c.volumeMounts.map((m, j) => planMount(m, j, c, base, defined, ctx));
+    const plan: ContainerPlan = {
+      name: c.name,
+      init,
+      index,
+      image,
+      env,
+      mounts,
+      runtimeOptions: [...runtimeOptions],
+      gpus: amounts.gpus,
+    };
+    if (c.command !== undefined && c.command.length > 0) plan.command = c.command.map((s) => expandK8s(s, lookup));
+    if (c.args !== undefined && c.args.length > 0) plan.args = c.args.map((s) => expandK8s(s, lookup));
+    if (c.workingDir) plan.workingDir = c.workingDir;
+    for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"] as const) {
+      const p = c[probe];
+      if (p) plan[probe] = planProbe(p, c, [...base, probe], ctx);
+    }
+    if (c.lifecycle?.postStart) plan.postStart = planHandler(c.lifecycle.postStart, c, [...base, "lifecycle", "postStart"], ctx);
+    if (c.lifecycle?.preStop) plan.preStop = planHandler(c.lifecycle.preStop, c, [...base, "lifecycle", "preStop"], ctx);
+    ctx.files.push({ path: `env/${containerKey(c.name, init)}.env`, content: encodeEnvFile(env), mode: 0o600, secret: true });
+    return plan;
+  };
+
+  const initContainers = pod.spec.initContainers.map((c, i) => planContainer(c, i, true, initAmounts[i]!));
+  const containers = pod.spec.containers.map((c, i) => planContainer(c, i, false, mainAmounts[i]!));
+  if (containers.length === 0) ctx.warnings.push("the pod has no offloaded containers: the job runs only its init containers");
+
+  const transferInput = ["env", "volumes"].filter((top) => ctx.files.some((f) => f.path.startsWith(top + "/")));
+
+  const accountingGroup = Object.hasOwn(cfg.accountingGroups, namespace) ? cfg.accountingGroups[namespace] : undefined;
+  const plan: JobPlan = {
+    uid,
+    name,
+    namespace,
+    sidecarId: cfg.sidecarId,
+    batchName: `${namespace}/${name}`,
+    restartPolicy: pod.spec.restartPolicy ?? "Always",
+    maxRestarts: cfg.maxRestarts,
+    restartAfterSuccess: cfg.restartAlwaysAfterSuccess,
+    backoffInitialSeconds: cfg.backoffInitialSeconds,
+    backoffMaxSeconds: cfg.backoffMaxSeconds,
+    terminationGracePeriodSeconds: pod.spec.terminationGracePeriodSeconds ?? 30,
+    backgroundCommands,
+    preExec,
+    runtime: {
+      searchPath: [...cfg.runtimeSearchPath],
+      noHome: cfg.noHome,
+      oldRuntime: cfg.oldRuntime,
+    },
+    emptyDirs: ctx.emptyDirs,
+    files: ctx.files,
+    transferInput,
+    initContainers,
+    containers,
+    resources: {
+      cpus: toCpus(cpu),
+      memoryMiB: Math.max(1, toMiB(memory)),
+      gpus,
+    },
+    submit: { lines: submitLines },
+    dummy: cfg.dummyJob,
+    warnings: ctx.warnings,
+  };
+  if (disk !== undefined) plan.resources.diskKiB = toKiB(disk);
+  if (pod.spec.activeDeadlineSeconds !== undefined) plan.activeDeadlineSeconds = pod.spec.activeDeadlineSeconds;
+  if (cfg.commandPrefix) plan.commandPrefix = cfg.commandPrefix;
+  if (ctx.podIP !== undefined) plan.podIP = ctx.podIP;
+  if (cfg.containerRuntime) plan.runtime.pinned = cfg.containerRuntime;
+  if (cfg.apptainerCacheDir) plan.runtime.cacheDir = cfg.apptainerCacheDir;
+  if (cfg.requirements) plan.submit.requirements = cfg.requirements;
+  if (accountingGroup) plan.submit.accountingGroup = accountingGroup;
+  return plan;
+}
