@@ -5,6 +5,7 @@
  */
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { tryParseQuantity } from "./core/quantity.ts";
 import type { PlanConfig } from "./core/types.ts";
 
 export class ConfigError extends Error {
@@ -13,6 +14,7 @@ export class ConfigError extends Error {
 
 const seconds = z.number().int().nonnegative();
 const str = z.string();
+const quantity = z.string().refine((q) => tryParseQuantity(q) !== undefined, "is not a Kubernetes quantity (e.g. 500m, 2, 4Gi)");
 
 const Channels = z.object({
   /** Image `host` / `host:<site>`: run on the worker without a container. */
@@ -53,8 +55,8 @@ const Schema = z.object({
   SharedFilesystem: z.boolean().default(false),
   Node: z
     .object({
-      Cpu: str.optional(),
-      Memory: str.optional(),
+      Cpu: quantity.optional(),
+      Memory: quantity.optional(),
       Gpus: z.number().int().nonnegative().optional(),
       Pods: str.default("1000"),
       Taints: z
@@ -63,7 +65,7 @@ const Schema = z.object({
     })
     .default({ Pods: "1000" }),
   DefaultResources: z
-    .object({ Cpu: str.default("1"), Memory: str.default("1Gi"), Disk: str.optional() })
+    .object({ Cpu: quantity.default("1"), Memory: quantity.default("1Gi"), Disk: quantity.optional() })
     .default({ Cpu: "1", Memory: "1Gi" }),
   Restart: z
     .object({

@@ -33,6 +33,7 @@ describe("parseConfig", () => {
     ["- a\n- b", "SidecarConfig.yaml: must be a mapping"],
     ["DataRootFolder: [", "SidecarConfig.yaml: not valid YAML"],
     ["Channels: {SubmitOptions: request_disk}", "SidecarConfig.yaml: Channels.SubmitOptions: "],
+    ["DefaultResources: {Memory: lots}", "SidecarConfig.yaml: DefaultResources.Memory: is not a Kubernetes quantity"],
   ];
   for (const [text, prefix] of bad) {
     test(`invalid: ${text.split("\n")[0]}`, () => {

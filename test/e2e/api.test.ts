@@ -1,0 +1,296 @@
+// The interLink plugin API end to end: real HTTP to a running sidecar on minicondor.
+// Each test names the checklist item of spec interlink §11 it checks.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { b64, configMapObject, dataEntry, makeCreateRequest, secretObject } from "../fixtures/pods.ts";
+import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
+
+let sc: Sidecar;
+let n = 0;
+const uid = () => `0000aaaa-0000-4000-8000-${String(++n).padStart(12, "0")}`;
+
+type Json = any;
+const create = (req: Json) => sc.call("POST", "/create", req);
+const status = (pods: Json[]) => sc.call("GET", "/status", pods);
+const statusOne = async (pod: Json) => {
+  const r = await status([pod]);
+  expect(r.status).toBe(200);
+  return (JSON.parse(r.body) as Json[])[0];
+};
+const calls = (tool: string) =>
+  existsSync(join(sc.home, "calls.log")) ? readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").filter((l) => l.includes(tool)).length : 0;
+const jobsForUid = async (u: string) => {
+  const q = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-af", "InterLinkPodUID"], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } });
+  const h = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_history"), "-af", "InterLinkPodUID"], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } });
+  return `${q.stdout}${h.stdout}`.split("\n").filter((l) => l.trim() === u).length;
+};
+const terminated = async (pod: Json, timeoutMs = 60_000) =>
+  eventually(async () => {
+    const s = await statusOne(pod);
+    const all = [...(s?.initContainers ?? []), ...(s?.containers ?? [])];
+    return all.length && all.every((c: Json) => c.state.terminated) ? s : undefined;
+  }, timeoutMs, `pod ${pod.metadata.name} to terminate`);
+const logOf = (pod: Json, container: string) =>
+  sc.call("GET", "/getLogs", {
+    Namespace: pod.metadata.namespace,
+    PodUID: pod.metadata.uid,
+    PodName: pod.metadata.name,
+    ContainerName: container,
+    Opts: { Tail: 0, Bytes: 0, Timestamps: false, Follow: false, Previous: false, SinceSeconds: 0, SinceTime: "0001-01-01T00:00:00Z" },
+  });
+
+function shPod(name: string, script: string, extra: { spec?: Json; metadata?: Json; container?: Json[] } = {}) {
+  return makeCreateRequest({
+    metadata: { name, uid: uid(), ...extra.metadata },
+    spec: { containers: [{ name: "main", image: "busybox:1.36", command: ["sh", "-c", script], resources: {} }], ...extra.spec },
+    container: extra.container,
+  });
+}
+
+beforeAll(async () => {
+  sc = await startSidecar({ config: "PingFailureThreshold: 2\nHoldGraceSeconds: 1\n" });
+});
+afterAll(async () => {
+  await sc?.stop();
+});
+
+describe("transport", () => {
+  test("§11.1 §11.2 §11.17: GET /status with [] is the ping: 200 and a PingResponse object", async () => {
+    const r = await sc.call("GET", "/status", []);
+    expect(r.status).toBe(200);
+    const body = JSON.parse(r.body);
+    expect(body.status).toBe("ok");
+    expect(Number(body.resources.cpu)).toBeGreaterThan(0);
+    expect(body.resources.memory).toMatch(/^\d+Mi$/);
+    expect(body.resources.pods).toBe("1000");
+  });
+  test("§11.5: keep-alive idle timeout above 120 s", async () => {
+    const r = await sc.call("GET", "/status", []);
+    expect(String(r.headers["keep-alive"])).toMatch(/timeout=125/);
+  });
+  test("bad bodies: 4xx with one plain-text line", async () => {
+    for (const [path, method, raw, code] of [
+      ["/create", "POST", "{not json", 400],
+      ["/create", "POST", "[]", 400],
+      ["/status", "GET", "{}", 400],
+      ["/delete", "POST", "{}", 400],
+    ] as const) {
+      const r = await sc.call(method, path, undefined, { raw });
+      expect(r.status).toBe(code);
+      expect(String(r.headers["content-type"])).toMatch(/^text\/plain/);
+      expect(r.body.trimEnd().includes("\n")).toBe(false);
+    }
+  });
+});
+
+describe("create, status, delete", () => {
+  test("§11.8 §11.18-22: create → 200 {PodUID, PodJID}; status runs to Succeeded with exit code 0", async () => {
+    const req = shPod("hello", "echo hello; sleep 1");
+    const r = await create(req);
+    expect(r.status).toBe(200);
+    const out = JSON.parse(r.body);
+    expect(out.PodUID).toBe(req.pod.metadata.uid);
+    expect(out.PodJID).toMatch(/^\d+\.0$/);
+    const s = await terminated(req.pod);
+    expect(s).toMatchObject({ name: "hello", UID: req.pod.metadata.uid, namespace: "default", JID: out.PodJID });
+    expect(s.containers).toHaveLength(1);
+    expect(s.containers[0].state.terminated.exitCode).toBe(0);
+    expect(s.containers[0].state.terminated.finishedAt).toMatch(/Z$/);
+    expect((await logOf(req.pod, "main")).body).toBe("hello\n");
+  }, 90_000);
+
+  test("§11.20: a failing container reports its exit code", async () => {
+    const req = shPod("fails", "exit 7");
+    expect((await create(req)).status).toBe(200);
+    const s = await terminated(req.pod);
+    expect(s.containers[0].state.terminated.exitCode).toBe(7);
+  }, 90_000);
+
+  test("§11.10: a repeated create returns the same JID and submits once", async () => {
+    const req = shPod("twice", "sleep 2");
+    const before = calls("condor_submit");
+    const [a, b] = await Promise.all([create(req), create(req)]);
+    const c = await create(req);
+    expect([a.status, b.status, c.status]).toEqual([200, 200, 200]);
+    expect(JSON.parse(b.body).PodJID).toBe(JSON.parse(a.body).PodJID);
+    expect(JSON.parse(c.body).PodJID).toBe(JSON.parse(a.body).PodJID);
+    expect(calls("condor_submit") - before).toBe(1);
+    expect(await jobsForUid(req.pod.metadata.uid)).toBe(1);
+  }, 30_000);
+
+  test("§11.6: parallel creates for different pods, and a status during a create", async () => {
+    const reqs = Array.from({ length: 8 }, (_, i) => shPod(`par-${i}`, "sleep 1"));
+    const during = status([reqs[0].pod]);
+    const res = await Promise.all(reqs.map(create));
+    expect(res.map((r) => r.status)).toEqual(reqs.map(() => 200));
+    expect((await during).status).toBe(200);
+    const jids = new Set(res.map((r) => JSON.parse(r.body).PodJID));
+    expect(jids.size).toBe(8);
+  }, 60_000);
+
+  test("§11.21: an unknown UID in a batch is omitted, the batch still answers 200", async () => {
+    const req = shPod("known", "sleep 1");
+    await create(req);
+    const unknown = { ...req.pod, metadata: { ...req.pod.metadata, uid: "ffffffff-0000-4000-8000-000000000000", name: "ghost" } };
+    const r = await status([unknown, req.pod]);
+    expect(r.status).toBe(200);
+    const list = JSON.parse(r.body);
+    expect(list.map((p: Json) => p.UID)).toEqual([req.pod.metadata.uid]);
+  }, 30_000);
+
+  test("§11.7: unknown fields are ignored and null accepted where an array is expected", async () => {
+    const req = shPod("nulls", "true", { spec: { volumes: null, initContainers: null, extraField: { x: 1 } } });
+    req.extra = "ignored";
+    req.pod.metadata.annotations = null;
+    expect((await create(req)).status).toBe(200);
+  }, 30_000);
+
+  test("§11.9: a failed submission → non-200 plain text, nothing left behind", async () => {
+    writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ condor_submit: "fail" }));
+    try {
+      const req = shPod("nosubmit", "true");
+      const r = await create(req);
+      expect(r.status).toBeGreaterThanOrEqual(500);
+      expect(r.body).toMatch(/Cannot submit job for pod "default\/nosubmit"/);
+      expect(existsSync(join(sc.dataRoot, "pods", req.pod.metadata.uid))).toBe(false);
+      expect((JSON.parse((await status([req.pod])).body) as Json[]).length).toBe(0);
+    } finally {
+      writeFileSync(join(sc.home, "faults.json"), "{}");
+    }
+  }, 30_000);
+
+  test("§11.14: an unresolvable valueFrom is a 400 naming the variable", async () => {
+    const req = shPod("envbad", "true");
+    req.pod.spec.containers[0].env = [{ name: "PASSWORD", valueFrom: { secretKeyRef: { name: "nope", key: "pw" } } }];
+    const r = await create(req);
+    expect(r.status).toBe(400);
+    expect(r.body).toContain("PASSWORD");
+    expect(existsSync(join(sc.dataRoot, "pods", req.pod.metadata.uid))).toBe(false);
+  });
+
+  test("§11.11 §11.12 §11.13 §11.16: volumes at mount paths, shared emptyDir, init order, pre-exec first", async () => {
+    const u = uid();
+    const req = makeCreateRequest({
+      metadata: { name: "full", uid: u, annotations: { "slurm-job.vk.io/pre-exec": "echo pre > $TMPDIR/../pre-exec-ran || true" } },
+      spec: {
+        initContainers: [
+          { name: "first", image: "busybox", command: ["sh", "-c", "echo first >> /work/order"], volumeMounts: [{ name: "work", mountPath: "/work" }], resources: {} },
+          { name: "second", image: "busybox", command: ["sh", "-c", "echo second >> /work/order"], volumeMounts: [{ name: "work", mountPath: "/work" }], resources: {} },
+        ],
+        containers: [
+          {
+            name: "main",
+            image: "busybox",
+            command: ["sh", "-c", "cat /work/order; cat /etc/app/app.conf; echo; cat /etc/secret/pw; echo; cat /var/run/sa/token; echo; cat /etc/one/renamed.txt"],
+            volumeMounts: [
+              { name: "work", mountPath: "/work" },
+              { name: "cfg", mountPath: "/etc/app", readOnly: true },
+              { name: "sec", mountPath: "/etc/secret" },
+              { name: "sa", mountPath: "/var/run/sa" },
+              { name: "cfg2", mountPath: "/etc/one" },
+            ],
+            resources: {},
+          },
+        ],
+        volumes: [
+          { name: "work", emptyDir: {} },
+          { name: "cfg", configMap: { name: "app" } },
+          { name: "cfg2", configMap: { name: "app", items: [{ key: "app.conf", path: "renamed.txt" }] } },
+          { name: "sec", secret: { secretName: "creds" } },
+          { name: "sa", projected: { sources: [{ serviceAccountToken: { path: "token" } }] } },
+        ],
+      },
+      container: [
+        dataEntry("first"),
+        dataEntry("second"),
+        dataEntry("main", {
+          configMaps: [configMapObject("app", { "app.conf": "key=value" })],
+          secrets: [secretObject("creds", { pw: "s3cr3t" })],
+          projected: [{ metadata: { name: "sa" }, data: { token: "tok-123" } }],
+        }),
+      ],
+    });
+    const r = await create(req);
+    expect(r.status).toBe(200);
+    const s = await terminated(req.pod);
+    expect(s.initContainers.map((c: Json) => c.name)).toEqual(["first", "second"]);
+    expect(s.containers[0].state.terminated.exitCode).toBe(0);
+    expect((await logOf(req.pod, "main")).body).toBe("first\nsecond\nkey=value\ns3cr3t\ntok-123\nkey=value\n");
+    void b64;
+  }, 90_000);
+
+  test("secrets never reach the job ad (condor_q -json)", async () => {
+    const req = shPod("secretive", "sleep 3");
+    req.pod.spec.containers[0].env = [{ name: "TOKEN", value: "very-secret-value-42" }];
+    expect((await create(req)).status).toBe(200);
+    const q = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-json"], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } });
+    expect(q.stdout.toString()).not.toContain("very-secret-value-42");
+    const sub = readFileSync(join(sc.dataRoot, "pods", req.pod.metadata.uid, "job.sub"), "utf8");
+    expect(sub).not.toContain("very-secret-value-42");
+    const envDir = join(sc.dataRoot, "pods", req.pod.metadata.uid, "env");
+    for (const f of readdirSync(envDir)) expect(statSync(join(envDir, f)).mode & 0o777).toBe(0o600);
+    expect(statSync(join(sc.dataRoot, "pods", req.pod.metadata.uid)).mode & 0o777).toBe(0o700);
+  }, 30_000);
+
+  test("§11.23 §11.24: delete removes the job and the files; unknown and repeated deletes answer 200; a late create is refused", async () => {
+    const req = shPod("doomed", "sleep 300");
+    const r = await create(req);
+    expect(r.status).toBe(200);
+    await eventually(async () => ((await statusOne(req.pod))?.containers[0].state.running ? true : undefined), 30_000, "running");
+    const d = await sc.call("POST", "/delete", req.pod);
+    expect(d.status).toBe(200);
+    expect(existsSync(join(sc.dataRoot, "pods", req.pod.metadata.uid))).toBe(false);
+    await eventually(async () => {
+      const q = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-af", "InterLinkPodUID"], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } });
+      return q.stdout.toString().includes(req.pod.metadata.uid) ? undefined : true;
+    }, 30_000, "job to leave the queue");
+    expect((await sc.call("POST", "/delete", req.pod)).status).toBe(200);
+    const ghost = { ...req.pod, metadata: { ...req.pod.metadata, uid: uid() } };
+    expect((await sc.call("POST", "/delete", ghost)).status).toBe(200);
+    const late = await create({ ...req, pod: ghost });
+    expect(late.status).toBe(409);
+    expect(late.body).toMatch(/already deleted/);
+  }, 60_000);
+});
+
+describe("restarts and faults", () => {
+  test("§11.15: the mapping survives a restart", async () => {
+    const req = shPod("survivor", "sleep 2; exit 3");
+    const r = await create(req);
+    const jid = JSON.parse(r.body).PodJID;
+    await sc.stop();
+    sc = await startSidecar({ dir: sc.dir, config: "PingFailureThreshold: 2\nHoldGraceSeconds: 1\n" });
+    const s = await terminated(req.pod);
+    expect(s.JID).toBe(jid);
+    expect(s.containers[0].state.terminated.exitCode).toBe(3);
+  }, 90_000);
+
+  test("§11.17: ping degrades only after consecutive failures", async () => {
+    writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ schedd_down: true }));
+    try {
+      const codes = [];
+      for (let i = 0; i < 3; i++) codes.push((await sc.call("GET", "/status", [])).status);
+      expect(codes).toEqual([200, 503, 503]);
+    } finally {
+      writeFileSync(join(sc.home, "faults.json"), "{}");
+    }
+    expect((await sc.call("GET", "/status", [])).status).toBe(200);
+  }, 30_000);
+
+  test("a delete while the schedd is down removes the job once it is back", async () => {
+    const req = shPod("later", "sleep 300");
+    await create(req);
+    writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ schedd_down: true }));
+    const d = await sc.call("POST", "/delete", req.pod);
+    expect(d.status).toBe(200);
+    expect(d.body).toMatch(/pending/);
+    writeFileSync(join(sc.home, "faults.json"), "{}");
+    await eventually(async () => ((await jobsForUidInQueue(req.pod.metadata.uid)) === 0 ? true : undefined), 60_000, "the reaper to remove the job");
+  }, 90_000);
+});
+
+async function jobsForUidInQueue(u: string) {
+  const q = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-af", "InterLinkPodUID"], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } });
+  return q.stdout.toString().split("\n").filter((l) => l.trim() === u).length;
+}

@@ -1,0 +1,150 @@
+/**
+ * Starts the real sidecar (from the sources, as a separate process) against minicondor and
+ * talks to it over real HTTP, as interLink does: GET requests with JSON bodies included.
+ */
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const ROOT = resolve(import.meta.dir, "../..");
+export const CONDOR_BIN = join(ROOT, "test", "minicondor", "bin");
+export const SHIM = join(ROOT, "test", "minicondor", "shims", "apptainer");
+
+export interface HttpResult {
+  status: number;
+  body: string;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+export function http(port: number, method: string, path: string, body?: unknown, opts: { raw?: string; timeoutMs?: number } = {}): Promise<HttpResult> {
+  const payload = opts.raw ?? (body === undefined ? undefined : JSON.stringify(body));
+  return new Promise((res, rej) => {
+    const req = request(
+      {
+        host: "127.0.0.1",
+        port,
+        method,
+        path,
+        headers: { "content-type": "application/json", "InterLink-Http-Session": `Test#${Math.floor(Math.random() * 1e6)}`, ...(payload !== undefined ? { "content-length": Buffer.byteLength(payload) } : {}) },
+        timeout: opts.timeoutMs ?? 60_000,
+      },
+      (r) => {
+        const chunks: Buffer[] = [];
+        r.on("data", (c: Buffer) => chunks.push(c));
+        r.on("end", () => res({ status: r.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8"), headers: r.headers }));
+      },
+    );
+    req.on("error", rej);
+    req.on("timeout", () => req.destroy(new Error(`${method} ${path} timed out`)));
+    if (payload !== undefined) req.write(payload);
+    req.end();
+  });
+}
+
+export interface Sidecar {
+  port: number;
+  dir: string;
+  home: string;
+  dataRoot: string;
+  log(): string;
+  proc: ReturnType<typeof Bun.spawn>;
+  call(method: string, path: string, body?: unknown, opts?: { raw?: string; timeoutMs?: number }): Promise<HttpResult>;
+  stop(): Promise<number>;
+  kill9(): Promise<void>;
+}
+
+export interface SidecarOptions {
+  /** Extra SidecarConfig.yaml lines. */
+  config?: string;
+  args?: string[];
+  env?: Record<string, string>;
+  /** Reuse a folder (restart tests). */
+  dir?: string;
+}
+
+export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
+  const dir = o.dir ?? mkdtempSync(join(tmpdir(), "sidecar-e2e-"));
+  const home = join(dir, "minicondor");
+  mkdirSync(home, { recursive: true });
+  const configPath = join(dir, "SidecarConfig.yaml");
+  writeFileSync(
+    configPath,
+    [
+      "DataRootFolder: ./data",
+      `ContainerRuntime: ${SHIM}`,
+      "StatusCacheSeconds: 0.2",
+      "ShutdownGraceSeconds: 2",
+      "ReaperIntervalSeconds: 1",
+      "Restart:",
+      "  BackoffInitialSeconds: 1",
+      "  BackoffMaxSeconds: 2",
+      o.config ?? "",
+    ].join("\n"),
+  );
+  const proc = Bun.spawn(
+    [process.execPath, join(ROOT, "src", "main.bun.ts"), "--config", configPath, "--condor-bin", CONDOR_BIN, "--port", "0", ...(o.args ?? [])],
+    {
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/root", MINICONDOR_HOME: home, MINICONDOR_ALLOW_ROOT: "1", ...o.env },
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
+  let log = "";
+  const reader = proc.stderr.getReader();
+  let port: number | undefined;
+  const deadline = Date.now() + 20_000;
+  const pump = (async () => {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      log += new TextDecoder().decode(value);
+    }
+  })();
+  while (port === undefined && Date.now() < deadline) {
+    const m = /"url":"http:\/\/127\.0\.0\.1:(\d+)"/.exec(log);
+    if (m) port = Number(m[1]);
+    else await Bun.sleep(25);
+    if (proc.exitCode !== null) break;
+  }
+  if (port === undefined) {
+    proc.kill("SIGKILL");
+    throw new Error(`sidecar did not start:\n${log}`);
+  }
+  const p = port;
+  return {
+    port: p,
+    dir,
+    home,
+    dataRoot: join(dir, "data"),
+    log: () => log,
+    proc,
+    call: (method, path, body, opts) => http(p, method, path, body, opts),
+    async stop() {
+      proc.kill("SIGTERM");
+      const code = await proc.exited;
+      await pump.catch(() => {});
+      return code;
+    },
+    async kill9() {
+      proc.kill("SIGKILL");
+      await proc.exited;
+    },
+  };
+}
+
+/** Polls until fn returns a value (not undefined), or throws after timeoutMs. */
+export async function eventually<T>(fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000, what = "condition"): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    await Bun.sleep(200);
+  }
+}
