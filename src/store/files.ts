@@ -60,26 +60,6 @@ export function fileSize(path: string): number | undefined {
   }
 }
 
-/** Reads at most the last `maxBytes` bytes of a file (a 100 MB log is never loaded whole). */
-export function readTail(path: string, maxBytes: number): Uint8Array {
-  const size = fileSize(path);
-  if (size === undefined || size === 0) return new Uint8Array();
-  const len = Math.min(size, maxBytes);
-  const buf = new Uint8Array(len);
-  const fd = openSync(path, "r");
-  try {
-    let off = 0;
-    while (off < len) {
-      const n = readSync(fd, buf, off, len - off, size - len + off);
-      if (n <= 0) break;
-      off += n;
-    }
-    return buf.subarray(0, off);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /** Reads bytes [from, from+max) of a file (log follow reads what was appended). */
 export function readRange(path: string, from: number, max: number): Uint8Array {
   const size = fileSize(path) ?? 0;
