@@ -147,7 +147,7 @@ describe("create, status, delete", () => {
   }, 30_000);
 
   test("§11.9: a failed submission → non-200 plain text, nothing left behind", async () => {
-    writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ condor_submit: "fail" }));
+    writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ tools: { condor_submit: "fail" } }));
     try {
       const req = shPod("nosubmit", "true");
       const r = await create(req);
@@ -267,7 +267,7 @@ describe("restarts and faults", () => {
   }, 90_000);
 
   test("§11.17: ping degrades only after consecutive failures", async () => {
-    writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ schedd_down: true }));
+    writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ scheddDown: true }));
     try {
       const codes = [];
       for (let i = 0; i < 3; i++) codes.push((await sc.call("GET", "/status", [])).status);
@@ -281,7 +281,7 @@ describe("restarts and faults", () => {
   test("a delete while the schedd is down removes the job once it is back", async () => {
     const req = shPod("later", "sleep 300");
     await create(req);
-    writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ schedd_down: true }));
+    writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ scheddDown: true }));
     const d = await sc.call("POST", "/delete", req.pod);
     expect(d.status).toBe(200);
     expect(d.body).toMatch(/pending/);

@@ -1,0 +1,683 @@
+// Fidelity tests for the minicondor emulator against /work/shared/spec/htcondor-cli.md ("cli") and
+// /work/shared/spec/htcondor-observed.md ("observed"). Run: node_modules/.bin/bun test test/minicondor
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { cleanup, createHome, homePids, runTool, setConfig, setFaults, waitFor, type RunResult } from "./src/testkit.ts";
+import { Ad, evalExpr, afValue, adToJson } from "./src/classad.ts";
+import { pidsWithEnv } from "./src/common.ts";
+
+const ENV = { MINICONDOR_ALLOW_ROOT: "1" };
+let home = "";
+let work = "";
+const homes: string[] = [];
+
+function newHome(opts: Parameters<typeof createHome>[0] = {}): string {
+  const h = createHome({ scheddIdleExitMs: 1500, pollMs: 50, ...opts });
+  homes.push(h);
+  return h;
+}
+const run = (tool: string, args: string[] = [], o: { cwd?: string; stdin?: string; timeoutMs?: number; env?: Record<string, string>; home?: string } = {}): Promise<RunResult> =>
+  runTool(o.home ?? home, tool, args, { cwd: o.cwd ?? work, stdin: o.stdin, timeoutMs: o.timeoutMs, env: { ...ENV, ...(o.env ?? {}) } });
+
+function writeFile(name: string, text: string, mode = 0o644, dir = work): string {
+  const p = path.join(dir, name);
+  fs.mkdirSync(path.dirname(p), { recursive: true });
+  fs.writeFileSync(p, text);
+  fs.chmodSync(p, mode);
+  return p;
+}
+async function submit(sub: string, args: string[] = [], o: { home?: string; cwd?: string } = {}): Promise<number> {
+  const f = writeFile(`sub-${Math.random().toString(36).slice(2)}.sub`, sub, 0o644, o.cwd ?? work);
+  const r = await run("condor_submit", ["-terse", ...args, f], o);
+  expect(r.stderr).toBe("");
+  expect(r.code).toBe(0);
+  const m = /^(\d+)\.0 - \1\.\d+\n$/.exec(r.stdout);
+  expect(m).not.toBeNull();
+  return Number(m![1]);
+}
+async function histAf(id: string, attrs: string[], o: { home?: string } = {}): Promise<string> {
+  const r = await run("condor_history", [id, "-af", ...attrs], o);
+  return r.stdout;
+}
+async function waitDone(id: string, o: { home?: string; timeoutMs?: number } = {}): Promise<string> {
+  return waitFor(async () => (await histAf(id, ["JobStatus"], o)).trim(), o.timeoutMs ?? 15_000, 100);
+}
+async function qAf(id: string, attrs: string[], o: { home?: string } = {}): Promise<string> {
+  return (await run("condor_q", [id, "-af", ...attrs], o)).stdout.trim();
+}
+async function waitQ(id: string, attrs: string[], want: string, o: { home?: string; timeoutMs?: number } = {}): Promise<void> {
+  await waitFor(async () => (await qAf(id, attrs, o)) === want, o.timeoutMs ?? 10_000, 100);
+}
+
+const SLEEPER = `#!/bin/bash
+echo "sleeper start"
+echo "stderr line" >&2
+for i in $(seq 1 600); do echo "tick $i"; sleep 0.2; done
+`;
+
+beforeAll(() => {
+  home = newHome();
+  work = fs.mkdtempSync(path.join(home, "..", "mcwork-"));
+  homes.push(work);
+  writeFile("sleeper.sh", SLEEPER, 0o755);
+});
+
+afterAll(() => {
+  for (const h of homes) cleanup(h, true);
+});
+
+// ---------------------------------------------------------------------------------------------
+describe("cli §0 conventions", () => {
+  test("condor_version prints two lines (cli §0, observed more.txt version)", async () => {
+    const r = await run("condor_version");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("$CondorVersion: 25.14.0 2026-11-22 PRE-RELEASE-UWCS $\n$CondorPlatform: X86_64-Debian_12 $\n");
+    const q = await run("condor_q", ["-version"]);
+    expect(q.stdout.split("\n")[0]).toStartWith("$CondorVersion: 25.14.0");
+  });
+  test("unique-prefix option matching; --full-name only (cli §0)", async () => {
+    const a = await run("condor_q", ["-const", "ClusterId == 424242", "-js"]);
+    expect(a.code).toBe(0);
+    expect(a.stdout).toBe("");
+    const b = await run("condor_q", ["--constraint", "ClusterId == 424242", "--json"]);
+    expect(b.code).toBe(0);
+    const c = await run("condor_q", ["--const", "x"]);
+    expect(c.code).toBe(1);
+    expect(c.stderr).toContain("Error: unrecognized argument --const");
+  });
+  test("every call is logged to calls.log", async () => {
+    await run("condor_version", ["-x"]);
+    const log = fs.readFileSync(path.join(home, "calls.log"), "utf8").trim().split("\n");
+    expect(log[log.length - 1]).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z condor_version \["-x"\] \d+ 0$/);
+  });
+});
+
+describe("ClassAd evaluator (cli §0 constraint syntax)", () => {
+  const ad = Ad.fromObject({ JobStatus: "2", Owner: '"Alice"', Name: '"x\\"y"', R: "1.5", L: "{ 1,2,3 }", E: "JobStatus + 1", B: "true" });
+  const ev = (s: string) => afValue(evalExpr(s, ad));
+  test("strings: == ignores case, =?= does not", () => {
+    expect(ev('Owner == "alice"')).toBe("true");
+    expect(ev('Owner =?= "alice"')).toBe("false");
+    expect(ev('Owner =!= "alice"')).toBe("true");
+    expect(ev('Name == "x\\"y"')).toBe("true");
+  });
+  test("undefined semantics", () => {
+    expect(ev("Missing == 1")).toBe("undefined");
+    expect(ev("Missing =?= undefined")).toBe("true");
+    expect(ev("isUndefined(Missing)")).toBe("true");
+    expect(ev("Missing == 1 || true")).toBe("true");
+    expect(ev("Missing == 1 && false")).toBe("false");
+    expect(ev("MY.JobStatus == 2 && TARGET.X =?= undefined")).toBe("true");
+    expect(ev("jobstatus >= 2 && !(JobStatus > 2)")).toBe("true");
+  });
+  test("functions and arithmetic", () => {
+    expect(ev("member(2, L)")).toBe("true");
+    expect(ev('regexp("^al", Owner, "i")')).toBe("true");
+    expect(ev("E * 2")).toBe("6");
+    expect(ev("R * 2")).toBe("3.0");
+    expect(ev('(CompletionDate ?: 7)')).toBe("7");
+    expect(ev('JobStatus == 2 ? "r" : "x"')).toBe("r");
+    expect(ev('versionGE(split("$CondorVersion: 25.14.0 x $")[1], "25.12.0")')).toBe("true");
+  });
+  test("JSON writer: sorted case-insensitively, expressions as \\/Expr(...)\\/ (cli §2.2)", () => {
+    expect(adToJson(Ad.fromObject({ b: "1", A: "2.0", E: "a+b", s: '"q\\"t"', u: "undefined" }))).toBe(
+      '{\n  "A": 2.0,\n  "b": 1,\n  "E": "\\/Expr(a + b)\\/",\n  "s": "q\\"t",\n  "u": null\n}');
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+describe("condor_submit (cli §1)", () => {
+  test("-terse prints N.0 - N.M (cli §1.1, observed §7)", async () => {
+    const sub = "executable = /bin/true\nqueue 3\n";
+    writeFile("three.sub", sub);
+    const r = await run("condor_submit", ["-terse", "three.sub"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^(\d+)\.0 - \1\.2\n$/);
+    expect(r.stderr).toBe("");
+  });
+  test("normal output: dots per proc and the summary line (cli §1.1)", async () => {
+    writeFile("two.sub", "executable = /bin/true\nqueue 2\n");
+    const r = await run("condor_submit", ["two.sub"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^Submitting job\(s\)\.\.\n2 job\(s\) submitted to cluster \d+\.\n$/);
+  });
+  test("stdin with -terse - (observed more.txt submit-stdin)", async () => {
+    const r = await run("condor_submit", ["-terse", "-"], { stdin: "executable=/bin/echo\narguments=from stdin\noutput=stdin.$(Cluster).out\nlog=stdin.log\nqueue 3\n" });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^(\d+)\.0 - \1\.2\n$/);
+    const c = r.stdout.split(".")[0]!;
+    await waitDone(`${c}.2`);
+    expect(fs.readFileSync(path.join(work, `stdin.${c}.out`), "utf8")).toBe("from stdin\n");
+  });
+  test("-append overrides the file; -batch-name sets JobBatchName (cli §1.3, observed more.txt)", async () => {
+    writeFile("hello.sub", "executable = /bin/echo\narguments = hello\noutput = hello.$(Cluster).$(Process).out\nlog = hello.log\nbatch_name = fromfile\nqueue\n");
+    const r = await run("condor_submit", ["-terse", "hello.sub", "-append", "arguments=appended", "-batch-name", "run42"]);
+    expect(r.code).toBe(0);
+    const c = r.stdout.split(".")[0]!;
+    await waitDone(`${c}.0`);
+    expect(fs.readFileSync(path.join(work, `hello.${c}.0.out`), "utf8")).toBe("appended\n");
+    expect(await histAf(`${c}.0`, ["JobBatchName"])).toBe("run42\n");
+  });
+  test("errors: missing file, parse error, missing executable (cli §1.2, observed §7)", async () => {
+    let r = await run("condor_submit", ["-terse", "nonexist.sub"]);
+    expect(r).toEqual({ code: 1, stdout: "", stderr: "\nERROR: Failed to open command file (nonexist.sub) (No such file or directory)\n" });
+    writeFile("bad.sub", "executable = /bin/true\nthis line is bad\nqueue\n");
+    r = await run("condor_submit", ["-terse", "bad.sub"]);
+    expect(r).toEqual({ code: 1, stdout: "", stderr: "\nERROR: on Line 2 of bad.sub: \n\nERROR: Failed to parse command file (line 2).\n" });
+    writeFile("noexe.sub", "executable = /nonexistent/prog\nqueue\n");
+    r = await run("condor_submit", ["-terse", "noexe.sub"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe("\nERROR: Can't access executable file /nonexistent/prog: No such file or directory\n");
+  });
+  test("unused line warning keeps exit 0; bare +Attr=val argument is rejected (cli §1.2, §1.3)", async () => {
+    writeFile("typo.sub", "executable = /bin/true\nfoo = bar\nqueue\n");
+    let r = await run("condor_submit", ["-terse", "typo.sub"]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe("WARNING: the line 'foo = bar' was unused by condor_submit. Is it a typo?\n");
+    r = await run("condor_submit", ["-terse", "typo.sub", "+Foo=1"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("invalid attribute name '+Foo' for attrib=value assigment");
+  });
+  test("root is refused unless MINICONDOR_ALLOW_ROOT=1", async () => {
+    const r = await runTool(home, "condor_submit", ["-terse", path.join(work, "typo.sub")], { cwd: work, env: { MINICONDOR_OWNER: "root", MINICONDOR_ALLOW_ROOT: "0" } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("ERROR: Failed to queue job.");
+  });
+  test("job ad attributes: units, +Attr expressions, requirements, defaults (cli §1.4, §6)", async () => {
+    const c = await submit(`executable = /bin/true
+request_memory = 1.5G
+request_disk = 2G
+request_cpus = 2
++Project = "abc"
+MY.Num = 3
++Expr = JobStatus == 1 && Num > 2
+requirements = Num > 1
+accounting_group = grp
+want_io_proxy = true
+hold = true
+queue
+`);
+    const r = await run("condor_q", [`${c}.0`, "-json"]);
+    const j = JSON.parse(r.stdout)[0];
+    expect(j.RequestMemory).toBe(1536);
+    expect(j.RequestDisk).toBe(2097152);
+    expect(j.RequestCpus).toBe(2);
+    expect(j.Project).toBe("abc");
+    expect(j.Num).toBe(3);
+    expect(j.Expr).toBe("/Expr(JobStatus == 1 && Num > 2)/");
+    expect(j.Requirements).toStartWith("/Expr((Num > 1) && (TARGET.Arch == \"X86_64\")");
+    expect(j.AcctGroup).toBe("grp");
+    expect(j.WantIOProxy).toBe(true);
+    expect(j.JobMaxVacateTime).toBe(10);
+    expect(j.JobStatus).toBe(5);
+    expect(j.HoldReasonCode).toBe(15);
+    expect(j.MyType).toBe("Job");
+    expect(j.JobUniverse).toBe(5);
+    expect(j.ExitBySignal).toBe(false);
+    expect(j.NumJobStarts).toBe(0);
+    expect(j.GlobalJobId).toMatch(new RegExp(`#${c}\\.0#\\d+$`));
+    expect(j.Iwd).toBe(work);
+    expect(typeof j.ServerTime).toBe("number");
+    expect(j.JobStartDate).toBeUndefined();
+    expect((await run("condor_rm", [String(c)])).code).toBe(0);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+describe("jobs really run", () => {
+  test("output file, exit code in history, user log events (cli §6, observed hello.txt)", async () => {
+    writeFile("exit3.sh", "#!/bin/bash\necho out-$1\necho err-$2 >&2\nexit 3\n", 0o755);
+    const c = await submit("executable = exit3.sh\narguments = a b\noutput = e3.out\nerror = e3.err\nlog = e3.log\nshould_transfer_files = YES\nqueue\n");
+    expect(await waitDone(`${c}.0`)).toBe("4");
+    expect(fs.readFileSync(path.join(work, "e3.out"), "utf8")).toBe("out-a\n");
+    expect(fs.readFileSync(path.join(work, "e3.err"), "utf8")).toBe("err-b\n");
+    const h = JSON.parse((await run("condor_history", ["-json", `${c}.0`])).stdout)[0];
+    expect(h.ExitCode).toBe(3);
+    expect(h.ExitBySignal).toBe(false);
+    expect(h.JobStatus).toBe(4);
+    expect(h.LastJobStatus).toBe(2);
+    expect(h.NumJobStarts).toBe(1);
+    expect(h.CompletionDate).toBeGreaterThanOrEqual(h.QDate);
+    expect(h.JobStartDate).toBeGreaterThanOrEqual(h.QDate);
+    expect(h.LastRemoteHost).toMatch(/^slot1_\d+@/);
+    expect(h.RemoteHost).toBeUndefined();
+    const log = fs.readFileSync(path.join(work, "e3.log"), "utf8");
+    expect(log).toMatch(new RegExp(`^000 \\(${String(c).padStart(3, "0")}\\.000\\.000\\) \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d Job submitted from host: <`));
+    expect(log).toContain("001 (");
+    expect(log).toContain("Job terminated.\n\t(1) Normal termination (return value 3)\n");
+  });
+  test("the job environment has no PATH, only HTCondor's variables (observed: complete environment)", async () => {
+    const c = await submit("executable = /usr/bin/env\noutput = env.out\nenvironment = \"FOO=bar\"\nshould_transfer_files = YES\nqueue\n");
+    await waitDone(`${c}.0`);
+    const env = Object.fromEntries(fs.readFileSync(path.join(work, "env.out"), "utf8").trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+    expect(env.PATH).toBeUndefined();
+    expect(env.FOO).toBe("bar");
+    expect(env.BATCH_SYSTEM).toBe("HTCondor");
+    expect(env._CHIRP_DELAYED_UPDATE_PREFIX).toBe("Chirp*");
+    expect(env._CONDOR_SLOT).toMatch(/^slot1_\d+$/);
+    expect(env._CONDOR_SCRATCH_DIR).toStartWith(path.join(home, "execute", "dir_"));
+    expect(env.TMPDIR).toBe(env._CONDOR_SCRATCH_DIR);
+    expect(env._CONDOR_JOB_AD).toBe(path.join(env._CONDOR_SCRATCH_DIR!, ".job.ad"));
+    expect(env._CONDOR_JOB_IWD).toBe(work);
+    expect(env.OMP_NUM_THREADS).toBe("1");
+    expect(env.CUDA_VISIBLE_DEVICES).toBe("10000");
+    expect(env.NVIDIA_VISIBLE_DEVICES).toBe("none");
+    expect(fs.existsSync(path.join(env._CONDOR_BIN!, "..", "libexec", "condor_chirp"))).toBe(true);
+    expect(Object.keys(env).filter((k) => !k.startsWith("_CONDOR_ANCESTOR_")).sort()).toEqual([
+      "APPTAINER_CACHEDIR", "BATCH_SYSTEM", "CONDOR_STARTER_PID", "CUBACORES", "CUDA_VISIBLE_DEVICES", "FOO", "GOMAXPROCS", "GPU_DEVICE_ORDINAL", "HOME",
+      "JULIA_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS", "NVIDIA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "OMP_THREAD_LIMIT", "OPENBLAS_NUM_THREADS",
+      "PYTHON_CPU_COUNT", "ROOT_MAX_THREADS", "SINGULARITY_CACHEDIR", "TEMP", "TF_LOOP_PARALLEL_ITERATIONS", "TF_NUM_THREADS", "TMP", "TMPDIR",
+      "_CHIRP_DELAYED_UPDATE_PREFIX", "_CONDOR_AssignedGPUs", "_CONDOR_BIN", "_CONDOR_CHIRP_CONFIG", "_CONDOR_JOB_AD", "_CONDOR_JOB_IWD", "_CONDOR_JOB_PIDS",
+      "_CONDOR_MACHINE_AD", "_CONDOR_SCRATCH_DIR", "_CONDOR_SLOT"].sort());
+  });
+  test("arguments and environment: new-syntax quoting (cli §1.4)", async () => {
+    writeFile("args.sh", '#!/bin/bash\nfor a in "$@"; do echo "[$a]"; done\necho "one=[$one] two=[$two] three=[$three]"\n', 0o755);
+    const c = await submit(`executable = args.sh
+arguments = "one ""two"" 'spacey ''quoted'' argument'"
+environment = "one=1 two=""2"" three='spacey ''quoted'' value'"
+output = args.out
+should_transfer_files = YES
+queue
+`);
+    await waitDone(`${c}.0`);
+    expect(fs.readFileSync(path.join(work, "args.out"), "utf8")).toBe(`[one]\n["two"]\n[spacey 'quoted' argument]\none=[1] two=["2"] three=[spacey 'quoted' value]\n`);
+    const h = JSON.parse((await run("condor_history", ["-json", `${c}.0`, "-attributes", "Arguments,Environment"])).stdout)[0];
+    expect(h.Arguments).toBe(`one "two" 'spacey ''quoted'' argument'`);
+    const c2 = await submit("executable = args.sh\narguments = old syntax\nenvironment = one=1;two=2\noutput = args2.out\nshould_transfer_files = YES\nqueue\n");
+    await waitDone(`${c2}.0`);
+    expect(fs.readFileSync(path.join(work, "args2.out"), "utf8")).toBe("[old]\n[syntax]\none=[1] two=[2] three=[]\n");
+    expect(await histAf(`${c2}.0`, ["Args"])).toBe("old syntax\n");
+  });
+  test("file transfer: inputs by basename, dir/ contents, output files and directories (cli §1.4, observed output transfer)", async () => {
+    writeFile("in/a.txt", "A\n");
+    writeFile("in/d/b.txt", "B\n");
+    writeFile("in/e/c.txt", "C\n");
+    writeFile("xfer.sh", "#!/bin/bash\ncat a.txt d/b.txt c.txt > cat.txt\nmkdir -p state/sub\necho s > state/sub/s.txt\necho junk > junk.txt\n", 0o755);
+    const c = await submit("executable = xfer.sh\ntransfer_input_files = in/a.txt, in/d, in/e/\ntransfer_output_files = cat.txt, state, missing.txt\nshould_transfer_files = YES\nqueue\n");
+    expect(await waitDone(`${c}.0`)).toBe("4");
+    expect(fs.readFileSync(path.join(work, "cat.txt"), "utf8")).toBe("A\nB\nC\n");
+    expect(fs.readFileSync(path.join(work, "state/sub/s.txt"), "utf8")).toBe("s\n");
+    expect(fs.existsSync(path.join(work, "junk.txt"))).toBe(false);
+    // no transfer_output_files: new top-level files come back
+    const d = await submit("executable = xfer.sh\ntransfer_input_files = in/a.txt, in/d, in/e/\nshould_transfer_files = YES\nqueue\n");
+    await waitDone(`${d}.0`);
+    expect(fs.existsSync(path.join(work, "junk.txt"))).toBe(true);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+describe("condor_q / condor_history output (cli §2, §3)", () => {
+  test("condor_q -json with no match prints nothing; history prints [\\n]\\n (cli §9.1)", async () => {
+    const q = await run("condor_q", ["-json", "-constraint", "ClusterId == 999999"]);
+    expect(q).toEqual({ code: 0, stdout: "", stderr: "" });
+    const h = await run("condor_history", ["-json", "999999.0"]);
+    expect(h).toEqual({ code: 0, stdout: "[\n]\n", stderr: "" });
+    const af = await run("condor_q", ["999999", "-af", "JobStatus"]);
+    expect(af).toEqual({ code: 0, stdout: "", stderr: "" });
+  });
+  test("-json shape: [\\n{...}\\n,\\n{...}\\n]\\n, -attributes limits keys (cli §2.2, observed multi.txt)", async () => {
+    const c = await submit("executable = /bin/true\nhold = true\nqueue 2\n");
+    const r = await run("condor_q", ["-json", "-attributes", "ClusterId,ProcId,JobStatus,NoSuchAttr", String(c)]);
+    expect(r.stdout).toBe(`[\n{\n  "ClusterId": ${c},\n  "JobStatus": 5,\n  "ProcId": 0\n}\n,\n{\n  "ClusterId": ${c},\n  "JobStatus": 5,\n  "ProcId": 1\n}\n]\n`);
+    const full = await run("condor_q", ["-json", `${c}.1`]);
+    const keys = [...full.stdout.matchAll(/^ {2}"([^"]+)":/gm)].map((m) => m[1]!);
+    expect(keys).toEqual([...keys].sort((a, b) => a.toLowerCase().localeCompare(b.toLowerCase())));
+    expect(keys).toContain("ServerTime");
+    expect(full.stdout).toContain('"RequestDisk": "\\/Expr(MAX({ 1024,(TransferInputSizeMB + 1) * 1.250000000000000E+00 }) * 1024)\\/"');
+    // -af (cli §2.3)
+    expect((await run("condor_q", [String(c), "-af", "ClusterId", "ProcId", "JobStatus", "HoldReasonCode", "Nope", "Owner"])).stdout)
+      .toMatch(new RegExp(`^${c} 0 5 15 undefined \\S+\n${c} 1 5 15 undefined \\S+\n$`));
+    expect((await run("condor_q", [String(c), "-af:jt", "JobStatus", "HoldReason"])).stdout)
+      .toBe(`${c}.0\t5\tsubmitted on hold at user's request\n${c}.1\t5\tsubmitted on hold at user's request\n`);
+    expect((await run("condor_q", [String(c), "-af:j,", "JobStatus", "ProcId"])).stdout).toBe(`${c}.0, 5, 0\n${c}.1, 5, 1\n`);
+    expect((await run("condor_q", ["-af", "ProcId", "-", String(c)])).stdout).toBe("0\n1\n");
+    expect((await run("condor_q", [String(c), "-limit", "1", "-af", "ProcId"])).stdout).toBe("0\n");
+    expect((await run("condor_q", ["-constraint", `ClusterId == ${c} && ProcId == 1`, "-af", "ProcId"])).stdout).toBe("1\n");
+    const l = await run("condor_q", [`${c}.0`, "-long", "-attributes", "ClusterId,JobStatus"]);
+    expect(l.stdout).toBe(`ClusterId = ${c}\nJobStatus = 5\n\n`);
+    const tot = await run("condor_q", [String(c), "-totals", "-json"]);
+    const t = JSON.parse(tot.stdout)[0];
+    expect(t.MyType).toBe("Summary");
+    expect(t.Held).toBe(2);
+    const human = await run("condor_q", [String(c)]);
+    expect(human.stdout).toStartWith("\n\n-- Schedd: ");
+    expect(human.stdout).toContain("Total for query: 2 jobs; 0 completed, 0 removed, 0 idle, 0 running, 2 held, 0 suspended\n");
+    const bad = await run("condor_q", ["-constraint", "JobStatus ==", "-json"]);
+    expect(bad.code).toBe(1);
+    expect((await run("condor_rm", [String(c)])).code).toBe(0);
+  });
+  test("condor_history: newest first, -forwards, -limit, -match, -scanlimit, -jsonl (cli §3, observed hist-af)", async () => {
+    const c = await submit("executable = /bin/true\nqueue 3\n");
+    await waitDone(`${c}.2`);
+    await waitDone(`${c}.0`);
+    await waitDone(`${c}.1`);
+    const back = (await run("condor_history", [String(c), "-af", "ProcId"])).stdout.trim().split("\n");
+    const fwd = (await run("condor_history", [String(c), "-forwards", "-af", "ProcId"])).stdout.trim().split("\n");
+    expect(fwd).toEqual([...back].reverse());
+    expect((await run("condor_history", [String(c), "-limit", "2", "-af", "ProcId"])).stdout.trim().split("\n").length).toBe(2);
+    expect((await run("condor_history", [String(c), "-match", "1", "-af", "ProcId"])).stdout.trim().split("\n").length).toBe(1);
+    expect((await run("condor_history", ["-scanlimit", "1", "-af", "ProcId"])).stdout.trim().split("\n").length).toBe(1);
+    const jl = (await run("condor_history", [String(c), "-jsonl", "-attributes", "ClusterId,ProcId"])).stdout.trim().split("\n");
+    expect(JSON.parse(jl[0]!).ClusterId).toBe(c);
+    const hj = await run("condor_history", ["-json", "-constraint", `ClusterId == ${c}`, "-attributes", "ClusterId,ProcId,ExitCode"]);
+    expect(hj.stdout).toMatch(/^\[\n\{\n {2}"ClusterId": \d+,\n {2}"ExitCode": 0,\n {2}"ProcId": \d\n\}\n,\n\{/);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+describe("condor_rm / condor_hold / condor_release (cli §4, observed hold.txt, sleeper.txt, multi.txt)", () => {
+  test("rm of a running job, again, not found, cluster not found", async () => {
+    const c = await submit("executable = sleeper.sh\noutput = rm.out\nlog = rm.log\nshould_transfer_files = YES\nqueue\n");
+    await waitQ(`${c}.0`, ["JobStatus"], "2");
+    let r = await run("condor_rm", [`${c}.0`]);
+    expect(r).toEqual({ code: 0, stdout: `Job ${c}.0 marked for removal\n`, stderr: "" });
+    r = await run("condor_rm", [`${c}.0`]);
+    expect(r.code).toBe(1);
+    expect([`\nJob ${c}.0 already marked for removal\n`, `\nJob ${c}.0 not found\n`]).toContain(r.stderr);
+    expect(await waitDone(`${c}.0`)).toBe("3");
+    r = await run("condor_rm", ["999999.0"]);
+    expect(r).toEqual({ code: 1, stdout: "", stderr: "\nJob 999999.0 not found\n" });
+    // with another job in the queue: cluster not found is exit 1
+    const h = await submit("executable = /bin/true\nhold = true\nqueue\n");
+    r = await run("condor_rm", ["999999"]);
+    expect(r).toEqual({ code: 1, stdout: "", stderr: "\nCouldn't find/remove all jobs in cluster 999999\n" });
+    const hist = JSON.parse((await run("condor_history", ["-json", `${c}.0`, "-attributes", "JobStatus,RemoveReason,ExitCode"])).stdout)[0];
+    expect(hist.JobStatus).toBe(3);
+    expect(hist.RemoveReason).toMatch(/^via condor_rm \(by user .+\)$/);
+    expect(hist.ExitCode).toBeUndefined();
+    expect(fs.readFileSync(path.join(work, "rm.log"), "utf8")).toContain("Job was aborted.\n\tvia condor_rm (by user ");
+    // held then removed: HoldReason moves to LastHoldReason (cli §4.2)
+    r = await run("condor_rm", [String(h)]);
+    expect(r).toEqual({ code: 0, stdout: `All jobs in cluster ${h} have been marked for removal\n`, stderr: "" });
+    const hh = JSON.parse((await run("condor_history", ["-json", `${h}.0`])).stdout)[0];
+    expect(hh.HoldReason).toBeUndefined();
+    expect(hh.LastHoldReason).toBe("submitted on hold at user's request");
+  });
+  test("hold and release a running job; it runs again (observed hold.txt)", async () => {
+    const c = await submit("executable = sleeper.sh\nlog = hold.log\nshould_transfer_files = YES\nqueue 2\n");
+    await waitQ(`${c}.1`, ["JobStatus"], "2");
+    let r = await run("condor_hold", [`${c}.1`]);
+    expect(r).toEqual({ code: 0, stdout: `Job ${c}.1 held\n`, stderr: "" });
+    const q = JSON.parse((await run("condor_q", ["-json", `${c}.1`, "-attributes", "ClusterId,ProcId,JobStatus,HoldReason,HoldReasonCode,HoldReasonSubCode"])).stdout)[0];
+    expect(q).toEqual({ ClusterId: c, ProcId: 1, JobStatus: 5, HoldReason: q.HoldReason, HoldReasonCode: 1, HoldReasonSubCode: 0 });
+    expect(q.HoldReason).toMatch(/^via condor_hold \(by user .+\)$/);
+    r = await run("condor_hold", [`${c}.1`]);
+    expect(r).toEqual({ code: 1, stdout: "", stderr: `\nJob ${c}.1 already held\n` });
+    r = await run("condor_hold", ["999999.0"]);
+    expect(r).toEqual({ code: 1, stdout: "", stderr: "\nJob 999999.0 not found\n" });
+    r = await run("condor_release", [`${c}.0`]);
+    expect(r).toEqual({ code: 1, stdout: "", stderr: `\nJob ${c}.0 not held to be released\n` });
+    // the process tree of the held job is gone
+    await waitFor(async () => !(await run("condor_status", ["-af", "JobId"])).stdout.includes(`${c}.1`), 5000);
+    r = await run("condor_release", [`${c}.1`]);
+    expect(r).toEqual({ code: 0, stdout: `Job ${c}.1 released\n`, stderr: "" });
+    await waitQ(`${c}.1`, ["JobStatus", "NumJobStarts", "LastHoldReasonCode"], "2 2 1");
+    const log = fs.readFileSync(path.join(work, "hold.log"), "utf8");
+    expect(log).toContain("Job was held.\n\tvia condor_hold (by user ");
+    expect(log).toContain("Job was released.\n\tvia condor_release (by user ");
+    const me = (await qAf(`${c}.0`, ["Owner"]));
+    r = await run("condor_hold", ["-constraint", `ClusterId == ${c}`]);
+    expect(r.stdout).toBe(`All jobs matching constraint (ClusterId == ${c}) have been held\n`);
+    r = await run("condor_rm", [me]);
+    expect(r).toEqual({ code: 0, stdout: `All jobs of user "${me}" have been marked for removal\n`, stderr: "" });
+    await waitDone(`${c}.0`);
+    await waitDone(`${c}.1`);
+    r = await run("condor_rm", ["-all"]);
+    expect(r).toEqual({ code: 0, stdout: "", stderr: "condor_rm:0:There are no jobs in the queue\n" });
+  });
+  test("condor_rm kills a job that ignores SIGTERM after JobMaxVacateTime, with its children", async () => {
+    writeFile("stubborn.sh", "#!/bin/bash\ntrap '' TERM\n( trap '' TERM; while :; do sleep 0.1; done ) &\nwhile :; do sleep 0.1; done\n", 0o755);
+    const c = await submit("executable = stubborn.sh\njob_max_vacate_time = 1\nshould_transfer_files = YES\nqueue\n");
+    await waitQ(`${c}.0`, ["JobStatus"], "2");
+    const t0 = Date.now();
+    expect((await run("condor_rm", [`${c}.0`])).code).toBe(0);
+    expect(await waitDone(`${c}.0`)).toBe("3");
+    expect(Date.now() - t0).toBeGreaterThan(900);
+    expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).length).toBe(0);
+  });
+  test("a job killed by a signal: ExitBySignal/ExitSignal; stray children killed at exit (cli §6)", async () => {
+    writeFile("selfkill.sh", "#!/bin/bash\nsleep 300 &\nkill -9 $$\n", 0o755);
+    const c = await submit("executable = selfkill.sh\nshould_transfer_files = YES\nqueue\n");
+    expect(await waitDone(`${c}.0`)).toBe("4");
+    expect(await histAf(`${c}.0`, ["ExitBySignal", "ExitSignal", "ExitCode"])).toBe("true 9 undefined\n");
+    expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).length).toBe(0);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+describe("slots and condor_status (cli §5.1, observed status.txt)", () => {
+  test("jobs stay Idle when the machine is full; status -totals format", async () => {
+    const h = newHome({ cpus: 1, memory: 1024 });
+    const o = { home: h };
+    const c = await submit("executable = sleeper.sh\nshould_transfer_files = YES\nqueue 2\n", [], o);
+    await waitQ(`${c}.0`, ["JobStatus"], "2", o);
+    await Bun.sleep(300);
+    expect(await qAf(`${c}.1`, ["JobStatus"], o)).toBe("1");
+    const big = await submit("executable = /bin/true\nrequest_memory = 2G\nqueue\n", [], o);
+    const t = await run("condor_status", ["-totals"], o);
+    expect(t.code).toBe(0);
+    expect(t.stdout).toBe("\n               Total Owner Claimed Unclaimed Matched Preempting  Drain Backfill BkIdle\n\n" +
+      "  X86_64/LINUX     2     0       1         1       0          0      0        0      0\n\n" +
+      "         Total     2     0       1         1       0          0      0        0      0\n");
+    const js = JSON.parse((await run("condor_status", ["-json", "-attributes", "Name,State,Activity,Cpus,Memory,SlotType", "-constraint", 'SlotType == "Partitionable"'], o)).stdout);
+    expect(js[0]).toEqual({ Activity: "Idle", Cpus: 0, Memory: 896, Name: js[0].Name, SlotType: "Partitionable", State: "Unclaimed" });
+    expect(js[0].Name).toMatch(/^slot1@/);
+    const af = await run("condor_status", ["-af", "TotalCpus", "TotalMemory", "TotalGPUs", "Arch", "OpSys"], o);
+    expect(af.stdout.split("\n")[0]).toBe("1 1024 0 X86_64 LINUX");
+    expect((await run("condor_status", ["-json", "-constraint", "false"], o)).stdout).toBe("");
+    // free the slot: the idle job starts
+    await run("condor_rm", [`${c}.0`], o);
+    await waitQ(`${c}.1`, ["JobStatus"], "2", o);
+    expect(await qAf(`${big}.0`, ["JobStatus"], o)).toBe("1");
+    await run("condor_rm", ["-all"], o);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+describe("condor_chirp (cli §5.4, observed chirp table)", () => {
+  test("set_job_attr is visible in condor_q at once; string table; get_job_attr; ulog; delayed", async () => {
+    setConfig(home, { scheddIdleExitMs: 1500, pollMs: 50, delayedUpdateMs: 300 });
+    writeFile("chirp.sh", `#!/bin/bash
+chirp=$_CONDOR_BIN/../libexec/condor_chirp
+$chirp set_job_attr ChirpTestAttr '"set-by-chirp"'; echo "rc=$?"
+$chirp set_job_attr ChirpTestNum 42
+$chirp set_job_attr S1 '"plain text"'
+$chirp set_job_attr S2 '"dq \\"inside\\" end"'
+$chirp set_job_attr S3 '"bs \\\\ end"'
+$chirp set_job_attr S4 '"sq '"'"' end"'
+$chirp set_job_attr S5 '"newline
+end"'; echo "rc5=$?"
+$chirp set_job_attr S6 'unquoted words'; echo "rc6=$?"
+$chirp set_job_attr S7 7
+$chirp get_job_attr ClusterId
+$chirp set_job_attr_delayed ChirpDelayedAttr 7; echo "rcd=$?"
+$chirp ulog "hello from chirp ulog"; echo "rcu=$?"
+touch chirped
+sleep 30
+`, 0o755);
+    const c = await submit("executable = chirp.sh\noutput = chirp.out\nlog = chirp.log\n+WantIOProxy = true\nshould_transfer_files = YES\nqueue\n");
+    await waitFor(async () => (await qAf(`${c}.0`, ["S7"])) === "7", 15_000);
+    const j = JSON.parse((await run("condor_q", ["-json", `${c}.0`, "-attributes", "ChirpTestAttr,ChirpTestNum,S1,S2,S3,S4,S5,S6,S7"])).stdout)[0];
+    expect(j).toEqual({ ChirpTestAttr: "set-by-chirp", ChirpTestNum: 42, S1: "plain text", S2: 'dq "inside" end', S3: "bs \\\\ end", S4: "sq ' end", S5: null, S6: null, S7: 7 });
+    expect(await qAf(`${c}.0`, ["S3", "S5", "S6"])).toBe("bs \\\\ end undefined undefined");
+    await waitFor(async () => (await qAf(`${c}.0`, ["ChirpDelayedAttr"])) === "7", 10_000);
+    await waitFor(() => fs.readFileSync(path.join(home, "calls.log"), "utf8").includes('condor_chirp ["ulog"'), 10_000);
+    const log = fs.readFileSync(path.join(work, "chirp.log"), "utf8");
+    expect(log).toContain(`Setting job attribute ChirpTestAttr to "set-by-chirp"\n...\n`);
+    expect(log).toContain(" hello from chirp ulog\n...\n");
+    expect(log).toMatch(/^008 \(/m);
+    expect((await run("condor_tail", [`${c}.0`])).stdout).toBe(`rc=0\nrc5=0\nrc6=0\n${c}\nrcd=0\nrcu=0\n`);
+    await run("condor_rm", [`${c}.0`]);
+    await waitDone(`${c}.0`);
+    expect(fs.existsSync(path.join(work, "chirp.out"))).toBe(false); // removed jobs transfer no output (ON_EXIT)
+    expect(await histAf(`${c}.0`, ["ChirpTestAttr", "ChirpDelayedAttr"])).toBe("set-by-chirp 7\n");
+  });
+  test("without WantIOProxy: Error 22 on stdout, exit 255; get_job_attr (null); outside a job (observed §7)", async () => {
+    writeFile("nochirp.sh", `#!/bin/bash
+chirp=$_CONDOR_BIN/../libexec/condor_chirp
+$chirp set_job_attr Foo 1 > sj.txt; echo "rc=$?" >> sj.txt
+$chirp get_job_attr ClusterId > gj.txt
+$chirp set_job_attr_delayed ChirpX 1; echo "rcd=$?" >> sj.txt
+`, 0o755);
+    const c = await submit("executable = nochirp.sh\nshould_transfer_files = YES\ntransfer_output_files = sj.txt, gj.txt\nqueue\n");
+    await waitDone(`${c}.0`);
+    expect(fs.readFileSync(path.join(work, "sj.txt"), "utf8")).toBe("\tError: 22 (Invalid argument)\nrc=255\nrcd=0\n");
+    expect(fs.readFileSync(path.join(work, "gj.txt"), "utf8")).toBe("(null)\n");
+    const r = await runTool(home, "condor_chirp", ["set_job_attr", "Foo", "1"], { cwd: work });
+    expect(r).toEqual({ code: 255, stdout: "\tError: 2 (No such file or directory)\n", stderr: "Can't open ./.chirp.config file\ncannot chirp_connect to condor_starter\n" });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+describe("condor_tail (cli §5.2, observed sleeper.txt / tail_f.txt / tail_idle.txt)", () => {
+  test("stdout, -no-stdout -stderr, -maxbytes, unauthorized file, -f, not in queue, idle hangs", async () => {
+    const c = await submit("executable = sleeper.sh\noutput = tail.out\nerror = tail.err\ntransfer_output_files = ok.txt\nshould_transfer_files = YES\nqueue\n");
+    await waitQ(`${c}.0`, ["JobStatus"], "2");
+    await Bun.sleep(700);
+    let r = await run("condor_tail", [`${c}.0`]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^sleeper start\ntick 1\n/);
+    r = await run("condor_tail", ["-no-stdout", "-stderr", String(c)]);
+    expect(r).toEqual({ code: 0, stdout: "stderr line\n", stderr: "" });
+    r = await run("condor_tail", ["-maxbytes", "7", `${c}.0`]);
+    expect(r.stdout.length).toBe(7);
+    expect(r.stdout).toEndWith("\n");
+    r = await run("condor_tail", [`${c}.0`, "secret.txt"]);
+    expect(r).toEqual({ code: 1, stdout: "", stderr: "Failed to peek at file from starter: File secret.txt requested but not authorized to be sent.\n" });
+    r = await run("condor_tail", ["-no-stdout", `${c}.0`, "ok.txt"]);
+    expect(r.code).toBe(0);
+    r = await run("condor_tail", ["-maxb", "7", `${c}.0`]);
+    expect(r.code).toBe(1);
+    r = await run("condor_tail", ["-f", `${c}.0`], { timeoutMs: 1500, env: { MINICONDOR_TAIL_POLL_MS: "200" } });
+    expect(r.code).toBe(143);
+    expect(r.stdout.split("\n").filter((l) => l.startsWith("tick")).length).toBeGreaterThan(3);
+    await run("condor_rm", [`${c}.0`]);
+    await waitDone(`${c}.0`);
+    r = await run("condor_tail", [`${c}.0`]);
+    expect(r).toEqual({ code: 1, stdout: "", stderr: `No such job: ${c}.0\n` });
+    const h = await submit("executable = /bin/true\nhold = true\nqueue\n");
+    r = await run("condor_tail", [`${h}.0`], { timeoutMs: 800 });
+    expect(r).toEqual({ code: 143, stdout: "", stderr: "" });
+    await run("condor_rm", [`${h}.0`]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+describe("-spool and condor_transfer_data (cli §1.3, §5.3, observed spool.txt)", () => {
+  test("held with code 16, released, runs in the spool, stays with status 4 until transfer_data", async () => {
+    const sd = path.join(work, "spooldir");
+    writeFile("spool.sh", "#!/bin/bash\necho \"spool job\"\ncat input.txt\necho result > result.txt\necho err >&2\n", 0o755, sd);
+    writeFile("input.txt", "input data\n", 0o644, sd);
+    writeFile("spool.sub", "executable = spool.sh\noutput = spool.$(Cluster).$(Process).out\nerror = spool.$(Cluster).$(Process).err\nlog = spool.log\ntransfer_input_files = input.txt\nshould_transfer_files = YES\nqueue\n", 0o644, sd);
+    let r = await run("condor_submit", ["-spool", "-terse", "spool.sub"], { cwd: sd });
+    expect(r.code).toBe(0);
+    const c = Number(r.stdout.split(".")[0]);
+    fs.writeFileSync(path.join(sd, "input.txt"), "changed after submit\n");
+    const q = JSON.parse((await run("condor_q", ["-json", `${c}.0`, "-attributes", "ClusterId,ProcId,JobStatus,HoldReason,HoldReasonCode,Iwd,LeaveJobInQueue"])).stdout)[0];
+    expect(q.JobStatus).toBe(5);
+    expect(q.HoldReasonCode).toBe(16);
+    expect(q.HoldReason).toBe("Spooling input data files");
+    expect(q.Iwd).toBe(path.join(home, "spool", String(c), "0", `cluster${c}.proc0.subproc0`));
+    expect(q.LeaveJobInQueue).toBe("/Expr(JobStatus == 4 && (time() - (CompletionDate ?: time())) < 864000 && (StageOutFinish ?: 0) < EnteredCurrentStatus)/");
+    await waitQ(`${c}.0`, ["JobStatus"], "4");
+    const done = JSON.parse((await run("condor_q", ["-json", `${c}.0`, "-attributes", "JobStatus,SUBMIT_Iwd,ExitCode,SpooledOutputFiles,StageOutFinish"])).stdout)[0];
+    expect(done).toEqual({ ExitCode: 0, JobStatus: 4, SpooledOutputFiles: "result.txt", SUBMIT_Iwd: sd });
+    expect(fs.existsSync(path.join(sd, `spool.${c}.0.out`))).toBe(false);
+    r = await run("condor_transfer_data", [`${c}.0`]);
+    expect(r).toEqual({ code: 0, stdout: "Fetching data files...\n", stderr: "" });
+    expect(fs.readFileSync(path.join(sd, `spool.${c}.0.out`), "utf8")).toBe("spool job\ninput data\n");
+    expect(fs.readFileSync(path.join(sd, `spool.${c}.0.err`), "utf8")).toBe("err\n");
+    expect(fs.readFileSync(path.join(sd, "result.txt"), "utf8")).toBe("result\n");
+    expect(await waitDone(`${c}.0`)).toBe("4");
+    expect((await histAf(`${c}.0`, ["StageOutFinish"])).trim()).toMatch(/^\d+$/);
+    r = await run("condor_transfer_data", ["999999.0"]);
+    expect(r).toEqual({ code: 0, stdout: "Fetching data files...\n", stderr: "" });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+describe("fault injection (observed §7 pool down)", () => {
+  test("schedd down: every tool fails with the observed text; history still works", async () => {
+    const h = newHome();
+    const o = { home: h };
+    setFaults(h, { scheddDown: true });
+    writeFile("f.sub", "executable = /bin/true\nqueue\n");
+    const expectDown = async (tool: string, args: string[], stderrStart: string) => {
+      const r = await run(tool, args, o);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toStartWith(stderrStart);
+    };
+    await expectDown("condor_q", [], "Error: Could not find the local condor_schedd");
+    await expectDown("condor_status", [], "Error: communication error");
+    await expectDown("condor_submit", ["-terse", "f.sub"], "\nERROR: Can't find address of local schedd\n");
+    await expectDown("condor_rm", ["1.0"], "condor_rm: (null)\n");
+    await expectDown("condor_hold", ["1.0"], "condor_hold: (null)\n");
+    await expectDown("condor_transfer_data", ["1.0"], "condor_transfer_data: (null)\n");
+    await expectDown("condor_tail", ["1.0"], "Can't find address of local schedd\n");
+    expect(await run("condor_history", ["-json"], o)).toEqual({ code: 0, stdout: "[\n]\n", stderr: "" });
+    // env var form
+    const r = await runTool(h, "condor_q", [], { env: { MINICONDOR_SCHEDD_DOWN: "0" } });
+    expect(r.code).toBe(1); // the file still says down
+    setFaults(h, {});
+    expect((await runTool(h, "condor_q", ["-af", "x"], { env: { MINICONDOR_SCHEDD_DOWN: "1" } })).code).toBe(1);
+    expect((await run("condor_q", ["-af", "x"], o)).code).toBe(0);
+  });
+  test("per-tool fail / hang / slow / warn; hold on start", async () => {
+    const h = newHome();
+    const o = { home: h };
+    setFaults(h, { tools: { condor_q: "fail", condor_history: "hang", condor_status: "slow:400", condor_rm: "warn" } });
+    let r = await run("condor_q", [], o);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("-- Failed to fetch ads from:");
+    r = await run("condor_history", [], { ...o, timeoutMs: 500 });
+    expect(r.code).toBe(143);
+    const t0 = Date.now();
+    r = await run("condor_status", ["-af", "Name"], o);
+    expect(r.code).toBe(0);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(400);
+    r = await run("condor_rm", ["-all"], o);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toStartWith("WARNING: ");
+    const fail = await runTool(h, "condor_submit", ["-terse", path.join(work, "f.sub")], { cwd: work, env: { ...ENV, MINICONDOR_FAULT_CONDOR_SUBMIT: "fail" } });
+    expect(fail.code).toBe(1);
+    expect(fail.stdout).toBe("Submitting job(s)");
+    expect(fail.stderr).toStartWith("\nERROR: Failed to connect to local queue manager\n");
+    setFaults(h, {});
+    const c = await submit('executable = /bin/true\n+MiniCondorHoldCode = 34\n+MiniCondorHoldSubCode = 102\n+MiniCondorHoldReason = "Job has gone over memory limit of 128 megabytes."\nqueue\n', [], o);
+    await waitQ(`${c}.0`, ["JobStatus", "HoldReasonCode", "HoldReasonSubCode"], "5 34 102", o);
+    setFaults(h, { holdOnStart: { code: 13, reason: "Transfer input files failure", constraint: "ProcId == 1" } });
+    const d = await submit("executable = /bin/true\nqueue 2\n", [], o);
+    await waitQ(`${d}.1`, ["JobStatus", "HoldReasonCode"], "5 13", o);
+    expect(await waitDone(`${d}.0`, o)).toBe("4");
+    setFaults(h, {});
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+describe("load and cleanliness", () => {
+  test("200 jobs (one cluster of 150 + 50 concurrent submits) all complete", async () => {
+    const h = newHome();
+    const o = { home: h };
+    const c = await submit("executable = /bin/echo\narguments = $(Process)\noutput = load/out.$(Process)\nshould_transfer_files = YES\nqueue 150\n", [], o);
+    fs.mkdirSync(path.join(work, "load"), { recursive: true });
+    writeFile("one.sub", "executable = /bin/true\nqueue\n");
+    const rs = await Promise.all(Array.from({ length: 50 }, () => run("condor_submit", ["-terse", "one.sub"], o)));
+    expect(rs.every((r) => r.code === 0)).toBe(true);
+    const clusters = new Set(rs.map((r) => r.stdout.split(".")[0]));
+    expect(clusters.size).toBe(50);
+    await waitFor(async () => (await run("condor_q", ["-allusers", "-af", "ClusterId"], o)).stdout === "", 40_000, 300);
+    const n = (await run("condor_history", ["-af", "ExitCode"], o)).stdout.trim().split("\n");
+    expect(n.length).toBe(200);
+    expect(n.every((x) => x === "0")).toBe(true);
+    expect(fs.readFileSync(path.join(work, "load", "out.149"), "utf8")).toBe("149\n");
+    void c;
+  }, 60_000);
+  test("no stray processes: jobs gone, schedd exits when idle", async () => {
+    for (const h of homes.filter((x) => fs.existsSync(path.join(x, "state.db")))) {
+      await run("condor_rm", ["-all"], { home: h });
+    }
+    await waitFor(() => homes.every((h) => pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(h, "execute")}`).length === 0), 15_000);
+    await waitFor(() => homes.every((h) => homePids(h).length === 0), 15_000);
+  }, 35_000);
+});

@@ -1,0 +1,310 @@
+// Shared plumbing: MINICONDOR_HOME, config, sqlite state, faults, output helpers.
+import { Database } from "bun:sqlite";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { Ad } from "./classad.ts";
+
+export const SRC_DIR = import.meta.dir;
+export const ROOT_DIR = path.resolve(SRC_DIR, "..");
+export const BIN_DIR = path.join(ROOT_DIR, "bin");
+export const LIBEXEC_DIR = path.join(ROOT_DIR, "libexec");
+export const MAIN_TS = path.join(SRC_DIR, "main.ts");
+
+export const VERSION = "$CondorVersion: 25.14.0 2026-11-22 PRE-RELEASE-UWCS $";
+export const PLATFORM = "$CondorPlatform: X86_64-Debian_12 $";
+
+export function homeDir(): string {
+  const h = process.env.MINICONDOR_HOME;
+  if (h) return path.resolve(h);
+  const uid = typeof process.getuid === "function" ? process.getuid() : 0;
+  return path.join(process.env.TMPDIR || "/tmp", `minicondor-${uid}`);
+}
+
+export function bunPath(): string {
+  return process.env.MINICONDOR_BUN || process.execPath;
+}
+
+// ---------------------------------------------------------------- output
+function writeAll(fd: number, s: string): void {
+  if (!s) return;
+  let buf = Buffer.from(s);
+  while (buf.length) {
+    try {
+      const n = fs.writeSync(fd, buf);
+      buf = buf.subarray(n);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === "EAGAIN") { Bun.sleepSync(1); continue; }
+      if (code === "EPIPE") return;
+      throw e;
+    }
+  }
+}
+export const out = (s: string) => writeAll(1, s);
+export const err = (s: string) => writeAll(2, s);
+
+// ---------------------------------------------------------------- identity
+let ownerCache: string | null = null;
+export function ownerName(): string {
+  if (process.env.MINICONDOR_OWNER) return process.env.MINICONDOR_OWNER;
+  if (ownerCache) return ownerCache;
+  const uid = typeof process.getuid === "function" ? process.getuid() : -1;
+  try {
+    for (const line of fs.readFileSync("/etc/passwd", "utf8").split("\n")) {
+      const f = line.split(":");
+      if (f.length > 2 && Number(f[2]) === uid && f[0]) return (ownerCache = f[0]);
+    }
+  } catch { /* ignore */ }
+  let n = "";
+  try { n = os.userInfo().username; } catch { /* ignore */ }
+  ownerCache = n && n !== "unknown" ? n : process.env.USER || process.env.LOGNAME || `uid${uid}`;
+  return ownerCache;
+}
+export function userHome(): string {
+  try { return os.userInfo().homedir; } catch { return process.env.HOME || "/"; }
+}
+export function nowSec(): number { return Math.floor(Date.now() / 1000); }
+
+// ---------------------------------------------------------------- config
+export type Config = {
+  host: string;
+  cpus: number;
+  memory: number; // MiB
+  gpus: number;
+  disk: number; // KiB
+  spoolReleaseMs: number;
+  stageOutLingerMs: number;
+  pollMs: number;
+  periodicIntervalS: number;
+  sharedFileSystem: boolean;
+  scheddIdleExitMs: number;
+  apptainer: string;
+  delayedUpdateMs: number;
+};
+
+function readJson(file: string): Record<string, unknown> {
+  try { return JSON.parse(fs.readFileSync(file, "utf8")) as Record<string, unknown>; } catch { return {}; }
+}
+
+export function loadConfig(home = homeDir()): Config {
+  const e = process.env;
+  const f = readJson(path.join(home, "config.json"));
+  const pick = <T>(k: string, envName: string, def: T): T => {
+    if (f[k] !== undefined) return f[k] as T;
+    const v = e[envName];
+    if (v !== undefined && v !== "") {
+      if (typeof def === "number") return Number(v) as T;
+      if (typeof def === "boolean") return (v === "1" || v.toLowerCase() === "true") as T;
+      return v as T;
+    }
+    return def;
+  };
+  return {
+    host: pick("host", "MINICONDOR_HOST", os.hostname().split(".")[0] || "localhost"),
+    cpus: pick("cpus", "MINICONDOR_CPUS", 64),
+    memory: pick("memory", "MINICONDOR_MEMORY", 65536),
+    gpus: pick("gpus", "MINICONDOR_GPUS", 0),
+    disk: pick("disk", "MINICONDOR_DISK", 100 * 1024 * 1024),
+    spoolReleaseMs: pick("spoolReleaseMs", "MINICONDOR_SPOOL_RELEASE_MS", 700),
+    stageOutLingerMs: pick("stageOutLingerMs", "MINICONDOR_STAGEOUT_LINGER_MS", 0),
+    pollMs: pick("pollMs", "MINICONDOR_POLL_MS", 100),
+    periodicIntervalS: pick("periodicIntervalS", "MINICONDOR_PERIODIC_INTERVAL", 60),
+    sharedFileSystem: pick("sharedFileSystem", "MINICONDOR_SHARED_FS", true),
+    scheddIdleExitMs: pick("scheddIdleExitMs", "MINICONDOR_SCHEDD_IDLE_EXIT_MS", 3000),
+    delayedUpdateMs: pick("delayedUpdateMs", "MINICONDOR_DELAYED_UPDATE_MS", 5000),
+    apptainer: pick("apptainer", "MINICONDOR_APPTAINER", path.join(ROOT_DIR, "shims", "apptainer")),
+  };
+}
+
+export function scheddAddr(cfg: Config): string {
+  return `<127.0.0.1:9618?addrs=127.0.0.1-9618&alias=${cfg.host}&noUDP&sock=schedd_1_1>`;
+}
+
+// ---------------------------------------------------------------- faults
+export type Faults = {
+  scheddDown?: boolean;
+  tools?: Record<string, string>;
+  holdOnStart?: { code: number; subCode?: number; reason?: string; constraint?: string };
+};
+
+export function loadFaults(home = homeDir()): Faults {
+  const f = readJson(path.join(home, "faults.json")) as Faults;
+  const e = process.env;
+  const res: Faults = { ...f, tools: { ...(f.tools ?? {}) } };
+  if (e.MINICONDOR_SCHEDD_DOWN && e.MINICONDOR_SCHEDD_DOWN !== "0") res.scheddDown = true;
+  for (const [k, v] of Object.entries(e)) {
+    if (k.startsWith("MINICONDOR_FAULT_") && v) res.tools![k.slice(17).toLowerCase()] = v;
+  }
+  if (e.MINICONDOR_HOLD_ON_START) {
+    const [code, ...rest] = e.MINICONDOR_HOLD_ON_START.split(":");
+    res.holdOnStart = { code: Number(code), reason: rest.join(":") || undefined };
+  }
+  return res;
+}
+
+// ---------------------------------------------------------------- state db
+export type JobRow = { cluster: number; proc: number; status: number; owner: string; ad: string };
+export type RunRow = {
+  cluster: number; proc: number; pid: number; dir: string; scratch: string;
+  cpus: number; memory: number; gpus: number; gpu_ids: string; slot: number; started: number;
+};
+
+let dbCache: Database | null = null;
+export function openDb(home = homeDir()): Database {
+  if (dbCache) return dbCache;
+  fs.mkdirSync(home, { recursive: true });
+  const db = new Database(path.join(home, "state.db"), { create: true });
+  db.exec("PRAGMA busy_timeout = 10000");
+  const ver = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
+  if (ver < 1) {
+    db.exec("PRAGMA journal_mode = WAL");
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      const v2 = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
+      if (v2 < 1) {
+        db.exec(`
+          CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v);
+          CREATE TABLE IF NOT EXISTS jobs (cluster INTEGER, proc INTEGER, status INTEGER, owner TEXT, ad TEXT, PRIMARY KEY (cluster, proc));
+          CREATE TABLE IF NOT EXISTS history (seq INTEGER PRIMARY KEY AUTOINCREMENT, cluster INTEGER, proc INTEGER, owner TEXT, ad TEXT);
+          CREATE TABLE IF NOT EXISTS running (cluster INTEGER, proc INTEGER, pid INTEGER, dir TEXT, scratch TEXT, cpus INTEGER, memory INTEGER, gpus INTEGER, gpu_ids TEXT, slot INTEGER, started INTEGER, PRIMARY KEY (cluster, proc));
+          CREATE TABLE IF NOT EXISTS delayed (cluster INTEGER, proc INTEGER, name TEXT, text TEXT, due INTEGER);
+          INSERT OR IGNORE INTO meta VALUES ('next_cluster', 1), ('next_dir', 1), ('gen', 0);
+          PRAGMA user_version = 1;
+        `);
+      }
+      db.exec("COMMIT");
+    } catch (e) {
+      db.exec("ROLLBACK");
+      throw e;
+    }
+  }
+  db.exec("PRAGMA synchronous = NORMAL");
+  dbCache = db;
+  return db;
+}
+
+export function tx<T>(db: Database, fn: () => T): T {
+  return db.transaction(fn).immediate();
+}
+
+export function metaGet(db: Database, k: string): number {
+  const r = db.query("SELECT v FROM meta WHERE k = ?").get(k) as { v: number } | null;
+  return r ? Number(r.v) : 0;
+}
+export function metaSet(db: Database, k: string, v: number | string): void {
+  db.query("INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)").run(k, v);
+}
+export function bumpGen(db: Database): void {
+  db.query("UPDATE meta SET v = v + 1 WHERE k = 'gen'").run();
+}
+
+export function rowAd(r: { ad: string }): Ad {
+  return Ad.fromObject(JSON.parse(r.ad) as Record<string, string>);
+}
+export function getJob(db: Database, c: number, p: number): Ad | null {
+  const r = db.query("SELECT ad FROM jobs WHERE cluster = ? AND proc = ?").get(c, p) as { ad: string } | null;
+  return r ? rowAd(r) : null;
+}
+export function allJobs(db: Database): Ad[] {
+  return (db.query("SELECT ad FROM jobs ORDER BY cluster, proc").all() as { ad: string }[]).map(rowAd);
+}
+export function putJob(db: Database, ad: Ad): void {
+  const c = ad.num("ClusterId")!, p = ad.num("ProcId")!;
+  db.query("INSERT OR REPLACE INTO jobs (cluster, proc, status, owner, ad) VALUES (?, ?, ?, ?, ?)").run(
+    c, p, ad.num("JobStatus") ?? 1, ad.str("Owner") ?? "", JSON.stringify(ad.toObject()));
+}
+export function deleteJob(db: Database, c: number, p: number): void {
+  db.query("DELETE FROM jobs WHERE cluster = ? AND proc = ?").run(c, p);
+}
+export function toHistory(db: Database, ad: Ad): void {
+  const c = ad.num("ClusterId")!, p = ad.num("ProcId")!;
+  deleteJob(db, c, p);
+  db.query("INSERT INTO history (cluster, proc, owner, ad) VALUES (?, ?, ?, ?)").run(c, p, ad.str("Owner") ?? "", JSON.stringify(ad.toObject()));
+}
+export function getRun(db: Database, c: number, p: number): RunRow | null {
+  return db.query("SELECT * FROM running WHERE cluster = ? AND proc = ?").get(c, p) as RunRow | null;
+}
+export function allRuns(db: Database): RunRow[] {
+  return db.query("SELECT * FROM running ORDER BY cluster, proc").all() as RunRow[];
+}
+
+/** Set JobStatus with the usual bookkeeping. */
+export function setStatus(ad: Ad, status: number, now = nowSec()): void {
+  const old = ad.num("JobStatus");
+  if (old !== undefined && old !== status) ad.set("LastJobStatus", old);
+  ad.set("JobStatus", status);
+  ad.set("EnteredCurrentStatus", now);
+}
+
+// ---------------------------------------------------------------- processes
+export function pidAlive(pid: number): boolean {
+  if (!pid || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+  try {
+    const st = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = st.slice(st.lastIndexOf(")") + 2, st.lastIndexOf(")") + 3);
+    return state !== "Z" && state !== "X";
+  } catch {
+    return false;
+  }
+}
+
+export function killGroup(pid: number, sig: NodeJS.Signals): void {
+  if (!pid || pid <= 1) return;
+  try { process.kill(-pid, sig); } catch { /* gone */ }
+  try { process.kill(pid, sig); } catch { /* gone */ }
+}
+
+/** Every pid whose environment contains `marker` (e.g. "_CONDOR_SCRATCH_DIR=<dir>"). */
+export function pidsWithEnv(marker: string): number[] {
+  const res: number[] = [];
+  let ents: string[];
+  try { ents = fs.readdirSync("/proc"); } catch { return res; }
+  const self = process.pid;
+  for (const e of ents) {
+    if (!/^\d+$/.test(e)) continue;
+    const pid = Number(e);
+    if (pid === self) continue;
+    try {
+      const env = fs.readFileSync(`/proc/${e}/environ`, "latin1");
+      if (env.includes(marker)) res.push(pid);
+    } catch { /* gone or no permission */ }
+  }
+  return res;
+}
+
+/** Kill every process whose environment carries the marker; SIGKILL, repeated until none is left. */
+export function killByEnv(marker: string): number {
+  let total = 0;
+  for (let i = 0; i < 20; i++) {
+    const pids = pidsWithEnv(marker).filter(pidAlive);
+    if (!pids.length) break;
+    total += pids.length;
+    for (const p of pids) { try { process.kill(p, "SIGKILL"); } catch { /* ignore */ } }
+    Bun.sleepSync(20);
+  }
+  return total;
+}
+
+// ---------------------------------------------------------------- options
+/** HTCondor-style option matching (spec §0): unique prefix after one dash, full name after two. */
+export function isOpt(arg: string, name: string, minLen = 1): boolean {
+  if (!arg.startsWith("-")) return false;
+  if (arg.startsWith("--")) return arg.slice(2) === name;
+  const a = arg.slice(1);
+  if (!a.length) return false;
+  return a.length >= Math.min(minLen, name.length) && name.startsWith(a);
+}
+
+export function fmtDateLog(t: number): string {
+  const d = new Date(t * 1000);
+  const p = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+export function jobIdStr(c: number, p: number): string { return `${c}.${p}`; }

@@ -1,0 +1,723 @@
+// The lazily started "schedd + startd + starter" process. One per MINICONDOR_HOME; it starts when a tool
+// queues work, runs every job as a child process in its own session, and exits when nothing is left to do.
+import type { Database } from "bun:sqlite";
+import type { Subprocess } from "bun";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { Ad, evalExpr, isTrue, tryParse, unparse } from "./classad.ts";
+import { parseEnvV1, parseEnvV2Raw, parseV1Args, parseV2Raw } from "./argsenv.ts";
+import {
+  allRuns, BIN_DIR, bumpGen, deleteJob, getJob, homeDir, killByEnv, killGroup, loadConfig, loadFaults, MAIN_TS, metaGet, metaSet,
+  nowSec, openDb, pidAlive, putJob, rowAd, setStatus, toHistory, tx, userHome, bunPath, type Config, type RunRow, scheddAddr,
+} from "./common.ts";
+import { freeResources, machineAd } from "./machine.ts";
+import { copyInto, copyTo, parseRemaps, snapshot, type Snapshot } from "./files.ts";
+import { ulog, usageBlock } from "./userlog.ts";
+import { applyDelayed } from "./chirp.ts";
+
+// ---------------------------------------------------------------- starting the schedd from a tool
+function isScheddPid(pid: number, home: string): boolean {
+  if (!pidAlive(pid)) return false;
+  try {
+    const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    return cmd.includes("__schedd") && cmd.includes(home);
+  } catch { return false; }
+}
+
+export function scheddRunning(db: Database, home = homeDir()): boolean {
+  return isScheddPid(metaGet(db, "schedd_pid"), home);
+}
+
+export function ensureSchedd(db: Database): void {
+  const home = homeDir();
+  if (scheddRunning(db, home)) return;
+  tx(db, () => {
+    if (scheddRunning(db, home)) return;
+    const logFd = fs.openSync(path.join(home, "schedd.log"), "a");
+    const p = Bun.spawn([bunPath(), MAIN_TS, "__schedd", home], {
+      cwd: home,
+      env: { ...process.env, MINICONDOR_HOME: home },
+      stdin: "ignore",
+      stdout: logFd,
+      stderr: logFd,
+      detached: true,
+    });
+    p.unref();
+    fs.closeSync(logFd);
+    metaSet(db, "schedd_pid", p.pid);
+  });
+}
+
+/** Start the schedd if there is work it should be doing (called by read-only tools too). */
+export function maybeEnsureSchedd(db: Database): void {
+  const r = db.query("SELECT COUNT(*) AS n FROM jobs WHERE status IN (1, 2, 3) OR (status = 5 AND ad LIKE '%\"HoldReasonCode\":\"16\"%')").get() as { n: number };
+  const runs = (db.query("SELECT COUNT(*) AS n FROM running").get() as { n: number }).n;
+  if (r.n > 0 || runs > 0) ensureSchedd(db);
+}
+
+// ---------------------------------------------------------------- the daemon
+type Child = {
+  key: string; c: number; p: number; proc: Subprocess | null; pid: number; dir: string; scratch: string;
+  sandbox: boolean; snap: Snapshot; exe: string; startMs: number; termAt?: number; killAt?: number; done: boolean;
+  stdoutPath: string | null; stderrPath: string | null;
+};
+
+const SIGNUM = os.constants.signals as Record<string, number>;
+
+export async function scheddMain(home: string): Promise<void> {
+  process.env.MINICONDOR_HOME = home;
+  const db = openDb(home);
+  const me = process.pid;
+  const log = (s: string) => { try { fs.appendFileSync(path.join(home, "schedd.log"), `${new Date().toISOString()} [${me}] ${s}\n`); } catch { /* ignore */ } };
+  // claim the schedd role
+  const won = tx(db, () => {
+    const cur = metaGet(db, "schedd_pid");
+    if (cur && cur !== me && isScheddPid(cur, home)) return false;
+    metaSet(db, "schedd_pid", me);
+    return true;
+  });
+  if (!won) return;
+  log("schedd started");
+  const children = new Map<string, Child>();
+  let wake: (() => void) | null = null;
+  const poke = () => { if (wake) { const w = wake; wake = null; w(); } };
+  let stopping = false;
+  process.on("SIGTERM", () => { stopping = true; poke(); });
+  process.on("SIGINT", () => { stopping = true; poke(); });
+
+  recoverOrphans(db, children, log);
+
+  let lastGen = -1;
+  let lastPeriodic = Date.now();
+  let idleSince: number | null = null;
+  let forcePass = true;
+
+  for (;;) {
+    const cfg = loadConfig(home);
+    if (stopping) {
+      for (const ch of children.values()) killGroup(ch.pid, "SIGKILL");
+      for (const ch of children.values()) killByEnv(`_CONDOR_SCRATCH_DIR=${ch.scratch}`);
+      tx(db, () => { if (metaGet(db, "schedd_pid") === me) metaSet(db, "schedd_pid", 0); });
+      log("schedd stopped by signal");
+      process.exit(0);
+    }
+    try { applyDelayed(false); } catch (e) { log("delayed updates failed: " + e); }
+    const gen = metaGet(db, "gen");
+    const now = Date.now();
+    const timersDue = [...children.values()].some((c) => (c.killAt !== undefined && c.killAt <= now));
+    const spoolPending = db.query("SELECT COUNT(*) AS n FROM jobs WHERE status = 5 AND ad LIKE '%\"HoldReasonCode\":\"16\"%'").get() as { n: number };
+    const lingering = cfg.stageOutLingerMs > 0 && (db.query("SELECT COUNT(*) AS n FROM jobs WHERE status = 4").get() as { n: number }).n > 0;
+    if (gen !== lastGen || forcePass || timersDue || spoolPending.n > 0 || lingering || now - lastPeriodic > cfg.periodicIntervalS * 1000) {
+      lastGen = gen;
+      forcePass = false;
+      try {
+        await pass(db, cfg, children, log, () => { forcePass = true; poke(); });
+      } catch (e) {
+        log("pass failed: " + ((e as Error).stack ?? e));
+      }
+      if (now - lastPeriodic > cfg.periodicIntervalS * 1000) {
+        lastPeriodic = now;
+        try { periodic(db, cfg, children); } catch (e) { log("periodic failed: " + e); }
+      }
+    }
+    // exit when idle
+    const busy = children.size > 0 || spoolPending.n > 0 || lingering || hasStartable(db, cfg);
+    if (busy) idleSince = null;
+    else {
+      idleSince ??= Date.now();
+      if (Date.now() - idleSince > cfg.scheddIdleExitMs) {
+        const exit = tx(db, () => {
+          if (children.size > 0 || hasStartable(db, cfg)) return false;
+          const rr = (db.query("SELECT COUNT(*) AS n FROM running").get() as { n: number }).n;
+          const sp = (db.query("SELECT COUNT(*) AS n FROM jobs WHERE status = 5 AND ad LIKE '%\"HoldReasonCode\":\"16\"%'").get() as { n: number }).n;
+          if (rr > 0 || sp > 0) return false;
+          if (metaGet(db, "schedd_pid") === me) metaSet(db, "schedd_pid", 0);
+          return true;
+        });
+        if (exit) { log("schedd idle, exiting"); process.exit(0); }
+        idleSince = null;
+      }
+    }
+    await new Promise<void>((res) => {
+      wake = res;
+      setTimeout(() => { if (wake === res) { wake = null; res(); } }, cfg.pollMs);
+    });
+  }
+}
+
+function hasStartable(db: Database, cfg: Config): boolean {
+  if (loadFaults().scheddDown) return false;
+  const rows = db.query("SELECT ad FROM jobs WHERE status = 1 ORDER BY cluster, proc LIMIT 200").all() as { ad: string }[];
+  if (!rows.length) return false;
+  const runs = allRuns(db);
+  const free = freeResources(cfg, runs);
+  const m = machineAd(cfg, free, runs);
+  return rows.some((r) => fits(rowAd(r), free, m));
+}
+
+function fits(ad: Ad, free: ReturnType<typeof freeResources>, m: Ad): boolean {
+  const cpus = ad.num("RequestCpus") ?? 1, mem = ad.num("RequestMemory") ?? 128, gpus = ad.num("RequestGPUs") ?? 0;
+  if (cpus > free.cpus || mem > free.memory || gpus > free.gpus) return false;
+  const req = ad.get("Requirements");
+  if (!req) return true;
+  try { return isTrue(evalExpr(req, ad, m)); } catch { return false; }
+}
+
+function recoverOrphans(db: Database, children: Map<string, Child>, log: (s: string) => void): void {
+  const runs = allRuns(db);
+  for (const r of runs) {
+    if (children.has(`${r.cluster}.${r.proc}`)) continue;
+    log(`recovering orphaned job ${r.cluster}.${r.proc} (pid ${r.pid})`);
+    if (r.pid) killGroup(r.pid, "SIGKILL");
+    killByEnv(`_CONDOR_SCRATCH_DIR=${r.scratch}`);
+    tx(db, () => {
+      db.query("DELETE FROM running WHERE cluster = ? AND proc = ?").run(r.cluster, r.proc);
+      const ad = getJob(db, r.cluster, r.proc);
+      if (!ad) return;
+      const st = ad.num("JobStatus");
+      releaseRemoteHost(ad);
+      if (st === 2) setStatus(ad, 1);
+      if (st === 3) { finalizeRemoved(ad); toHistory(db, ad); return; }
+      putJob(db, ad);
+    });
+    try { fs.rmSync(r.dir, { recursive: true, force: true }); } catch { /* ignore */ }
+  }
+}
+
+function releaseRemoteHost(ad: Ad): void {
+  const rh = ad.get("RemoteHost");
+  if (rh !== undefined) { ad.setText("LastRemoteHost", rh); ad.delete("RemoteHost"); }
+  ad.set("CurrentHosts", 0);
+  const start = ad.num("JobCurrentStartDate");
+  if (start !== undefined) {
+    const wall = Math.max(0, nowSec() - start);
+    ad.setText("LastRemoteWallClockTime", wall.toFixed(1));
+    const prev = ad.num("RemoteWallClockTime") ?? 0;
+    ad.setText("RemoteWallClockTime", (prev + wall).toFixed(1));
+    ad.setText("CumulativeSlotTime", (prev + wall).toFixed(1));
+  }
+}
+
+export function finalizeRemoved(ad: Ad): void {
+  // spec §4.2: removing a held job moves HoldReason* to LastHoldReason*
+  for (const [a, b] of [["HoldReason", "LastHoldReason"], ["HoldReasonCode", "LastHoldReasonCode"], ["HoldReasonSubCode", "LastHoldReasonSubCode"]] as const) {
+    const t = ad.get(a);
+    if (t !== undefined) { ad.setText(b, t); ad.delete(a); }
+  }
+  ad.set("LeaveJobInQueue", false);
+}
+
+async function pass(db: Database, cfg: Config, children: Map<string, Child>, log: (s: string) => void, onExit: () => void): Promise<void> {
+  const faults = loadFaults();
+  const nowMs = Date.now();
+  // 1. spool releases
+  const spooled = db.query("SELECT ad FROM jobs WHERE status = 5 AND ad LIKE '%\"HoldReasonCode\":\"16\"%'").all() as { ad: string }[];
+  for (const r of spooled) {
+    const ad = rowAd(r);
+    const marker = path.join(path.dirname(ad.str("Iwd") ?? ""), ".spooled");
+    let t: number;
+    try { t = Number(fs.readFileSync(marker, "utf8")); } catch { continue; }
+    if (nowMs - t < cfg.spoolReleaseMs) continue;
+    tx(db, () => {
+      const cur = getJob(db, ad.num("ClusterId")!, ad.num("ProcId")!);
+      if (!cur || cur.num("JobStatus") !== 5 || cur.num("HoldReasonCode") !== 16) return;
+      for (const [a, b] of [["HoldReason", "LastHoldReason"], ["HoldReasonCode", "LastHoldReasonCode"], ["HoldReasonSubCode", "LastHoldReasonSubCode"]] as const) {
+        const v = cur.get(a); if (v !== undefined) { cur.setText(b, v); cur.delete(a); }
+      }
+      setStatus(cur, 1);
+      putJob(db, cur);
+    });
+  }
+  // 2. running jobs whose status was changed by condor_rm / condor_hold: kill, escalate
+  if (children.size) {
+    for (const ch of children.values()) {
+      if (ch.done) continue;
+      const row = db.query("SELECT status, ad FROM jobs WHERE cluster = ? AND proc = ?").get(ch.c, ch.p) as { status: number; ad: string } | null;
+      const st = row ? row.status : 3;
+      if (st !== 2 && ch.termAt === undefined) {
+        const vac = row ? (rowAd(row).num("JobMaxVacateTime") ?? 10) : 10;
+        ch.termAt = nowMs;
+        ch.killAt = nowMs + vac * 1000;
+        killGroup(ch.pid, "SIGTERM");
+      } else if (ch.killAt !== undefined && ch.killAt <= nowMs) {
+        killGroup(ch.pid, "SIGKILL");
+        ch.killAt = nowMs + 1000;
+      }
+    }
+  }
+  // 3. stage-out linger: spooled jobs whose output was fetched leave the queue
+  const fetched = db.query("SELECT ad FROM jobs WHERE status = 4 AND ad LIKE '%StageOutFinish%'").all() as { ad: string }[];
+  for (const r of fetched) {
+    const ad = rowAd(r);
+    const fin = ad.num("StageOutFinish") ?? 0;
+    if (nowMs - fin * 1000 >= cfg.stageOutLingerMs) {
+      tx(db, () => {
+        const cur = getJob(db, ad.num("ClusterId")!, ad.num("ProcId")!);
+        if (cur && cur.num("JobStatus") === 4 && cur.has("StageOutFinish")) toHistory(db, cur);
+      });
+    }
+  }
+  // 4. match idle jobs
+  if (faults.scheddDown) return;
+  const claimed: { ad: Ad; run: RunRow; hold?: { code: number; sub: number; reason: string } }[] = [];
+  tx(db, () => {
+    const rows = db.query("SELECT ad FROM jobs WHERE status = 1 ORDER BY cluster, proc").all() as { ad: string }[];
+    if (!rows.length) return;
+    const runs = allRuns(db);
+    const free = freeResources(cfg, runs);
+    const usedSlots = new Set(runs.map((r) => r.slot));
+    const busy = new Set(runs.map((r) => `${r.cluster}.${r.proc}`));
+    for (const r of rows) {
+      if (free.cpus <= 0 && free.memory <= 0) break;
+      const ad = rowAd(r);
+      if (busy.has(`${ad.num("ClusterId")}.${ad.num("ProcId")}`) || children.has(`${ad.num("ClusterId")}.${ad.num("ProcId")}`)) continue; // still being killed
+      const m = machineAd(cfg, free, runs);
+      if (!fits(ad, free, m)) continue;
+      const c = ad.num("ClusterId")!, p = ad.num("ProcId")!;
+      const cpus = ad.num("RequestCpus") ?? 1, mem = ad.num("RequestMemory") ?? 128, gpus = ad.num("RequestGPUs") ?? 0;
+      let slot = 1;
+      while (usedSlots.has(slot)) slot++;
+      usedSlots.add(slot);
+      const gpuIds = free.gpuIds.splice(0, gpus);
+      free.cpus -= cpus; free.memory -= mem; free.gpus -= gpus;
+      const n = metaGet(db, "next_dir") || 1;
+      metaSet(db, "next_dir", n + 1);
+      const dir = path.join(homeDir(), "execute", `dir_${n}`);
+      const now = nowSec();
+      const run: RunRow = { cluster: c, proc: p, pid: 0, dir, scratch: path.join(dir, "scratch"), cpus, memory: mem, gpus, gpu_ids: gpuIds.join(","), slot, started: now };
+      // hold-on-start fault injection (submit attrs or faults.json)
+      let hold: { code: number; sub: number; reason: string } | undefined;
+      const hc = ad.num("MiniCondorHoldCode");
+      if (hc !== undefined) hold = { code: hc, sub: ad.num("MiniCondorHoldSubCode") ?? 0, reason: ad.str("MiniCondorHoldReason") ?? `Injected hold (code ${hc})` };
+      else if (faults.holdOnStart) {
+        const h = faults.holdOnStart;
+        let match = true;
+        if (h.constraint) { try { match = isTrue(evalExpr(h.constraint, ad)); } catch { match = false; } }
+        if (match) hold = { code: h.code, sub: h.subCode ?? 0, reason: h.reason ?? `Injected hold (code ${h.code})` };
+      }
+      setStatus(ad, 2, now);
+      if (!ad.has("JobStartDate")) ad.set("JobStartDate", now);
+      ad.set("JobCurrentStartDate", now);
+      ad.set("JobCurrentStartExecutingDate", now);
+      ad.set("LastMatchTime", now);
+      if (!ad.has("FirstJobMatchDate")) ad.set("FirstJobMatchDate", now);
+      ad.set("RemoteHost", `slot1_${slot}@${cfg.host}`);
+      ad.set("RemoteSlotID", slot);
+      ad.set("CurrentHosts", 1);
+      ad.set("NumShadowStarts", (ad.num("NumShadowStarts") ?? 0) + 1);
+      ad.set("JobRunCount", (ad.num("JobRunCount") ?? 0) + 1);
+      ad.set("NumJobMatches", (ad.num("NumJobMatches") ?? 0) + 1);
+      ad.set("CpusProvisioned", cpus);
+      ad.set("MemoryProvisioned", mem);
+      ad.set("GPUsProvisioned", gpus);
+      if (gpus) ad.set("AssignedGPUs", gpuIds.join(","));
+      ad.setText("MemoryUsage", "((ResidentSetSize + 1023) / 1024)");
+      if (hold) {
+        releaseRemoteHost(ad);
+        setStatus(ad, 5, now);
+        ad.set("HoldReason", hold.reason);
+        ad.set("HoldReasonCode", hold.code);
+        ad.set("HoldReasonSubCode", hold.sub);
+        ad.set("NumHolds", (ad.num("NumHolds") ?? 0) + 1);
+        ad.set("NumSystemHolds", (ad.num("NumSystemHolds") ?? 0) + 1);
+        putJob(db, ad);
+        claimed.push({ ad, run, hold });
+        free.cpus += cpus; free.memory += mem; free.gpus += gpus;
+        usedSlots.delete(slot);
+        continue;
+      }
+      putJob(db, ad);
+      db.query("INSERT OR REPLACE INTO running (cluster, proc, pid, dir, scratch, cpus, memory, gpus, gpu_ids, slot, started) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
+        .run(c, p, 0, dir, run.scratch, cpus, mem, gpus, run.gpu_ids, slot, now);
+      claimed.push({ ad, run });
+    }
+  });
+  for (const cl of claimed) {
+    if (cl.hold) {
+      ulog(cl.ad, 12, "Job was held.", `\t${cl.hold.reason}\n\tCode ${cl.hold.code} Subcode ${cl.hold.sub}\n`);
+      continue;
+    }
+    try {
+      startJob(db, cfg, cl.ad, cl.run, children, log, onExit);
+    } catch (e) {
+      log(`start of ${cl.run.cluster}.${cl.run.proc} failed: ${(e as Error).stack ?? e}`);
+      holdAfterFailure(db, cl.run, 6, 0, `Error from slot1_${cl.run.slot}@${cfg.host}: Failed to execute '${cl.ad.str("Cmd")}': ${(e as Error).message}`);
+    }
+  }
+}
+
+function holdAfterFailure(db: Database, run: RunRow, code: number, sub: number, reason: string): void {
+  let ad: Ad | null = null;
+  tx(db, () => {
+    db.query("DELETE FROM running WHERE cluster = ? AND proc = ?").run(run.cluster, run.proc);
+    ad = getJob(db, run.cluster, run.proc);
+    if (!ad) return;
+    releaseRemoteHost(ad);
+    setStatus(ad, 5);
+    ad.set("HoldReason", reason);
+    ad.set("HoldReasonCode", code);
+    ad.set("HoldReasonSubCode", sub);
+    ad.set("NumHolds", (ad.num("NumHolds") ?? 0) + 1);
+    ad.set("NumSystemHolds", (ad.num("NumSystemHolds") ?? 0) + 1);
+    putJob(db, ad);
+  });
+  if (ad) ulog(ad, 12, "Job was held.", `\t${reason}\n\tCode ${code} Subcode ${sub}\n`);
+  try { fs.rmSync(run.dir, { recursive: true, force: true }); } catch { /* ignore */ }
+}
+
+function longAd(ad: Ad): string {
+  const o = ad.toObject();
+  return Object.keys(o).sort((a, b) => a.toLowerCase().localeCompare(b.toLowerCase())).map((k) => `${k} = ${o[k]}\n`).join("");
+}
+
+function shouldTransfer(ad: Ad, cfg: Config): boolean {
+  const stf = (ad.str("ShouldTransferFiles") ?? "IF_NEEDED").toUpperCase();
+  if (stf === "YES") return true;
+  if (stf === "NO") return false;
+  return !cfg.sharedFileSystem;
+}
+
+function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<string, Child>, log: (s: string) => void, onExit: () => void): void {
+  const c = run.cluster, p = run.proc;
+  const iwd = ad.str("Iwd") ?? "/";
+  const scratch = run.scratch;
+  const userDir = path.join(run.dir, "user");
+  fs.mkdirSync(scratch, { recursive: true });
+  fs.mkdirSync(userDir, { recursive: true });
+  const sandbox = shouldTransfer(ad, cfg);
+  const cmd = ad.str("Cmd") ?? "";
+  let exe = cmd;
+  // input transfer
+  if (sandbox) {
+    if (cmd && ad.bool("TransferExecutable") !== false) {
+      exe = path.join(scratch, path.basename(cmd));
+      try { fs.copyFileSync(cmd, exe); fs.chmodSync(exe, 0o755); }
+      catch (e) { return holdAfterFailure(db, run, 13, 2, `Transfer input files failure at execution point slot1_${run.slot}@${cfg.host} while receiving files from access point ${cfg.host}. Details: reading from file ${cmd}: (errno 2) No such file or directory`), void e; }
+    }
+    for (const f of (ad.str("TransferInput") ?? "").split(",").map((x) => x.trim()).filter(Boolean)) {
+      let src = f;
+      if (/^file:\/\//i.test(f)) src = f.slice(7);
+      else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(f)) continue; // URLs would need a transfer plugin
+      src = path.resolve(iwd, src);
+      try { copyInto(src, scratch, f.endsWith("/")); }
+      catch {
+        return holdAfterFailure(db, run, 13, 2, `Transfer input files failure at execution point slot1_${run.slot}@${cfg.host} while receiving files from access point ${cfg.host}. Details: reading from file ${src}: (errno 2) No such file or directory`);
+      }
+    }
+  }
+  const snap = sandbox ? snapshot(scratch) : {};
+  const cwd = sandbox ? scratch : iwd;
+  // stdio
+  const outName = ad.str("Out") ?? "/dev/null", errName = ad.str("Err") ?? "/dev/null";
+  const streamOut = ad.bool("StreamOut") === true, streamErr = ad.bool("StreamErr") === true;
+  const pathFor = (name: string, sandboxName: string, stream: boolean): string => {
+    if (name === "/dev/null") return "/dev/null";
+    if (!sandbox || stream) return path.resolve(iwd, name);
+    return path.join(scratch, sandboxName);
+  };
+  const stdoutPath = pathFor(outName, "_condor_stdout", streamOut);
+  const stderrPath = outName === errName ? stdoutPath : pathFor(errName, "_condor_stderr", streamErr);
+  let outFd: number, errFd: number, inFd: number;
+  try {
+    outFd = fs.openSync(stdoutPath, "w");
+  } catch (e) {
+    return holdAfterFailure(db, run, 7, 2, `Error from slot1_${run.slot}@${cfg.host}: Failed to open '${stdoutPath}' as standard output: ${(e as Error).message} (errno 2)`);
+  }
+  errFd = stderrPath === stdoutPath ? outFd : fs.openSync(stderrPath, "w");
+  const inName = ad.str("In") ?? "/dev/null";
+  try { inFd = fs.openSync(inName === "/dev/null" ? "/dev/null" : path.resolve(iwd, inName), "r"); }
+  catch (e) {
+    fs.closeSync(outFd); if (errFd !== outFd) fs.closeSync(errFd);
+    return holdAfterFailure(db, run, 8, 2, `Error from slot1_${run.slot}@${cfg.host}: Failed to open '${path.resolve(iwd, inName)}' as standard input: No such file or directory (errno 2)`);
+  }
+  // job ad / machine ad / chirp config
+  const jobAdPath = path.join(scratch, ".job.ad");
+  const machAdPath = path.join(scratch, ".machine.ad");
+  const chirpPath = path.join(userDir, ".chirp.config");
+  const runsNow = allRuns(db);
+  fs.writeFileSync(jobAdPath, longAd(ad));
+  fs.writeFileSync(machAdPath, longAd(machineAd(cfg, freeResources(cfg, runsNow), runsNow)));
+  fs.writeFileSync(chirpPath, JSON.stringify({ home: homeDir(), cluster: c, proc: p, scratch }) + "\n");
+  // environment (observed: "The complete environment of a vanilla-universe job")
+  const env: Record<string, string> = {};
+  const envText = ad.get("Environment") !== undefined ? ad.str("Environment") ?? "" : null;
+  let userEnv: [string, string][] = [];
+  try {
+    if (envText !== null) userEnv = parseEnvV2Raw(envText);
+    else if (ad.str("Env")) userEnv = parseEnvV1(ad.str("Env")!);
+  } catch { userEnv = []; }
+  const cpus = String(run.cpus);
+  const gpuIds = run.gpu_ids;
+  const tag = `${process.pid}`;
+  const base: Record<string, string> = {
+    [`_CONDOR_ANCESTOR_${tag}`]: `${process.pid}:${nowSec()}:${Math.floor(Math.random() * 4e9)}`,
+    APPTAINER_CACHEDIR: scratch,
+    BATCH_SYSTEM: "HTCondor",
+    CONDOR_STARTER_PID: tag,
+    CUBACORES: cpus,
+    CUDA_VISIBLE_DEVICES: gpuIds || "10000",
+    GOMAXPROCS: cpus,
+    GPU_DEVICE_ORDINAL: gpuIds || "10000",
+    HOME: userHome(),
+    JULIA_NUM_THREADS: cpus,
+    MKL_NUM_THREADS: cpus,
+    NUMEXPR_NUM_THREADS: cpus,
+    NVIDIA_VISIBLE_DEVICES: gpuIds || "none",
+    OMP_NUM_THREADS: cpus,
+    OMP_THREAD_LIMIT: cpus,
+    OPENBLAS_NUM_THREADS: cpus,
+    PYTHON_CPU_COUNT: cpus,
+    ROOT_MAX_THREADS: cpus,
+    SINGULARITY_CACHEDIR: scratch,
+    TEMP: scratch,
+    TF_LOOP_PARALLEL_ITERATIONS: cpus,
+    TF_NUM_THREADS: cpus,
+    TMP: scratch,
+    TMPDIR: scratch,
+  };
+  const condorVars: Record<string, string> = {
+    _CHIRP_DELAYED_UPDATE_PREFIX: "Chirp*",
+    _CONDOR_AssignedGPUs: gpuIds || "10000",
+    _CONDOR_BIN: BIN_DIR,
+    _CONDOR_CHIRP_CONFIG: chirpPath,
+    _CONDOR_JOB_AD: jobAdPath,
+    _CONDOR_JOB_IWD: iwd,
+    _CONDOR_JOB_PIDS: "",
+    _CONDOR_MACHINE_AD: machAdPath,
+    _CONDOR_SCRATCH_DIR: scratch,
+    _CONDOR_SLOT: `slot1_${run.slot}`,
+  };
+  Object.assign(env, base);
+  for (const [k, v] of userEnv) env[k] = v.replace(/\$\$\(CondorScratchDir\)/gi, scratch);
+  Object.assign(env, condorVars);
+  // argv
+  let args: string[] = [];
+  try {
+    if (ad.has("Arguments")) args = parseV2Raw(ad.str("Arguments") ?? "");
+    else if (ad.str("Args")) args = parseV1Args(ad.str("Args")!);
+  } catch { args = []; }
+  let argv = [exe, ...args];
+  if (ad.bool("WantContainer")) {
+    let image = ad.str("ContainerImage") ?? "";
+    if (ad.has("ContainerImageFullPath") && sandbox) image = path.join(scratch, image);
+    else if (!/^[a-z]+:\/\//.test(image) && !path.isAbsolute(image)) image = path.resolve(iwd, image);
+    const target = ad.str("ContainerTargetDir");
+    const bind = target ? `${scratch}:${target}` : scratch;
+    const inner = exe ? [exe, ...args] : args;
+    argv = [cfg.apptainer, "-s", "exec", "-S", "/tmp", "-S", "/var/tmp", "--pwd", target ?? scratch, "-B", bind, "--no-home", "-C", image, ...inner];
+    for (const [k, v] of Object.entries(env)) if (!k.startsWith("APPTAINER") && !k.startsWith("SINGULARITY")) env[`APPTAINERENV_${k}`] = v;
+  }
+  let proc: Subprocess;
+  try {
+    proc = Bun.spawn(argv, { cwd, env, stdin: inFd, stdout: outFd, stderr: errFd, detached: true });
+  } catch (e) {
+    fs.closeSync(outFd); if (errFd !== outFd) fs.closeSync(errFd); fs.closeSync(inFd);
+    const er = e as NodeJS.ErrnoException;
+    const errno = er.code === "EACCES" ? "errno=13: 'Permission denied'" : er.code === "ENOENT" ? "errno=2: 'No such file or directory'" : `errno=8: 'Exec format error'`;
+    return holdAfterFailure(db, run, 6, er.code === "EACCES" ? 13 : er.code === "ENOENT" ? 2 : 8, `Error from slot1_${run.slot}@${cfg.host}: Failed to execute '${argv[0]}': (${errno})`);
+  }
+  fs.closeSync(outFd); if (errFd !== outFd) fs.closeSync(errFd); fs.closeSync(inFd);
+  const child: Child = {
+    key: `${c}.${p}`, c, p, proc, pid: proc.pid, dir: run.dir, scratch, sandbox, snap, exe, startMs: Date.now(), done: false,
+    stdoutPath: stdoutPath === "/dev/null" ? null : stdoutPath, stderrPath: stderrPath === "/dev/null" ? null : stderrPath,
+  };
+  children.set(child.key, child);
+  let held = false;
+  tx(db, () => {
+    db.query("UPDATE running SET pid = ? WHERE cluster = ? AND proc = ?").run(proc.pid, c, p);
+    const cur = getJob(db, c, p);
+    if (cur) {
+      cur.set("NumJobStarts", (cur.num("NumJobStarts") ?? 0) + 1);
+      cur.set("StartdIpAddr", `<127.0.0.1:9618?addrs=127.0.0.1-9618&alias=${cfg.host}&noUDP&sock=startd_1_1>`);
+      putJob(db, cur);
+      held = cur.num("JobStatus") !== 2;
+    }
+  });
+  if (held) killGroup(proc.pid, "SIGTERM");
+  ulog(ad, 1, `Job executing on host: <127.0.0.1:9618?addrs=127.0.0.1-9618&alias=${cfg.host}&noUDP&sock=startd_1_1>`,
+    `\tSlotName: slot1_${run.slot}@${cfg.host}\n\tCondorScratchDir = "${scratch}"\n\tCpus = ${run.cpus}\n\tMemory = ${run.memory}\n`);
+  log(`started ${c}.${p} pid ${proc.pid} in ${cwd}`);
+  void proc.exited.then(() => {
+    try { finishJob(db, cfg, child, log); } catch (e) { log(`finish of ${child.key} failed: ${(e as Error).stack ?? e}`); }
+    children.delete(child.key);
+    onExit();
+  });
+}
+
+function transferOutput(ad: Ad, ch: Child, dest: string): string[] {
+  const remaps = parseRemaps(ad.str("TransferOutputRemaps"));
+  const target = (name: string) => {
+    const r = remaps.get(name);
+    return r ? path.resolve(dest, r) : path.join(dest, path.basename(name));
+  };
+  const sent: string[] = [];
+  const outName = ad.str("Out") ?? "/dev/null", errName = ad.str("Err") ?? "/dev/null";
+  if (ch.stdoutPath && ch.stdoutPath.startsWith(ch.scratch + "/")) {
+    try { copyTo(ch.stdoutPath, remaps.get(path.basename(ch.stdoutPath)) ? target(path.basename(ch.stdoutPath)) : path.resolve(dest, outName)); } catch { /* ignore */ }
+  }
+  if (ch.stderrPath && ch.stderrPath !== ch.stdoutPath && ch.stderrPath.startsWith(ch.scratch + "/")) {
+    try { copyTo(ch.stderrPath, remaps.get(path.basename(ch.stderrPath)) ? target(path.basename(ch.stderrPath)) : path.resolve(dest, errName)); } catch { /* ignore */ }
+  }
+  const list = ad.get("TransferOutput") !== undefined ? (ad.str("TransferOutput") ?? "").split(",").map((x) => x.trim()).filter(Boolean) : null;
+  if (list) {
+    for (const f of list) {
+      const src = path.resolve(ch.scratch, f);
+      if (!fs.existsSync(src)) continue; // observed in 25.x: a missing listed file does not hold the job
+      try { copyTo(src, target(f)); sent.push(path.basename(f)); } catch { /* ignore */ }
+    }
+  } else {
+    const after = snapshot(ch.scratch);
+    const skip = new Set(["_condor_stdout", "_condor_stderr", ".job.ad", ".machine.ad", ".chirp.config", ".update.ad"]);
+    for (const [name, sig] of Object.entries(after)) {
+      if (skip.has(name) || sig.startsWith("d:")) continue;
+      if (ch.snap[name] === sig) continue;
+      try { copyTo(path.join(ch.scratch, name), target(name)); sent.push(name); } catch { /* ignore */ }
+    }
+  }
+  return sent;
+}
+
+function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) => void): void {
+  ch.done = true;
+  const proc = ch.proc!;
+  const exitCode = proc.exitCode;
+  const sigName = proc.signalCode;
+  const sig = sigName ? (SIGNUM[sigName] ?? 9) : null;
+  // nothing of the job may survive it (HTCondor's procd / cgroup does the same)
+  killGroup(ch.pid, "SIGKILL");
+  killByEnv(`_CONDOR_SCRATCH_DIR=${ch.scratch}`);
+  try { applyDelayed(true, ch.c, ch.p); } catch (e) { log("delayed updates failed: " + e); }
+  const first = getJob(db, ch.c, ch.p);
+  const status = first?.num("JobStatus");
+  let sent: string[] = [];
+  if (first && status === 2 && ch.sandbox) sent = transferOutput(first, ch, first.str("Iwd") ?? "/");
+  let final: Ad | null = null;
+  let event = "none" as "term" | "abort" | "none" | "hold";
+  let holdInfo: { code: number; sub: number; reason: string } | null = null;
+  tx(db, () => {
+    db.query("DELETE FROM running WHERE cluster = ? AND proc = ?").run(ch.c, ch.p);
+    const ad = getJob(db, ch.c, ch.p);
+    if (!ad) return;
+    const st = ad.num("JobStatus");
+    releaseRemoteHost(ad);
+    const now = nowSec();
+    if (st === 2) {
+      if (sig !== null) { ad.set("ExitBySignal", true); ad.set("ExitSignal", sig); ad.delete("ExitCode"); }
+      else { ad.set("ExitBySignal", false); ad.set("ExitCode", exitCode ?? 0); ad.delete("ExitSignal"); }
+      ad.set("ResidentSetSize", 1000);
+      ad.set("JobCurrentFinishTransferOutputDate", now);
+      if (ad.has("SUBMIT_Iwd")) ad.set("SpooledOutputFiles", sent.join(","));
+      // exit policy
+      const onExitHold = ad.get("OnExitHold");
+      if (onExitHold && isTrue(evalExpr(onExitHold, ad))) {
+        setStatus(ad, 5, now);
+        const reason = ad.str("OnExitHoldReason") ?? `The job attribute OnExitHold expression '${canon(onExitHold)}' evaluated to TRUE`;
+        ad.set("HoldReason", reason); ad.set("HoldReasonCode", 3); ad.set("HoldReasonSubCode", ad.num("OnExitHoldSubCode") ?? 0);
+        ad.set("NumHolds", (ad.num("NumHolds") ?? 0) + 1);
+        holdInfo = { code: 3, sub: ad.num("OnExitHoldSubCode") ?? 0, reason };
+        putJob(db, ad); final = ad; event = "hold";
+        return;
+      }
+      let remove = true;
+      const maxRetries = ad.num("JobMaxRetries");
+      if (maxRetries !== undefined) {
+        const ok = sig === null && (exitCode ?? 0) === (ad.num("SuccessExitCode") ?? 0);
+        const until = ad.get("RetryUntil");
+        const stop = ok || (until !== undefined && isTrue(evalExpr(until, ad)));
+        if (!stop && (ad.num("NumJobStarts") ?? 1) <= maxRetries) remove = false;
+      } else {
+        const oer = ad.get("OnExitRemove");
+        if (oer !== undefined) { const v = evalExpr(oer, ad); if (v.t === "b" && !v.v) remove = false; }
+      }
+      if (!remove) {
+        setStatus(ad, 1, now);
+        putJob(db, ad);
+        final = ad; event = "term";
+        return;
+      }
+      setStatus(ad, 4, now);
+      ad.set("CompletionDate", now);
+      ad.set("NumJobCompletions", (ad.num("NumJobCompletions") ?? 0) + 1);
+      ad.set("TerminationPending", true);
+      final = ad; event = "term";
+      const liq = ad.get("LeaveJobInQueue");
+      if (liq !== undefined && isTrue(evalExpr(liq, ad))) putJob(db, ad);
+      else toHistory(db, ad);
+    } else if (st === 3) {
+      finalizeRemoved(ad);
+      toHistory(db, ad);
+      final = ad; event = "abort";
+    } else {
+      putJob(db, ad);
+    }
+    bumpGen(db);
+  });
+  if (final) {
+    const f = final as Ad;
+    if (event === "term") {
+      const body = sig !== null ? `\t(0) Abnormal termination (signal ${sig})\n\t(0) No core file\n` : `\t(1) Normal termination (return value ${exitCode ?? 0})\n`;
+      ulog(f, 5, "Job terminated.", body + usageBlock(f));
+    } else if (event === "abort") {
+      ulog(f, 9, "Job was aborted.", `\t${f.str("RemoveReason") ?? "via condor_rm"}\n`);
+    } else if (event === "hold" && holdInfo) {
+      const h = holdInfo as { code: number; sub: number; reason: string };
+      ulog(f, 12, "Job was held.", `\t${h.reason}\n\tCode ${h.code} Subcode ${h.sub}\n`);
+    }
+  }
+  try { fs.rmSync(ch.dir, { recursive: true, force: true }); } catch { /* ignore */ }
+  log(`finished ${ch.key} exit=${exitCode} sig=${sigName} status=${status}`);
+}
+
+function canon(text: string): string {
+  const n = tryParse(text);
+  return n ? unparse(n) : text;
+}
+
+/** PeriodicHold / PeriodicRemove / PeriodicRelease (spec §1.4), checked every periodicIntervalS. */
+function periodic(db: Database, cfg: Config, children: Map<string, Child>): void {
+  void cfg; void children;
+  const holds: Ad[] = [], removes: Ad[] = [], releases: Ad[] = [];
+  tx(db, () => {
+    const rows = db.query("SELECT ad FROM jobs WHERE status IN (1, 2, 5) AND (ad LIKE '%\"Periodic%' OR ad LIKE '%AllowedJobDuration%')").all() as { ad: string }[];
+    for (const r of rows) {
+      const ad = rowAd(r);
+      const st = ad.num("JobStatus");
+      const now = nowSec();
+      const ph = ad.get("PeriodicHold"), pr = ad.get("PeriodicRemove"), pl = ad.get("PeriodicRelease");
+      const ajd = ad.num("AllowedJobDuration");
+      if ((st === 1 || st === 2) && ph && isTrue(evalExpr(ph, ad))) {
+        setStatus(ad, 5, now);
+        ad.set("HoldReason", ad.str("PeriodicHoldReason") ?? `The job attribute PeriodicHold expression '${canon(ph)}' evaluated to TRUE`);
+        ad.set("HoldReasonCode", 3); ad.set("HoldReasonSubCode", ad.num("PeriodicHoldSubCode") ?? 0);
+        ad.set("NumHolds", (ad.num("NumHolds") ?? 0) + 1);
+        putJob(db, ad); holds.push(ad);
+      } else if (st === 2 && ajd !== undefined && now - (ad.num("JobCurrentStartDate") ?? now) > ajd) {
+        setStatus(ad, 5, now);
+        ad.set("HoldReason", `The job exceeded allowed job duration of ${ajd} seconds`);
+        ad.set("HoldReasonCode", 46); ad.set("HoldReasonSubCode", 0);
+        putJob(db, ad); holds.push(ad);
+      } else if (pr && isTrue(evalExpr(pr, ad))) {
+        ad.set("RemoveReason", ad.str("PeriodicRemoveReason") ?? `The job attribute PeriodicRemove expression '${canon(pr)}' evaluated to TRUE`);
+        setStatus(ad, 3, now);
+        if (st === 2) putJob(db, ad);
+        else { finalizeRemoved(ad); toHistory(db, ad); }
+        removes.push(ad);
+      } else if (st === 5 && pl && isTrue(evalExpr(pl, ad))) {
+        for (const [a, b] of [["HoldReason", "LastHoldReason"], ["HoldReasonCode", "LastHoldReasonCode"], ["HoldReasonSubCode", "LastHoldReasonSubCode"]] as const) {
+          const v = ad.get(a); if (v !== undefined) { ad.setText(b, v); ad.delete(a); }
+        }
+        ad.set("ReleaseReason", "The job attribute PeriodicRelease expression evaluated to TRUE");
+        setStatus(ad, 1, now);
+        putJob(db, ad); releases.push(ad);
+      }
+    }
+    if (holds.length + removes.length + releases.length) bumpGen(db);
+  });
+  for (const a of holds) ulog(a, 12, "Job was held.", `\t${a.str("HoldReason")}\n\tCode ${a.num("HoldReasonCode")} Subcode ${a.num("HoldReasonSubCode")}\n`);
+  for (const a of removes) if (a.num("LastJobStatus") !== 2) ulog(a, 9, "Job was aborted.", `\t${a.str("RemoveReason")}\n`);
+  for (const a of releases) ulog(a, 13, "Job was released.", `\t${a.str("ReleaseReason")}\n`);
+  // running jobs just held/removed are killed by the next pass (status != 2)
+}
+
+void deleteJob; void scheddAddr;

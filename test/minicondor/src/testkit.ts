@@ -1,0 +1,88 @@
+// Helpers for tests that use minicondor. Import from "test/minicondor/src/testkit.ts".
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { BIN_DIR, LIBEXEC_DIR, killByEnv, killGroup, pidAlive, pidsWithEnv } from "./common.ts";
+
+export { BIN_DIR, LIBEXEC_DIR };
+export const TOOLS = ["condor_submit", "condor_q", "condor_history", "condor_rm", "condor_hold", "condor_release", "condor_status",
+  "condor_tail", "condor_transfer_data", "condor_version"] as const;
+
+export type HomeOptions = {
+  cpus?: number; memory?: number; gpus?: number; disk?: number; spoolReleaseMs?: number; stageOutLingerMs?: number;
+  pollMs?: number; periodicIntervalS?: number; sharedFileSystem?: boolean; scheddIdleExitMs?: number; delayedUpdateMs?: number;
+  host?: string; apptainer?: string;
+};
+
+/** Create a fresh MINICONDOR_HOME in a temp dir (with config.json). */
+export function createHome(opts: HomeOptions = {}, parent = os.tmpdir()): string {
+  const home = fs.mkdtempSync(path.join(parent, "minicondor-"));
+  fs.writeFileSync(path.join(home, "config.json"), JSON.stringify(opts, null, 2) + "\n");
+  return home;
+}
+
+/** Environment for spawning the tools against `home`. */
+export function toolEnv(home: string, extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("MINICONDOR_")) env[k] = v;
+  return { ...env, MINICONDOR_HOME: home, ...extra };
+}
+
+export function toolPath(tool: string): string {
+  return tool === "condor_chirp" ? path.join(LIBEXEC_DIR, "condor_chirp") : path.join(BIN_DIR, tool);
+}
+
+export type RunResult = { stdout: string; stderr: string; code: number };
+/** Run one tool (by absolute path, no shell). */
+export async function runTool(home: string, tool: string, args: string[], o: { cwd?: string; env?: Record<string, string>; stdin?: string; timeoutMs?: number } = {}): Promise<RunResult> {
+  const p = Bun.spawn([toolPath(tool), ...args], {
+    cwd: o.cwd ?? home, env: toolEnv(home, o.env), stdin: o.stdin !== undefined ? new TextEncoder().encode(o.stdin) : "ignore",
+    stdout: "pipe", stderr: "pipe",
+  });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  if (o.timeoutMs) timer = setTimeout(() => p.kill("SIGTERM"), o.timeoutMs);
+  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  if (timer) clearTimeout(timer);
+  return { stdout, stderr, code };
+}
+
+/** Write faults.json (read by every tool call and by the schedd). */
+export function setFaults(home: string, faults: Record<string, unknown>): void {
+  fs.writeFileSync(path.join(home, "faults.json"), JSON.stringify(faults));
+}
+export function setConfig(home: string, cfg: HomeOptions): void {
+  fs.writeFileSync(path.join(home, "config.json"), JSON.stringify(cfg));
+}
+
+/** Pids of every process belonging to this home (schedd + job trees). */
+export function homePids(home: string): number[] {
+  const byEnv = pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).filter(pidAlive);
+  const sched: number[] = [];
+  for (const e of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const cmd = fs.readFileSync(`/proc/${e}/cmdline`, "utf8");
+      if (cmd.includes("__schedd") && cmd.includes(home) && pidAlive(Number(e))) sched.push(Number(e));
+    } catch { /* gone */ }
+  }
+  return [...new Set([...byEnv, ...sched])];
+}
+
+/** Kill every job process and the schedd of `home`; optionally delete the directory. */
+export function cleanup(home: string, removeDir = false): void {
+  for (const pid of homePids(home)) killGroup(pid, "SIGKILL");
+  killByEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`);
+  for (let i = 0; i < 50 && homePids(home).length; i++) Bun.sleepSync(20);
+  if (removeDir) fs.rmSync(home, { recursive: true, force: true });
+}
+
+/** Poll until fn() is truthy (or throw after timeoutMs). */
+export async function waitFor<T>(fn: () => T | Promise<T>, timeoutMs = 10_000, stepMs = 100): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error("waitFor: timed out");
+    await Bun.sleep(stepMs);
+  }
+}
