@@ -1,0 +1,8 @@
+/** Entry point on Bun (and of the compiled single executable). */
+import { bunRuntime } from "./runtime/bun.ts";
+import { main } from "./start.ts";
+
+await main(bunRuntime, process.argv.slice(2), {
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+});
