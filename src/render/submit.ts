@@ -1,0 +1,139 @@
+/**
+ * The only submit-description renderer: `JobPlan` → the text given to `condor_submit -terse job.sub`,
+ * run with cwd = the pod's folder (which holds job.sh, env/ and volumes/).
+ *
+ * Quoting rules (spec: htcondor-cli.md §1.4): a submit file is line-based and condor_submit expands
+ * `$(…)` macros in every value, so a value with `\n`, `\r` or NUL is refused and every `$` is
+ * written as `$(DOLLAR)`. `MY.Attr` values are ClassAd expressions; strings become ClassAd string
+ * literals (`\` and `"` escaped). Env values never appear here: the job ad is readable by every
+ * user of the pool, so they travel in `env/<key>.env` files.
+ */
+import type { ContainerPlan, JobPlan } from "../core/types.ts";
+import { logFileName, stateAttrName } from "../core/types.ts";
+import { invalid } from "../core/errors.ts";
+import { formatStateLine } from "../core/state-line.ts";
+
+/** Seconds added to the vacate time so the wrapper can report after stopping its containers. */
+export const VACATE_MARGIN_SECONDS = 10;
+/** Seconds added to activeDeadlineSeconds + grace before HTCondor's own time limit removes the job. */
+export const DEADLINE_MARGIN_SECONDS = 60;
+
+const KEY = /^[A-Za-z][A-Za-z0-9_.+]*$/;
+
+/**
+ * Commands that define the job's contract with the wrapper and the sidecar; an extra line must
+ * not replace them (`DOLLAR` would change how every escaped `$` expands).
+ */
+const RESERVED = new Set(
+  [
+    "queue", "include", "dollar", "universe", "executable", "transfer_executable", "arguments", "args",
+    "environment", "env", "getenv", "output", "error", "log", "input", "transfer_output_files",
+    "transfer_input_files", "should_transfer_files", "when_to_transfer_output", "want_io_proxy",
+    "initialdir", "iwd",
+  ],
+);
+
+/** A submit-file value: one line, no macro expansion. Throws on `\n`, `\r` and NUL. */
+export function submitValue(value: string, what = "value"): string {
+  if (/[\r\n\0]/.test(value)) {
+    throw invalid(`Cannot write submit command ${what}: the value contains a line break or NUL: ${JSON.stringify(value)}`);
+  }
+  return value.replaceAll("$", "$(DOLLAR)");
+}
+
+/** A ClassAd string literal, ready for a submit value. */
+export function classAdString(value: string, what = "value"): string {
+  return submitValue(`"${value.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`, what);
+}
+
+function checkKey(key: string): string {
+  if (!KEY.test(key)) throw invalid(`Cannot write submit command ${JSON.stringify(key)}: not a submit command name`);
+  const k = key.toLowerCase();
+  if (RESERVED.has(k) || /^(my\.|\+)?interlink/.test(k)) {
+    throw invalid(`Cannot write submit command ${JSON.stringify(key)}: it is set by the sidecar`);
+  }
+  return key;
+}
+
+function listItem(item: string, what: string): string {
+  if (item === "" || /[,\s]/.test(item)) {
+    throw invalid(`Cannot list ${JSON.stringify(item)} in ${what}: names with commas or spaces are not allowed`);
+  }
+  return submitValue(item, what);
+}
+
+function plainValue(value: string, what: string): string {
+  if (value.includes('"') || value.trim() !== value || value === "") {
+    throw invalid(`Cannot write submit command ${what}: ${JSON.stringify(value)} is empty, quoted or padded`);
+  }
+  return submitValue(value, what);
+}
+
+function nonNegInt(n: number, what: string): number {
+  if (!Number.isInteger(n) || n < 0) throw invalid(`Cannot write submit command ${what}: ${n} is not a whole number`);
+  return n;
+}
+
+/** Every per-container log file (current and previous), init containers first. */
+export function logFiles(plan: JobPlan): string[] {
+  const all: ContainerPlan[] = [...plan.initContainers, ...plan.containers];
+  return all.flatMap((c) => [logFileName(c.name, c.init), logFileName(c.name, c.init, true)]);
+}
+
+/** The state line a container has until the wrapper reports: waiting ContainerCreating. */
+export const INITIAL_STATE_LINE = formatStateLine({ state: "waiting", reason: "ContainerCreating", ready: false, restartCount: 0 });
+
+export function renderSubmit(plan: JobPlan): string {
+  const out: string[] = [];
+  const cmd = (key: string, value: string | number) => out.push(`${key} = ${value}`);
+  const r = plan.resources;
+
+  out.push(`# HTCondor job for pod ${submitValue(plan.batchName, "comment")} (uid ${submitValue(plan.uid, "comment")})`);
+  out.push("# Rendered by htcondor-sidecar; job.sh runs the pod's containers.");
+  cmd("universe", "vanilla");
+  cmd("executable", "job.sh");
+  cmd("transfer_executable", "true");
+  cmd("should_transfer_files", "YES");
+  cmd("when_to_transfer_output", "ON_EXIT");
+  if (plan.transferInput.length > 0) {
+    cmd("transfer_input_files", plan.transferInput.map((f) => listItem(f, "transfer_input_files")).join(", "));
+  }
+  cmd("transfer_output_files", [...logFiles(plan), "podstate"].map((f) => listItem(f, "transfer_output_files")).join(", "));
+  cmd("output", "job.out");
+  cmd("error", "job.err");
+  cmd("log", "job.log");
+  out.push("");
+  cmd("request_cpus", Math.max(1, nonNegInt(r.cpus, "request_cpus")));
+  cmd("request_memory", `${nonNegInt(r.memoryMiB, "request_memory")}M`);
+  if (r.diskKiB !== undefined) cmd("request_disk", `${nonNegInt(r.diskKiB, "request_disk")}K`);
+  if (nonNegInt(r.gpus, "request_gpus") > 0) cmd("request_gpus", r.gpus);
+  out.push("");
+  cmd("want_io_proxy", "true");
+  const grace = nonNegInt(plan.terminationGracePeriodSeconds, "job_max_vacate_time");
+  cmd("job_max_vacate_time", grace + VACATE_MARGIN_SECONDS);
+  if (plan.activeDeadlineSeconds !== undefined) {
+    const deadline = nonNegInt(plan.activeDeadlineSeconds, "allowed_job_duration");
+    cmd("allowed_job_duration", deadline + grace + DEADLINE_MARGIN_SECONDS);
+  }
+  cmd("batch_name", plainValue(plan.batchName, "batch_name"));
+  if (plan.submit.accountingGroup !== undefined) {
+    cmd("accounting_group", plainValue(plan.submit.accountingGroup, "accounting_group"));
+  }
+  if (plan.submit.requirements !== undefined) cmd("requirements", submitValue(plan.submit.requirements, "requirements"));
+  out.push("");
+  cmd("MY.InterLinkPodUID", classAdString(plan.uid, "MY.InterLinkPodUID"));
+  cmd("MY.InterLinkPodName", classAdString(plan.name, "MY.InterLinkPodName"));
+  cmd("MY.InterLinkPodNamespace", classAdString(plan.namespace, "MY.InterLinkPodNamespace"));
+  cmd("MY.InterLinkSidecarId", classAdString(plan.sidecarId, "MY.InterLinkSidecarId"));
+  for (const c of [...plan.initContainers, ...plan.containers]) {
+    cmd(`MY.${stateAttrName(c.index, c.init)}`, classAdString(INITIAL_STATE_LINE));
+  }
+  if (plan.submit.lines.length > 0) {
+    out.push("");
+    out.push("# Site policy and allowlisted pod submit options");
+    for (const [key, value] of plan.submit.lines) cmd(checkKey(key), submitValue(value, key));
+  }
+  out.push("");
+  out.push("queue 1");
+  return out.join("\n") + "\n";
+}

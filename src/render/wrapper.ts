@@ -1,0 +1,213 @@
+/**
+ * `renderWrapper(plan)`: the job's executable, a bash script that runs the pod's containers.
+ *
+ * Layout of the script: a header, the plan (bash variables, arrays and one function per
+ * container, every value quoted by {@link sh}), the constant library (wrapper-lib.ts), then
+ * `main`. User data is never spliced into code: it only ever appears as a single-quoted word.
+ * The deliberate code channels (CommandPrefix, pre-exec, wstunnel commands) are quoted strings
+ * too, run by the library with `bash -c "$snippet"`.
+ *
+ * To run a wrapper outside HTCondor: put the pod's files (plan.files) and job.sh in a directory
+ * and run `env -i _CONDOR_SCRATCH_DIR=<dir> bash <dir>/job.sh` (see test/render/run.test.ts).
+ */
+import type { ContainerPlan, Handler, JobPlan, MountPlan, ProbePlan } from "../core/types.ts";
+import { containerKey, stateAttrName } from "../core/types.ts";
+import { invalid } from "../core/errors.ts";
+import { sh } from "./sh.ts";
+import { WRAPPER_LIB } from "./wrapper-lib.ts";
+
+export interface WrapperOptions {
+  /** How long a dummy job (plan.dummy) reports its containers running, in seconds (default 1). */
+  dummySeconds?: number;
+}
+
+/** Default run time of a dummy job: short, since it only proves the submit/status path. */
+export const DEFAULT_DUMMY_SECONDS = 1;
+
+/** Bash function name that loads one container's plan. */
+function planFunction(c: ContainerPlan): string {
+  return `${c.init ? "init" : "ctr"}_${c.index}`;
+}
+
+/** Instance names: `il-` + the first 12 alphanumerics of the pod UID (the wrapper adds its pid and the key). */
+export function instancePrefix(uid: string): string {
+  const short = uid.replace(/[^A-Za-z0-9]/g, "").slice(0, 12).toLowerCase();
+  return `il-${short || "pod"}`;
+}
+
+function handlerWords(h: Handler): string {
+  switch (h.kind) {
+    case "exec":
+      if (h.command.length === 0) throw invalid("Cannot render an exec handler without a command");
+      return sh`exec ${h.command}`;
+    case "httpGet": {
+      const path = h.path.startsWith("/") ? h.path : `/${h.path}`;
+      const headers = h.headers.flat();
+      return sh`httpGet ${h.scheme} ${h.host} ${h.port} ${path} ${h.headers.length} ${headers}`.trimEnd();
+    }
+    case "tcpSocket":
+      return sh`tcpSocket ${h.host} ${h.port}`;
+    case "sleep":
+      return sh`sleep ${h.seconds}`;
+  }
+}
+
+function handlerComment(h: Handler): string {
+  switch (h.kind) {
+    case "exec":
+      return "exec in the container";
+    case "httpGet":
+      return `HTTP GET (${h.scheme})`;
+    case "tcpSocket":
+      return "TCP connect";
+    case "sleep":
+      return "sleep";
+  }
+}
+
+function probeLine(name: string, p: ProbePlan | undefined): string {
+  if (p === undefined) return `  ${name}=()`;
+  const nums = [p.initialDelaySeconds, p.periodSeconds, p.timeoutSeconds, p.successThreshold, p.failureThreshold];
+  return [
+    `  # ${handlerComment(p.handler)}: first after ${p.initialDelaySeconds}s, every ${p.periodSeconds}s, ` +
+    `timeout ${p.timeoutSeconds}s, ${p.successThreshold} success(es) / ${p.failureThreshold} failure(s) in a row`,
+    `  ${name}=(${sh`${nums}`} ${handlerWords(p.handler)})`,
+  ].join("\n");
+}
+
+function hookLine(name: string, h: Handler | undefined): string {
+  return h === undefined ? `  ${name}=()` : `  ${name}=(${handlerWords(h)})  # ${handlerComment(h)}`;
+}
+
+function mountWords(m: MountPlan): string {
+  for (const p of [m.source.path, m.target]) {
+    // apptainer --bind splits on ':' and ','; a newline has no place in a path either.
+    if (/[:,\n\r\0]/.test(p) || p === "") {
+      throw invalid(`Cannot bind ${JSON.stringify(p)}: mount paths may not contain ':', ',' or line breaks`);
+    }
+  }
+  if (!m.target.startsWith("/")) throw invalid(`Cannot bind to ${JSON.stringify(m.target)}: the mount path must be absolute`);
+  if (m.source.kind === "host" && !m.source.path.startsWith("/")) {
+    throw invalid(`Cannot bind host path ${JSON.stringify(m.source.path)}: it must be absolute`);
+  }
+  return sh`    ${m.source.kind} ${m.source.path} ${m.target} ${m.readOnly ? "ro" : "rw"}`;
+}
+
+function arrayLines(name: string, words: readonly string[], indent = ""): string {
+  if (words.length === 0) return `${indent}${name}=()`;
+  return [`${indent}${name}=(`, ...words.map((w) => `${indent}  ${sh`${w}`}`), `${indent})`].join("\n");
+}
+
+function containerSection(c: ContainerPlan): string {
+  const key = containerKey(c.name, c.init);
+  const where = `${c.init ? "spec.initContainers" : "spec.containers"}[${c.index}]`;
+  const image = c.image;
+  if (image.kind === "container" && (image.uri === "" || image.uri.startsWith("-"))) {
+    throw invalid(`Cannot run container ${JSON.stringify(c.name)}: ${JSON.stringify(image.uri)} is not an image reference`);
+  }
+  return [
+    `# ${where}`,
+    `${planFunction(c)}() {`,
+    sh`  C_NAME=${c.name} C_KEY=${key} C_INIT=${c.init ? 1 : 0} C_ATTR=${stateAttrName(c.index, c.init)}`,
+    image.kind === "host"
+      ? sh`  C_IMAGE_KIND=host C_IMAGE='' C_HOST_SITE=${image.site ?? ""}  # runs on the worker, no container`
+      : sh`  C_IMAGE_KIND=container C_IMAGE=${image.uri} C_HOST_SITE=''`,
+    `  C_COMMAND=(${sh`${c.command ?? []}`})  # empty: the image's entrypoint (run)`,
+    `  C_ARGS=(${sh`${c.args ?? []}`})`,
+    sh`  C_WORKDIR=${c.workingDir ?? ""}`,
+    c.mounts.length === 0
+      ? "  C_MOUNTS=()"
+      : ["  C_MOUNTS=(  # kind source target ro|rw (sandbox sources are relative to the sandbox)", ...c.mounts.map(mountWords), "  )"].join("\n"),
+    `  C_RUNTIME_OPTIONS=(${sh`${c.runtimeOptions}`})`,
+    sh`  C_GPUS=${c.gpus}`,
+    probeLine("C_STARTUP_PROBE", c.startupProbe),
+    probeLine("C_READINESS_PROBE", c.readinessProbe),
+    probeLine("C_LIVENESS_PROBE", c.livenessProbe),
+    hookLine("C_POST_START", c.postStart),
+    hookLine("C_PRE_STOP", c.preStop),
+    "}",
+  ].join("\n");
+}
+
+function planSection(plan: JobPlan, opts: WrapperOptions): string {
+  const modes = plan.files.flatMap((f) => {
+    if (f.path.startsWith("/") || f.path.split("/").includes("..")) {
+      throw invalid(`Cannot ship file ${JSON.stringify(f.path)}: paths must be relative, without '..'`);
+    }
+    return [`0${(f.mode & 0o7777).toString(8)}`, f.path];
+  });
+  const all = [...plan.initContainers, ...plan.containers];
+  return [
+    "# ===========================================================================================",
+    "# The plan: what this job runs (generated from the pod; every value is one quoted word).",
+    "# ===========================================================================================",
+    sh`POD_NAMESPACE=${plan.namespace}`,
+    sh`POD_NAME=${plan.name}`,
+    sh`POD_UID=${plan.uid}`,
+    sh`POD_IP=${plan.podIP ?? ""}`,
+    sh`INSTANCE_PREFIX=${instancePrefix(plan.uid)}`,
+    "",
+    sh`RESTART_POLICY=${plan.restartPolicy}  # Never | OnFailure | Always`,
+    sh`MAX_RESTARTS=${plan.maxRestarts}`,
+    sh`RESTART_AFTER_SUCCESS=${plan.restartAfterSuccess ? 1 : 0}  # Always: also restart after exit 0`,
+    sh`BACKOFF_INITIAL_SECONDS=${plan.backoffInitialSeconds}`,
+    sh`BACKOFF_MAX_SECONDS=${plan.backoffMaxSeconds}`,
+    sh`GRACE_SECONDS=${plan.terminationGracePeriodSeconds}`,
+    sh`ACTIVE_DEADLINE_SECONDS=${plan.activeDeadlineSeconds ?? 0}  # 0: none`,
+    sh`DUMMY=${plan.dummy ? 1 : 0}  # 1: report the containers running, sleep, report them completed`,
+    sh`DUMMY_SECONDS=${opts.dummySeconds ?? DEFAULT_DUMMY_SECONDS}`,
+    "",
+    "# Deliberate code channels (site config and allowed annotations), run with bash -c.",
+    sh`COMMAND_PREFIX=${plan.commandPrefix ?? ""}`,
+    arrayLines("BACKGROUND_COMMANDS", plan.backgroundCommands),
+    arrayLines("PRE_EXEC", plan.preExec),
+    "",
+    sh`RUNTIME_PINNED=${plan.runtime.pinned ?? ""}  # empty: apptainer, then singularity`,
+    arrayLines("RUNTIME_SEARCH_PATH", plan.runtime.searchPath),
+    sh`RUNTIME_NO_HOME=${plan.runtime.noHome ? 1 : 0}`,
+    sh`RUNTIME_CACHE_DIR=${plan.runtime.cacheDir ?? ""}`,
+    sh`OLD_RUNTIME=${plan.runtime.oldRuntime}  # without --no-eval: warn | refuse`,
+    "",
+    arrayLines("EMPTY_DIRS", plan.emptyDirs),
+    modes.length === 0
+      ? "FILE_MODES=()"
+      : ["FILE_MODES=(  # mode path: HTCondor's transfer may not keep them", ...chunk(modes, 2).map((p) => `  ${sh`${p}`}`), ")"].join("\n"),
+    `INIT_CONTAINERS=(${plan.initContainers.map(planFunction).join(" ")})`,
+    `CONTAINERS=(${plan.containers.map(planFunction).join(" ")})`,
+    "",
+    ...all.flatMap((c) => [containerSection(c), ""]),
+  ].join("\n");
+}
+
+function chunk<T>(xs: readonly T[], n: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < xs.length; i += n) out.push(xs.slice(i, i + n));
+  return out;
+}
+
+const HEADER = `#!/bin/bash
+# htcondor-sidecar job wrapper: runs one Kubernetes pod as this HTCondor job.
+#
+# Order: CommandPrefix, background commands, pre-exec snippets, init containers one at a time,
+# then all containers together (each as an Apptainer/Singularity instance). Each container's
+# state line goes to podstate/<key> and to the job attribute named in its plan (condor_chirp);
+# its output, every line timestamped, to <key>.log; the wrapper's own messages to
+# podstate/wrapper.log. The job exits with the highest container exit code.
+set -u
+`;
+
+const MAIN = `main "$@"\n`;
+
+/** Renders the wrapper script for a plan. */
+export function renderWrapper(plan: JobPlan, opts: WrapperOptions = {}): string {
+  const seen = new Set<string>();
+  for (const c of [...plan.initContainers, ...plan.containers]) {
+    const key = containerKey(c.name, c.init);
+    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(c.name)) {
+      throw invalid(`Cannot render container ${JSON.stringify(c.name)}: the name is not a DNS label`);
+    }
+    if (seen.has(key)) throw invalid(`Cannot render container ${JSON.stringify(c.name)}: the name is used twice`);
+    seen.add(key);
+  }
+  return [HEADER, planSection(plan, opts), WRAPPER_LIB, MAIN].join("\n");
+}

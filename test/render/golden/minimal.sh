@@ -1,0 +1,903 @@
+#!/bin/bash
+# htcondor-sidecar job wrapper: runs one Kubernetes pod as this HTCondor job.
+#
+# Order: CommandPrefix, background commands, pre-exec snippets, init containers one at a time,
+# then all containers together (each as an Apptainer/Singularity instance). Each container's
+# state line goes to podstate/<key> and to the job attribute named in its plan (condor_chirp);
+# its output, every line timestamped, to <key>.log; the wrapper's own messages to
+# podstate/wrapper.log. The job exits with the highest container exit code.
+set -u
+
+# ===========================================================================================
+# The plan: what this job runs (generated from the pod; every value is one quoted word).
+# ===========================================================================================
+POD_NAMESPACE='default'
+POD_NAME='web-1'
+POD_UID='7c9e6679-7425-40de-944b-e07fc1f90ae7'
+POD_IP=''
+INSTANCE_PREFIX='il-7c9e66797425'
+
+RESTART_POLICY='Never'  # Never | OnFailure | Always
+MAX_RESTARTS=3
+RESTART_AFTER_SUCCESS=0  # Always: also restart after exit 0
+BACKOFF_INITIAL_SECONDS=10
+BACKOFF_MAX_SECONDS=300
+GRACE_SECONDS=30
+ACTIVE_DEADLINE_SECONDS=0  # 0: none
+DUMMY=0  # 1: report the containers running, sleep, report them completed
+DUMMY_SECONDS=1
+
+# Deliberate code channels (site config and allowed annotations), run with bash -c.
+COMMAND_PREFIX=''
+BACKGROUND_COMMANDS=()
+PRE_EXEC=()
+
+RUNTIME_PINNED=''  # empty: apptainer, then singularity
+RUNTIME_SEARCH_PATH=()
+RUNTIME_NO_HOME=1
+RUNTIME_CACHE_DIR=''
+OLD_RUNTIME='warn'  # without --no-eval: warn | refuse
+
+EMPTY_DIRS=()
+FILE_MODES=(  # mode path: HTCondor's transfer may not keep them
+  '0600' 'env/c.main.env'
+)
+INIT_CONTAINERS=()
+CONTAINERS=(ctr_0)
+
+# spec.containers[0]
+ctr_0() {
+  C_NAME='main' C_KEY='c.main' C_INIT=0 C_ATTR='InterLinkCtr0State'
+  C_IMAGE_KIND=container C_IMAGE='docker://busybox:1.36' C_HOST_SITE=''
+  C_COMMAND=('true')  # empty: the image's entrypoint (run)
+  C_ARGS=()
+  C_WORKDIR=''
+  C_MOUNTS=()
+  C_RUNTIME_OPTIONS=()
+  C_GPUS=0
+  C_STARTUP_PROBE=()
+  C_READINESS_PROBE=()
+  C_LIVENESS_PROBE=()
+  C_POST_START=()
+  C_PRE_STOP=()
+}
+
+# ===========================================================================================
+# Library (constant code, the same for every pod). Nothing below depends on the pod except
+# through the plan variables above.
+#
+# Processes: the wrapper (main) runs setup, the snippets and one supervisor subshell per
+# container; each supervisor owns its container's state, log and instance, and exits with the
+# container's final exit code. Files under .wrapper/ (not transferred) coordinate them:
+#   .wrapper/stop           written by main to stop the pod (content: the reason)
+#   .wrapper/<key>.*        probe and hook results of the container's current run
+# ===========================================================================================
+
+WRAPPER_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# Variables HTCondor sets for the slot that containers keep (besides *_NUM_THREADS & co.).
+SLOT_ENV_FIXED=(CUDA_VISIBLE_DEVICES NVIDIA_VISIBLE_DEVICES GPU_DEVICE_ORDINAL ROCR_VISIBLE_DEVICES
+  HIP_VISIBLE_DEVICES OMP_THREAD_LIMIT GOMAXPROCS CUBACORES TF_LOOP_PARALLEL_ITERATIONS BATCH_SYSTEM)
+TICK=0.2
+
+# ---- time and messages --------------------------------------------------------------------
+
+# TS = now as RFC 3339 UTC with microseconds (.000000 when bash has no EPOCHREALTIME).
+stamp() {
+  local t=${EPOCHREALTIME:-}
+  if [[ $t == *.* ]]; then
+    printf -v TS '%(%Y-%m-%dT%H:%M:%S)T.%sZ' "${t%.*}" "${t#*.}"
+  else
+    printf -v TS '%(%Y-%m-%dT%H:%M:%S)T.000000Z' -1
+  fi
+}
+
+# NOW = epoch seconds.
+now() { printf -v NOW '%(%s)T' -1; }
+
+# NOW_MS = epoch milliseconds (whole seconds when bash has no EPOCHREALTIME).
+now_ms() {
+  local t=${EPOCHREALTIME:-}
+  if [[ $t == *.* ]]; then
+    t=${t/./}
+    NOW_MS=$((10#$t / 1000))
+  else
+    now
+    NOW_MS=$((NOW * 1000))
+  fi
+}
+
+# Wrapper messages go to podstate/wrapper.log, never into a container's log.
+wlog() {
+  stamp
+  printf '%s %s: %s\n' "$TS" "$WHO" "$*" >>"$WLOG"
+}
+
+# Copies stdin to stdout with every line prefixed by a timestamp and one space; a last line
+# without a newline is kept as it is.
+log_lines() {
+  local line
+  while IFS= read -r line; do
+    stamp
+    printf '%s %s\n' "$TS" "$line"
+  done
+  if [[ -n $line ]]; then
+    stamp
+    printf '%s %s' "$TS" "$line"
+  fi
+}
+
+# Like log_lines, for wrapper.log: "<time> <who>: <line>".
+log_lines_as() {
+  local line
+  while IFS= read -r line || [[ -n $line ]]; do
+    stamp
+    printf '%s %s: %s\n' "$TS" "$1" "$line"
+  done
+}
+
+# Sleeps $1 seconds without forking (a read that times out on a FIFO nobody writes to);
+# a trapped signal ends it early.
+nap() {
+  if [[ -n ${NAP_FD:-} ]]; then
+    read -r -t "$1" -u "$NAP_FD" _ 2>/dev/null
+  else
+    sleep "$1"
+  fi
+  return 0
+}
+
+# ---- condor_chirp ----------------------------------------------------------------------------
+
+find_chirp() {
+  CHIRP= CHIRP_FAILURES=0
+  local c
+  # condor_chirp reaches the starter through this file; without it (not under HTCondor) skip it.
+  if [[ ! -f ${_CONDOR_CHIRP_CONFIG:-$SANDBOX/.chirp.config} ]]; then
+    wlog "no chirp configuration: container states return only with the output files"
+    return 0
+  fi
+  for c in ${_CONDOR_BIN:+"$_CONDOR_BIN/../libexec/condor_chirp"} /usr/libexec/condor/condor_chirp; do
+    if [[ -f $c && -x $c ]]; then
+      CHIRP=$c
+      wlog "condor_chirp: $c"
+      return 0
+    fi
+  done
+  wlog "condor_chirp not found: container states return only with the output files"
+}
+
+# Sets a job attribute; never fails the job (the state files still come back with the output).
+chirp_attr() {
+  [[ -n $CHIRP ]] || return 0
+  local out rc
+  out=$(timeout -k 2 10 "$CHIRP" set_job_attr "$1" "$2" 2>&1 </dev/null)
+  rc=$?
+  if ((rc != 0 && ++CHIRP_FAILURES <= 3)); then
+    wlog "condor_chirp set_job_attr $1 failed (exit $rc): ${out//$'\n'/ }"
+    ((CHIRP_FAILURES == 3)) && wlog "further condor_chirp failures are not logged"
+  fi
+  return 0
+}
+
+# ---- container state lines (format: src/core/state-line.ts) ----------------------------------
+
+# The supervisor's view of its container. S_*: current state, L_*: last terminated run.
+reset_state() {
+  S_STATE=waiting S_REASON=ContainerCreating S_EXIT= S_STARTED= S_FINISHED= S_READY=0 S_RESTARTS=0
+  S_SIGNAL= L_EXIT= L_REASON= L_STARTED= L_FINISHED=
+}
+
+state_line() {
+  printf -v LINE '1 %s %s %s %s %s %s %s %s %s %s %s %s' "$S_STATE" "${S_REASON:--}" "${S_EXIT:--}" \
+    "${S_STARTED:--}" "${S_FINISHED:--}" "$S_READY" "$S_RESTARTS" "${L_EXIT:--}" "${L_REASON:--}" \
+    "${L_STARTED:--}" "${L_FINISHED:--}" "${S_SIGNAL:--}"
+}
+
+# write_state <key> <attr> <line> [chirp: 1|0]: atomic file update, then chirp.
+write_state() {
+  local tmp=$RUN_DIR/state.$1.$BASHPID
+  if printf '%s\n' "$3" >"$tmp" && mv -f -- "$tmp" "$STATE_DIR/$1"; then :; else
+    wlog "cannot write $STATE_DIR/$1"
+  fi
+  if [[ ${4:-1} == 1 ]]; then chirp_attr "$2" "\"$3\""; fi
+}
+
+report() {
+  state_line
+  wlog "state: $LINE"
+  write_state "$C_KEY" "$C_ATTR" "$LINE"
+}
+
+# force_terminated <key> <attr> <reason> <exit code>: ends a container's state from outside
+# its supervisor (never started, or the supervisor died); a terminated state is kept.
+force_terminated() {
+  local f=() line
+  read -r -a f <"$STATE_DIR/$1" 2>/dev/null
+  ((${#f[@]} >= 13)) || f=(1 waiting - - - - 0 0 - - - - -)
+  [[ ${f[1]} == terminated ]] && return 0
+  now
+  f[1]=terminated f[2]=$3 f[3]=$4 f[5]=$NOW f[6]=0
+  line="${f[*]}"
+  WHO=$1 wlog "state: $line"
+  write_state "$1" "$2" "$line"
+}
+
+# exit_code_of <key>: EXIT = the exit code in the container's state line (0 when unknown).
+exit_code_of() {
+  local f=()
+  read -r -a f <"$STATE_DIR/$1" 2>/dev/null
+  EXIT=${f[3]:--}
+  [[ $EXIT =~ ^[0-9]+$ ]] || EXIT=0
+}
+
+# ---- the container runtime -------------------------------------------------------------------
+
+# Sets RT (path), RT_NOEVAL (1 when --no-eval works) and RT_ENV_PREFIX.
+find_runtime() {
+  RT= RT_NOEVAL=0 RT_ENV_PREFIX=APPTAINERENV_
+  local cands=() dirs=() d n c
+  if [[ -n $RUNTIME_PINNED ]]; then
+    cands=("$RUNTIME_PINNED")
+  else
+    IFS=: read -r -a dirs <<<"$PATH"
+    dirs+=(${RUNTIME_SEARCH_PATH[@]+"${RUNTIME_SEARCH_PATH[@]}"})
+    [[ -n ${_CONDOR_BIN:-} ]] && dirs+=("$_CONDOR_BIN/../libexec")
+    for n in apptainer singularity; do
+      for d in "${dirs[@]}"; do [[ -n $d ]] && cands+=("$d/$n"); done
+    done
+  fi
+  for c in "${cands[@]}"; do
+    if [[ -f $c && -x $c ]]; then RT=$c; break; fi
+  done
+  if [[ -z $RT ]]; then
+    wlog "no container runtime: looked for ${cands[*]}"
+    return 1
+  fi
+  local out major minor flavour
+  out=$(timeout -k 5 120 "$RT" --version 2>&1 </dev/null)
+  wlog "container runtime: $RT ($out)"
+  [[ $out == *pptainer* ]] || RT_ENV_PREFIX=SINGULARITYENV_
+  if [[ $out =~ (apptainer|singularity-ce)\ version\ v?([0-9]+)\.([0-9]+) ]]; then
+    flavour=${BASH_REMATCH[1]} major=$((10#${BASH_REMATCH[2]})) minor=$((10#${BASH_REMATCH[3]}))
+    case $flavour in
+      apptainer) ((major > 1 || (major == 1 && minor >= 1))) && RT_NOEVAL=1 ;;
+      singularity-ce) ((major > 3 || (major == 3 && minor >= 10))) && RT_NOEVAL=1 ;;
+    esac
+  else
+    # Another flavour or version string: ask the runtime itself.
+    out=$(timeout -k 5 60 "$RT" exec --help 2>&1 </dev/null)
+    [[ $out == *--no-eval* ]] && RT_NOEVAL=1
+  fi
+  return 0
+}
+
+needs_runtime() {
+  local fn
+  for fn in ${INIT_CONTAINERS[@]+"${INIT_CONTAINERS[@]}"} ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
+    "$fn"
+    [[ $C_IMAGE_KIND == host ]] || return 0
+  done
+  return 1
+}
+
+# ---- setup -----------------------------------------------------------------------------------
+
+wrapper_init() {
+  PATH=$WRAPPER_PATH
+  export PATH TZ=UTC LC_ALL=C
+  umask 077
+  SANDBOX=${_CONDOR_SCRATCH_DIR:-$PWD}
+  cd -- "$SANDBOX" || { echo "job.sh: cannot enter the sandbox $SANDBOX" >&2; exit 1; }
+  SANDBOX=$PWD
+  STATE_DIR=$SANDBOX/podstate RUN_DIR=$SANDBOX/.wrapper
+  WLOG=$STATE_DIR/wrapper.log WHO=pod
+  mkdir -p -- "$STATE_DIR" "$RUN_DIR" "$SANDBOX/tmp" || { echo "job.sh: cannot create $STATE_DIR" >&2; exit 1; }
+  rm -f -- "$RUN_DIR/stop"
+  now_ms
+  T0_MS=$NOW_MS STOP_REASON= SUP_PIDS=() BG_PIDS=() SNIPPET_PID=
+  if mkfifo -- "$RUN_DIR/nap" 2>/dev/null || [[ -p $RUN_DIR/nap ]]; then
+    exec {NAP_FD}<>"$RUN_DIR/nap"
+  fi
+  wlog "job.sh for pod $POD_NAMESPACE/$POD_NAME ($POD_UID) starts in $SANDBOX; bash $BASH_VERSION"
+}
+
+setup() {
+  local i fn
+  for ((i = 0; i + 1 < ${#FILE_MODES[@]}; i += 2)); do
+    chmod -- "${FILE_MODES[i]}" "${FILE_MODES[i + 1]}" 2>/dev/null || wlog "cannot chmod ${FILE_MODES[i + 1]}"
+  done
+  for i in ${EMPTY_DIRS[@]+"${EMPTY_DIRS[@]}"}; do
+    mkdir -p -- "emptydir/$i" || wlog "cannot create emptydir/$i"
+  done
+  # Everything listed in transfer_output_files exists from the start.
+  for fn in ${INIT_CONTAINERS[@]+"${INIT_CONTAINERS[@]}"} ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
+    "$fn"
+    : >>"$SANDBOX/$C_KEY.log"
+    : >>"$SANDBOX/$C_KEY.prev.log"
+    reset_state
+    state_line
+    write_state "$C_KEY" "$C_ATTR" "$LINE" 0
+  done
+  CURL=$(type -P curl || :)
+  # What HTCondor set for the slot and the containers keep.
+  SLOT_ENV_NAMES=()
+  local n
+  for n in $(compgen -e); do
+    case $n in
+      *_NUM_THREADS | *_CPU_COUNT | *_MAX_THREADS) SLOT_ENV_NAMES+=("$n") ;;
+      *) [[ " ${SLOT_ENV_FIXED[*]} " == *" $n "* ]] && SLOT_ENV_NAMES+=("$n") ;;
+    esac
+  done
+  if [[ -n $RUNTIME_CACHE_DIR ]]; then
+    export APPTAINER_CACHEDIR=$RUNTIME_CACHE_DIR SINGULARITY_CACHEDIR=$RUNTIME_CACHE_DIR
+    mkdir -p -- "$RUNTIME_CACHE_DIR" 2>/dev/null || wlog "cannot create the cache directory $RUNTIME_CACHE_DIR"
+  fi
+}
+
+# ---- pod-level stop (SIGTERM, activeDeadlineSeconds) ------------------------------------------
+
+# request_stop <reason>: every supervisor stops its container (preStop, SIGTERM, SIGKILL after
+# the grace period) and reports it terminated.
+request_stop() {
+  [[ -n $STOP_REASON ]] && return 0
+  STOP_REASON=$1
+  wlog "stopping the pod: $1"
+  printf '%s\n' "$1" >"$RUN_DIR/stop.tmp" && mv -f -- "$RUN_DIR/stop.tmp" "$RUN_DIR/stop"
+  local p
+  for p in ${SUP_PIDS[@]+"${SUP_PIDS[@]}"} $SNIPPET_PID; do kill -TERM "$p" 2>/dev/null; done
+  return 0
+}
+
+check_deadline() {
+  ((ACTIVE_DEADLINE_SECONDS > 0)) || return 0
+  now_ms
+  ((NOW_MS - T0_MS >= ACTIVE_DEADLINE_SECONDS * 1000)) && request_stop DeadlineExceeded
+  return 0
+}
+
+# ---- snippets: CommandPrefix, pre-exec, background commands (deliberate code channels) -------
+
+# run_snippet <what> <code>: runs the code with bash -c, output to wrapper.log; returns its status.
+run_snippet() {
+  wlog "$1: starting"
+  "$BASH" -c "$2" </dev/null > >(log_lines_as "$1" >>"$WLOG") 2>&1 &
+  SNIPPET_PID=$!
+  while kill -0 "$SNIPPET_PID" 2>/dev/null; do
+    check_deadline
+    nap "$TICK"
+  done
+  wait "$SNIPPET_PID"
+  local rc=$?
+  SNIPPET_PID=
+  wlog "$1: exit $rc"
+  return "$rc"
+}
+
+start_background() {
+  local i
+  for ((i = 0; i < ${#BACKGROUND_COMMANDS[@]}; i++)); do
+    wlog "background[$i]: starting"
+    "$BASH" -c "${BACKGROUND_COMMANDS[i]}" </dev/null > >(log_lines_as "background[$i]" >>"$WLOG") 2>&1 &
+    BG_PIDS+=($!)
+  done
+}
+
+stop_background() {
+  local p
+  for p in ${BG_PIDS[@]+"${BG_PIDS[@]}"}; do kill -TERM "$p" 2>/dev/null; done
+}
+
+# ---- handlers: probes and lifecycle hooks ------------------------------------------------------
+
+# An HTTP GET with bash alone (no curl): success on a 2xx or 3xx status.
+devtcp_get() { # host port path [name value]...
+  local host=$1 port=$2 path=$3 req status hosthdr=1
+  shift 3
+  exec 3<>"/dev/tcp/$host/$port" || return 1
+  req="GET $path HTTP/1.0"$'\r\n'
+  while (($# >= 2)); do
+    [[ ${1,,} == host ]] && hosthdr=0
+    req+="${1//[$'\r\n']/}: ${2//[$'\r\n']/}"$'\r\n'
+    shift 2
+  done
+  ((hosthdr)) && req+="Host: $host:$port"$'\r\n'
+  req+="User-Agent: kube-probe/1.0"$'\r\n\r\n'
+  printf '%s' "$req" >&3
+  IFS= read -r status <&3 || return 1
+  [[ $status =~ ^HTTP/[0-9.]+\ +([0-9][0-9][0-9]) ]] || return 1
+  ((10#${BASH_REMATCH[1]} >= 200 && 10#${BASH_REMATCH[1]} < 400))
+}
+
+http_get() { # timeout scheme host port path nheaders [name value]...
+  local tmo=$1 scheme=$2 host=$3 port=$4 path=$5 h code
+  shift 6
+  h=$host
+  [[ $h == *:* ]] && h="[$h]"
+  if [[ -n $CURL ]]; then
+    local args=(-sS -k -g -o /dev/null -w '%{http_code}' -A kube-probe/1.0)
+    ((tmo > 0)) && args+=(--max-time "$tmo")
+    while (($# >= 2)); do
+      args+=(-H "$1: $2")
+      shift 2
+    done
+    code=$("$CURL" "${args[@]}" "${scheme,,}://$h:$port$path" 2>/dev/null </dev/null)
+    [[ $code =~ ^[23][0-9][0-9]$ ]]
+  elif [[ $scheme == HTTPS ]]; then
+    wlog "an HTTPS probe needs curl, which this machine lacks: counted as a failure"
+    return 1
+  else
+    local tl=()
+    ((tmo > 0)) && tl=(timeout -k 1 "$tmo")
+    ${tl[@]+"${tl[@]}"} "$BASH" -c "$(declare -f devtcp_get); devtcp_get \"\$@\"" devtcp "$host" "$port" "$path" "$@" </dev/null
+  fi
+}
+
+# run_handler <timeout (0: none)> <kind> <args...>: exec | httpGet | tcpSocket | sleep.
+run_handler() {
+  local tmo=$1 kind=$2 tl=()
+  shift 2
+  ((tmo > 0)) && tl=(timeout -k 2 "$tmo")
+  case $kind in
+    exec)
+      if [[ $C_IMAGE_KIND == host ]]; then
+        (cd -- "${C_WORKDIR:-$SANDBOX}" && exec ${tl[@]+"${tl[@]}"} env -i ${HOST_ENV[@]+"${HOST_ENV[@]}"} "$@") </dev/null
+      else
+        ${tl[@]+"${tl[@]}"} env ${RT_ENV[@]+"${RT_ENV[@]}"} "$RT" exec ${EXEC_FLAGS[@]+"${EXEC_FLAGS[@]}"} "instance://$INST" "$@" </dev/null
+      fi ;;
+    httpGet) http_get "$tmo" "$@" ;;
+    tcpSocket) ${tl[@]+"${tl[@]}"} "$BASH" -c 'exec 3<>"/dev/tcp/$1/$2"' tcp "$1" "$2" </dev/null ;;
+    sleep) sleep "$1" ;;
+    *) wlog "unknown handler $kind"; return 1 ;;
+  esac
+}
+
+# probe_loop <startup|readiness|liveness> <delay> <period> <timeout> <success> <failure> <handler...>
+# Runs in the background for one run of the container; results are files in .wrapper/.
+probe_loop() {
+  local kind=$1 delay=$2 period=$3 tmo=$4 sthr=$5 fthr=$6 ok=0 bad=0 ready=-1
+  shift 6
+  trap - TERM INT
+  WHO="$C_KEY $kind"
+  now_ms
+  while ((NOW_MS < STARTED_MS + delay * 1000)); do nap "$TICK"; now_ms; done
+  if [[ $kind != startup ]] && ((${#C_STARTUP_PROBE[@]})); then
+    until [[ -e $RUN_DIR/$C_KEY.startup-ok ]]; do nap "$TICK"; done
+  fi
+  while :; do
+    if run_handler "$tmo" "$@" >/dev/null 2>&1; then
+      ((++ok)); bad=0
+    else
+      ((++bad)); ok=0
+      wlog "probe failed ($bad/$fthr)"
+    fi
+    case $kind in
+      startup)
+        if ((ok >= sthr)); then : >"$RUN_DIR/$C_KEY.startup-ok"; exit 0; fi
+        if ((bad >= fthr)); then : >"$RUN_DIR/$C_KEY.startup-failed"; exit 0; fi ;;
+      liveness)
+        if ((bad >= fthr)); then : >"$RUN_DIR/$C_KEY.liveness-failed"; exit 0; fi ;;
+      readiness)
+        if ((ok >= sthr && ready != 1)); then
+          ready=1
+          echo 1 >"$RUN_DIR/$C_KEY.ready.tmp" && mv -f -- "$RUN_DIR/$C_KEY.ready.tmp" "$RUN_DIR/$C_KEY.ready"
+        elif ((bad >= fthr && ready != 0)); then
+          ready=0
+          echo 0 >"$RUN_DIR/$C_KEY.ready.tmp" && mv -f -- "$RUN_DIR/$C_KEY.ready.tmp" "$RUN_DIR/$C_KEY.ready"
+        fi ;;
+    esac
+    nap "$period"
+  done
+}
+
+# ---- one container: its supervisor -----------------------------------------------------------
+
+# Reads env/<key>.env (NUL-separated NAME=value records, byte for byte) into ENV_PAIRS, adds the
+# slot's variables the pod does not set, and builds RT_ENV (for the runtime) and HOST_ENV.
+load_env() {
+  local f=$SANDBOX/env/$C_KEY.env rec names=" " n
+  ENV_PAIRS=()
+  if [[ -f $f ]]; then
+    while IFS= read -r -d '' rec || [[ -n $rec ]]; do
+      [[ $rec == ?*=* ]] || { wlog "ignoring a malformed record in $f"; continue; }
+      ENV_PAIRS+=("$rec")
+      names+="${rec%%=*} "
+    done <"$f"
+  fi
+  for n in ${SLOT_ENV_NAMES[@]+"${SLOT_ENV_NAMES[@]}"}; do
+    [[ $names == *" $n "* ]] || ENV_PAIRS+=("$n=${!n-}")
+  done
+  if [[ -n $POD_IP && $names != *" POD_IP "* ]]; then ENV_PAIRS+=("POD_IP=$POD_IP"); fi
+  RT_ENV=()
+  for rec in ${ENV_PAIRS[@]+"${ENV_PAIRS[@]}"}; do RT_ENV+=("$RT_ENV_PREFIX$rec"); done
+  HOST_ENV=("PATH=$WRAPPER_PATH" "HOME=${HOME:-$SANDBOX}" "TMPDIR=$SANDBOX/tmp" ${ENV_PAIRS[@]+"${ENV_PAIRS[@]}"})
+}
+
+# Builds START_FLAGS (instance start) and EXEC_FLAGS (exec/run into the instance).
+build_flags() {
+  local i kind src dst mode
+  START_FLAGS=(--cleanenv) EXEC_FLAGS=(--cleanenv)
+  if ((RT_NOEVAL)); then START_FLAGS+=(--no-eval) EXEC_FLAGS+=(--no-eval); fi
+  ((RUNTIME_NO_HOME)) && START_FLAGS+=(--no-home)
+  ((C_GPUS > 0)) && START_FLAGS+=(--nv)
+  for ((i = 0; i + 3 < ${#C_MOUNTS[@]}; i += 4)); do
+    kind=${C_MOUNTS[i]} src=${C_MOUNTS[i + 1]} dst=${C_MOUNTS[i + 2]} mode=${C_MOUNTS[i + 3]}
+    if [[ $kind == sandbox ]]; then
+      src=$SANDBOX/$src
+      [[ -e $src ]] || { wlog "creating the missing mount source $src"; mkdir -p -- "$src"; }
+    fi
+    START_FLAGS+=(--bind "$src:$dst$([[ $mode == ro ]] && echo :ro)")
+  done
+  START_FLAGS+=(--bind "$SANDBOX/tmp:/tmp")
+  START_FLAGS+=(${C_RUNTIME_OPTIONS[@]+"${C_RUNTIME_OPTIONS[@]}"})
+  [[ -n $C_WORKDIR ]] && EXEC_FLAGS+=(--pwd "$C_WORKDIR")
+  return 0
+}
+
+stop_requested() {
+  if ((STOP_REQ)) || [[ -e $RUN_DIR/stop ]]; then
+    if [[ -z $STOP_REASON ]]; then
+      read -r STOP_REASON <"$RUN_DIR/stop" 2>/dev/null
+      [[ $STOP_REASON =~ ^[A-Za-z]+$ ]] || STOP_REASON=Killed
+    fi
+    return 0
+  fi
+  return 1
+}
+
+# watched <label> <command...>: runs a command in the background (output to wrapper.log),
+# killing it on a stop.
+watched() {
+  local out=$1 pid
+  shift
+  "$@" </dev/null > >(log_lines_as "$out" >>"$WLOG") 2>&1 &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    stop_requested && kill -TERM "$pid" 2>/dev/null
+    nap "$TICK"
+  done
+  wait "$pid"
+}
+
+# Starts the container's main process (and its logger) in the background: MAIN_PID, LOGGER_PID.
+launch_main() {
+  local log=$SANDBOX/$C_KEY.log fifo=$RUN_DIR/$C_KEY.fifo argv=()
+  [[ -p $fifo ]] || mkfifo -- "$fifo"
+  (
+    trap '' TERM INT
+    exec <"$fifo"
+    log_lines >>"$log"
+  ) &
+  LOGGER_PID=$!
+  if [[ $C_IMAGE_KIND == host ]]; then
+    # host:<site>: the site is the program's first argument (as in the original plugin), right
+    # after the command (or after the first argument when only args are given).
+    if ((${#C_COMMAND[@]})); then
+      argv=("${C_COMMAND[@]}" ${C_HOST_SITE:+"$C_HOST_SITE"} ${C_ARGS[@]+"${C_ARGS[@]}"})
+    elif ((${#C_ARGS[@]})); then
+      argv=("${C_ARGS[0]}" ${C_HOST_SITE:+"$C_HOST_SITE"} "${C_ARGS[@]:1}")
+    fi
+    (
+      [[ -n ${NAP_FD:-} ]] && exec {NAP_FD}>&-
+      ((${#argv[@]})) || { echo "host container $C_NAME has no command" >&2; exit 127; }
+      cd -- "${C_WORKDIR:-$SANDBOX}" || exit 127
+      exec env -i ${HOST_ENV[@]+"${HOST_ENV[@]}"} "${argv[@]}"
+    ) </dev/null >"$fifo" 2>&1 &
+  else
+    if ((${#C_COMMAND[@]})); then
+      argv=("$RT" exec ${EXEC_FLAGS[@]+"${EXEC_FLAGS[@]}"} "instance://$INST" "${C_COMMAND[@]}" ${C_ARGS[@]+"${C_ARGS[@]}"})
+    else
+      argv=("$RT" run ${EXEC_FLAGS[@]+"${EXEC_FLAGS[@]}"} "instance://$INST" ${C_ARGS[@]+"${C_ARGS[@]}"})
+    fi
+    (
+      [[ -n ${NAP_FD:-} ]] && exec {NAP_FD}>&-
+      exec env ${RT_ENV[@]+"${RT_ENV[@]}"} "${argv[@]}"
+    ) </dev/null >"$fifo" 2>&1 &
+  fi
+  MAIN_PID=$!
+}
+
+# Stops the main process within the grace period: preStop, SIGTERM, SIGKILL when time is up.
+stop_main() {
+  local deadline
+  now_ms
+  deadline=$((NOW_MS + GRACE_SECONDS * 1000))
+  if ((${#C_PRE_STOP[@]})); then
+    wlog "preStop: running"
+    run_handler "$((GRACE_SECONDS > 0 ? GRACE_SECONDS : 1))" "${C_PRE_STOP[@]}" > >(log_lines_as "$C_KEY preStop" >>"$WLOG") 2>&1
+    wlog "preStop: exit $?"
+  fi
+  SENT_SIGNAL=15
+  kill -TERM "$MAIN_PID" 2>/dev/null
+  now_ms
+  while kill -0 "$MAIN_PID" 2>/dev/null && ((NOW_MS < deadline)); do
+    nap 0.1
+    now_ms
+  done
+  if kill -0 "$MAIN_PID" 2>/dev/null; then
+    wlog "still running after the grace period: SIGKILL"
+    SENT_SIGNAL=9
+    kill -KILL "$MAIN_PID" 2>/dev/null
+  fi
+}
+
+# One run of the container, from instance start to its end. Sets RC and END_REASON.
+run_once() {
+  local pids=() v p stopflags=(-t 2)
+  rm -f -- "$RUN_DIR/$C_KEY".startup-ok "$RUN_DIR/$C_KEY".startup-failed "$RUN_DIR/$C_KEY".liveness-failed \
+    "$RUN_DIR/$C_KEY".ready "$RUN_DIR/$C_KEY".poststart-failed
+  KILL_REASON= SENT_SIGNAL= END_REASON= RC=0
+  if [[ $C_IMAGE_KIND != host ]]; then
+    wlog "instance start $INST"
+    watched "$C_KEY runtime" env ${RT_ENV[@]+"${RT_ENV[@]}"} "$RT" instance start "${START_FLAGS[@]}" "$C_IMAGE" "$INST"
+    RC=$?
+    if ((RC != 0)); then
+      wlog "instance start failed (exit $RC)"
+      now
+      S_STARTED=$NOW S_FINISHED=$NOW END_REASON=StartError
+      if stop_requested; then
+        END_REASON=$STOP_REASON RC=143
+        timeout -k 2 30 "$RT" instance stop -F "$INST" </dev/null >/dev/null 2>&1
+      fi
+      return 0
+    fi
+  fi
+  now
+  now_ms
+  STARTED_MS=$NOW_MS
+  S_STATE=running S_REASON= S_EXIT= S_STARTED=$NOW S_FINISHED= S_SIGNAL= S_READY=0
+  ((${#C_READINESS_PROBE[@]} == 0 && ${#C_STARTUP_PROBE[@]} == 0)) && S_READY=1
+  launch_main
+  report
+  if ((${#C_POST_START[@]})); then
+    (
+      trap - TERM INT
+      if run_handler 0 "${C_POST_START[@]}" > >(log_lines_as "$C_KEY postStart" >>"$WLOG") 2>&1; then
+        WHO=$C_KEY wlog "postStart: done"
+      else
+        WHO=$C_KEY wlog "postStart: failed"
+        : >"$RUN_DIR/$C_KEY.poststart-failed"
+      fi
+    ) &
+    pids+=($!)
+  fi
+  if ((${#C_STARTUP_PROBE[@]})); then probe_loop startup "${C_STARTUP_PROBE[@]}" & pids+=($!); fi
+  if ((${#C_READINESS_PROBE[@]})); then probe_loop readiness "${C_READINESS_PROBE[@]}" & pids+=($!); fi
+  if ((${#C_LIVENESS_PROBE[@]})); then probe_loop liveness "${C_LIVENESS_PROBE[@]}" & pids+=($!); fi
+
+  while kill -0 "$MAIN_PID" 2>/dev/null; do
+    if stop_requested; then
+      END_REASON=$STOP_REASON
+      stop_main
+      break
+    fi
+    for v in startup-failed:StartupProbeFailed liveness-failed:LivenessProbeFailed poststart-failed:PostStartHookError; do
+      if [[ -e $RUN_DIR/$C_KEY.${v%%:*} ]]; then KILL_REASON=${v#*:}; break; fi
+    done
+    if [[ -n $KILL_REASON ]]; then
+      wlog "stopping the container: $KILL_REASON"
+      stop_main
+      break
+    fi
+    v=$S_READY
+    if ((${#C_READINESS_PROBE[@]})); then
+      [[ -e $RUN_DIR/$C_KEY.ready ]] && read -r v <"$RUN_DIR/$C_KEY.ready"
+    elif ((${#C_STARTUP_PROBE[@]})); then
+      [[ -e $RUN_DIR/$C_KEY.startup-ok ]] && v=1
+    fi
+    if [[ $v != "$S_READY" ]]; then
+      S_READY=$v
+      report
+    fi
+    nap "$TICK"
+  done
+  wait "$MAIN_PID"
+  RC=$?
+  now
+  S_FINISHED=$NOW
+  for p in ${pids[@]+"${pids[@]}"}; do kill -TERM "$p" 2>/dev/null; done
+  if [[ $C_IMAGE_KIND != host ]]; then
+    # Ends what the container left behind (after a SIGKILL at once).
+    [[ $SENT_SIGNAL == 9 ]] && stopflags=(-F)
+    timeout -k 2 30 "$RT" instance stop "${stopflags[@]}" "$INST" </dev/null > >(log_lines_as "$C_KEY runtime" >>"$WLOG") 2>&1 ||
+      wlog "instance stop $INST failed"
+  fi
+  # The log is complete once every writer has closed the FIFO.
+  for ((v = 0; v < 20; v++)); do
+    kill -0 "$LOGGER_PID" 2>/dev/null || break
+    nap 0.1
+  done
+  kill -KILL "$LOGGER_PID" 2>/dev/null
+  wait "$LOGGER_PID" 2>/dev/null
+  # Why it ended: a probe or hook (KILL_REASON), the pod's stop (Killed when our signal ended
+  # it; DeadlineExceeded), or by itself (Completed or Error).
+  local by_signal=0
+  if [[ -n $SENT_SIGNAL ]] && ((RC == 128 + SENT_SIGNAL)); then by_signal=1 S_SIGNAL=$SENT_SIGNAL; fi
+  if [[ -n $KILL_REASON ]]; then
+    END_REASON=$KILL_REASON
+  elif [[ $END_REASON == DeadlineExceeded || ($END_REASON == Killed && $by_signal == 1) ]]; then
+    :
+  elif ((RC == 0)); then
+    END_REASON=Completed
+  else
+    END_REASON=Error
+  fi
+  wlog "exited with $RC ($END_REASON)"
+}
+
+# run_container <plan function>: the supervisor (runs as a subshell); exits with the final code.
+run_container() {
+  "$1"
+  WHO=$C_KEY STOP_REQ=0 STOP_REASON=
+  trap 'STOP_REQ=1' TERM INT
+  INST="$INSTANCE_PREFIX-$$-$C_KEY"
+  reset_state
+  load_env
+  build_flags
+  local backoff end
+  while :; do
+    run_once
+    local restart=0
+    if ! stop_requested; then
+      case $RESTART_POLICY in
+        OnFailure) ((RC != 0)) && restart=1 ;;
+        Always) ((RC != 0 || (RESTART_AFTER_SUCCESS && !C_INIT))) && restart=1 ;;
+      esac
+      if ((restart && S_RESTARTS >= MAX_RESTARTS)); then
+        wlog "not restarting: $S_RESTARTS restarts already (limit $MAX_RESTARTS)"
+        restart=0
+      fi
+    fi
+    if ((!restart)); then
+      S_STATE=terminated S_REASON=$END_REASON S_EXIT=$RC S_READY=0
+      report
+      exit "$RC"
+    fi
+    L_EXIT=$RC L_REASON=$END_REASON L_STARTED=$S_STARTED L_FINISHED=$S_FINISHED
+    ((S_RESTARTS++))
+    S_STATE=waiting S_REASON=CrashLoopBackOff S_EXIT= S_STARTED= S_FINISHED= S_READY=0 S_SIGNAL=
+    mv -f -- "$SANDBOX/$C_KEY.log" "$SANDBOX/$C_KEY.prev.log" && : >"$SANDBOX/$C_KEY.log"
+    backoff=$BACKOFF_INITIAL_SECONDS
+    for ((end = 1; end < S_RESTARTS && backoff < BACKOFF_MAX_SECONDS; end++)); do ((backoff *= 2)); done
+    ((backoff > BACKOFF_MAX_SECONDS)) && backoff=$BACKOFF_MAX_SECONDS
+    report
+    wlog "restart $S_RESTARTS in ${backoff}s"
+    now_ms
+    end=$((NOW_MS + backoff * 1000))
+    while ((NOW_MS < end)) && ! stop_requested; do
+      nap "$TICK"
+      now_ms
+    done
+    if stop_requested; then
+      # Stopped while waiting: the container stays as its last run ended.
+      S_STATE=terminated S_REASON=$L_REASON S_EXIT=$L_EXIT S_STARTED=$L_STARTED S_FINISHED=$L_FINISHED
+      report
+      exit "$L_EXIT"
+    fi
+    S_REASON=ContainerCreating
+  done
+}
+
+# ---- the pod ---------------------------------------------------------------------------------
+
+# Waits for the supervisors in SUP_PIDS while watching the deadline.
+wait_supervisors() {
+  local p alive
+  while :; do
+    alive=0
+    for p in "${SUP_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    ((alive)) || break
+    check_deadline
+    nap "$TICK"
+  done
+  for p in "${SUP_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+}
+
+# fail_pod <reason> <exit code>: every container not yet terminated is reported terminated.
+fail_pod() {
+  local fn
+  wlog "pod fails: $1 (exit $2)"
+  for fn in ${INIT_CONTAINERS[@]+"${INIT_CONTAINERS[@]}"} ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
+    "$fn"
+    force_terminated "$C_KEY" "$C_ATTR" "$1" "$2"
+  done
+  finish "$2"
+}
+
+finish() {
+  stop_background
+  [[ -n ${NAP_FD:-} ]] && exec {NAP_FD}>&-
+  rm -rf -- "$RUN_DIR"
+  wlog "job.sh exits with $1"
+  exit "$1"
+}
+
+dummy_pod() {
+  local fn code=0 end
+  trap 'STOP_REASON=Killed' TERM INT
+  for fn in ${INIT_CONTAINERS[@]+"${INIT_CONTAINERS[@]}"} ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
+    "$fn"
+    reset_state
+    now
+    S_STATE=running S_REASON= S_STARTED=$NOW S_READY=1
+    report
+  done
+  now_ms
+  end=$((NOW_MS + DUMMY_SECONDS * 1000))
+  while ((NOW_MS < end)) && [[ -z $STOP_REASON ]]; do nap "$TICK"; now_ms; done
+  [[ -n $STOP_REASON ]] && code=143
+  for fn in ${INIT_CONTAINERS[@]+"${INIT_CONTAINERS[@]}"} ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
+    "$fn"
+    if ((code)); then force_terminated "$C_KEY" "$C_ATTR" Killed "$code"; else force_terminated "$C_KEY" "$C_ATTR" Completed 0; fi
+  done
+  finish "$code"
+}
+
+main() {
+  if ((BASH_VERSINFO[0] < 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] < 2))); then
+    echo "job.sh needs bash 4.2 or later, this is $BASH_VERSION" >&2
+    exit 1
+  fi
+  wrapper_init
+  trap 'request_stop Killed' TERM INT HUP
+  setup
+  find_chirp
+  ((DUMMY)) && dummy_pod
+
+  local rc fn code
+  if [[ -n $COMMAND_PREFIX ]]; then
+    run_snippet CommandPrefix "$COMMAND_PREFIX" || { rc=$?; fail_pod CommandPrefixFailed "$rc"; }
+  fi
+  [[ -n $STOP_REASON ]] && fail_pod "$STOP_REASON" 143
+  RT= RT_NOEVAL=0 RT_ENV_PREFIX=APPTAINERENV_
+  if needs_runtime; then
+    find_runtime || fail_pod RuntimeNotFound 127
+    if ((!RT_NOEVAL)); then
+      if [[ $OLD_RUNTIME == refuse ]]; then
+        wlog "$RT does not support --no-eval (Apptainer >= 1.1, SingularityCE >= 3.10 do): refusing to run"
+        fail_pod RuntimeTooOld 126
+      fi
+      wlog "WARNING: $RT does not support --no-eval (Apptainer >= 1.1, SingularityCE >= 3.10 do):" \
+        "it will shell-evaluate environment values and run arguments"
+    fi
+  fi
+  start_background
+  for ((fn = 0; fn < ${#PRE_EXEC[@]}; fn++)); do
+    run_snippet "pre-exec[$fn]" "${PRE_EXEC[fn]}" || { rc=$?; fail_pod PreExecFailed "$rc"; }
+    [[ -n $STOP_REASON ]] && fail_pod "$STOP_REASON" 143
+  done
+
+  # Init containers, one at a time, in order; the first failure stops the pod.
+  for fn in ${INIT_CONTAINERS[@]+"${INIT_CONTAINERS[@]}"}; do
+    [[ -n $STOP_REASON ]] && fail_pod "$STOP_REASON" 143
+    "$fn"
+    local key=$C_KEY
+    run_container "$fn" &
+    SUP_PIDS=($!)
+    wait_supervisors
+    SUP_PIDS=()
+    force_terminated "$key" "$C_ATTR" Error 137
+    exit_code_of "$key"
+    if [[ -n $STOP_REASON ]]; then fail_pod "$STOP_REASON" "$((EXIT > 0 ? EXIT : 143))"; fi
+    if ((EXIT != 0)); then
+      WHO=$key wlog "init container failed with $EXIT"
+      fail_pod InitContainerFailed "$EXIT"
+    fi
+  done
+
+  # Then all containers together.
+  for fn in ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
+    run_container "$fn" &
+    SUP_PIDS+=($!)
+  done
+  ((${#SUP_PIDS[@]})) && wait_supervisors
+  code=0
+  for fn in ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
+    "$fn"
+    force_terminated "$C_KEY" "$C_ATTR" Error 137
+    exit_code_of "$C_KEY"
+    ((EXIT > code)) && code=$EXIT
+  done
+  finish "$code"
+}
+
+main "$@"

@@ -1,0 +1,588 @@
+/**
+ * Runs generated wrappers with real bash and minicondor's apptainer shim, as an execution point
+ * would: `env -i` (no PATH), `_CONDOR_SCRATCH_DIR`, the files of the plan in the sandbox.
+ *
+ * Every scenario starts when this file loads, so they run side by side; each test awaits its own.
+ */
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { ContainerPlan, JobPlan, MountPlan } from "../../src/core/types.ts";
+import type { StateLine } from "../../src/core/state-line.ts";
+import { parseStateLine } from "../../src/core/state-line.ts";
+import { WRAPPER_LIB } from "../../src/render/wrapper-lib.ts";
+import { basePlan, container, initContainer, withEnvFiles } from "./plans.ts";
+import {
+  BASH, SHIM, cleanup, logText, materialize, readLog, readState, runWrapper, tempDir, wrapperLog,
+  type RunOptions, type RunResult,
+} from "./harness.ts";
+
+// Generous: on a loaded machine the shim (and bash) can be very slow.
+setDefaultTimeout(150_000);
+
+const enc = new TextEncoder();
+const HOSTILE = `'"$ \`$(touch marker)\` \n é`;
+const TS_LINE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z /;
+
+const shared: MountPlan = { source: { kind: "sandbox", path: "emptydir/shared" }, target: "/shared", readOnly: false };
+
+function plan(over: Partial<JobPlan>): JobPlan {
+  return withEnvFiles(
+    basePlan({
+      runtime: { pinned: SHIM, searchPath: [], noHome: true, oldRuntime: "warn" },
+      emptyDirs: ["shared"],
+      backoffInitialSeconds: 0,
+      backoffMaxSeconds: 0,
+      terminationGracePeriodSeconds: 5,
+      ...over,
+    }),
+  );
+}
+
+function sh(name: string, script: string, over: Partial<ContainerPlan> = {}): ContainerPlan {
+  return container(name, { command: ["bash", "-c", script], mounts: [shared], ...over });
+}
+
+interface Outcome extends RunResult {
+  dir: string;
+  /** Every distinct state line seen per container key while the job ran. */
+  seen: Map<string, string[]>;
+}
+
+/** Starts a scenario now; the returned promise resolves when its wrapper exits. */
+function scenario(p: JobPlan, opts: RunOptions & { prepare?: (dir: string) => void; dummySeconds?: number } = {}): Promise<Outcome> {
+  const dir = materialize(p, { dummySeconds: opts.dummySeconds });
+  opts.prepare?.(dir);
+  const seen = new Map<string, string[]>();
+  const keys = [...p.initContainers, ...p.containers].map((c) => `${c.init ? "i" : "c"}.${c.name}`);
+  const snapshot = () => {
+    for (const k of keys) {
+      const f = join(dir, "podstate", k);
+      if (!existsSync(f)) continue;
+      const line = readFileSync(f, "utf8").trim();
+      const list = seen.get(k) ?? [];
+      if (list.at(-1) !== line) list.push(line);
+      seen.set(k, list);
+    }
+  };
+  return runWrapper(dir, { ...opts, onTick: snapshot }).then((r) => {
+    snapshot();
+    return { ...r, dir, seen };
+  });
+}
+
+function states(o: Outcome, key: string): StateLine[] {
+  return (o.seen.get(key) ?? []).map((l) => parseStateLine(l)!).filter(Boolean);
+}
+
+function file(o: Outcome, rel: string): string {
+  return readFileSync(join(o.dir, rel), "utf8");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios
+
+/** A fake condor_chirp that records its arguments (NUL-separated, one call per line). */
+function fakeCondor(): string {
+  const root = tempDir("fake-condor-");
+  mkdirSync(join(root, "bin"));
+  mkdirSync(join(root, "libexec"));
+  writeFileSync(
+    join(root, "libexec/condor_chirp"),
+    `#!/bin/bash\n[[ -n $PATH ]] || exit 99\nprintf '%s\\0' "$@" >>"${root}/chirp.calls"\necho >>"${root}/chirp.calls"\n`,
+    { mode: 0o755 },
+  );
+  return root;
+}
+const condor = fakeCondor();
+
+const basics = scenario(
+  plan({
+    podIP: "10.0.0.7",
+    commandPrefix: "echo prefix >> order.txt",
+    preExec: ["echo pre-exec >> order.txt"],
+    backgroundCommands: ["exec sleep 60"],
+    files: [
+      { path: "volumes/config/app.yaml", content: enc.encode("level: debug\n"), mode: 0o644, secret: false },
+      { path: "volumes/creds/token", content: enc.encode("s3cr3t"), mode: 0o600, secret: true },
+    ],
+    transferInput: ["volumes"],
+    initContainers: [
+      initContainer("one", 0, { command: ["bash", "-c", "sleep 0.3; echo one >> /shared/order; echo init one"], mounts: [shared] }),
+      initContainer("two", 1, { command: ["bash", "-c", "echo two >> /shared/order"], mounts: [shared] }),
+    ],
+    containers: [
+      sh(
+        "a",
+        [
+          'printf "%s" "$HOSTILE" > /shared/env.a',
+          'printf "%s\\0" "$0" "$@" > /shared/args.a',
+          "env > /shared/env-all.a",
+          "touch /shared/a-started",
+          "for i in $(seq 600); do [ -e /shared/b-started ] && break; sleep 0.1; done",
+          "[ -e /shared/b-started ] && echo saw-b > /shared/concurrent",
+          "cat /etc/app/app.yaml > /shared/config.a",
+          "{ echo x >> /etc/app/app.yaml; } 2>/dev/null && echo writable > /shared/ro.a",
+          "echo tmp-a > /tmp/from-a",
+          "echo line one; echo to stderr >&2; printf 'no newline at end'",
+          "exit 3",
+        ].join("\n"),
+        {
+          args: ["argv0", HOSTILE, "x  y", ""],
+          env: [["HOSTILE", HOSTILE], ["EMPTY", ""], ["OMP_NUM_THREADS", "4"]],
+          mounts: [shared, { source: { kind: "sandbox", path: "volumes/config" }, target: "/etc/app", readOnly: true }],
+        },
+      ),
+      sh(
+        "b",
+        "touch /shared/b-started; for i in $(seq 600); do [ -e /tmp/from-a ] && break; sleep 0.1; done; " +
+          "cat /tmp/from-a > /shared/tmp.b; echo b; exit 5",
+        { index: 1 },
+      ),
+      // args only: the image's entrypoint (python3 in minicondor's image table) runs with them.
+      container("c", {
+        index: 2,
+        image: { kind: "container", uri: "docker://python:3.12" },
+        args: ["-c", "import sys; open('/shared/run.c', 'w').write('run-args ' + sys.argv[1] + '\\n')", "zero"],
+        mounts: [shared],
+      }),
+    ],
+  }),
+  {
+    env: { _CONDOR_BIN: join(condor, "bin"), _CONDOR_CHIRP_CONFIG: join(condor, "chirp.config") },
+    prepare: () => writeFileSync(join(condor, "chirp.config"), "fake"),
+  },
+);
+
+const initFails = scenario(
+  plan({
+    initContainers: [
+      initContainer("ok", 0, { command: ["true"] }),
+      initContainer("bad", 1, { command: ["bash", "-c", "echo failing; exit 7"] }),
+      initContainer("never", 2, { command: ["bash", "-c", "touch /shared/never"], mounts: [shared] }),
+    ],
+    containers: [sh("main", "touch /shared/main-ran")],
+  }),
+);
+
+const preExecFails = scenario(
+  plan({ preExec: ["echo about to fail; exit 4"], containers: [sh("main", "touch /shared/main-ran")] }),
+);
+
+const restarts = scenario(
+  plan({
+    restartPolicy: "OnFailure",
+    backoffInitialSeconds: 1,
+    backoffMaxSeconds: 2,
+    containers: [
+      sh("flaky", 'n=$(cat /shared/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /shared/n; echo "run $n"; [ $n -ge 3 ] && exit 0; exit $((10+n))'),
+    ],
+  }),
+);
+
+const capped = scenario(
+  plan({ restartPolicy: "Always", maxRestarts: 2, containers: [sh("crash", "echo crash; exit 2")] }),
+);
+
+const always = scenario(
+  plan({
+    restartPolicy: "Always",
+    restartAfterSuccess: true,
+    maxRestarts: 1,
+    containers: [sh("done", "echo ok")],
+  }),
+);
+
+const liveness = scenario(
+  plan({
+    restartPolicy: "OnFailure",
+    containers: [
+      sh(
+        "live",
+        'n=$(cat /shared/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /shared/n; echo "run $n"; ' +
+          'if [ $n -eq 1 ]; then sleep 0.5; rm -f /tmp/healthy; exec sleep 30; fi; sleep 1.5; exit 0',
+        {
+          postStart: { kind: "exec", command: ["bash", "-c", "touch /tmp/healthy"] },
+          livenessProbe: {
+            handler: { kind: "exec", command: ["test", "-e", "/tmp/healthy"] },
+            initialDelaySeconds: 0, periodSeconds: 1, timeoutSeconds: 2, successThreshold: 1, failureThreshold: 2,
+          },
+        },
+      ),
+    ],
+  }),
+);
+
+let server: ReturnType<typeof Bun.serve> | undefined;
+function httpServer(): number {
+  server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: (req) => {
+      const u = new URL(req.url);
+      if (u.pathname === "/ok") return new Response("ok", { status: req.headers.get("x-probe") === "it's me" ? 200 : 418 });
+      if (u.pathname === "/redirect") return new Response("", { status: 302, headers: { location: "/ok" } });
+      return new Response("no", { status: 500 });
+    },
+  });
+  return server.port!;
+}
+const port = httpServer();
+
+const probes = scenario(
+  plan({
+    containers: [
+      sh("ready", "sleep 2.5", {
+        startupProbe: {
+          handler: { kind: "tcpSocket", host: "127.0.0.1", port },
+          initialDelaySeconds: 0, periodSeconds: 1, timeoutSeconds: 1, successThreshold: 1, failureThreshold: 3,
+        },
+        readinessProbe: {
+          handler: { kind: "httpGet", scheme: "HTTP", host: "127.0.0.1", port, path: "/ok", headers: [["X-Probe", "it's me"]] },
+          initialDelaySeconds: 0, periodSeconds: 1, timeoutSeconds: 1, successThreshold: 1, failureThreshold: 1,
+        },
+      }),
+      sh("never", "sleep 2.5", {
+        index: 1,
+        readinessProbe: {
+          handler: { kind: "httpGet", scheme: "HTTP", host: "127.0.0.1", port, path: "/bad", headers: [] },
+          initialDelaySeconds: 0, periodSeconds: 1, timeoutSeconds: 1, successThreshold: 1, failureThreshold: 1,
+        },
+      }),
+      sh("nostart", "sleep 30", {
+        index: 2,
+        startupProbe: {
+          handler: { kind: "tcpSocket", host: "127.0.0.1", port: 1 },
+          initialDelaySeconds: 0, periodSeconds: 1, timeoutSeconds: 1, successThreshold: 1, failureThreshold: 2,
+        },
+      }),
+    ],
+  }),
+);
+
+const GRACE = 3;
+const sigterm = scenario(
+  plan({
+    terminationGracePeriodSeconds: GRACE,
+    containers: [
+      sh("polite", "echo up; exec sleep 60", {
+        preStop: { kind: "exec", command: ["bash", "-c", "echo prestop > /shared/prestop"] },
+      }),
+      sh("stubborn", "trap '' TERM; echo up; sleep 60 & wait; sleep 60", { index: 1 }),
+    ],
+  }),
+  // SIGTERM once both containers are up (before that, a TERM would beat the container's own trap).
+  { termWhen: (dir) => logText(dir, "polite").includes("up") && logText(dir, "stubborn").includes("up") },
+);
+
+const deadline = scenario(
+  plan({ activeDeadlineSeconds: 2, containers: [sh("long", "exec sleep 60")] }),
+);
+
+const dummy = scenario(plan({ dummy: true, containers: [sh("main", "exit 9"), sh("side", "exit 9", { index: 1 })] }), {
+  dummySeconds: 1,
+});
+
+const noRuntime = scenario(
+  plan({
+    runtime: { pinned: "/nonexistent/apptainer", searchPath: [], noHome: true, oldRuntime: "warn" },
+    initContainers: [initContainer("init", 0, { command: ["true"] })],
+    containers: [sh("main", "true")],
+  }),
+);
+
+const tooOldRefuse = scenario(
+  plan({ runtime: { pinned: SHIM, searchPath: [], noHome: true, oldRuntime: "refuse" }, containers: [sh("main", "true")] }),
+  { env: { MINICONDOR_APPTAINER_VERSION: "1.0.3" } },
+);
+
+const tooOldWarn = scenario(plan({ containers: [sh("main", "echo ran-anyway")] }), {
+  env: { MINICONDOR_APPTAINER_VERSION: "1.0.3" },
+});
+
+// The runtime found on the search path when nothing is pinned (the shim's directory).
+const searched = scenario(
+  plan({
+    runtime: { searchPath: [join(SHIM, "..")], noHome: true, oldRuntime: "warn" },
+    containers: [sh("main", "echo found")],
+  }),
+);
+
+const host = scenario(
+  plan({
+    containers: [
+      container("site", {
+        image: { kind: "host", site: "T2_XY" },
+        command: ["./site.sh"],
+        args: ["extra arg"],
+        env: [["FROM_POD", HOSTILE]],
+      }),
+    ],
+  }),
+  {
+    prepare: (dir) =>
+      writeFileSync(
+        join(dir, "site.sh"),
+        '#!/bin/bash\nprintf "%s\\0" "$@" > host.args\nprintf "%s" "$FROM_POD" > host.env\necho "$PATH" > host.path\n',
+        { mode: 0o755 },
+      ),
+  },
+);
+
+// ---------------------------------------------------------------------------------------------
+
+describe("a pod runs as one job", () => {
+  test("init containers run in order, before the containers; prefix and pre-exec first", async () => {
+    const o = await basics;
+    expect(file(o, "emptydir/shared/order")).toBe("one\ntwo\n");
+    expect(file(o, "order.txt")).toBe("prefix\npre-exec\n");
+    for (const n of ["one", "two"]) expect(readState(o.dir, n, true)).toMatchObject({ state: "terminated", reason: "Completed", exitCode: 0 });
+    const initEnd = readState(o.dir, "two", true)!.finishedAt!;
+    expect(readState(o.dir, "a")!.startedAt!).toBeGreaterThanOrEqual(initEnd);
+  });
+
+  test("the job exits with the highest container exit code", async () => {
+    const o = await basics;
+    expect(o.code).toBe(5);
+    expect(readState(o.dir, "a")).toMatchObject({ state: "terminated", reason: "Error", exitCode: 3, ready: false });
+    expect(readState(o.dir, "b")).toMatchObject({ state: "terminated", reason: "Error", exitCode: 5 });
+    expect(readState(o.dir, "c")).toMatchObject({ state: "terminated", reason: "Completed", exitCode: 0 });
+  });
+
+  test("containers run concurrently and share emptyDir and /tmp", async () => {
+    const o = await basics;
+    expect(file(o, "emptydir/shared/concurrent")).toBe("saw-b\n");
+    expect(file(o, "emptydir/shared/tmp.b")).toBe("tmp-a\n");
+  });
+
+  test("env and args reach the process byte for byte; nothing is evaluated", async () => {
+    const o = await basics;
+    expect(file(o, "emptydir/shared/env.a")).toBe(HOSTILE);
+    expect(file(o, "emptydir/shared/args.a")).toBe(["argv0", HOSTILE, "x  y", ""].map((a) => `${a}\0`).join(""));
+    const env = "\n" + file(o, "emptydir/shared/env-all.a");
+    expect(env).toContain("\nEMPTY=\n");
+    expect(env).toContain("\nOMP_NUM_THREADS=4\n"); // the pod's value wins over the slot's
+    expect(env).toContain("\nGOMAXPROCS=1\n"); // the slot's value is kept
+    expect(env).toContain("\nCUDA_VISIBLE_DEVICES=10000\n");
+    expect(env).toContain("\nPOD_IP=10.0.0.7\n");
+    expect(env).not.toContain("_CONDOR_SCRATCH_DIR"); // --cleanenv
+    expect(existsSync(join(o.dir, "marker"))).toBe(false);
+    expect(existsSync(join(o.dir, "emptydir/shared/marker"))).toBe(false);
+  });
+
+  test("args without command: the image's entrypoint runs with them", async () => {
+    const o = await basics;
+    expect(file(o, "emptydir/shared/run.c")).toBe("run-args zero\n");
+  });
+
+  test("volumes are at their mount paths, read-only when asked; modes are restored", async () => {
+    const o = await basics;
+    expect(file(o, "emptydir/shared/config.a")).toBe("level: debug\n");
+    expect(existsSync(join(o.dir, "emptydir/shared/ro.a"))).toBe(false);
+    expect(file(o, "volumes/config/app.yaml")).toBe("level: debug\n");
+    expect(statSync(join(o.dir, "volumes/creds/token")).mode & 0o777).toBe(0o600);
+    expect(statSync(join(o.dir, "env/c.a.env")).mode & 0o777).toBe(0o600);
+  });
+
+  test("logs: stdout and stderr interleaved, every line timestamped, the last partial line kept", async () => {
+    const o = await basics;
+    const log = readLog(o.dir, "a");
+    const lines = log.split("\n");
+    expect(lines).toHaveLength(3);
+    for (const l of lines) expect(l).toMatch(TS_LINE);
+    expect(logText(o.dir, "a")).toEqual(["line one", "to stderr", "no newline at end"]);
+    expect(log.endsWith("no newline at end")).toBe(true);
+    expect(logText(o.dir, "one", true)).toEqual(["init one"]);
+    // Every file named in transfer_output_files exists.
+    for (const k of ["i.one", "i.two", "c.a", "c.b", "c.c"]) {
+      expect(existsSync(join(o.dir, `${k}.log`))).toBe(true);
+      expect(existsSync(join(o.dir, `${k}.prev.log`))).toBe(true);
+    }
+    expect(wrapperLog(o.dir)).not.toContain("line one");
+    expect(readLog(o.dir, "a")).not.toContain("instance");
+  });
+
+  test("state lines go through waiting → running → terminated, and every one is chirped", async () => {
+    const o = await basics;
+    const seen = states(o, "c.b").map((s) => s.state);
+    expect(seen[0]).toBe("waiting");
+    expect(seen.at(-1)).toBe("terminated");
+    expect(seen).toContain("running");
+    const calls = readFileSync(join(condor, "chirp.calls"), "utf8").split("\n").filter(Boolean).map((l) => l.split("\0").slice(0, -1));
+    for (const c of calls) {
+      expect(c[0]).toBe("set_job_attr");
+      expect(c[1]).toMatch(/^InterLink(Init|Ctr)\d+State$/);
+      expect(c[2]).toMatch(/^"1 [A-Za-z0-9_.: -]+"$/);
+    }
+    const last = (attr: string) => calls.filter((c) => c[1] === attr).at(-1)?.[2];
+    expect(last("InterLinkCtr1State")).toBe(`"${file(o, "podstate/c.b").trim()}"`);
+    expect(last("InterLinkInit0State")).toBe(`"${file(o, "podstate/i.one").trim()}"`);
+  });
+
+  test("background commands are stopped when the pod ends", async () => {
+    const o = await basics;
+    expect(o.ms).toBeLessThan(30_000);
+    expect(wrapperLog(o.dir)).toContain("background[0]: starting");
+  });
+});
+
+describe("failures before the containers", () => {
+  test("a failing init container stops the pod with its exit code", async () => {
+    const o = await initFails;
+    expect(o.code).toBe(7);
+    expect(readState(o.dir, "ok", true)).toMatchObject({ state: "terminated", exitCode: 0, reason: "Completed" });
+    expect(readState(o.dir, "bad", true)).toMatchObject({ state: "terminated", exitCode: 7, reason: "Error" });
+    expect(readState(o.dir, "never", true)).toMatchObject({ state: "terminated", exitCode: 7, reason: "InitContainerFailed" });
+    expect(readState(o.dir, "main")).toMatchObject({ state: "terminated", exitCode: 7, reason: "InitContainerFailed" });
+    expect(existsSync(join(o.dir, "emptydir/shared/never"))).toBe(false);
+    expect(existsSync(join(o.dir, "emptydir/shared/main-ran"))).toBe(false);
+    expect(logText(o.dir, "bad", true)).toEqual(["failing"]);
+  });
+
+  test("a failing pre-exec fails the pod", async () => {
+    const o = await preExecFails;
+    expect(o.code).toBe(4);
+    expect(readState(o.dir, "main")).toMatchObject({ state: "terminated", exitCode: 4, reason: "PreExecFailed" });
+    expect(existsSync(join(o.dir, "emptydir/shared/main-ran"))).toBe(false);
+    expect(wrapperLog(o.dir)).toContain("pre-exec[0]: about to fail");
+  });
+
+  test("no runtime: every container terminated RuntimeNotFound, exit 127", async () => {
+    const o = await noRuntime;
+    expect(o.code).toBe(127);
+    expect(readState(o.dir, "init", true)).toMatchObject({ state: "terminated", reason: "RuntimeNotFound", exitCode: 127 });
+    expect(readState(o.dir, "main")).toMatchObject({ state: "terminated", reason: "RuntimeNotFound", exitCode: 127 });
+  });
+
+  test("a runtime without --no-eval is refused when configured so", async () => {
+    const o = await tooOldRefuse;
+    expect(o.code).toBe(126);
+    expect(readState(o.dir, "main")).toMatchObject({ state: "terminated", reason: "RuntimeTooOld" });
+  });
+
+  test("…or used with a warning", async () => {
+    const o = await tooOldWarn;
+    expect(o.code).toBe(0);
+    expect(logText(o.dir, "main")).toEqual(["ran-anyway"]);
+    expect(wrapperLog(o.dir)).toContain("does not support --no-eval");
+  });
+
+  test("the runtime is found on the search path", async () => {
+    const o = await searched;
+    expect(o.code).toBe(0);
+    expect(logText(o.dir, "main")).toEqual(["found"]);
+  });
+});
+
+describe("restarts", () => {
+  test("OnFailure restarts with backoff, CrashLoopBackOff in between, last state kept", async () => {
+    const o = await restarts;
+    expect(o.code).toBe(0);
+    const final = readState(o.dir, "flaky")!;
+    expect(final).toMatchObject({ state: "terminated", reason: "Completed", exitCode: 0, restartCount: 2 });
+    expect(final.last).toMatchObject({ exitCode: 12, reason: "Error" });
+    const waits = states(o, "c.flaky").filter((s) => s.state === "waiting" && s.reason === "CrashLoopBackOff");
+    expect(waits.map((s) => s.restartCount)).toEqual([1, 2]);
+    expect(waits[0]!.last).toMatchObject({ exitCode: 11 });
+    expect(logText(o.dir, "flaky")).toEqual(["run 3"]);
+    expect(logText(o.dir, "flaky", false, true)).toEqual(["run 2"]);
+    // backoff 1 s, then 2 s
+    expect(o.ms).toBeGreaterThanOrEqual(3000);
+  });
+
+  test("restarts stop at maxRestarts", async () => {
+    const o = await capped;
+    expect(o.code).toBe(2);
+    expect(readState(o.dir, "crash")).toMatchObject({ state: "terminated", reason: "Error", exitCode: 2, restartCount: 2 });
+  });
+
+  test("Always with restartAfterSuccess restarts after exit 0", async () => {
+    const o = await always;
+    expect(o.code).toBe(0);
+    expect(readState(o.dir, "done")).toMatchObject({ state: "terminated", reason: "Completed", restartCount: 1 });
+  });
+
+  test("a failing liveness probe kills the container, which restarts", async () => {
+    const o = await liveness;
+    expect(o.code).toBe(0);
+    const s = readState(o.dir, "live")!;
+    expect(s).toMatchObject({ state: "terminated", reason: "Completed", restartCount: 1 });
+    expect(s.last).toMatchObject({ reason: "LivenessProbeFailed" });
+    expect(logText(o.dir, "live", false, true)).toEqual(["run 1"]);
+    expect(logText(o.dir, "live")).toEqual(["run 2"]);
+  });
+});
+
+describe("probes", () => {
+  test("readiness follows an httpGet probe after the tcpSocket startup probe", async () => {
+    const o = await probes;
+    const ready = states(o, "c.ready");
+    expect(ready.some((s) => s.state === "running" && !s.ready)).toBe(true);
+    expect(ready.some((s) => s.state === "running" && s.ready)).toBe(true);
+    expect(readState(o.dir, "ready")).toMatchObject({ state: "terminated", reason: "Completed", ready: false });
+    expect(states(o, "c.never").some((s) => s.ready)).toBe(false);
+  });
+
+  test("a startup probe that never succeeds kills the container", async () => {
+    const o = await probes;
+    const s = readState(o.dir, "nostart")!;
+    expect(s).toMatchObject({ state: "terminated", reason: "StartupProbeFailed", exitCode: 143, signal: 15 });
+    expect(o.code).toBe(143);
+  });
+
+  test("the bash-only HTTP GET (no curl) accepts 2xx/3xx and sends headers", async () => {
+    const run = (path: string, ...headers: string[]) =>
+      Bun.spawn([BASH, "-c", `${WRAPPER_LIB}\ndevtcp_get 127.0.0.1 ${port} "$@"`, "t", path, ...headers], { env: {} }).exited;
+    expect(await run("/ok", "X-Probe", "it's me")).toBe(0);
+    expect(await run("/ok", "X-Probe", "someone else")).toBe(1);
+    expect(await run("/redirect")).toBe(0);
+    expect(await run("/bad")).toBe(1);
+  });
+});
+
+describe("stopping a pod", () => {
+  test("SIGTERM runs preStop and stops the containers within the grace period", async () => {
+    const o = await sigterm;
+    expect(file(o, "emptydir/shared/prestop")).toBe("prestop\n");
+    expect(readState(o.dir, "polite")).toMatchObject({ state: "terminated", reason: "Killed", exitCode: 143, signal: 15 });
+    expect(readState(o.dir, "stubborn")).toMatchObject({ state: "terminated", reason: "Killed", exitCode: 137, signal: 9 });
+    expect(o.code).toBe(143);
+    // SIGKILL when the grace period is over, and done before HTCondor's job_max_vacate_time
+    // (grace + 10 s) would kill the wrapper.
+    expect(o.termAt).toBeDefined();
+    expect(o.ms - o.termAt!).toBeGreaterThanOrEqual(GRACE * 1000);
+    expect(o.ms - o.termAt!).toBeLessThan(GRACE * 1000 + 10_000);
+  });
+
+  test("activeDeadlineSeconds stops the pod with DeadlineExceeded", async () => {
+    const o = await deadline;
+    expect(readState(o.dir, "long")).toMatchObject({ state: "terminated", reason: "DeadlineExceeded", exitCode: 143 });
+    expect(o.code).toBe(143);
+    expect(o.ms).toBeLessThan(8000);
+  });
+});
+
+describe("special pods", () => {
+  test("a dummy job reports its containers running, then completed", async () => {
+    const o = await dummy;
+    expect(o.code).toBe(0);
+    for (const k of ["c.main", "c.side"]) {
+      expect(states(o, k).map((s) => s.state)).toContain("running");
+    }
+    expect(readState(o.dir, "main")).toMatchObject({ state: "terminated", reason: "Completed", exitCode: 0 });
+    expect(logText(o.dir, "main")).toEqual([]);
+  });
+
+  test("a host container runs on the worker with the site as first argument", async () => {
+    const o = await host;
+    expect(o.code).toBe(0);
+    expect(file(o, "host.args")).toBe("T2_XY\0extra arg\0");
+    expect(file(o, "host.env")).toBe(HOSTILE);
+    expect(file(o, "host.path")).toBe("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n");
+  });
+});
+
+afterAll(() => {
+  server?.stop(true);
+  cleanup();
+});

@@ -1,0 +1,173 @@
+import { describe, expect, test } from "bun:test";
+import { renderSubmit, submitValue, classAdString, logFiles, INITIAL_STATE_LINE } from "../../src/render/submit.ts";
+import { SidecarError } from "../../src/core/errors.ts";
+import { parseStateLine } from "../../src/core/state-line.ts";
+import type { JobPlan } from "../../src/core/types.ts";
+import { basePlan, container, minimalPlan, richPlan, withEnvFiles } from "./plans.ts";
+import { expectGolden } from "./golden.ts";
+
+/** Submit commands as [key, value] (comments and blank lines dropped). */
+function commands(text: string): [string, string][] {
+  return text
+    .split("\n")
+    .filter((l) => l !== "" && !l.startsWith("#") && l !== "queue 1")
+    .map((l) => {
+      const i = l.indexOf(" = ");
+      return [l.slice(0, i), l.slice(i + 3)];
+    });
+}
+
+function get(text: string, key: string): string | undefined {
+  return commands(text).find(([k]) => k === key)?.[1];
+}
+
+describe("renderSubmit golden files", () => {
+  test("minimal plan", () => expectGolden("minimal.sub", renderSubmit(minimalPlan)));
+  test("rich plan", () => expectGolden("rich.sub", renderSubmit(richPlan)));
+  test("dummy plan", () => expectGolden("dummy.sub", renderSubmit({ ...minimalPlan, dummy: true })));
+});
+
+describe("renderSubmit content", () => {
+  const text = renderSubmit(richPlan);
+
+  test("the job contract", () => {
+    expect(get(text, "universe")).toBe("vanilla");
+    expect(get(text, "executable")).toBe("job.sh");
+    expect(get(text, "transfer_executable")).toBe("true");
+    expect(get(text, "should_transfer_files")).toBe("YES");
+    expect(get(text, "when_to_transfer_output")).toBe("ON_EXIT");
+    expect(get(text, "want_io_proxy")).toBe("true");
+    expect(get(text, "output")).toBe("job.out");
+    expect(get(text, "error")).toBe("job.err");
+    expect(get(text, "log")).toBe("job.log");
+    expect(text.trimEnd().endsWith("\nqueue 1")).toBe(true);
+    expect(text.match(/^queue/gm)).toHaveLength(1);
+  });
+
+  test("transfer lists", () => {
+    expect(get(text, "transfer_input_files")).toBe("volumes, env");
+    expect(get(text, "transfer_output_files")).toBe(
+      "i.fetch.log, i.fetch.prev.log, c.web.log, c.web.prev.log, c.sidecar.log, c.sidecar.prev.log, podstate",
+    );
+    expect(logFiles(richPlan)).toHaveLength(6);
+    const none = renderSubmit(basePlan());
+    expect(get(none, "transfer_input_files")).toBeUndefined();
+  });
+
+  test("resources always carry units", () => {
+    expect(get(text, "request_cpus")).toBe("3");
+    expect(get(text, "request_memory")).toBe("2048M");
+    expect(get(text, "request_disk")).toBe("10485760K");
+    expect(get(text, "request_gpus")).toBe("1");
+    const small = renderSubmit(minimalPlan);
+    expect(get(small, "request_memory")).toBe("128M");
+    expect(get(small, "request_disk")).toBeUndefined();
+    expect(get(small, "request_gpus")).toBeUndefined();
+  });
+
+  test("time limits: vacate time covers the grace period, allowed_job_duration backs the deadline", () => {
+    expect(get(text, "job_max_vacate_time")).toBe("30");
+    expect(get(text, "allowed_job_duration")).toBe(String(3600 + 20 + 60));
+    expect(get(renderSubmit(minimalPlan), "allowed_job_duration")).toBeUndefined();
+  });
+
+  test("identity and policy", () => {
+    expect(get(text, "batch_name")).toBe("default/web-1");
+    expect(get(text, "accounting_group")).toBe("group_cms.prod");
+    expect(get(text, "requirements")).toBe("HasSingularity == true");
+    expect(get(text, "MY.InterLinkPodUID")).toBe('"7c9e6679-7425-40de-944b-e07fc1f90ae7"');
+    expect(get(text, "MY.InterLinkPodName")).toBe('"web-1"');
+    expect(get(text, "MY.InterLinkPodNamespace")).toBe('"default"');
+    expect(get(text, "MY.InterLinkSidecarId")).toBe('"sidecar-a"');
+  });
+
+  test("initial per-container states: waiting ContainerCreating", () => {
+    for (const attr of ["MY.InterLinkInit0State", "MY.InterLinkCtr0State", "MY.InterLinkCtr1State"]) {
+      expect(get(text, attr)).toBe(`"${INITIAL_STATE_LINE}"`);
+    }
+    expect(parseStateLine(INITIAL_STATE_LINE)).toEqual({
+      state: "waiting", reason: "ContainerCreating", ready: false, restartCount: 0,
+      exitCode: undefined, startedAt: undefined, finishedAt: undefined, last: undefined, signal: undefined,
+    });
+  });
+
+  test("extra lines come after ours, before queue", () => {
+    const keys = commands(text).map(([k]) => k);
+    expect(keys.slice(-2)).toEqual(["MY.ProjectName", "periodic_remove"]);
+  });
+});
+
+describe("renderSubmit never lets a value inject", () => {
+  test("no env value appears in the submit file", () => {
+    const secret = "pa55-w0rd-ZZZ";
+    const plan = withEnvFiles(basePlan({ containers: [container("main", { env: [["PASSWORD", secret], ["X", "y"]] })] }));
+    const out = renderSubmit(plan);
+    expect(out).not.toContain(secret);
+    expect(out).not.toContain("PASSWORD");
+    expect(out).not.toMatch(/^environment|^getenv/m);
+  });
+
+  test("$(...) stays literal through $(DOLLAR)", () => {
+    expect(submitValue("$(ENV(HOME))")).toBe("$(DOLLAR)(ENV(HOME))");
+    expect(submitValue("$$(Memory) $")).toBe("$(DOLLAR)$(DOLLAR)(Memory) $(DOLLAR)");
+    const out = renderSubmit(basePlan({ submit: { lines: [["MY.Note", '"$(ENV(HOME))"']], requirements: "Target.X =?= \"$(Cluster)\"" } }));
+    expect(get(out, "MY.Note")).toBe('"$(DOLLAR)(ENV(HOME))"');
+    expect(get(out, "requirements")).toBe('Target.X =?= "$(DOLLAR)(Cluster)"');
+    expect(out.replaceAll("$(DOLLAR)", "")).not.toContain("$");
+  });
+
+  test.each(["a\nqueue 5", "a\rb", "a\0b", "x\n+Evil = true"])("a line break or NUL in a value throws: %p", (v) => {
+    expect(() => submitValue(v)).toThrow(SidecarError);
+    expect(() => renderSubmit(basePlan({ submit: { lines: [["periodic_remove", v]] } }))).toThrow(/line break or NUL/);
+    expect(() => renderSubmit(basePlan({ submit: { lines: [], requirements: v } }))).toThrow(SidecarError);
+    expect(() => renderSubmit(basePlan({ uid: v }))).toThrow(SidecarError);
+  });
+
+  test("ClassAd strings escape backslash and double quote", () => {
+    expect(classAdString('a"b\\c')).toBe('"a\\"b\\\\c"');
+    expect(classAdString("$x")).toBe('"$(DOLLAR)x"');
+    const out = renderSubmit(basePlan({ name: 'x" || true || "' }));
+    expect(get(out, "MY.InterLinkPodName")).toBe('"x\\" || true || \\""');
+  });
+
+  test.each([
+    ["bad key", "+Attr"],
+    ["bad key", "a b"],
+    ["bad key", "x=y"],
+    ["bad key", "1abc"],
+    ["bad key", ""],
+    ["reserved", "queue"],
+    ["reserved", "Executable"],
+    ["reserved", "environment"],
+    ["reserved", "getenv"],
+    ["reserved", "DOLLAR"],
+    ["reserved", "transfer_output_files"],
+    ["reserved", "MY.InterLinkPodUID"],
+    ["reserved", "include"],
+  ])("extra line key refused (%s): %p", (_why, key) => {
+    expect(() => renderSubmit(basePlan({ submit: { lines: [[key, "1"]] } }))).toThrow(SidecarError);
+  });
+
+  test.each(["request_memory", "MY.ProjectName", "periodic_hold", "My.a_b.c+d"])("extra line key accepted: %p", (key) => {
+    expect(renderSubmit(basePlan({ submit: { lines: [[key, "1"]] } }))).toContain(`\n${key} = 1\n`);
+  });
+
+  test("batch_name and accounting_group must be plain", () => {
+    expect(() => renderSubmit(basePlan({ batchName: 'a"b' }))).toThrow(SidecarError);
+    expect(() => renderSubmit(basePlan({ submit: { lines: [], accountingGroup: " g" } }))).toThrow(SidecarError);
+  });
+
+  test("transfer names with commas or spaces throw", () => {
+    expect(() => renderSubmit(basePlan({ transferInput: ["a,b"] }))).toThrow(SidecarError);
+    expect(() => renderSubmit(basePlan({ transferInput: ["a b"] }))).toThrow(SidecarError);
+  });
+
+  test("resources must be whole numbers", () => {
+    const bad: Partial<JobPlan>[] = [
+      { resources: { cpus: 1.5, memoryMiB: 1, gpus: 0 } },
+      { resources: { cpus: 1, memoryMiB: -1, gpus: 0 } },
+      { resources: { cpus: 1, memoryMiB: 1, gpus: NaN } },
+    ];
+    for (const over of bad) expect(() => renderSubmit(basePlan(over))).toThrow(SidecarError);
+  });
+});

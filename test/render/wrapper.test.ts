@@ -1,0 +1,91 @@
+import { describe, expect, test } from "bun:test";
+import { renderWrapper, instancePrefix } from "../../src/render/wrapper.ts";
+import { WRAPPER_LIB } from "../../src/render/wrapper-lib.ts";
+import { SidecarError } from "../../src/core/errors.ts";
+import { basePlan, container, minimalPlan, richPlan } from "./plans.ts";
+import { expectGolden } from "./golden.ts";
+
+function bashSyntaxOk(script: string): void {
+  const r = Bun.spawnSync(["/bin/bash", "-n"], { stdin: new TextEncoder().encode(script) });
+  expect(r.stderr.toString()).toBe("");
+  expect(r.exitCode).toBe(0);
+}
+
+describe("renderWrapper golden files", () => {
+  test("minimal plan", () => expectGolden("minimal.sh", renderWrapper(minimalPlan)));
+  test("rich plan", () => expectGolden("rich.sh", renderWrapper(richPlan)));
+});
+
+describe("renderWrapper", () => {
+  test("is valid bash", () => {
+    bashSyntaxOk(renderWrapper(minimalPlan));
+    bashSyntaxOk(renderWrapper(richPlan));
+    bashSyntaxOk(renderWrapper({ ...richPlan, dummy: true }));
+  });
+
+  test("starts with a shebang and ends by calling main", () => {
+    const s = renderWrapper(minimalPlan);
+    expect(s.startsWith("#!/bin/bash\n")).toBe(true);
+    expect(s.endsWith('\nmain "$@"\n')).toBe(true);
+  });
+
+  test("the library is constant and unescaped", () => {
+    expect(WRAPPER_LIB).toContain('"${t%.*}"');
+    expect(WRAPPER_LIB).not.toContain("\\${");
+    expect(renderWrapper(minimalPlan)).toContain(WRAPPER_LIB);
+  });
+
+  test("user data is quoted: the plan section declares no command substitution", () => {
+    const evil = "$(touch /tmp/pwned)`id`'\"; rm -rf / #\n";
+    const plan = basePlan({
+      containers: [
+        container("main", {
+          command: [evil],
+          args: [evil],
+          workingDir: evil.replaceAll("\n", ""),
+          image: { kind: "container", uri: evil },
+          runtimeOptions: [evil],
+        }),
+      ],
+      preExec: [evil],
+      commandPrefix: evil,
+      backgroundCommands: [evil],
+    });
+    const s = renderWrapper(plan);
+    bashSyntaxOk(s);
+    // Source the plan section alone and check every value came through byte for byte.
+    const planPart = s.slice(0, s.indexOf(WRAPPER_LIB));
+    const probe = `${planPart}\nctr_0\nprintf '%s\\0' "$COMMAND_PREFIX" "\${PRE_EXEC[@]}" "\${BACKGROUND_COMMANDS[@]}" "\${C_COMMAND[@]}" "\${C_ARGS[@]}" "$C_IMAGE" "\${C_RUNTIME_OPTIONS[@]}"`;
+    const r = Bun.spawnSync(["/bin/bash", "-c", probe], { env: {} });
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout.toString().split("\0").slice(0, -1)).toEqual([evil, evil, evil, evil, evil, evil, evil]);
+  });
+
+  test("instance names: il- and the start of the uid", () => {
+    expect(instancePrefix("7c9e6679-7425-40de-944b-e07fc1f90ae7")).toBe("il-7c9e66797425");
+    expect(instancePrefix("---")).toBe("il-pod");
+  });
+
+  test("refuses mount paths apptainer cannot bind", () => {
+    for (const target of ["/a:b", "/a,b", "relative", "/x\ny"]) {
+      const plan = basePlan({
+        containers: [container("main", { mounts: [{ source: { kind: "sandbox", path: "volumes/x" }, target, readOnly: false }] })],
+      });
+      expect(() => renderWrapper(plan)).toThrow(SidecarError);
+    }
+  });
+
+  test("refuses files outside the sandbox and bad container names", () => {
+    const file = { content: new Uint8Array(), mode: 0o600, secret: false };
+    expect(() => renderWrapper(basePlan({ files: [{ ...file, path: "../x" }] }))).toThrow(SidecarError);
+    expect(() => renderWrapper(basePlan({ files: [{ ...file, path: "/etc/x" }] }))).toThrow(SidecarError);
+    expect(() => renderWrapper(basePlan({ containers: [container("Bad_Name")] }))).toThrow(SidecarError);
+    expect(() => renderWrapper(basePlan({ containers: [container("a", { image: { kind: "container", uri: "--fakeroot" } })] }))).toThrow(SidecarError);
+    expect(() => renderWrapper(basePlan({ containers: [container("a"), container("a", { index: 1 })] }))).toThrow(SidecarError);
+  });
+
+  test("env values never appear in the script", () => {
+    const plan = basePlan({ containers: [container("main", { env: [["TOKEN", "very-secret-value"]] })] });
+    expect(renderWrapper(plan)).not.toContain("very-secret-value");
+  });
+});
