@@ -1,0 +1,405 @@
+/**
+ * Shared by scripts/bench.ts and scripts/load-test.ts: start a sidecar (the compiled binary, the
+ * sources on Bun, or the sources on Deno) against a minicondor home, talk to it over keep-alive
+ * HTTP as interLink does (GET with JSON bodies), read minicondor's calls.log, and small stats.
+ * Everything a run creates lives in one temporary folder; `stop()` and `cleanupHome()` undo it.
+ */
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { Agent, request } from "node:http";
+import { createServer } from "node:net";
+import { join, resolve } from "node:path";
+import { makeCreateRequest } from "../../test/fixtures/pods.ts";
+import { cleanup, createHome, type HomeOptions, toolPath } from "../../test/minicondor/src/testkit.ts";
+
+export const ROOT = resolve(import.meta.dir, "../..");
+export const CONDOR_BIN = join(ROOT, "test", "minicondor", "bin");
+export const SHIM = join(ROOT, "test", "minicondor", "shims", "apptainer");
+export const BINARY = join(ROOT, "dist", "htcondor-sidecar");
+export const BUN = join(ROOT, "node_modules", ".bin", "bun");
+export const DENO = join(ROOT, "node_modules", ".bin", "deno");
+
+export type Json = ReturnType<typeof makeCreateRequest>;
+
+// ------------------------------------------------------------------------------------------ HTTP
+
+export interface Reply {
+  status: number;
+  body: string;
+  /** Wall time of the request, milliseconds. */
+  ms: number;
+  /** Date.now() when the request was sent and when the answer was complete. */
+  start: number;
+  end: number;
+}
+
+/** A keep-alive client for one sidecar (interLink keeps a connection pool too). */
+export class Client {
+  readonly agent: Agent;
+  constructor(
+    readonly port: number,
+    maxSockets = 64,
+  ) {
+    this.agent = new Agent({ keepAlive: true, maxSockets });
+  }
+
+  call(method: string, path: string, body?: unknown, timeoutMs = 60_000): Promise<Reply> {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const start = Date.now();
+    const t0 = performance.now();
+    return new Promise((res, rej) => {
+      const req = request(
+        {
+          host: "127.0.0.1",
+          port: this.port,
+          method,
+          path,
+          agent: this.agent,
+          headers: {
+            "content-type": "application/json",
+            "InterLink-Http-Session": `Bench#${Math.floor(Math.random() * 1e6)}`,
+            ...(payload !== undefined ? { "content-length": Buffer.byteLength(payload) } : {}),
+          },
+          timeout: timeoutMs,
+        },
+        (r) => {
+          const chunks: Buffer[] = [];
+          r.on("data", (c: Buffer) => chunks.push(c));
+          r.on("end", () =>
+            res({ status: r.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8"), ms: performance.now() - t0, start, end: Date.now() }),
+          );
+          r.on("error", rej);
+        },
+      );
+      req.on("error", rej);
+      req.on("timeout", () => req.destroy(new Error(`${method} ${path} timed out after ${timeoutMs} ms`)));
+      req.end(payload);
+    });
+  }
+
+  /** GET /status with one pod (the whole v1.Pod, as interLink sends it). */
+  status(pod: unknown): Promise<Reply> {
+    return this.call("GET", "/status", [pod]);
+  }
+  ping(): Promise<Reply> {
+    return this.call("GET", "/status", []);
+  }
+  create(req: Json): Promise<Reply> {
+    return this.call("POST", "/create", req);
+  }
+  remove(pod: Json): Promise<Reply> {
+    return this.call("POST", "/delete", pod);
+  }
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+/** A TCP port free right now on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.unref();
+    s.on("error", rej);
+    s.listen(0, "127.0.0.1", () => {
+      const addr = s.address();
+      const port = typeof addr === "object" && addr ? addr.port : 0;
+      s.close(() => res(port));
+    });
+  });
+}
+
+// ------------------------------------------------------------------------------------- sidecar
+
+export type Flavour = "binary" | "bun" | "deno";
+
+export interface SidecarSpec {
+  flavour: Flavour;
+  /** Folder of SidecarConfig.yaml, data/ and sidecar.log (may be reused across restarts). */
+  dir: string;
+  home: string;
+  /** Extra SidecarConfig.yaml lines. */
+  config?: string[];
+  args?: string[];
+  binary?: string;
+  /** Give up waiting for the first successful ping after this long. */
+  startTimeoutMs?: number;
+}
+
+export interface Running {
+  pid: number;
+  port: number;
+  flavour: Flavour;
+  client: Client;
+  logPath: string;
+  /** Spawn → first ping answered 200, milliseconds. */
+  startupMs: number;
+  exited: Promise<number | null>;
+  alive(): boolean;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves with the exit code. */
+  stop(graceMs?: number): Promise<number | null>;
+}
+
+export function sidecarArgv(flavour: Flavour, binary = BINARY): string[] {
+  switch (flavour) {
+    case "binary":
+      return [binary];
+    case "bun":
+      return [BUN, join(ROOT, "src", "main.bun.ts")];
+    case "deno":
+      return [DENO, "run", "-A", "--no-check", join(ROOT, "src", "main.deno.ts")];
+  }
+}
+
+/** Writes SidecarConfig.yaml in `dir` (DataRootFolder ./data, the apptainer shim, extra lines). */
+export function writeSidecarConfig(dir: string, extra: string[] = []): string {
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, "SidecarConfig.yaml");
+  writeFileSync(path, ["DataRootFolder: ./data", `ContainerRuntime: ${SHIM}`, ...extra, ""].join("\n"));
+  return path;
+}
+
+/** Starts a sidecar on a free port, polls the ping until it answers 200, and times that. */
+export async function startSidecar(spec: SidecarSpec): Promise<Running> {
+  const config = writeSidecarConfig(spec.dir, spec.config);
+  const port = await freePort();
+  const logPath = join(spec.dir, "sidecar.log");
+  const fd = openSync(logPath, "a");
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: process.env.HOME ?? "/root",
+    MINICONDOR_HOME: spec.home,
+    MINICONDOR_ALLOW_ROOT: "1",
+  };
+  if (process.env.DENO_DIR) env.DENO_DIR = process.env.DENO_DIR;
+  if (process.env.TMPDIR) env.TMPDIR = process.env.TMPDIR;
+  const argv = [...sidecarArgv(spec.flavour, spec.binary), "--config", config, "--condor-bin", CONDOR_BIN, "--port", String(port), ...(spec.args ?? [])];
+  const t0 = performance.now();
+  const proc = Bun.spawn(argv, { cwd: ROOT, env, stdin: "ignore", stdout: fd, stderr: fd });
+  closeSync(fd);
+  const client = new Client(port);
+  const deadline = Date.now() + (spec.startTimeoutMs ?? 60_000);
+  let startupMs: number | undefined;
+  let last = "";
+  while (startupMs === undefined) {
+    if (proc.exitCode !== null || proc.signalCode !== null) break;
+    if (Date.now() > deadline) break;
+    try {
+      const r = await client.call("GET", "/status", [], 10_000);
+      if (r.status === 200) startupMs = performance.now() - t0;
+      else {
+        last = `${r.status} ${r.body.slice(0, 200)}`;
+        await Bun.sleep(5);
+      }
+    } catch (err) {
+      last = err instanceof Error ? err.message : String(err);
+      await Bun.sleep(2);
+    }
+  }
+  if (startupMs === undefined) {
+    proc.kill("SIGKILL");
+    await proc.exited;
+    client.close();
+    const log = existsSync(logPath) ? readFileSync(logPath, "utf8").slice(-2000) : "";
+    throw new Error(`the ${spec.flavour} sidecar did not answer a ping (${last}); its log ends with:\n${log}`);
+  }
+  const exited = proc.exited.then(() => proc.exitCode);
+  return {
+    pid: proc.pid,
+    port,
+    flavour: spec.flavour,
+    client,
+    logPath,
+    startupMs,
+    exited,
+    alive: () => proc.exitCode === null && proc.signalCode === null,
+    async stop(graceMs = 15_000) {
+      client.close();
+      if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
+      proc.kill("SIGTERM");
+      const timer = setTimeout(() => proc.kill("SIGKILL"), graceMs);
+      await proc.exited;
+      clearTimeout(timer);
+      return proc.exitCode;
+    },
+  };
+}
+
+/** Resident memory of a process, KiB (`VmRSS` of /proc/<pid>/status). */
+export function rssKiB(pid: number): number | undefined {
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// ---------------------------------------------------------------------------------- minicondor
+
+export { cleanup as cleanupHome, createHome, type HomeOptions };
+
+export interface ToolCall {
+  /** Date.now() at the end of the call (calls.log writes the line when the tool exits). */
+  end: number;
+  tool: string;
+  argv: string[];
+  /** Duration measured inside the tool (excludes bash and Bun start-up). */
+  ms: number;
+  code: number;
+}
+
+/** The tools the sidecar runs (condor_chirp lines come from jobs, not from the sidecar). */
+export const SIDECAR_TOOLS = new Set([
+  "condor_submit",
+  "condor_q",
+  "condor_history",
+  "condor_rm",
+  "condor_status",
+  "condor_tail",
+  "condor_transfer_data",
+  "condor_version",
+]);
+
+/** Parses calls.log from line `from` on. Returns the records and the number of lines read. */
+export function readCalls(home: string, from = 0): { calls: ToolCall[]; lines: number } {
+  const path = join(home, "calls.log");
+  if (!existsSync(path)) return { calls: [], lines: 0 };
+  const all = readFileSync(path, "utf8").split("\n");
+  if (all.at(-1) === "") all.pop();
+  const calls: ToolCall[] = [];
+  for (const line of all.slice(from)) {
+    // `ISO-time tool JSON-argv duration-ms exit-code`; the argv may contain spaces.
+    const m = /^(\S+) (\S+) (.*) (\d+) (-?\d+)$/.exec(line);
+    if (!m) continue;
+    let argv: string[] = [];
+    try {
+      argv = JSON.parse(m[3]!) as string[];
+    } catch {
+      /* keep it empty */
+    }
+    calls.push({ end: Date.parse(m[1]!), tool: m[2]!, argv, ms: Number(m[4]), code: Number(m[5]) });
+  }
+  return { calls, lines: all.length };
+}
+
+export function callsLogLines(home: string): number {
+  return readCalls(home).lines;
+}
+
+/**
+ * How many jobs of each InterLinkPodUID are in the queue and the history (`condor_q -allusers`
+ * then `condor_history`). A job that leaves the queue between the two calls is in both answers:
+ * jobs are told apart by their id, so it counts once.
+ */
+export async function jobsPerUid(home: string): Promise<Map<string, number>> {
+  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", MINICONDOR_HOME: home, MINICONDOR_ALLOW_ROOT: "1" };
+  const run = async (tool: string, args: string[]) => {
+    const p = Bun.spawn([toolPath(tool), ...args], { env, stdout: "pipe", stderr: "pipe" });
+    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    if (code !== 0) throw new Error(`${tool} ${args.join(" ")} exited ${code}: ${err.trim().split("\n")[0]}`);
+    return out;
+  };
+  const af = ["-af", "ClusterId", "ProcId", "InterLinkPodUID"];
+  const q = await run("condor_q", ["-allusers", ...af]);
+  const h = await run("condor_history", af);
+  const jobs = new Map<string, string>();
+  for (const line of `${q}\n${h}`.split("\n")) {
+    const [cluster, proc, uid] = line.trim().split(/\s+/);
+    if (cluster && proc && uid && uid !== "undefined") jobs.set(`${cluster}.${proc}`, uid);
+  }
+  const counts = new Map<string, number>();
+  for (const uid of jobs.values()) counts.set(uid, (counts.get(uid) ?? 0) + 1);
+  return counts;
+}
+
+/**
+ * Wall time of a condor tool call beyond what calls.log records (bash + Bun start-up before
+ * minicondor starts its clock, and exit after): the median over `runs` condor_version calls.
+ */
+export async function toolStartupMs(home: string, runs = 7): Promise<number> {
+  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", MINICONDOR_HOME: home, MINICONDOR_ALLOW_ROOT: "1" };
+  const extra: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const before = callsLogLines(home);
+    const t0 = performance.now();
+    const p = Bun.spawn([toolPath("condor_version")], { env, stdout: "ignore", stderr: "ignore" });
+    await p.exited;
+    const wall = performance.now() - t0;
+    const rec = readCalls(home, before).calls.find((c) => c.tool === "condor_version");
+    if (rec) extra.push(wall - rec.ms);
+  }
+  return median(extra) ?? 0;
+}
+
+// --------------------------------------------------------------------------------------- pods
+
+let counter = 0;
+/** A fresh RFC 4122-shaped UID, unique within this process (the prefix tells runs apart). */
+export function podUid(prefix: number): string {
+  counter++;
+  const p = (prefix >>> 0).toString(16).padStart(8, "0").slice(-8);
+  return `${p}-0000-4000-8000-${counter.toString(16).padStart(12, "0")}`;
+}
+
+/** A one-container create request that runs `sh -c script`. */
+export function shPod(name: string, uid: string, script: string, namespace = "bench"): Json {
+  return makeCreateRequest({
+    metadata: { name, namespace, uid },
+    spec: { containers: [{ name: "main", image: "busybox:1.36", command: ["sh", "-c", script], resources: {} }] },
+  });
+}
+
+// -------------------------------------------------------------------------------------- stats
+
+export function sorted(xs: readonly number[]): number[] {
+  return [...xs].sort((a, b) => a - b);
+}
+
+/** Nearest-rank percentile of an ascending array (undefined when empty). */
+export function pct(asc: readonly number[], p: number): number | undefined {
+  if (asc.length === 0) return undefined;
+  const i = Math.min(asc.length - 1, Math.max(0, Math.ceil((p / 100) * asc.length) - 1));
+  return asc[i];
+}
+
+export function median(xs: readonly number[]): number | undefined {
+  return pct(sorted(xs), 50);
+}
+
+export function mean(xs: readonly number[]): number | undefined {
+  return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : undefined;
+}
+
+/** Runs `fn` over `items` with at most `concurrency` in flight; results in input order. */
+export async function pool<T, R>(items: readonly T[], concurrency: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= items.length) return;
+      out[i] = await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+  return out;
+}
+
+/** `1.23 ms`, `456 ms`, `2.1 s`; `–` when undefined. */
+export function fmtMs(ms: number | undefined): string {
+  if (ms === undefined || !Number.isFinite(ms)) return "–";
+  if (ms < 10) return `${ms.toFixed(2)} ms`;
+  if (ms < 1000) return `${ms.toFixed(0)} ms`;
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+export function fmtMiB(kib: number | undefined): string {
+  return kib === undefined ? "–" : `${(kib / 1024).toFixed(1)} MiB`;
+}
+
+/** A plain-text table with left-aligned first column and right-aligned numbers. */
+export function table(head: string[], rows: string[][]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  return [line(head), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
+}

@@ -1,0 +1,430 @@
+/**
+ * `npm run test:load` (not part of CI): interLink's load on one sidecar, on minicondor.
+ *
+ *   bun scripts/load-test.ts [--pods 200] [--interval 5] [--duration 120] [--ping-interval 30]
+ *                            [--max-sleep 20] [--concurrency N] [--slots N]
+ *                            [--sidecar bun|binary|deno] [--keep]
+ *
+ * Starts the sidecar (from the sources on Bun by default) on a minicondor machine big enough to
+ * run every pod at once (`--slots` CPUs, default one per pod), sends `--pods` creates at once (each pod: one container running
+ * `sleep S; exit E` with varied S and E), then polls as interLink does: one pod per `/status`
+ * call, every pod every `--interval` seconds, plus a ping every `--ping-interval` seconds. A pod
+ * seen terminated is deleted a moment later, and polled once more to check it is gone. The run
+ * ends when every pod is gone, or fails after `--duration` seconds of polling.
+ *
+ * Checks: zero HTTP errors; zero lost pods (every pod is in every answer until it is deleted,
+ * with exactly one container status); no pod reported after its delete; every pod terminated with
+ * its expected exit code, and a terminated state never changes; each InterLinkPodUID exactly once
+ * in `condor_q -allusers` + `condor_history`; the sidecar stops cleanly. Prints `N passed, M
+ * failed` and exits 1 on any failure (the work folder is then kept for its logs).
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import {
+  type Flavour,
+  type Json,
+  type Reply,
+  type Running,
+  cleanupHome,
+  createHome,
+  fmtMs,
+  jobsPerUid,
+  pct,
+  podUid,
+  pool,
+  readCalls,
+  shPod,
+  sorted,
+  startSidecar,
+} from "./lib/kit.ts";
+
+// ------------------------------------------------------------------------------------- options
+
+function parseFlags() {
+  try {
+    return parseArgs({
+      args: process.argv.slice(2),
+      options: {
+        pods: { type: "string", default: "200" },
+        interval: { type: "string", default: "5" },
+        duration: { type: "string", default: "120" },
+        "ping-interval": { type: "string", default: "30" },
+        "max-sleep": { type: "string", default: "20" },
+        concurrency: { type: "string" },
+        slots: { type: "string" },
+        sidecar: { type: "string", default: "bun" },
+        keep: { type: "boolean", default: false },
+        help: { type: "boolean", short: "h", default: false },
+      },
+      strict: true,
+    }).values;
+  } catch (err) {
+    console.error(`load-test: ${err instanceof Error ? err.message : String(err)} (--help lists the flags)`);
+    process.exit(2);
+  }
+}
+const flags = parseFlags();
+
+if (flags.help) {
+  console.log(readFileSync(import.meta.path, "utf8").split("*/")[0]!.replace(/^\/\*\*\n?/, "").replace(/^ \* ?/gm, ""));
+  process.exit(0);
+}
+
+function positive(name: string, v: string | undefined): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) {
+    console.error(`load-test: --${name}: "${v}" is not a positive number`);
+    process.exit(2);
+  }
+  return n;
+}
+
+const podCount = Math.floor(positive("pods", flags.pods));
+const opts = {
+  pods: podCount,
+  intervalMs: positive("interval", flags.interval) * 1000,
+  durationMs: positive("duration", flags.duration) * 1000,
+  pingIntervalMs: positive("ping-interval", flags["ping-interval"]) * 1000,
+  maxSleep: Math.max(1, Math.floor(positive("max-sleep", flags["max-sleep"]))),
+  concurrency: flags.concurrency === undefined ? podCount : Math.floor(positive("concurrency", flags.concurrency)),
+  slots: flags.slots === undefined ? podCount : Math.floor(positive("slots", flags.slots)),
+};
+if (!["bun", "binary", "deno"].includes(flags.sidecar ?? "")) {
+  console.error(`load-test: --sidecar: "${flags.sidecar}" is not one of bun, binary, deno`);
+  process.exit(2);
+}
+const flavour = flags.sidecar as Flavour;
+/** Creates get this long; then polling gets --duration; then cleanup. Beyond all that: give up. */
+const CREATE_BUDGET_MS = 120_000 + opts.pods * 500;
+const HARD_LIMIT_MS = CREATE_BUDGET_MS + opts.durationMs + 60_000;
+
+const t0 = performance.now();
+const elapsed = () => ((performance.now() - t0) / 1000).toFixed(1);
+const say = (msg: string) => process.stderr.write(`[load ${elapsed().padStart(6)} s] ${msg}\n`);
+
+// ------------------------------------------------------------------------------------- the pods
+
+interface Pod {
+  index: number;
+  req: Json;
+  uid: string;
+  name: string;
+  sleepS: number;
+  expectedExit: number;
+  jid?: string;
+  /** Every container state seen (waiting, running, terminated). */
+  seen: Set<string>;
+  exitCode?: number;
+  terminatedAt?: number;
+  deleteAt?: number;
+  deleted: boolean;
+  gone: boolean;
+  polls: number;
+}
+
+const runId = Math.floor(Math.random() * 0xffffffff);
+const pods: Pod[] = Array.from({ length: opts.pods }, (_, i) => {
+  const uid = podUid(runId);
+  const name = `load-${i}`;
+  // Varied lengths (1..max-sleep s) and exit codes (every fifth pod fails with 1..7).
+  const sleepS = 1 + ((i * 7) % opts.maxSleep);
+  const expectedExit = i % 5 === 4 ? 1 + (i % 7) : 0;
+  return {
+    index: i,
+    req: shPod(name, uid, `sleep ${sleepS}; exit ${expectedExit}`, "load"),
+    uid,
+    name,
+    sleepS,
+    expectedExit,
+    seen: new Set(),
+    deleted: false,
+    gone: false,
+    polls: 0,
+  };
+});
+
+// ------------------------------------------------------------------------------------- findings
+
+const counters = { creates: 0, statusCalls: 0, deletes: 0, pings: 0 };
+const httpErrors: string[] = [];
+const lost: string[] = [];
+const badShape: string[] = [];
+const afterDelete: string[] = [];
+const changedTerminal: string[] = [];
+const statusLatency: number[] = [];
+const pingLatency: number[] = [];
+
+function note(list: string[], msg: string): void {
+  list.push(`${elapsed()} s: ${msg}`);
+}
+
+function httpOk(what: string, r: Reply | Error): r is Reply {
+  if (r instanceof Error) {
+    note(httpErrors, `${what}: ${r.message}`);
+    return false;
+  }
+  if (r.status !== 200) {
+    note(httpErrors, `${what}: HTTP ${r.status} ${r.body.trim().slice(0, 200)}`);
+    return false;
+  }
+  return true;
+}
+
+const asError = (e: unknown) => (e instanceof Error ? e : new Error(String(e)));
+
+// ------------------------------------------------------------------------------------- polling
+
+let sc: Running | undefined;
+let stopPolling = false;
+
+async function pollOnce(p: Pod): Promise<void> {
+  const client = sc!.client;
+  const wasDeleted = p.deleted;
+  const r = await client.status(p.req.pod).catch(asError);
+  counters.statusCalls++;
+  p.polls++;
+  if (!httpOk(`status ${p.name}`, r)) return;
+  statusLatency.push(r.ms);
+  let list: Json[];
+  try {
+    list = JSON.parse(r.body) as Json[];
+    if (!Array.isArray(list)) throw new Error("not an array");
+  } catch (err) {
+    note(httpErrors, `status ${p.name}: unparsable answer (${asError(err).message}): ${r.body.slice(0, 200)}`);
+    return;
+  }
+  const mine = list.filter((s) => s?.UID === p.uid);
+  if (wasDeleted) {
+    if (mine.length > 0) note(afterDelete, `${p.name} still reported after its delete`);
+    p.gone = true;
+    return;
+  }
+  if (mine.length !== 1 || list.length !== 1) {
+    note(lost, `${p.name}: ${mine.length} entries for the pod in an answer of ${list.length}`);
+    return;
+  }
+  const st = mine[0];
+  const containers: Json[] = st.containers ?? [];
+  const inits: Json[] = st.initContainers ?? [];
+  if (containers.length !== 1 || inits.length !== 0 || containers[0]?.name !== "main") {
+    note(badShape, `${p.name}: ${containers.length} container and ${inits.length} init container statuses`);
+    return;
+  }
+  const state = containers[0].state ?? {};
+  const kind = Object.keys(state)[0] ?? "none";
+  if (p.exitCode !== undefined) {
+    // Terminal states are stored and must never change.
+    const code = state.terminated?.exitCode;
+    if (kind !== "terminated" || code !== p.exitCode) note(changedTerminal, `${p.name}: terminated with ${p.exitCode}, then ${kind} ${code ?? ""}`);
+    return;
+  }
+  p.seen.add(kind);
+  if (kind === "terminated") {
+    p.exitCode = Number(state.terminated.exitCode);
+    p.terminatedAt = Date.now();
+    // interLink deletes a finished pod a little later (the user or a controller does).
+    p.deleteAt = p.terminatedAt + Math.random() * opts.intervalMs;
+  }
+}
+
+async function deletePod(p: Pod): Promise<void> {
+  const r = await sc!.client.remove(p.req.pod).catch(asError);
+  counters.deletes++;
+  p.deleted = true;
+  httpOk(`delete ${p.name}`, r);
+}
+
+/** One pod as interLink sees it: polled every interval until deleted and seen gone. */
+async function podLoop(p: Pod, offsetMs: number): Promise<void> {
+  let next = performance.now() + offsetMs;
+  while (!stopPolling && !p.gone) {
+    while (!stopPolling && performance.now() < next) await Bun.sleep(Math.min(250, next - performance.now()));
+    if (stopPolling) return;
+    if (p.deleteAt !== undefined && !p.deleted && Date.now() >= p.deleteAt) await deletePod(p);
+    await pollOnce(p);
+    next += opts.intervalMs;
+    // A finished pod's delete comes between two polls.
+    if (p.deleteAt !== undefined && !p.deleted) next = Math.min(next, performance.now() + Math.max(0, p.deleteAt - Date.now()));
+  }
+}
+
+async function pingLoop(): Promise<void> {
+  let next = performance.now();
+  while (!stopPolling) {
+    const r = await sc!.client.ping().catch(asError);
+    counters.pings++;
+    if (httpOk("ping", r)) {
+      pingLatency.push(r.ms);
+      try {
+        const body = JSON.parse(r.body) as { status?: unknown };
+        if (typeof body.status !== "string") note(httpErrors, `ping: no status in ${r.body.slice(0, 200)}`);
+      } catch {
+        note(httpErrors, `ping: unparsable answer ${r.body.slice(0, 200)}`);
+      }
+    }
+    next += opts.pingIntervalMs;
+    while (!stopPolling && performance.now() < next) await Bun.sleep(Math.min(250, next - performance.now()));
+  }
+}
+
+// ------------------------------------------------------------------------------------- checks
+
+let passed = 0;
+let failed = 0;
+function check(name: string, ok: boolean, details: string[] = []): void {
+  if (ok) passed++;
+  else failed++;
+  console.log(`${ok ? "ok  " : "FAIL"} ${name}`);
+  if (!ok) for (const d of details.slice(0, 10)) console.log(`       ${d}`);
+  if (!ok && details.length > 10) console.log(`       … and ${details.length - 10} more`);
+}
+
+// ------------------------------------------------------------------------------------- main
+
+const dir = mkdtempSync(join(tmpdir(), "sidecar-load-"));
+// Every pod asks for the default 1 CPU and 1 GiB: by default a machine that runs all of them at once.
+const home = createHome({ cpus: opts.slots, memory: opts.slots * 1024 + 1024 }, dir);
+let cleanedUp = false;
+
+async function cleanup(): Promise<number | null> {
+  if (cleanedUp) return null;
+  cleanedUp = true;
+  stopPolling = true;
+  const code = sc ? await sc.stop(10_000).catch(() => null) : null;
+  cleanupHome(home);
+  return code;
+}
+
+const watchdog = setTimeout(() => {
+  console.log(`FAIL the load test did not finish within its time bound (${(HARD_LIMIT_MS / 1000).toFixed(0)} s)`);
+  void cleanup().finally(() => {
+    console.log(`${passed} passed, ${failed + 1} failed`);
+    console.log(`work folder kept: ${dir}`);
+    process.exit(1);
+  });
+}, HARD_LIMIT_MS);
+watchdog.unref();
+for (const sig of ["SIGINT", "SIGTERM"] as const) {
+  process.on(sig, () => {
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+try {
+  say(`starting the sidecar (${flavour}) on minicondor ${home}`);
+  sc = await startSidecar({ flavour, dir, home, startTimeoutMs: 60_000 });
+  say(`sidecar up on port ${sc.port} after ${fmtMs(sc.startupMs)}`);
+
+  // 1. every create at once.
+  say(`${opts.pods} creates, ${opts.concurrency} at a time`);
+  const createStart = performance.now();
+  const creates = await pool(pods, opts.concurrency, async (p) => {
+    const r = await sc!.client.create(p.req).catch(asError);
+    counters.creates++;
+    if (!httpOk(`create ${p.name}`, r)) return undefined;
+    try {
+      const out = JSON.parse(r.body) as { PodUID?: string; PodJID?: string };
+      if (out.PodUID !== p.uid || !/^\d+\.\d+$/.test(out.PodJID ?? "")) note(httpErrors, `create ${p.name}: unexpected answer ${r.body.slice(0, 200)}`);
+      p.jid = out.PodJID;
+    } catch {
+      note(httpErrors, `create ${p.name}: unparsable answer ${r.body.slice(0, 200)}`);
+    }
+    return r.ms;
+  });
+  const createMs = performance.now() - createStart;
+  const createLat = sorted(creates.filter((x): x is number => x !== undefined));
+  say(`creates done in ${fmtMs(createMs)} (p50 ${fmtMs(pct(createLat, 50))}, p99 ${fmtMs(pct(createLat, 99))})`);
+  const jids = pods.map((p) => p.jid).filter((j): j is string => j !== undefined);
+  check(
+    `${opts.pods} concurrent creates answered 200 with distinct job ids`,
+    jids.length === opts.pods && new Set(jids).size === jids.length,
+    [`${jids.length} job ids, ${new Set(jids).size} distinct`],
+  );
+
+  // 2. interLink's polling until every pod is gone, or the duration is over.
+  say(`polling: every pod every ${opts.intervalMs / 1000} s, a ping every ${opts.pingIntervalMs / 1000} s, for at most ${opts.durationMs / 1000} s`);
+  const pollStart = performance.now();
+  const live = pods.filter((p) => p.jid !== undefined);
+  const loops = [
+    ...live.map((p, i) => podLoop(p, (i * opts.intervalMs) / live.length)),
+    pingLoop(),
+  ];
+  const progress = setInterval(() => {
+    const term = pods.filter((p) => p.exitCode !== undefined).length;
+    const gone = pods.filter((p) => p.gone).length;
+    say(`${counters.statusCalls} status calls, ${term} pods terminated, ${gone} deleted and gone, ${httpErrors.length + lost.length} errors`);
+  }, 10_000);
+  const allGone = (async () => {
+    while (!stopPolling && !live.every((p) => p.gone)) await Bun.sleep(100);
+  })();
+  await Promise.race([allGone, Bun.sleep(opts.durationMs)]);
+  stopPolling = true;
+  clearInterval(progress);
+  await Promise.all(loops);
+  const pollMs = performance.now() - pollStart;
+  say(`polling stopped after ${fmtMs(pollMs)}`);
+
+  // 3. the checks.
+  const sl = sorted(statusLatency);
+  const requests = counters.creates + counters.statusCalls + counters.deletes + counters.pings;
+  check(`zero HTTP errors (${requests} requests: ${counters.creates} creates, ${counters.statusCalls} status, ${counters.deletes} deletes, ${counters.pings} pings)`, httpErrors.length === 0, httpErrors);
+  check("zero lost pods: every pod in every status answer until its delete", lost.length === 0, lost);
+  check("every status answer has exactly one container status", badShape.length === 0, badShape);
+  check("no pod is reported after its delete", afterDelete.length === 0, afterDelete);
+  const wrongExit = pods
+    .filter((p) => p.exitCode !== p.expectedExit)
+    .map((p) => `${p.name} (job ${p.jid ?? "none"}, sleep ${p.sleepS}): ${p.exitCode === undefined ? `never terminated (seen: ${[...p.seen].join(", ") || "nothing"})` : `exit code ${p.exitCode}`}, expected ${p.expectedExit}`);
+  check(`every pod reached terminated with its expected exit code (${pods.filter((p) => p.expectedExit).length} of them non-zero)`, wrongExit.length === 0, wrongExit);
+  check("a terminated state never changes", changedTerminal.length === 0, changedTerminal);
+  const notGone = pods.filter((p) => !p.gone).map((p) => `${p.name}: ${p.deleted ? "deleted, not polled after" : "not deleted"}`);
+  check("every pod was deleted and then no longer reported", notGone.length === 0, notGone);
+
+  let perUid = new Map<string, number>();
+  let condorError = "";
+  try {
+    perUid = await jobsPerUid(home);
+  } catch (err) {
+    condorError = asError(err).message;
+  }
+  const dup = pods.filter((p) => (perUid.get(p.uid) ?? 0) !== 1).map((p) => `${p.name} ${p.uid}: ${perUid.get(p.uid) ?? 0} jobs`);
+  const foreign = [...perUid.keys()].filter((u) => !pods.some((p) => p.uid === u)).map((u) => `unknown InterLinkPodUID ${u}`);
+  check("zero duplicated jobs: each pod's InterLinkPodUID on exactly one job in condor_q -allusers + condor_history", !condorError && dup.length === 0 && foreign.length === 0, [
+    ...(condorError ? [condorError] : []),
+    ...dup,
+    ...foreign,
+  ]);
+
+  const calls = readCalls(home).calls;
+  const submits = calls.filter((c) => c.tool === "condor_submit").length;
+  const queries = calls.filter((c) => c.tool === "condor_q").length;
+  const histories = calls.filter((c) => c.tool === "condor_history").length;
+  const alive = sc.alive();
+  const logPath = sc.logPath;
+  const code = await cleanup();
+  const warnings = readFileSync(logPath, "utf8")
+    .split("\n")
+    .filter((l) => /"level":"(warn|error)"/.test(l))
+    .map((l) => (JSON.parse(l) as { msg?: string }).msg ?? l);
+  const byMsg = new Map<string, number>();
+  for (const w of warnings) byMsg.set(w, (byMsg.get(w) ?? 0) + 1);
+  check("the sidecar ran throughout and stopped cleanly on SIGTERM", alive && code === 0, [`alive at the end: ${alive}, exit code ${code}`]);
+
+  console.log(
+    `status: ${counters.statusCalls} calls, p50 ${fmtMs(pct(sl, 50))}, p99 ${fmtMs(pct(sl, 99))}, max ${fmtMs(sl.at(-1))}; ` +
+      `pings: ${counters.pings}, p99 ${fmtMs(pct(sorted(pingLatency), 99))}; creates: ${fmtMs(createMs)} for ${opts.pods}; ` +
+      `condor: ${submits} condor_submit, ${queries} condor_q, ${histories} condor_history; polling ${fmtMs(pollMs)}`,
+  );
+  const seenRunning = pods.filter((p) => p.seen.has("running")).length;
+  console.log(`pods seen running before they terminated: ${seenRunning} of ${pods.length}`);
+  if (byMsg.size) console.log(`sidecar warnings (not failures): ${[...byMsg].map(([m, n]) => `${n}× ${m}`).join("; ")}`);
+} catch (err) {
+  check("the load test ran", false, [asError(err).stack ?? asError(err).message]);
+  await cleanup();
+}
+
+console.log(`${passed} passed, ${failed} failed`);
+if (failed > 0 || flags.keep) console.log(`work folder kept: ${dir}${existsSync(join(dir, "sidecar.log")) ? " (sidecar.log, minicondor-*/calls.log)" : ""}`);
+else rmSync(dir, { recursive: true, force: true });
+process.exit(failed > 0 ? 1 : 0);
