@@ -4,6 +4,7 @@
  *
  * Every scenario starts when this file loads, so they run side by side; each test awaits its own.
  */
+import { shQuote } from "../../src/render/sh.ts";
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -308,6 +309,15 @@ const searched = scenario(
   }),
 );
 
+// The site's CommandPrefix puts the runtime on PATH (as `module load apptainer` would).
+const prefixed = scenario(
+  plan({
+    commandPrefix: `export PATH=${shQuote(join(SHIM, ".."))}:$PATH`,
+    runtime: { searchPath: [], noHome: true, oldRuntime: "warn" },
+    containers: [sh("main", "echo via-prefix")],
+  }),
+);
+
 const host = scenario(
   plan({
     containers: [
@@ -471,6 +481,12 @@ describe("failures before the containers", () => {
     const o = await searched;
     expect(o.code).toBe(0);
     expect(logText(o.dir, "main")).toEqual(["found"]);
+  });
+
+  test("what CommandPrefix exports reaches the wrapper: the runtime is found on its PATH", async () => {
+    const o = await prefixed;
+    expect(o.code).toBe(0);
+    expect(logText(o.dir, "main")).toEqual(["via-prefix"]);
   });
 });
 

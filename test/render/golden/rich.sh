@@ -413,6 +413,18 @@ check_deadline() {
 # ---- snippets: CommandPrefix, pre-exec, background commands (deliberate code channels) -------
 
 # run_snippet <what> <code>: runs the code with bash -c, output to wrapper.log; returns its status.
+# Exports the NUL-separated NAME=value records of a file into the wrapper, except bash's own.
+import_env() {
+  local rec name
+  [[ -f $1 ]] || return 0
+  while IFS= read -r -d '' rec; do
+    name=${rec%%=*}
+    [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || continue
+    case $name in PWD | OLDPWD | SHLVL | _ | BASH* | SHELLOPTS | EUID | UID | PPID) continue ;; esac
+    export "$name=${rec#*=}"
+  done <"$1"
+}
+
 run_snippet() {
   wlog "$1: starting"
   "$BASH" -c "$2" </dev/null > >(log_lines_as "$1" >>"$WLOG") 2>&1 &
@@ -900,7 +912,10 @@ main() {
 
   local rc fn code
   if [[ -n $COMMAND_PREFIX ]]; then
-    run_snippet CommandPrefix "$COMMAND_PREFIX" || { rc=$?; fail_pod CommandPrefixFailed "$rc"; }
+    # What the site's setup exports (module load, PATH) reaches the wrapper, e.g. to find the runtime.
+    run_snippet CommandPrefix "trap 'env -0 >$(printf %q "$PWD/.wrapper/prefix.env")' EXIT"$'\n'"$COMMAND_PREFIX" ||
+      { rc=$?; fail_pod CommandPrefixFailed "$rc"; }
+    import_env "$PWD/.wrapper/prefix.env"
   fi
   [[ -n $STOP_REASON ]] && fail_pod "$STOP_REASON" 143
   RT= RT_NOEVAL=0 RT_ENV_PREFIX=APPTAINERENV_
