@@ -9,7 +9,7 @@
  * user of the pool, so they travel in `env/<key>.env` files.
  */
 import type { ContainerPlan, JobPlan } from "../core/types.ts";
-import { logFileName, stateAttrName } from "../core/types.ts";
+import { containerKey, logFileName, stateAttrName } from "../core/types.ts";
 import { invalid } from "../core/errors.ts";
 import { formatStateLine } from "../core/state-line.ts";
 
@@ -125,7 +125,10 @@ export function renderSubmit(plan: JobPlan): string {
   cmd("MY.InterLinkPodName", classAdString(plan.name, "MY.InterLinkPodName"));
   cmd("MY.InterLinkPodNamespace", classAdString(plan.namespace, "MY.InterLinkPodNamespace"));
   cmd("MY.InterLinkSidecarId", classAdString(plan.sidecarId, "MY.InterLinkSidecarId"));
-  for (const c of [...plan.initContainers, ...plan.containers]) {
+  const all = [...plan.initContainers, ...plan.containers];
+  // The offloaded containers, so that a sidecar whose store was lost can adopt the job again.
+  cmd("MY.InterLinkContainers", classAdString(all.map((c) => containerKey(c.name, c.init)).join(" "), "MY.InterLinkContainers"));
+  for (const c of all) {
     cmd(`MY.${stateAttrName(c.index, c.init)}`, classAdString(INITIAL_STATE_LINE));
   }
   if (plan.submit.lines.length > 0) {

@@ -1,0 +1,90 @@
+// Nothing is lost on restart (DESIGN.md decision 3; spec: interlink §11.15): kill -9 during a
+// burst of creates, a lost store file, a restart between delete and removal.
+import { afterAll, expect, test } from "bun:test";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { makeCreateRequest } from "../fixtures/pods.ts";
+import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
+
+type Json = any;
+let sc: Sidecar | undefined;
+afterAll(async () => {
+  await sc?.stop();
+});
+
+const pod = (i: number, script = "sleep 20") =>
+  makeCreateRequest({
+    metadata: { name: `burst-${i}`, uid: `2222cccc-0000-4000-8000-${String(i).padStart(12, "0")}` },
+    spec: { containers: [{ name: "main", image: "busybox", command: ["sh", "-c", script], resources: {} }] },
+  });
+
+/** job ids per pod UID, from the emulator's queue and history (each job once). */
+function jobsByUid(home: string): Map<string, Set<string>> {
+  const env = { MINICONDOR_HOME: home, MINICONDOR_ALLOW_ROOT: "1" };
+  const bin = join(import.meta.dir, "../minicondor/bin");
+  const out = new Map<string, Set<string>>();
+  for (const tool of ["condor_q", "condor_history"]) {
+    const args = tool === "condor_q" ? ["-allusers"] : [];
+    const r = Bun.spawnSync([join(bin, tool), ...args, "-af", "ClusterId", "ProcId", "InterLinkPodUID"], { env });
+    for (const line of r.stdout.toString().split("\n")) {
+      const [c, p, uid] = line.trim().split(" ");
+      if (!uid || uid === "undefined") continue;
+      if (!out.has(uid)) out.set(uid, new Set());
+      out.get(uid)!.add(`${c}.${p}`);
+    }
+  }
+  return out;
+}
+
+test("kill -9 during a burst of creates: zero lost pods, zero duplicate jobs", async () => {
+  sc = await startSidecar({ config: "MaxConcurrentSubmits: 4\n" });
+  const reqs = Array.from({ length: 24 }, (_, i) => pod(i));
+  const answers = new Map<string, string>();
+  const inflight = reqs.map((r) =>
+    sc!.call("POST", "/create", r).then(
+      (res) => {
+        if (res.status === 200) answers.set(r.pod.metadata.uid, JSON.parse(res.body).PodJID);
+      },
+      () => undefined,
+    ),
+  );
+  await eventually(() => (answers.size >= 4 ? true : undefined), 30_000, "some creates to finish");
+  await sc.kill9();
+  await Promise.all(inflight);
+
+  sc = await startSidecar({ dir: sc.dir, config: "MaxConcurrentSubmits: 4\n" });
+  // Every create that got 200 is still known, with the same job.
+  const st = await sc.call("GET", "/status", reqs.map((r) => r.pod));
+  const known = new Map((JSON.parse(st.body) as Json[]).map((p) => [p.UID, p.JID]));
+  for (const [uid, jid] of answers) expect(known.get(uid)).toBe(jid);
+
+  // interLink would not resend, but a resent create must not submit a second job.
+  const again = await Promise.all(reqs.map((r) => sc!.call("POST", "/create", r)));
+  expect(again.map((r) => r.status)).toEqual(reqs.map(() => 200));
+  for (const [uid, jid] of answers) {
+    expect(JSON.parse(again[reqs.findIndex((r) => r.pod.metadata.uid === uid)]!.body).PodJID).toBe(jid);
+  }
+  const jobs = jobsByUid(sc.home);
+  for (const r of reqs) expect(jobs.get(r.pod.metadata.uid)?.size).toBe(1);
+  // And every job of ours is tracked: the store knows every UID that has a job.
+  const st2 = await sc.call("GET", "/status", reqs.map((r) => r.pod));
+  expect((JSON.parse(st2.body) as Json[]).length).toBe(reqs.length);
+  for (const r of reqs) await sc.call("POST", "/delete", r.pod);
+}, 180_000);
+
+test("a lost store file is rebuilt from the schedd on start", async () => {
+  await sc?.stop();
+  sc = await startSidecar();
+  const r = pod(100, "sleep 3; exit 5");
+  const jid = JSON.parse((await sc.call("POST", "/create", r)).body).PodJID;
+  await sc.stop();
+  for (const f of ["state.db", "state.db-wal", "state.db-shm"]) rmSync(join(sc.dataRoot, f), { force: true });
+  sc = await startSidecar({ dir: sc.dir });
+  expect(sc.log()).toContain("adopted a job from the schedd");
+  const s = await eventually(async () => {
+    const st = JSON.parse((await sc!.call("GET", "/status", [r.pod])).body) as Json[];
+    return st[0]?.containers[0]?.state.terminated ? st[0] : undefined;
+  }, 60_000, "the adopted pod to finish");
+  expect(s.JID).toBe(jid);
+  expect(s.containers[0].state.terminated.exitCode).toBe(5);
+}, 120_000);
