@@ -45,18 +45,16 @@ export function createLogService(d: LogDeps) {
     const file = logFileName(c.name, c.init, previous);
     const path = `${r.dir}/${file}`;
     if (r.terminal === undefined && r.cluster !== undefined && !d.config.SharedFilesystem) {
-      const js = await d.jobStatus(r);
-      if (js === 2) {
+      if ((await d.jobStatus(r)) === 2) {
         const res = await d.condor.tail(jobId(r), file, LIVE_MAX_BYTES, d.config.QueryTimeoutSeconds * 1000);
         if (res.code === 0 && !res.timedOut) return { kind: "bytes", text: dropPartialFirstLine(res.stdout, LIVE_MAX_BYTES) };
         d.log.debug("condor_tail gave nothing", { uid: r.uid, code: res.code, stderr: res.stderr.slice(0, 200) });
-        return { kind: "bytes", text: "" };
       }
-      if (js === undefined) {
-        // The job has left the queue: finalize it, so that its output is in place.
-        await d.refresh(r);
-        r = d.store.get(r.uid) ?? r;
-      }
+      // Not running, or it stopped just now: if the job has ended, finalizing it puts its output in place.
+      await d.refresh(r);
+      r = d.store.get(r.uid) ?? r;
+      // Still queued (idle, held, transferring output): nothing to show yet.
+      if (r.terminal === undefined) return { kind: "bytes", text: "" };
     }
     if (r.spooled && r.terminal !== undefined) await d.fetchOutput(r).catch(() => undefined);
     return { kind: "file", path };

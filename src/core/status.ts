@@ -156,7 +156,22 @@ function queuedLines(ad: JobAd, containers: readonly ContainerInfo[]): Map<strin
   }
   // Running, suspended, or completed-but-not-yet-left: what the wrapper reported.
   const reported = linesFromAd(ad, containers);
-  return new Map(containers.map((c) => [key(c), reported.get(key(c)) ?? waiting("ContainerCreating")] as const));
+  const out = new Map<string, Line | undefined>(containers.map((c) => [key(c), reported.get(key(c)) ?? waiting("ContainerCreating")] as const));
+  holdBackLast(containers, out);
+  return out;
+}
+
+/**
+ * The pod ends when every container reads terminated (spec: interlink §5.3), but the job has not
+ * ended yet (output still to come back): the container that finished last reads running until
+ * the job leaves the queue (spec: interlink §11.22).
+ */
+function holdBackLast(containers: readonly ContainerInfo[], lines: Map<string, Line | undefined>): void {
+  const main = containers.filter((c) => !c.init);
+  if (main.length === 0 || !main.every((c) => lines.get(key(c))?.state === "terminated")) return;
+  const last = main.reduce((a, b) => ((lines.get(key(b))?.finishedAt ?? 0) >= (lines.get(key(a))?.finishedAt ?? 0) ? b : a));
+  const line = lines.get(key(last))!;
+  lines.set(key(last), { state: "running", startedAt: line.startedAt, ready: false, restartCount: line.restartCount, last: line.last });
 }
 
 interface Exit {

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { b64, configMapObject, dataEntry, makeCreateRequest, secretObject } from "../fixtures/pods.ts";
+import { configMapObject, dataEntry, makeCreateRequest, secretObject } from "../fixtures/pods.ts";
 import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
 
 let sc: Sidecar;
@@ -172,19 +172,19 @@ describe("create, status, delete", () => {
   test("§11.11 §11.12 §11.13 §11.16: volumes at mount paths, shared emptyDir, init order, pre-exec first", async () => {
     const u = uid();
     const req = makeCreateRequest({
-      metadata: { name: "full", uid: u, annotations: { "slurm-job.vk.io/pre-exec": "echo pre > $TMPDIR/../pre-exec-ran || true" } },
+      metadata: { name: "full", uid: u, annotations: { "slurm-job.vk.io/pre-exec": "echo pre-exec >> emptydir/work/order" } },
       spec: {
         initContainers: [
-          { name: "first", image: "busybox", command: ["sh", "-c", "echo first >> /work/order"], volumeMounts: [{ name: "work", mountPath: "/work" }], resources: {} },
-          { name: "second", image: "busybox", command: ["sh", "-c", "echo second >> /work/order"], volumeMounts: [{ name: "work", mountPath: "/work" }], resources: {} },
+          { name: "first", image: "busybox", command: ["sh", "-c", "echo first >> /mnt/shared/order"], volumeMounts: [{ name: "work", mountPath: "/mnt/shared" }], resources: {} },
+          { name: "second", image: "busybox", command: ["sh", "-c", "echo second >> /mnt/shared/order"], volumeMounts: [{ name: "work", mountPath: "/mnt/shared" }], resources: {} },
         ],
         containers: [
           {
             name: "main",
             image: "busybox",
-            command: ["sh", "-c", "cat /work/order; cat /etc/app/app.conf; echo; cat /etc/secret/pw; echo; cat /var/run/sa/token; echo; cat /etc/one/renamed.txt"],
+            command: ["sh", "-c", "cat /mnt/shared/order; cat /etc/app/app.conf; echo; cat /etc/secret/pw; echo; cat /var/run/sa/token; echo; cat /etc/one/renamed.txt"],
             volumeMounts: [
-              { name: "work", mountPath: "/work" },
+              { name: "work", mountPath: "/mnt/shared" },
               { name: "cfg", mountPath: "/etc/app", readOnly: true },
               { name: "sec", mountPath: "/etc/secret" },
               { name: "sa", mountPath: "/var/run/sa" },
@@ -216,8 +216,7 @@ describe("create, status, delete", () => {
     const s = await terminated(req.pod);
     expect(s.initContainers.map((c: Json) => c.name)).toEqual(["first", "second"]);
     expect(s.containers[0].state.terminated.exitCode).toBe(0);
-    expect((await logOf(req.pod, "main")).body).toBe("first\nsecond\nkey=value\ns3cr3t\ntok-123\nkey=value\n");
-    void b64;
+    expect((await logOf(req.pod, "main")).body).toBe("pre-exec\nfirst\nsecond\nkey=value\ns3cr3t\ntok-123\nkey=value\n");
   }, 90_000);
 
   test("secrets never reach the job ad (condor_q -json)", async () => {

@@ -144,3 +144,15 @@ describe("podStatus", () => {
     expect(s.containers[0]).toMatchObject({ restartCount: 2, state: { waiting: { reason: "CrashLoopBackOff" } }, lastState: { terminated: { exitCode: 1, reason: "Error" } } });
   });
 });
+
+test("every container terminated while the job is still in the queue: the last one reads running (spec: interlink §11.22)", () => {
+  const lines = {
+    InterLinkInit0State: formatStateLine(term(0)),
+    InterLinkInit1State: formatStateLine(term(0)),
+    InterLinkCtr0State: formatStateLine({ ...term(0), finishedAt: T0 + 9 }),
+    InterLinkCtr1State: formatStateLine({ ...term(0), finishedAt: T0 + 5 }),
+  };
+  const s = podStatus(pod, { kind: "queued", ad: ad(lines) });
+  expect(s.containers.map(state)).toEqual(["running", "terminated"]);
+  expect(s.containers[0]!.ready).toBe(false);
+});

@@ -1,0 +1,176 @@
+// getLogs end to end (spec: interlink §7, checklist §11.25-27): real HTTP to a running sidecar,
+// real jobs on minicondor, logs written by the generated wrapper.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { request } from "node:http";
+import { makeCreateRequest } from "../fixtures/pods.ts";
+import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
+
+type Json = any;
+let sc: Sidecar;
+let n = 0;
+const uid = () => `1111bbbb-0000-4000-8000-${String(++n).padStart(12, "0")}`;
+
+const OPTS = { Tail: 0, Bytes: 0, Timestamps: false, Follow: false, Previous: false, SinceSeconds: 0, SinceTime: "0001-01-01T00:00:00Z" };
+const logs = (pod: Json, container: string, opts: Partial<typeof OPTS> = {}) =>
+  sc.call("GET", "/getLogs", { Namespace: pod.metadata.namespace, PodUID: pod.metadata.uid, PodName: pod.metadata.name, ContainerName: container, Opts: { ...OPTS, ...opts } });
+
+function pod(name: string, script: string, spec: Json = {}) {
+  return makeCreateRequest({
+    metadata: { name, uid: uid() },
+    spec: { containers: [{ name: "main", image: "busybox", command: ["sh", "-c", script], resources: {} }], ...spec },
+  });
+}
+
+async function statusOf(p: Json) {
+  const r = await sc.call("GET", "/status", [p]);
+  return (JSON.parse(r.body) as Json[])[0];
+}
+const running = (p: Json) => eventually(async () => ((await statusOf(p))?.containers[0].state.running ? true : undefined), 60_000, "running");
+const done = (p: Json) => eventually(async () => ((await statusOf(p))?.containers.every((c: Json) => c.state.terminated) ? true : undefined), 90_000, "terminated");
+
+beforeAll(async () => {
+  sc = await startSidecar();
+});
+afterAll(async () => {
+  await sc?.stop();
+});
+
+describe("finished pod", () => {
+  let p: Json;
+  beforeAll(async () => {
+    p = pod("finished", "echo one; echo two >&2; sleep 1.2; echo three; printf 'no newline'");
+    expect((await sc.call("POST", "/create", p)).status).toBe(200);
+    await done(p.pod);
+  }, 120_000);
+
+  test("§11.25 whole log: stdout and stderr interleaved, internal stamps removed", async () => {
+    const r = await logs(p.pod, "main");
+    expect(r.status).toBe(200);
+    expect(r.body).toBe("one\ntwo\nthree\nno newline\n");
+  });
+  test("Tail", async () => expect((await logs(p.pod, "main", { Tail: 2 })).body).toBe("three\nno newline\n"));
+  test("Bytes", async () => expect((await logs(p.pod, "main", { Bytes: 6 })).body).toBe("one\ntw"));
+  test("Timestamps: RFC 3339 prefix like the kubelet's", async () => {
+    const lines = (await logs(p.pod, "main", { Timestamps: true })).body.trimEnd().split("\n");
+    expect(lines).toHaveLength(4);
+    for (const l of lines) expect(l).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z /);
+  });
+  test("SinceTime keeps the newer lines", async () => {
+    const stamped = (await logs(p.pod, "main", { Timestamps: true })).body.trimEnd().split("\n");
+    const third = stamped[2]!.split(" ")[0]!;
+    expect((await logs(p.pod, "main", { SinceTime: third })).body).toBe("three\nno newline\n");
+  });
+  test("SinceSeconds: a large window keeps all, a tiny one nothing", async () => {
+    expect((await logs(p.pod, "main", { SinceSeconds: 3600 })).body).toBe("one\ntwo\nthree\nno newline\n");
+    await Bun.sleep(1100);
+    expect((await logs(p.pod, "main", { SinceSeconds: 1 })).body).toBe("");
+  });
+  test("Previous with no restart: empty, still 200", async () => {
+    const r = await logs(p.pod, "main", { Previous: true });
+    expect(r.status).toBe(200);
+    expect(r.body).toBe("");
+  });
+  test("Follow on a finished pod returns the log and ends", async () => {
+    const r = await logs(p.pod, "main", { Follow: true });
+    expect(r.body).toBe("one\ntwo\nthree\nno newline\n");
+  });
+});
+
+describe("running pod", () => {
+  test("§11.25 a running container's log comes through condor_tail; options apply", async () => {
+    const p = pod("live", "for i in 1 2 3; do echo line $i; done; sleep 30");
+    expect((await sc.call("POST", "/create", p)).status).toBe(200);
+    await running(p.pod);
+    const body = await eventually(async () => {
+      const r = await logs(p.pod, "main");
+      return r.body === "line 1\nline 2\nline 3\n" ? r.body : undefined;
+    }, 20_000, "live log");
+    expect(body).toBe("line 1\nline 2\nline 3\n");
+    expect((await logs(p.pod, "main", { Tail: 1 })).body).toBe("line 3\n");
+    expect((await logs(p.pod, "main", { Timestamps: true })).body).toMatch(/^\d{4}-\d\d-\d\dT[^ ]+Z line 1\n/);
+    await sc.call("POST", "/delete", p.pod);
+  }, 90_000);
+
+  test("§11.26 Follow streams lines as they are written and ends when the container terminates", async () => {
+    const p = pod("follow", "for i in 1 2 3 4; do echo tick $i; sleep 1; done");
+    expect((await sc.call("POST", "/create", p)).status).toBe(200);
+    await running(p.pod);
+    const arrivals: { at: number; text: string }[] = [];
+    const t0 = Date.now();
+    const status = await new Promise<number>((resolve, reject) => {
+      const body = JSON.stringify({ Namespace: "default", PodUID: p.pod.metadata.uid, PodName: "follow", ContainerName: "main", Opts: { ...OPTS, Follow: true } });
+      const req = request({ host: "127.0.0.1", port: sc.port, method: "GET", path: "/getLogs", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+        res.on("data", (c: Buffer) => arrivals.push({ at: Date.now() - t0, text: c.toString() }));
+        res.on("end", () => resolve(res.statusCode ?? 0));
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+    expect(status).toBe(200);
+    expect(arrivals.map((a) => a.text).join("")).toBe("tick 1\ntick 2\ntick 3\ntick 4\n");
+    // Streamed, not buffered until the end: the first bytes came well before the last.
+    expect(arrivals.length).toBeGreaterThan(1);
+    expect(arrivals[arrivals.length - 1]!.at - arrivals[0]!.at).toBeGreaterThan(1000);
+  }, 90_000);
+
+  test("§11.26 tailing stops when the client disconnects", async () => {
+    const p = pod("hangup", "while true; do echo x; sleep 0.5; done");
+    expect((await sc.call("POST", "/create", p)).status).toBe(200);
+    await running(p.pod);
+    const tailsBefore = countTails();
+    await new Promise<void>((resolve) => {
+      const body = JSON.stringify({ Namespace: "default", PodUID: p.pod.metadata.uid, PodName: "hangup", ContainerName: "main", Opts: { ...OPTS, Follow: true } });
+      const req = request({ host: "127.0.0.1", port: sc.port, method: "GET", path: "/getLogs", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+        res.once("data", () => {
+          req.destroy();
+          resolve();
+        });
+      });
+      req.end(body);
+    });
+    const after = countTails();
+    await Bun.sleep(3000);
+    // The sidecar stopped polling: no new condor_tail calls a few seconds after the hang-up.
+    expect(countTails() - after).toBeLessThanOrEqual(1);
+    expect(after).toBeGreaterThan(tailsBefore);
+    await sc.call("POST", "/delete", p.pod);
+  }, 90_000);
+});
+
+describe("errors and edge cases", () => {
+  test("§11.27 unknown pod → 404 plain text", async () => {
+    const r = await logs({ metadata: { namespace: "default", uid: "9999aaaa-0000-4000-8000-000000000000", name: "ghost" } }, "main");
+    expect(r.status).toBe(404);
+    expect(r.body).toMatch(/not known/);
+  });
+  test("§11.27 unknown container → 404 plain text", async () => {
+    const p = pod("known", "true");
+    await sc.call("POST", "/create", p);
+    const r = await logs(p.pod, "nope");
+    expect(r.status).toBe(404);
+    expect(r.body).toMatch(/no container "nope"/);
+  });
+  test("a known pod whose job has not started yet answers 200 with an empty body", async () => {
+    const p = pod("quiet", "sleep 5");
+    await sc.call("POST", "/create", p);
+    const r = await logs(p.pod, "main");
+    expect(r.status).toBe(200);
+  });
+  test("Previous: the log of the instance before the last restart", async () => {
+    const p = pod("restarts", "if [ -e /tmp/again ]; then echo second run; exit 0; fi; touch /tmp/again; echo first run; exit 1", { restartPolicy: "OnFailure" });
+    expect((await sc.call("POST", "/create", p)).status).toBe(200);
+    await done(p.pod);
+    expect((await logs(p.pod, "main", { Previous: true })).body).toBe("first run\n");
+    expect((await logs(p.pod, "main")).body).toBe("second run\n");
+    const s = await statusOf(p.pod);
+    expect(s.containers[0].restartCount).toBe(1);
+  }, 120_000);
+});
+
+function countTails(): number {
+  try {
+    return require("node:fs").readFileSync(`${sc.home}/calls.log`, "utf8").split("\n").filter((l: string) => l.includes("condor_tail")).length;
+  } catch {
+    return 0;
+  }
+}
