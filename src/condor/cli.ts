@@ -91,7 +91,8 @@ export function createCondor(o: CondorOptions): Condor {
       const r = await run("condor_submit", ["-terse", ...(spool ? ["-spool"] : []), submitFile], { cwd: dir, timeoutMs: o.submitTimeoutMs });
       if (r.code !== 0) {
         const line = firstErrorLine(r.stderr, r.stdout);
-        const hint = /root/i.test(line) ? " (HTCondor refuses jobs owned by root: run the sidecar as an ordinary submit user)" : "";
+        const asRoot = o.runtime.uid() === 0 || /\broot\b/i.test(r.stderr);
+        const hint = asRoot ? " (the sidecar runs as root and HTCondor refuses jobs owned by root: run it as an ordinary submit user)" : "";
         throw new SidecarError("unavailable", `condor_submit exited with ${r.code ?? r.signal}: ${line}${hint}`);
       }
       try {

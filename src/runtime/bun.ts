@@ -71,6 +71,7 @@ export const bunRuntime: Runtime = {
   openSqlite,
   env: () => ({ ...(process.env as Record<string, string>) }),
   hostname: () => hostname(),
+  uid: () => process.getuid?.() ?? -1,
   rss: () => process.memoryUsage.rss(),
   exit: (code) => process.exit(code),
   onSignal: (signal, fn) => void process.on(signal, fn),

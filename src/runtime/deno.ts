@@ -107,6 +107,7 @@ export const denoRuntime: Runtime = {
   openSqlite,
   env: () => Deno.env.toObject(),
   hostname: () => Deno.hostname(),
+  uid: () => Deno.uid() ?? -1,
   rss: () => Deno.memoryUsage().rss,
   exit: (code) => Deno.exit(code),
   onSignal: (signal, fn) => Deno.addSignalListener(signal, fn),

@@ -63,6 +63,8 @@ export interface Runtime {
   /** The process environment (a copy). */
   env(): Record<string, string>;
   hostname(): string;
+  /** The effective user id (HTCondor refuses jobs owned by root). */
+  uid(): number;
   /** Resident set size of this process in bytes. */
   rss(): number;
   exit(code: number): never;

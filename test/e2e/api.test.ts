@@ -52,7 +52,7 @@ beforeAll(async () => {
   sc = await startSidecar({ config: "PingFailureThreshold: 2\nHoldGraceSeconds: 1\n" });
 });
 afterAll(async () => {
-  await sc?.stop();
+  await sc?.destroy();
 });
 
 describe("transport", () => {

@@ -32,7 +32,7 @@ beforeAll(async () => {
   sc = await startSidecar();
 });
 afterAll(async () => {
-  await sc?.stop();
+  await sc?.destroy();
 });
 
 describe("finished pod", () => {

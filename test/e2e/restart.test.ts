@@ -9,7 +9,7 @@ import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
 type Json = any;
 let sc: Sidecar | undefined;
 afterAll(async () => {
-  await sc?.stop();
+  await sc?.destroy();
 });
 
 const pod = (i: number, script = "sleep 20") =>

@@ -2,10 +2,11 @@
  * Starts the real sidecar (from the sources, as a separate process) against minicondor and
  * talks to it over real HTTP, as interLink does: GET requests with JSON bodies included.
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { cleanup } from "../minicondor/src/testkit.ts";
 
 export const ROOT = resolve(import.meta.dir, "../..");
 export const CONDOR_BIN = join(ROOT, "test", "minicondor", "bin");
@@ -52,6 +53,8 @@ export interface Sidecar {
   call(method: string, path: string, body?: unknown, opts?: { raw?: string; timeoutMs?: number }): Promise<HttpResult>;
   stop(): Promise<number>;
   kill9(): Promise<void>;
+  /** Stops the sidecar, kills every minicondor process of this home and removes the folder. */
+  destroy(): Promise<void>;
 }
 
 export interface SidecarOptions {
@@ -129,6 +132,14 @@ export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
     async kill9() {
       proc.kill("SIGKILL");
       await proc.exited;
+    },
+    async destroy() {
+      if (proc.exitCode === null) {
+        proc.kill("SIGTERM");
+        await proc.exited;
+      }
+      await cleanup(home, true);
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -1,0 +1,153 @@
+// Faults through minicondor's fault injection, and the remote-schedd (spool) path.
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { makeCreateRequest } from "../fixtures/pods.ts";
+import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
+
+type Json = any;
+let n = 0;
+const uid = () => `3333dddd-0000-4000-8000-${String(++n).padStart(12, "0")}`;
+const pod = (name: string, script: string) =>
+  makeCreateRequest({
+    metadata: { name, uid: uid() },
+    spec: { containers: [{ name: "main", image: "busybox", command: ["sh", "-c", script], resources: {} }] },
+  });
+const statusOf = async (sc: Sidecar, p: Json) => (JSON.parse((await sc.call("GET", "/status", [p])).body) as Json[])[0];
+const faults = (sc: Sidecar, f: unknown) => writeFileSync(join(sc.home, "faults.json"), JSON.stringify(f));
+const started: Sidecar[] = [];
+const start = async (o: Parameters<typeof startSidecar>[0] = {}) => {
+  const s = await startSidecar(o);
+  started.push(s);
+  return s;
+};
+afterAll(async () => {
+  for (const s of started) await s.destroy();
+});
+
+describe("remote schedd: -spool and condor_transfer_data (spec: htcondor-cli §1.3, §5.3)", () => {
+  test("a spooled job reads ContainerCreating while spooling, runs, and its output and logs come back once", async () => {
+    const sc = await start({ args: ["--spool", "always"], env: { MINICONDOR_SPOOL_RELEASE_MS: "1500" } });
+    const r = pod("spooled", "echo from-spool; exit 4");
+    const res = await sc.call("POST", "/create", r);
+    expect(res.status).toBe(200);
+    const first = await statusOf(sc, r.pod);
+    expect(first.containers[0].state.waiting?.reason).toBe("ContainerCreating");
+    const s = await eventually(async () => {
+      const st = await statusOf(sc, r.pod);
+      return st?.containers[0].state.terminated ? st : undefined;
+    }, 60_000, "spooled pod to finish");
+    expect(s.containers[0].state.terminated.exitCode).toBe(4);
+    const logs = await sc.call("GET", "/getLogs", { Namespace: "default", PodUID: r.pod.metadata.uid, PodName: "spooled", ContainerName: "main", Opts: {} });
+    expect(logs.body).toBe("from-spool\n");
+    const transfers = (await Bun.file(join(sc.home, "calls.log")).text()).split("\n").filter((l) => l.includes("condor_transfer_data"));
+    expect(transfers.length).toBe(1);
+  }, 90_000);
+});
+
+describe("held jobs (spec: interlink §5.3, htcondor-cli §6)", () => {
+  test("a held job reads waiting JobHeld with the reason; an unrecoverable hold is removed and reported OOMKilled", async () => {
+    const sc = await start({ config: "HoldGraceSeconds: 1\n" });
+    faults(sc, { holdOnStart: { code: 34, subCode: 102, reason: "Job has gone over memory limit of 128 megabytes" } });
+    const r = pod("oom", "sleep 30");
+    expect((await sc.call("POST", "/create", r)).status).toBe(200);
+    const held = await eventually(async () => {
+      const st = await statusOf(sc, r.pod);
+      return st?.containers[0].state.waiting?.reason === "JobHeld" ? st : st?.containers[0].state.terminated ? st : undefined;
+    }, 30_000, "held");
+    if (held.containers[0].state.waiting) expect(held.containers[0].state.waiting.message).toMatch(/over memory limit.*34/);
+    const s = await eventually(async () => {
+      const st = await statusOf(sc, r.pod);
+      return st?.containers[0].state.terminated ? st : undefined;
+    }, 30_000, "removed after the grace period");
+    expect(s.containers[0].state.terminated).toMatchObject({ reason: "OOMKilled", exitCode: 137 });
+    faults(sc, {});
+  }, 90_000);
+
+  test("a hold that can recover stays JobHeld", async () => {
+    const sc = await start({ config: "HoldGraceSeconds: 1\n" });
+    faults(sc, { holdOnStart: { code: 1, reason: "via condor_hold (by user admin)" } });
+    const r = pod("paused", "sleep 30");
+    await sc.call("POST", "/create", r);
+    const st = await eventually(async () => {
+      const x = await statusOf(sc, r.pod);
+      return x?.containers[0].state.waiting?.reason === "JobHeld" ? x : undefined;
+    }, 30_000, "held");
+    await Bun.sleep(2500);
+    expect((await statusOf(sc, r.pod)).containers[0].state.waiting.reason).toBe("JobHeld");
+    expect(st.containers[0].state.waiting.message).toContain("via condor_hold");
+    faults(sc, {});
+  }, 60_000);
+});
+
+describe("tools that fail, hang or warn", () => {
+  test("condor_submit hanging past its timeout: the create fails with a clear message and leaves no record", async () => {
+    const sc = await start({ config: "SubmitTimeoutSeconds: 2\n" });
+    faults(sc, { tools: { condor_submit: "hang" } });
+    const r = pod("hung", "true");
+    const t0 = Date.now();
+    const res = await sc.call("POST", "/create", r);
+    expect(res.status).toBe(504);
+    expect(res.body).toMatch(/condor_submit did not answer within 2 s/);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(existsSync(join(sc.dataRoot, "pods", r.pod.metadata.uid))).toBe(false);
+    expect(await statusOf(sc, r.pod)).toBeUndefined();
+    faults(sc, {});
+  }, 30_000);
+
+  test("condor_submit printing a warning on stderr still succeeds", async () => {
+    const sc = await start();
+    faults(sc, { tools: { condor_submit: "warn" } });
+    const res = await sc.call("POST", "/create", pod("warned", "true"));
+    expect(res.status).toBe(200);
+    faults(sc, {});
+  }, 30_000);
+
+  test("a hung condor_q does not block other requests for long", async () => {
+    const sc = await start({ config: "QueryTimeoutSeconds: 2\n" });
+    const r = pod("slowq", "sleep 20");
+    await sc.call("POST", "/create", r);
+    faults(sc, { tools: { condor_q: "hang" } });
+    const t0 = Date.now();
+    const [st, ping] = await Promise.all([sc.call("GET", "/status", [r.pod]), sc.call("GET", "/status", [])]);
+    expect(st.status).toBe(200);
+    expect(ping.status).toBe(200);
+    expect(Date.now() - t0).toBeLessThan(8_000);
+    faults(sc, {});
+  }, 30_000);
+
+  test("condor_chirp failing inside the job: status falls back to the returned state files", async () => {
+    const sc = await start();
+    faults(sc, { tools: { condor_chirp: "fail" } });
+    const r = pod("nochirp", "exit 6");
+    await sc.call("POST", "/create", r);
+    const s = await eventually(async () => {
+      const st = await statusOf(sc, r.pod);
+      return st?.containers[0].state.terminated ? st : undefined;
+    }, 60_000, "finished");
+    expect(s.containers[0].state.terminated.exitCode).toBe(6);
+    expect(s.containers[0].state.terminated.startedAt).toMatch(/Z$/);
+    faults(sc, {});
+  }, 90_000);
+
+  test("condor_rm of a job that already left: delete still answers 200 and cleans up", async () => {
+    const sc = await start();
+    const r = pod("gone", "true");
+    await sc.call("POST", "/create", r);
+    await eventually(async () => ((await statusOf(sc, r.pod))?.containers[0].state.terminated ? true : undefined), 60_000, "finished");
+    const d = await sc.call("POST", "/delete", r.pod);
+    expect(d.status).toBe(200);
+    expect(readdirSync(join(sc.dataRoot, "pods"))).not.toContain(r.pod.metadata.uid);
+  }, 90_000);
+
+  test("HTCondor refusing a root-owned job: a message that says what to change", async () => {
+    const sc = await start({ env: { MINICONDOR_ALLOW_ROOT: "0" } });
+    const res = await sc.call("POST", "/create", pod("asroot", "true"));
+    if (process.getuid?.() === 0) {
+      expect(res.status).toBe(503);
+      expect(res.body).toMatch(/HTCondor refuses jobs owned by root: run it as an ordinary submit user/);
+    } else {
+      expect(res.status).toBe(200);
+    }
+  }, 30_000);
+});
