@@ -1,0 +1,191 @@
+// Bad and hostile input over real HTTP: every bad request gets a 4xx with one plain-text line,
+// nothing is submitted or left behind, and injected text never runs (a planted marker command).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { makeCreateRequest } from "../fixtures/pods.ts";
+import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
+
+type Json = any;
+let sc: Sidecar;
+let marker: string;
+let inject: string;
+let n = 0;
+const uid = () => `4444eeee-0000-4000-8000-${String(++n).padStart(12, "0")}`;
+
+function base(): Json {
+  return makeCreateRequest({
+    metadata: { name: "victim", uid: uid(), annotations: {} },
+    spec: {
+      containers: [{ name: "main", image: "busybox", command: ["sh", "-c", "echo ok"], resources: {}, volumeMounts: [{ name: "cfg", mountPath: "/etc/cfg" }] }],
+      volumes: [{ name: "cfg", configMap: { name: "cfg" } }],
+    },
+    container: [{ name: "main", configMaps: [{ metadata: { name: "cfg" }, data: { "app.conf": "x=1" } }], secrets: null, projectedvolumemaps: null, emptyDirs: null }],
+  });
+}
+const main = (r: Json) => r.pod.spec.containers[0];
+
+beforeAll(async () => {
+  sc = await startSidecar({ config: "BodyLimit: 1048576\n" });
+  marker = join(sc.dir, "INJECTED");
+  inject = `touch ${marker}`;
+});
+afterAll(async () => {
+  await sc?.destroy();
+});
+
+/** [name, mutation of a valid create request (or a raw body), expected status] */
+type Case = [string, ((r: Json) => void) | { raw: string }, number?];
+const cases = (): Case[] => [
+  ["malformed JSON", { raw: '{"pod": {' }],
+  ["invalid UTF-8", { raw: '{"pod": "\xff"}' }],
+  ["body is an array", { raw: "[]" }],
+  ["body is a string", { raw: '"pod"' }],
+  ["body is a number", { raw: "42" }],
+  ["pod missing", (r) => delete r.pod],
+  ["pod.metadata missing", (r) => delete r.pod.metadata],
+  ["metadata.uid missing", (r) => delete r.pod.metadata.uid],
+  ["metadata.name missing", (r) => delete r.pod.metadata.name],
+  ["metadata.namespace missing", (r) => delete r.pod.metadata.namespace],
+  ["metadata.name is a number", (r) => (r.pod.metadata.name = 7)],
+  ["uid with a slash", (r) => (r.pod.metadata.uid = "../../etc")],
+  ["uid with a NUL", (r) => (r.pod.metadata.uid = "abc\u0000def")],
+  ["pod name with capitals", (r) => (r.pod.metadata.name = "Victim")],
+  ["pod name with a slash", (r) => (r.pod.metadata.name = "a/b")],
+  ["pod name of 254 characters", (r) => (r.pod.metadata.name = "a".repeat(254))],
+  ["namespace with a dot", (r) => (r.pod.metadata.namespace = "a.b")],
+  ["namespace with shell text", (r) => (r.pod.metadata.namespace = `$(${inject})`)],
+  ["container name with an underscore", (r) => (main(r).name = "main_1")],
+  ["container name with a NUL", (r) => (main(r).name = "ma\u0000in")],
+  ["duplicate container names", (r) => r.pod.spec.containers.push({ ...main(r) })],
+  ["init container named like a container", (r) => (r.pod.spec.initContainers = [{ name: "main", image: "busybox", resources: {} }])],
+  ["containers is not an array", (r) => (r.pod.spec.containers = { name: "main" })],
+  ["empty image", (r) => (main(r).image = "")],
+  ["image with a newline", (r) => (main(r).image = `busybox\n${inject}`)],
+  ["command is a string", (r) => (main(r).command = `sh -c ${inject}`)],
+  ["args with a number", (r) => (main(r).args = ["a", 1])],
+  ["env name with a dash", (r) => (main(r).env = [{ name: "A-B", value: "x" }])],
+  ["env name with shell text", (r) => (main(r).env = [{ name: `X$(${inject})`, value: "x" }])],
+  ["env value with a NUL", (r) => (main(r).env = [{ name: "A", value: "a\u0000b" }])],
+  ["unresolvable secretKeyRef", (r) => (main(r).env = [{ name: "PW", valueFrom: { secretKeyRef: { name: "nope", key: "pw" } } }])],
+  ["unknown fieldRef path", (r) => (main(r).env = [{ name: "X", valueFrom: { fieldRef: { fieldPath: "spec.bogus" } } }])],
+  ["relative mountPath", (r) => (main(r).volumeMounts[0].mountPath = "etc/cfg")],
+  ["mountPath with ..", (r) => (main(r).volumeMounts[0].mountPath = "/etc/../root")],
+  ["mountPath with a colon", (r) => (main(r).volumeMounts[0].mountPath = "/etc/cfg:/root")],
+  ["mountPath with a comma", (r) => (main(r).volumeMounts[0].mountPath = "/a,/b")],
+  ["mount of an undeclared volume", (r) => (main(r).volumeMounts[0].name = "ghost")],
+  ["subPath escaping the volume", (r) => (main(r).volumeMounts[0].subPath = "../../..")],
+  ["absolute subPath", (r) => (main(r).volumeMounts[0].subPath = "/etc/shadow")],
+  ["configMap key with ../", (r) => (r.container[0].configMaps[0].data = { "../escape": "x" })],
+  ["configMap key with shell text", (r) => (r.container[0].configMaps[0].data = { [`$(${inject})`]: "x" })],
+  ["items path with ../", (r) => (r.pod.spec.volumes[0].configMap.items = [{ key: "app.conf", path: "../../outside" }])],
+  ["absolute items path", (r) => (r.pod.spec.volumes[0].configMap.items = [{ key: "app.conf", path: "/etc/passwd" }])],
+  ["persistentVolumeClaim volume", (r) => (r.pod.spec.volumes[0] = { name: "cfg", persistentVolumeClaim: { claimName: "data" } })],
+  ["nfs volume", (r) => (r.pod.spec.volumes[0] = { name: "cfg", nfs: { server: "x", path: "/" } })],
+  ["hostPath while hostPath is switched off", (r) => (r.pod.spec.volumes[0] = { name: "cfg", hostPath: { path: "/etc" } })],
+  ["invalid cpu quantity", (r) => (main(r).resources = { limits: { cpu: "lots" } })],
+  ["invalid memory quantity", (r) => (main(r).resources = { requests: { memory: "1GG" } })],
+  ["negative memory", (r) => (main(r).resources = { requests: { memory: "-1Gi" } })],
+  ["grpc probe", (r) => (main(r).livenessProbe = { grpc: { port: 9000 } })],
+  ["restartPolicy Sometimes", (r) => (r.pod.spec.restartPolicy = "Sometimes")],
+  ["submit-options outside the allowlist", (r) => (r.pod.metadata.annotations["htcondor-job.vk.io/submit-options"] = "executable = /bin/evil")],
+  ["submit-options smuggling a second line", (r) => (r.pod.metadata.annotations["htcondor-job.vk.io/submit-options"] = "priority = 1\n+Requirements = true")],
+  ["singularity-options while switched off", (r) => (r.pod.metadata.annotations["htcondor-job.vk.io/singularity-options"] = "--writable")],
+  ["host image while switched off", (r) => (main(r).image = "host")],
+  ["oversized body", { raw: JSON.stringify({ pad: "x".repeat(2 * 1024 * 1024) }) }, 413],
+];
+
+describe("bad input: 4xx, one line, nothing left behind", () => {
+  const table = cases();
+  test(`the table has at least 40 cases (${table.length})`, () => expect(table.length).toBeGreaterThanOrEqual(40));
+  for (const [name, mutate, want] of table) {
+    test(name, async () => {
+      let res;
+      if (typeof mutate === "function") {
+        const r = base();
+        mutate(r);
+        res = await sc.call("POST", "/create", r);
+      } else {
+        res = await sc.call("POST", "/create", undefined, { raw: mutate.raw });
+      }
+      if (want) expect(res.status).toBe(want);
+      else {
+        expect(res.status).toBeGreaterThanOrEqual(400);
+        expect(res.status).toBeLessThan(500);
+      }
+      expect(String(res.headers["content-type"])).toMatch(/^text\/plain/);
+      expect(res.body.endsWith("\n")).toBe(true);
+      expect(res.body.trimEnd()).not.toContain("\n");
+      expect(res.body.length).toBeGreaterThan(10);
+    });
+  }
+  test("other endpoints: a /status body that is an object, a /getLogs body that is an array", async () => {
+    expect((await sc.call("GET", "/status", { metadata: {} })).status).toBe(400);
+    expect((await sc.call("GET", "/getLogs", [])).status).toBe(400);
+    expect((await sc.call("POST", "/delete", "nope")).status).toBe(400);
+  });
+  test("after all of them: no job submitted, no pod folder, no marker", () => {
+    const calls = existsSync(join(sc.home, "calls.log")) ? readFileSync(join(sc.home, "calls.log"), "utf8") : "";
+    expect(calls).not.toContain("condor_submit");
+    expect(readdirSync(join(sc.dataRoot, "pods"))).toEqual([]);
+    expect(existsSync(marker)).toBe(false);
+    // Nothing written outside DataRootFolder and the emulator's home.
+    expect(readdirSync(sc.dir).sort()).toEqual(["SidecarConfig.yaml", "data", "minicondor"]);
+  });
+});
+
+describe("hostile but valid input is data, never code", () => {
+  test("shell text in env values, args, workingDir, annotations, mount paths and submit options never runs", async () => {
+    const payloads = [`$(${inject})`, `\`${inject}\``, `; ${inject}`, `' ; ${inject}; '`, `" ; ${inject}; "`, `\n${inject}\n`];
+    const reqs: Json[] = [];
+    for (const [i, p] of payloads.entries()) {
+      const r = base();
+      r.pod.metadata.name = `hostile-${i}`;
+      r.pod.metadata.annotations = { note: p, "htcondor-job.vk.io/submit-options": `priority = ${p.replace(/\n/g, " ")}` };
+      main(r).command = ["sh", "-c", 'printf "%s|%s|%s" "$1" "$V" "$N"', "argv0", p];
+      main(r).env = [{ name: "V", value: p }, { name: "N", valueFrom: { fieldRef: { fieldPath: "metadata.annotations['note']" } } }];
+      main(r).volumeMounts[0].mountPath = `/etc/cfg ${p.replace(/[\n:,]/g, " ").replace(/\.\./g, "")}`.replace(/\s+$/, "");
+      reqs.push(r);
+    }
+    const answers = await Promise.all(reqs.map((r) => sc.call("POST", "/create", r)));
+    for (const a of answers) expect([200, 400, 503]).toContain(a.status);
+    for (const [i, r] of reqs.entries()) {
+      if (answers[i]!.status !== 200) continue;
+      const st = await eventually(async () => {
+        const st = (JSON.parse((await sc.call("GET", "/status", [r.pod])).body) as Json[])[0];
+        return st?.containers[0].state.terminated ? st : undefined;
+      }, 90_000, `hostile-${i} to finish`);
+      expect(st.containers[0].state.terminated.exitCode).toBe(0);
+      const log = await sc.call("GET", "/getLogs", { Namespace: "default", PodUID: r.pod.metadata.uid, PodName: r.pod.metadata.name, ContainerName: "main", Opts: {} });
+      // Byte for byte (the log is line-based: newlines in the payload show as line breaks).
+      expect(log.body).toBe(`${payloads[i]}|${payloads[i]}|${payloads[i]}\n`);
+    }
+    expect(answers.filter((a) => a.status === 200).length).toBeGreaterThan(0);
+    expect(existsSync(marker)).toBe(false);
+  }, 180_000);
+});
+
+describe("deliberate code channels: refused when off, working when on", () => {
+  test("pre-exec off → 400; host image on → runs on the worker", async () => {
+    const s2 = await startSidecar({ config: "Channels:\n  PreExec: false\n  HostImage: true\n" });
+    try {
+      const r = base();
+      r.pod.metadata.annotations["slurm-job.vk.io/pre-exec"] = "echo hi";
+      const refused = await s2.call("POST", "/create", r);
+      expect(refused.status).toBe(400);
+      expect(refused.body).toMatch(/pre-exec is disabled/);
+      const h = base();
+      main(h).image = "host";
+      main(h).command = ["/bin/sh", "-c", "echo on-the-host"];
+      delete main(h).volumeMounts;
+      delete h.pod.spec.volumes;
+      expect((await s2.call("POST", "/create", h)).status).toBe(200);
+      await eventually(async () => {
+        const st = (JSON.parse((await s2.call("GET", "/status", [h.pod])).body) as Json[])[0];
+        return st?.containers[0].state.terminated?.exitCode === 0 ? true : undefined;
+      }, 60_000, "host pod");
+    } finally {
+      await s2.destroy();
+    }
+  }, 90_000);
+});
