@@ -385,8 +385,9 @@ export function createService(d: ServiceDeps): Service {
       }
       if (r.phase === "deleted") return `Pod ${meta.uid} was already deleted`;
       const outcome = await removeJob(r);
+      const job = r.cluster === undefined ? "" : r.terminal !== undefined ? ` (job ${jid(r)} had ended)` : ` (job ${jid(r)} removed)`;
       return outcome === "done"
-        ? `Pod ${r.namespace}/${r.name} deleted${r.cluster !== undefined ? ` (job ${jid(r)} removed)` : ""}`
+        ? `Pod ${r.namespace}/${r.name} deleted${job}`
         : `Pod ${r.namespace}/${r.name}: removal of job ${jid(r)} is pending; it is retried until HTCondor confirms`;
     },
 
