@@ -4,6 +4,7 @@
  * HTTP as interLink does (GET with JSON bodies), read minicondor's calls.log, and small stats.
  * Everything a run creates lives in one temporary folder; `stop()` and `cleanupHome()` undo it.
  */
+import { CONDOR_TOOLS } from "../../src/condor/cli.ts";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { createServer } from "node:net";
@@ -249,16 +250,7 @@ export interface ToolCall {
 }
 
 /** The tools the sidecar runs (condor_chirp lines come from jobs, not from the sidecar). */
-export const SIDECAR_TOOLS = new Set([
-  "condor_submit",
-  "condor_q",
-  "condor_history",
-  "condor_rm",
-  "condor_status",
-  "condor_tail",
-  "condor_transfer_data",
-  "condor_version",
-]);
+export const SIDECAR_TOOLS: ReadonlySet<string> = new Set(CONDOR_TOOLS);
 
 /** Parses calls.log from line `from` on. Returns the records and the number of lines read. */
 export function readCalls(home: string, from = 0): { calls: ToolCall[]; lines: number } {
