@@ -663,8 +663,9 @@ function planMount(m: VolumeMount, j: number, c: Container, base: PathSeg[], env
       return fail(ctx, ["spec", "volumes", index],
         `volume ${quote(v.name)} has type ${quote(type)}, which an HTCondor execution point cannot provide (supported: ${KNOWN_VOLUME_SOURCES.join(", ")})`);
   }
-  if (/[:,]/.test(source.path)) {
-    fail(ctx, [...mp, subKey], `${quote(source.path)} must not contain ':' or ',' (they break Apptainer's --bind syntax)`);
+  // After subPathExpr expansion: the same rule as pod.ts applies to the expanded source.
+  if (/[:,"]/.test(source.path)) {
+    fail(ctx, [...mp, subKey], `${quote(source.path)} must not contain ':', ',' or '"' (Apptainer's --bind syntax cannot express them)`);
   }
   return { source, target: m.mountPath, readOnly };
 }

@@ -541,9 +541,7 @@ function checkVolume(v: Volume, base: PathSeg[], label: string): void {
     const p = [...base, "hostPath", "path"];
     if (!hp.startsWith("/")) throw podError(label, p, `${quote(hp)} must be an absolute path`);
     if (hp.split("/").includes("..")) throw podError(label, p, `${quote(hp)} must not contain '..'`);
-    if (/[:,]/.test(hp)) {
-      throw podError(label, p, `${quote(hp)} must not contain ':' or ',' (they break Apptainer's --bind syntax)`);
-    }
+    if (BIND_BREAKERS.test(hp)) throw podError(label, p, `${quote(hp)} ${BIND_BREAKERS_MSG}`);
   }
   if (v.emptyDir?.sizeLimit !== undefined && !tryParseQuantity(v.emptyDir.sizeLimit)) {
     throw podError(label, [...base, "emptyDir", "sizeLimit"], `${quote(v.emptyDir.sizeLimit)} is not a Kubernetes quantity`);
@@ -559,10 +557,12 @@ function checkMountPath(m: VolumeMount, p: PathSeg[], label: string): void {
   if (!mp) throw podError(label, p, "must not be empty");
   if (!mp.startsWith("/")) throw podError(label, p, `${quote(mp)} must be an absolute path`);
   if (mp.split("/").includes("..")) throw podError(label, p, `${quote(mp)} must not contain '..'`);
-  if (/[:,]/.test(mp)) {
-    throw podError(label, p, `${quote(mp)} must not contain ':' or ',' (they break Apptainer's --bind syntax)`);
-  }
+  if (BIND_BREAKERS.test(mp)) throw podError(label, p, `${quote(mp)} ${BIND_BREAKERS_MSG}`);
 }
+
+/** Apptainer parses `--bind src:dst[:ro]` lists as CSV: these characters cannot be expressed. */
+const BIND_BREAKERS = /[:,"]/;
+const BIND_BREAKERS_MSG = `must not contain ':', ',' or '"' (Apptainer's --bind syntax cannot express them)`;
 
 function checkContainer(
   c: Container,
@@ -623,6 +623,7 @@ function checkContainer(
       if (sp === undefined) continue;
       const pp = relativePathProblem(sp, false);
       if (pp) throw podError(label, [...p, key], pp);
+      if (BIND_BREAKERS.test(sp)) throw podError(label, [...p, key], `${quote(sp)} ${BIND_BREAKERS_MSG}`);
     }
   });
   c.ports.forEach((port, j) => {

@@ -81,9 +81,9 @@ function hookLine(name: string, h: Handler | undefined): string {
 
 function mountWords(m: MountPlan): string {
   for (const p of [m.source.path, m.target]) {
-    // apptainer --bind splits on ':' and ','; a newline has no place in a path either.
-    if (/[:,\n\r\0]/.test(p) || p === "") {
-      throw invalid(`Cannot bind ${JSON.stringify(p)}: mount paths may not contain ':', ',' or line breaks`);
+    // apptainer parses --bind as CSV split on ':' (a '"' opens a quoted field); no newlines either.
+    if (/[:,"\n\r\0]/.test(p) || p === "") {
+      throw invalid(`Cannot bind ${JSON.stringify(p)}: mount paths may not contain ':', ',', '"' or line breaks`);
     }
   }
   if (!m.target.startsWith("/")) throw invalid(`Cannot bind to ${JSON.stringify(m.target)}: the mount path must be absolute`);

@@ -697,7 +697,7 @@ const badPlans: [string, Json, Partial<PlanConfig>, string][] = [
   ["binaryData not base64", vol({ name: "c", configMap: { name: "cm" } }, { configMaps: [configMapObject("cm", null, { b: "@@@@" })] }), {}, 'binaryData "b" of configMap "cm" is not valid base64'],
   ["downwardAPI resourceFieldRef without containerName", vol({ name: "d", downwardAPI: { items: [{ path: "cpu", resourceFieldRef: { resource: "limits.cpu" } }] } }), {}, "downwardAPI.items[0].resourceFieldRef.containerName: is required in a volume"],
   ["subPathExpr expanding out of the volume", pod1({ env: [{ name: "X", value: "../../etc" }], volumeMounts: [{ name: "v", mountPath: "/v", subPathExpr: "$(X)" }] }, { volumes: [{ name: "v", emptyDir: {} }] }), {}, "volumeMounts[0].subPathExpr: expands to \"../../etc\" must not contain '..'"],
-  ["subPath with : breaks --bind", vol({ name: "v", emptyDir: {} }, {}, { subPath: "a:b" }), {}, "volumeMounts[0].subPath: \"emptydir/v/a:b\" must not contain ':' or ','"],
+  ["subPath with : breaks --bind", vol({ name: "v", emptyDir: {} }, {}, { subPath: "a:b" }), {}, "volumeMounts[0].subPath: \"a:b\" must not contain ':', ','"],
   // probes
   ["grpc probe", pod1({ livenessProbe: { grpc: { port: 9000 } } }), {}, "spec.containers[0].livenessProbe.grpc: grpc probes are not supported"],
   ["named port unknown", pod1({ readinessProbe: { httpGet: { port: "web" } } }), {}, 'readinessProbe.httpGet.port: named port "web" is not in the ports of container "main"'],

@@ -233,7 +233,7 @@ const badInput: [string, unknown, string][] = [
   [
     "mountPath with :",
     withVolume({ name: "v", emptyDir: {} }, { name: "v", mountPath: "/data:/etc" }),
-    "volumeMounts[0].mountPath: \"/data:/etc\" must not contain ':' or ',' (they break Apptainer's --bind syntax)",
+    "volumeMounts[0].mountPath: \"/data:/etc\" must not contain ':', ',' or '\"' (Apptainer's --bind syntax cannot express them)",
   ],
   ["mountPath with ,", withVolume({ name: "v", emptyDir: {} }, { name: "v", mountPath: "/a,/b" }), "Apptainer's --bind"],
   ["mountPath empty", withVolume({ name: "v", emptyDir: {} }, { name: "v", mountPath: "" }), "volumeMounts[0].mountPath: must not be empty"],
