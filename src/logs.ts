@@ -32,7 +32,7 @@ export interface LogDeps {
 
 /** What condor_tail may bring back of a running job's log in one call. */
 const LIVE_MAX_BYTES = 16 * 1024 * 1024;
-const CHUNK = 256 * 1024;
+const CHUNK = 64 * 1024;
 const FOLLOW_POLL_MS = 1000;
 
 type Container = { name: string; init: boolean };
@@ -80,19 +80,15 @@ export function createLogService(d: LogDeps) {
       const since = sinceMs(opts, d.now());
       const src = await source(r, c, opts.Previous);
       const follow = opts.Follow && !opts.Previous;
-      return new ReadableStream<Uint8Array>({
-        async start(controller) {
-          const out = limiter(controller, opts.Bytes);
-          let offset = 0;
-          if (src.kind === "bytes") {
-            emitText(src.text, opts, since, out);
-            offset = byteLength(src.text.slice(0, src.text.lastIndexOf("\n") + 1));
-          } else {
-            offset = await emitFile(src.path, opts, since, out);
-          }
-          if (follow) await followLog(r.uid, c, opts, offset, src.kind === "bytes", out, signal);
-          controller.close();
-        },
+      return pacedStream(opts.Bytes, async (out) => {
+        let offset = 0;
+        if (src.kind === "bytes") {
+          await emitText(src.text, opts, since, out);
+          offset = byteLength(src.text.slice(0, src.text.lastIndexOf("\n") + 1));
+        } else {
+          offset = await emitFile(src.path, opts, since, out);
+        }
+        if (follow) await followLog(r.uid, c, opts, offset, src.kind === "bytes", out, signal);
       });
     },
   };
@@ -119,7 +115,7 @@ export function createLogService(d: LogDeps) {
         const fresh = new TextDecoder().decode(bytes.subarray(Math.min(liveSeen, bytes.byteLength)));
         const cut = fresh.lastIndexOf("\n");
         if (cut >= 0) {
-          emitText(fresh.slice(0, cut + 1), opts, undefined, out);
+          await emitText(fresh.slice(0, cut + 1), opts, undefined, out);
           liveSeen += byteLength(fresh.slice(0, cut + 1));
         }
         live = true;
@@ -137,24 +133,53 @@ export function createLogService(d: LogDeps) {
 }
 
 interface Limiter {
-  push(s: string): void;
+  /** Sends text (cut at the byte budget); resolves when the reader wants more. */
+  push(s: string): Promise<void>;
+  /** The budget is spent or the reader went away. */
   full(): boolean;
 }
 
-/** Enqueues text, cutting at the `Bytes` budget (0: no limit). */
-function limiter(controller: ReadableStreamDefaultController<Uint8Array>, maxBytes: number): Limiter {
+/**
+ * A byte stream produced at the reader's pace: `produce` awaits each push until the consumer
+ * (the HTTP response, itself paced by the socket) asks for more, so a 100 MB log never queues
+ * up in memory. `maxBytes` is the `Bytes` budget (0: none).
+ */
+function pacedStream(maxBytes: number, produce: (out: Limiter) => Promise<void>): ReadableStream<Uint8Array> {
   const enc = new TextEncoder();
   let left = maxBytes > 0 ? maxBytes : Infinity;
-  return {
-    push(s) {
-      if (s === "" || left <= 0) return;
-      const piece = left < Infinity ? truncateBytes(s, left) : s;
-      const bytes = enc.encode(piece);
-      left -= bytes.byteLength;
-      controller.enqueue(bytes);
-    },
-    full: () => left <= 0,
+  let cancelled = false;
+  let wake: (() => void) | undefined;
+  const resume = () => {
+    wake?.();
+    wake = undefined;
   };
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        const out: Limiter = {
+          async push(s) {
+            if (s === "" || left <= 0 || cancelled) return;
+            const bytes = enc.encode(left < Infinity ? truncateBytes(s, left) : s);
+            left -= bytes.byteLength;
+            controller.enqueue(bytes);
+            if ((controller.desiredSize ?? 1) <= 0 && !cancelled) await new Promise<void>((r) => (wake = r));
+          },
+          full: () => left <= 0 || cancelled,
+        };
+        // Not awaited: pull() can only run once start() has returned.
+        produce(out).then(
+          () => !cancelled && controller.close(),
+          (err) => !cancelled && controller.error(err),
+        );
+      },
+      pull: resume,
+      cancel() {
+        cancelled = true;
+        resume();
+      },
+    },
+    { highWaterMark: 2 },
+  );
 }
 
 function byteLength(s: string): number {
@@ -173,10 +198,10 @@ function splitLines(text: string): string[] {
   return (text.endsWith("\n") ? text.slice(0, -1) : text).split("\n");
 }
 
-function emitText(text: string, opts: LogOpts, since: number | undefined, out: Limiter): void {
+async function emitText(text: string, opts: LogOpts, since: number | undefined, out: Limiter): Promise<void> {
   let lines = formatLines(splitLines(text), opts, since);
   if (opts.Tail > 0 && lines.length > opts.Tail) lines = lines.slice(-opts.Tail);
-  if (lines.length) out.push(`${lines.join("\n")}\n`);
+  if (lines.length) await out.push(`${lines.join("\n")}\n`);
 }
 
 /**
@@ -215,13 +240,11 @@ async function emitRange(path: string, from: number, to: number, opts: LogOpts, 
     }
     carry = text.slice(cut + 1);
     const lines = formatLines(text.slice(0, cut).split("\n"), opts, since);
-    if (lines.length) out.push(`${lines.join("\n")}\n`);
-    // Give the event loop a turn between chunks of a large file.
-    await Promise.resolve();
+    if (lines.length) await out.push(`${lines.join("\n")}\n`);
   }
   if (carry !== "" && !completeOnly) {
     const lines = formatLines([carry], opts, since);
-    if (lines.length) out.push(`${lines.join("\n")}\n`);
+    if (lines.length) await out.push(`${lines.join("\n")}\n`);
     return pos;
   }
   return pos - byteLength(carry);

@@ -76,6 +76,42 @@ describe("finished pod", () => {
   });
 });
 
+describe("a 100 MB log", () => {
+  test("is tailed and streamed from disk without loading it into memory", async () => {
+    const p = pod("chatty", "echo small");
+    expect((await sc.call("POST", "/create", p)).status).toBe(200);
+    await done(p.pod);
+    // The returned log file of the finished pod, grown to 100 MB (the wrapper writes ~2 MB/s, so
+    // the file is written here rather than by the container).
+    const file = `${sc.dataRoot}/pods/${p.pod.metadata.uid}/c.main.log`;
+    const line = `2026-11-22T10:00:00.000000Z ${"x".repeat(100)}\n`;
+    const block = line.repeat(10_000);
+    const fd = require("node:fs").openSync(file, "w");
+    for (let i = 0; i < Math.ceil((100 * 1024 * 1024) / block.length); i++) require("node:fs").writeSync(fd, block);
+    require("node:fs").writeSync(fd, "2026-11-22T10:00:01.000000Z the end\n");
+    require("node:fs").closeSync(fd);
+    const rss = () => Number(/VmRSS:\s+(\d+)/.exec(require("node:fs").readFileSync(`/proc/${sc.proc.pid}/status`, "utf8"))![1]) * 1024;
+    const before = rss();
+    const tail = await logs(p.pod, "main", { Tail: 2 });
+    expect(tail.body).toBe(`${"x".repeat(100)}\nthe end\n`);
+    expect((await logs(p.pod, "main", { Bytes: 5 })).body).toBe("xxxxx");
+    // The whole log, streamed: count the bytes as they arrive.
+    let bytes = 0;
+    await new Promise<void>((resolve, reject) => {
+      const body = JSON.stringify({ Namespace: "default", PodUID: p.pod.metadata.uid, PodName: "chatty", ContainerName: "main", Opts: OPTS });
+      const req = request({ host: "127.0.0.1", port: sc.port, method: "GET", path: "/getLogs", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+        res.on("data", (c: Buffer) => (bytes += c.length));
+        res.on("end", () => resolve());
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+    expect(bytes).toBeGreaterThan(100 * 1024 * 1024 * (101 / 128));
+    const grew = rss() - before;
+    expect(grew).toBeLessThan(64 * 1024 * 1024);
+  }, 120_000);
+});
+
 describe("running pod", () => {
   test("§11.25 a running container's log comes through condor_tail; options apply", async () => {
     const p = pod("live", "for i in 1 2 3; do echo line $i; done; sleep 30");
