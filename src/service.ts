@@ -7,6 +7,7 @@ import type { Condor } from "./condor/cli.ts";
 import { type JobAd, type JobId, adNumber, classAdString, jobIdString } from "./condor/parse.ts";
 import { SidecarError } from "./core/errors.ts";
 import { parseCreateRequest } from "./core/pod.ts";
+import { tryParseQuantity } from "./core/quantity.ts";
 import { planJob } from "./core/plan.ts";
 import type { StateLine } from "./core/state-line.ts";
 import { type ContainerInfo, type PodStatus, linesFromAd, podStatus } from "./core/status.ts";
@@ -417,19 +418,19 @@ export function createService(d: ServiceDeps): Service {
       const healthy = !problem && consecutiveFailures < d.config.PingFailureThreshold;
       const m = machines ?? lastMachines ?? [];
       const sum = (k: string) => m.reduce((s, ad) => s + (adNumber(ad, k) ?? 0), 0);
-      const cap = (pool: number, limit: string | number | undefined) => {
-        if (limit === undefined) return pool;
-        const n = typeof limit === "number" ? limit : Number.parseFloat(limit);
-        return Number.isFinite(n) ? Math.min(pool, n) : pool;
+      // The node advertises the smaller of the pool's totals and the configured caps.
+      const quantity = (q: string | undefined, unit: number) => {
+        const v = q === undefined ? undefined : tryParseQuantity(q);
+        return v === undefined ? Infinity : Number(v.num) / Number(v.den) / unit;
       };
-      const cpu = cap(sum("Cpus"), d.config.Node.Cpu);
-      const memMiB = d.config.Node.Memory ? undefined : sum("Memory");
-      const gpus = cap(sum("GPUs"), d.config.Node.Gpus);
+      const cpu = Math.min(sum("Cpus"), quantity(d.config.Node.Cpu, 1));
+      const memMiB = Math.min(sum("Memory"), quantity(d.config.Node.Memory, 1024 * 1024));
+      const gpus = Math.min(sum("GPUs"), d.config.Node.Gpus ?? Infinity);
       const body: Record<string, unknown> = {
         status: problem ? `unhealthy: ${problem}` : healthy ? (degraded ? "degraded: condor_status failed" : "ok") : "unhealthy: HTCondor unreachable",
         resources: {
           cpu: String(Math.floor(cpu)),
-          memory: memMiB === undefined ? d.config.Node.Memory : `${Math.floor(memMiB)}Mi`,
+          memory: `${Math.floor(memMiB)}Mi`,
           pods: d.config.Node.Pods,
           accelerators: [{ resourceType: "nvidia.com/gpu", available: String(Math.floor(gpus)) }],
         },

@@ -151,3 +151,27 @@ describe("tools that fail, hang or warn", () => {
     }
   }, 30_000);
 });
+
+describe("ping and system-info (spec: interlink §6)", () => {
+  test("the node advertises the smaller of the pool's totals and the configured caps, and the configured taints", async () => {
+    const sc = await start({ config: 'Node:\n  Cpu: "4"\n  Memory: 2Gi\n  Pods: "50"\n  Taints: [{key: example.org/htc, value: "true", effect: NoSchedule}]\n' });
+    const r = await sc.call("GET", "/status", []);
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.body)).toMatchObject({
+      status: "ok",
+      resources: { cpu: "4", memory: "2048Mi", pods: "50", accelerators: [{ resourceType: "nvidia.com/gpu", available: "0" }] },
+      taints: [{ key: "example.org/htc", value: "true", effect: "NoSchedule" }],
+    });
+    const info = JSON.parse((await sc.call("GET", "/system-info")).body);
+    expect(info).toMatchObject({ status: "healthy", htcondor_connected: true, version: expect.any(String), tracked_pods: 0 });
+    expect(typeof info.uptime_seconds).toBe("number");
+    expect(info.condor_status_output).toMatch(/slot/);
+  }, 30_000);
+
+  test("a missing credential file makes the ping fail (interLink then marks the node NotReady)", async () => {
+    const sc = await start({ args: ["--auth-method", "SCITOKENS", "--proxy", "/nonexistent/token"] });
+    const r = await sc.call("GET", "/status", []);
+    expect(r.status).toBe(503);
+    expect(JSON.parse(r.body).status).toMatch(/credential file \/nonexistent\/token is missing/);
+  }, 30_000);
+});
