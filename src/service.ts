@@ -65,7 +65,6 @@ const TOMBSTONE_TTL_MS = 24 * 3600 * 1000;
 export function createService(d: ServiceDeps): Service {
   const sidecarConstraint = `InterLinkSidecarId == ${classAdString(d.planConfig.sidecarId)}`;
   const inflight = new Map<string, Promise<{ PodUID: string; PodJID: string }>>();
-  const lastKnown = new Map<string, PodStatus>();
   const startedAt = d.now();
   const submitSlots = semaphore(d.config.MaxConcurrentSubmits);
   const statusCacheMs = d.config.StatusCacheSeconds * 1000;
@@ -80,16 +79,26 @@ export function createService(d: ServiceDeps): Service {
   const identity = (r: PodRecord) => ({ uid: r.uid, name: r.name, namespace: r.namespace, jid: jid(r), containers: r.containers as ContainerInfo[] });
   const secretPaths = (r: PodRecord) => r.containers.map((c) => `env/${containerKey(c.name, c.init)}.env`);
 
-  function stateAttrs(): string[] {
-    let init = 0;
-    let main = 0;
-    for (const r of d.store.list(["submitted"])) {
-      init = Math.max(init, r.containers.filter((c) => c.init).length);
-      main = Math.max(main, r.containers.filter((c) => !c.init).length);
+  /**
+   * The attributes to ask for: the base ones plus a state attribute per container slot any of
+   * our pods has. The widest pod is counted once from the store, then kept up to date on create
+   * (asking for an attribute no job has costs nothing).
+   */
+  let widest: { init: number; main: number } | undefined;
+  function noteWidth(containers: readonly { init: boolean }[]): { init: number; main: number } {
+    if (!widest) {
+      widest = { init: 0, main: 0 };
+      for (const r of d.store.list(["creating", "submitted"])) noteWidth(r.containers);
     }
+    widest.init = Math.max(widest.init, containers.filter((c) => c.init).length);
+    widest.main = Math.max(widest.main, containers.filter((c) => !c.init).length);
+    return widest;
+  }
+  function stateAttrs(): string[] {
+    const w = noteWidth([]);
     const out: string[] = [...BASE_ATTRS];
-    for (let i = 0; i < init; i++) out.push(stateAttrName(i, true));
-    for (let i = 0; i < main; i++) out.push(stateAttrName(i, false));
+    for (let i = 0; i < w.init; i++) out.push(stateAttrName(i, true));
+    for (let i = 0; i < w.main; i++) out.push(stateAttrName(i, false));
     return out;
   }
 
@@ -122,7 +131,6 @@ export function createService(d: ServiceDeps): Service {
     d.store.update(r.uid, { terminal: JSON.stringify(status) }, d.now());
     // The job has left: its secrets are no longer needed on the submit side.
     removeFiles(r.dir, secretPaths(r));
-    lastKnown.delete(r.uid);
     return status;
   }
 
@@ -186,7 +194,7 @@ export function createService(d: ServiceDeps): Service {
       try {
         ads = await queueSnapshot();
       } catch (err) {
-        d.log.warn("condor_q failed; answering with the last known state", { error: err instanceof Error ? err.message : String(err) });
+        d.log.warn("condor_q failed; those pods are left out, so interLink keeps their last state", { error: err instanceof Error ? err.message : String(err) });
       }
     }
     const gone = ads ? live.filter((r) => !ads!.has(r.uid)) : [];
@@ -202,7 +210,7 @@ export function createService(d: ServiceDeps): Service {
         });
         history = new Map(found.map((ad) => [`${ad.ClusterId}.${ad.ProcId}`, ad]));
       } catch (err) {
-        d.log.warn("condor_history failed; answering with the last known state", { error: String(err) });
+        d.log.warn("condor_history failed; those pods are left out, so interLink keeps their last state", { error: String(err) });
         history = new Map();
         ads = undefined;
       }
@@ -217,11 +225,9 @@ export function createService(d: ServiceDeps): Service {
         out.push(JSON.parse(r.terminal) as PodStatus);
         continue;
       }
-      if (!ads) {
-        const known = lastKnown.get(r.uid);
-        if (known) out.push(known);
-        continue;
-      }
+      // HTCondor did not answer: omit the pod, and interLink keeps serving the last state it
+      // had (spec: interlink §5.3, "Missing pod in the response").
+      if (!ads) continue;
       let st: PodStatus | undefined;
       const ad = ads.get(r.uid);
       if (ad) {
@@ -240,15 +246,10 @@ export function createService(d: ServiceDeps): Service {
           // A job between queue and history for a moment is normal; gone for a minute is lost.
           if (d.now() - since > 60_000) {
             st = finalize(r, podStatus(identity(r), { kind: "lost", message: `Job ${jid(r)} is in neither the queue nor the history` }));
-          } else {
-            st = lastKnown.get(r.uid);
           }
         }
       }
-      if (st) {
-        if (r.terminal === undefined) lastKnown.set(r.uid, st);
-        out.push(st);
-      }
+      if (st) out.push(st);
     }
     return out;
   }
@@ -281,6 +282,7 @@ export function createService(d: ServiceDeps): Service {
       image: c.image.kind === "host" ? "host" : c.image.uri,
     }));
     d.store.insertCreating({ uid, name, namespace, dir, spooled: d.spool, containers, createdAt: d.now() });
+    noteWidth(containers);
     try {
       const enc = new TextEncoder();
       writePodFiles(dir, [
@@ -322,7 +324,6 @@ export function createService(d: ServiceDeps): Service {
     }
     removePodDir(r.dir, secretPaths(r));
     d.store.update(r.uid, { phase: "deleted" }, d.now());
-    lastKnown.delete(r.uid);
     return "done";
   }
 
@@ -495,6 +496,7 @@ export function createService(d: ServiceDeps): Service {
           createdAt: d.now(),
         });
         d.store.markSubmitted(uid, Number(ad.ClusterId), Number(ad.ProcId), d.now());
+        noteWidth(containers);
         d.log.info("adopted a job from the schedd", { uid, jid: `${ad.ClusterId}.${ad.ProcId}` });
       }
     },

@@ -116,6 +116,22 @@ describe("tools that fail, hang or warn", () => {
     faults(sc, {});
   }, 30_000);
 
+  test("schedd down: status still answers 200 and leaves the pod out, so interLink keeps its last state (spec: interlink §5.3)", async () => {
+    const sc = await start();
+    const r = pod("steady", "sleep 20");
+    await sc.call("POST", "/create", r);
+    await eventually(async () => ((await statusOf(sc, r.pod))?.containers[0].state.running ? true : undefined), 30_000, "running");
+    faults(sc, { scheddDown: true });
+    await Bun.sleep(400);
+    const st = await sc.call("GET", "/status", [r.pod]);
+    expect(st.status).toBe(200);
+    expect(JSON.parse(st.body)).toEqual([]);
+    expect(sc.log()).toContain("interLink keeps their last state");
+    faults(sc, {});
+    expect((await statusOf(sc, r.pod)).containers[0].state.running).toBeDefined();
+    await sc.call("POST", "/delete", r.pod);
+  }, 60_000);
+
   test("condor_chirp failing inside the job: status falls back to the returned state files", async () => {
     const sc = await start();
     faults(sc, { tools: { condor_chirp: "fail" } });
