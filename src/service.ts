@@ -313,11 +313,13 @@ export function createService(d: ServiceDeps): Service {
   }
 
   async function removeJob(r: PodRecord): Promise<"done" | "pending"> {
+    // Recorded first: a sidecar killed between condor_rm and the cleanup finds the removal
+    // pending at start and finishes it, instead of keeping the pod's files (secrets) forever.
+    if (r.phase !== "removing") d.store.update(r.uid, { phase: "removing" }, d.now());
     if (r.cluster !== undefined && r.terminal === undefined) {
       try {
         await d.condor.remove(jobId(r), "interLink deleted the pod");
       } catch (err) {
-        d.store.update(r.uid, { phase: "removing" }, d.now());
         d.log.warn("condor_rm failed; the reaper will retry", { uid: r.uid, jid: jid(r), error: err instanceof Error ? err.message : String(err) });
         return "pending";
       }

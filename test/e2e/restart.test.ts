@@ -88,3 +88,32 @@ test("a lost store file is rebuilt from the schedd on start", async () => {
   expect(s.JID).toBe(jid);
   expect(s.containers[0].state.terminated.exitCode).toBe(5);
 }, 120_000);
+
+test("kill -9 during a delete: after the restart the job is removed and the pod's files are gone", async () => {
+  await sc?.stop();
+  sc = await startSidecar();
+  const r = pod(200, "sleep 300");
+  await sc.call("POST", "/create", r);
+  await eventually(async () => {
+    const st = JSON.parse((await sc!.call("GET", "/status", [r.pod])).body) as Json[];
+    return st[0]?.containers[0]?.state.running ? true : undefined;
+  }, 30_000, "running");
+  const { writeFileSync, existsSync } = await import("node:fs");
+  writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ tools: { condor_rm: "hang" } }));
+  const pending = sc.call("POST", "/delete", r.pod).catch(() => undefined);
+  await Bun.sleep(700);
+  await sc.kill9();
+  await pending;
+  writeFileSync(join(sc.home, "faults.json"), "{}");
+  sc = await startSidecar({ dir: sc.dir });
+  await eventually(() => (jobsInQueue(sc!.home, r.pod.metadata.uid) === 0 ? true : undefined), 30_000, "the job to be removed");
+  await eventually(() => (existsSync(join(sc!.dataRoot, "pods", r.pod.metadata.uid)) ? undefined : true), 30_000, "the files to go");
+  // The pod is gone for interLink too: status leaves it out, a late create is refused.
+  expect(JSON.parse((await sc.call("GET", "/status", [r.pod])).body)).toEqual([]);
+  expect((await sc.call("POST", "/create", r)).status).toBe(409);
+}, 120_000);
+
+function jobsInQueue(home: string, uid: string): number {
+  const r = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-af", "InterLinkPodUID"], { env: { MINICONDOR_HOME: home, MINICONDOR_ALLOW_ROOT: "1" } });
+  return r.stdout.toString().split("\n").filter((l) => l.trim() === uid).length;
+}
