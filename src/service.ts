@@ -285,18 +285,28 @@ export function createService(d: ServiceDeps): Service {
     noteWidth(containers);
     try {
       const enc = new TextEncoder();
-      writePodFiles(dir, [
-        ...plan.files,
-        { path: "job.sh", content: enc.encode(wrapper), mode: 0o700, secret: false },
-        { path: "job.sub", content: enc.encode(submit), mode: 0o600, secret: false },
-      ]);
+      try {
+        writePodFiles(dir, [
+          ...plan.files,
+          { path: "job.sh", content: enc.encode(wrapper), mode: 0o700, secret: false },
+          { path: "job.sub", content: enc.encode(submit), mode: 0o600, secret: false },
+        ]);
+      } catch (err) {
+        throw new SidecarError("unavailable", `cannot write the job's files under ${dir}: ${err instanceof Error ? err.message : String(err)}`);
+      }
       const id = await submitSlots(() => d.condor.submit(dir, "job.sub", d.spool));
       d.store.markSubmitted(uid, id.cluster, id.proc, d.now());
       for (const w of plan.warnings) d.log.warn("create", { uid, warning: w });
       return { PodUID: uid, PodJID: jobIdString(id) };
     } catch (err) {
-      removePodDir(dir, plan.files.filter((f) => f.secret).map((f) => f.path));
-      d.store.remove(uid);
+      // Best effort: the disk may be what failed; the reason the caller sees is the first error.
+      for (const cleanup of [() => removePodDir(dir, plan.files.filter((f) => f.secret).map((f) => f.path)), () => d.store.remove(uid)]) {
+        try {
+          cleanup();
+        } catch (e) {
+          d.log.error("cannot clean up after a failed create", { uid, dir, error: String(e) });
+        }
+      }
       if (err instanceof SidecarError) {
         throw new SidecarError(err.kind, `Cannot submit job for pod "${namespace}/${name}": ${err.message}`);
       }

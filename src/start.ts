@@ -124,7 +124,8 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
   const dataRoot = isAbsolute(config.DataRootFolder) ? config.DataRootFolder : resolve(dir, config.DataRootFolder);
   ensureDir(dataRoot);
   ensureDir(join(dataRoot, "pods"));
-  const store = openStore(runtime.openSqlite(join(dataRoot, "state.db")));
+  const storePath = join(dataRoot, "state.db");
+  const store = openStore(runtime.openSqlite(storePath), storePath);
 
   const spoolMode = o.given.has("spool") ? o.spool : config.Spool;
   const spool = spoolMode === "always" || (spoolMode === "auto" && access.remoteSchedd);

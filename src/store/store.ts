@@ -2,6 +2,7 @@
  * Durable state: the pod → job mapping in SQLite (WAL) under DataRootFolder, with versioned
  * migrations. Survives restarts and `kill -9`; every write is one transaction.
  */
+import { SidecarError } from "../core/errors.ts";
 import type { Sqlite } from "../runtime/types.ts";
 
 /**
@@ -110,7 +111,30 @@ export interface Store {
   close(): void;
 }
 
-export function openStore(db: Sqlite): Store {
+/** A store that cannot be written (disk full, read-only file) answers with a clear error, not a crash. */
+function guarded<T extends object>(what: string, target: T): T {
+  const out = {} as T;
+  for (const [k, v] of Object.entries(target)) {
+    (out as Record<string, unknown>)[k] =
+      typeof v !== "function"
+        ? v
+        : (...args: unknown[]) => {
+            try {
+              return v(...args);
+            } catch (err) {
+              if (err instanceof SidecarError) throw err;
+              throw new SidecarError("unavailable", `The state store ${what} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+            }
+          };
+  }
+  return out;
+}
+
+export function openStore(db: Sqlite, path = "state.db"): Store {
+  return guarded(path, openStoreUnguarded(db));
+}
+
+function openStoreUnguarded(db: Sqlite): Store {
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = NORMAL");
   db.exec("PRAGMA busy_timeout = 5000");

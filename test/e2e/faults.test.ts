@@ -191,3 +191,44 @@ describe("ping and system-info (spec: interlink §6)", () => {
     expect(JSON.parse(r.body).status).toMatch(/credential file \/nonexistent\/token is missing/);
   }, 30_000);
 });
+
+describe("the store's disk (DataRootFolder on a small tmpfs: needs root, as CI and these machines run)", () => {
+  test("disk full, then read-only: creates fail with a clear message, the sidecar keeps serving, and recovers", async () => {
+    const { mkdtempSync, writeFileSync: write, rmSync, mkdirSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const mnt = mkdtempSync(join(tmpdir(), "sidecar-disk-"));
+    const mounted = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt]);
+    if (mounted.exitCode !== 0) throw new Error(`cannot mount a tmpfs here (the test needs root): ${mounted.stderr}`);
+    try {
+      mkdirSync(join(mnt, "data"));
+      const sc = await start({ config: `DataRootFolder: ${join(mnt, "data")}\n` });
+      expect((await sc.call("POST", "/create", pod("fits", "true"))).status).toBe(200);
+      // Fill the disk.
+      const filler = join(mnt, "filler");
+      Bun.spawnSync(["dd", "if=/dev/zero", `of=${filler}`, "bs=64k", "count=100"]);
+      const full = await sc.call("POST", "/create", pod("nospace", "true"));
+      expect(full.status).toBe(503);
+      expect(full.body).toMatch(/No space left on device|disk is full|ENOSPC/i);
+      expect(full.body.trimEnd()).not.toContain("\n");
+      expect((await sc.call("GET", "/status", [])).status).toBe(200);
+      rmSync(filler);
+      // Read-only (a read-only bind over the folder: the open store keeps writing through its
+      // descriptor, as after an admin's remount, but nothing new can be created there).
+      const data = join(mnt, "data");
+      expect(Bun.spawnSync(["mount", "--bind", data, data]).exitCode).toBe(0);
+      expect(Bun.spawnSync(["mount", "-o", "remount,ro,bind", data]).exitCode).toBe(0);
+      const ro = await sc.call("POST", "/create", pod("readonly", "true"));
+      expect(ro.status).toBe(503);
+      expect(ro.body).toMatch(/read-?only/i);
+      expect((await sc.call("GET", "/status", [])).status).toBe(200);
+      expect(Bun.spawnSync(["umount", data]).exitCode).toBe(0);
+      expect((await sc.call("POST", "/create", pod("recovered", "true"))).status).toBe(200);
+      write(join(mnt, "ok"), "");
+      await sc.destroy();
+      started.splice(started.indexOf(sc), 1);
+    } finally {
+      Bun.spawnSync(["umount", "-l", mnt]);
+      rmSync(mnt, { recursive: true, force: true });
+    }
+  }, 60_000);
+});

@@ -71,20 +71,17 @@ export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
   const home = join(dir, "minicondor");
   mkdirSync(home, { recursive: true });
   const configPath = join(dir, "SidecarConfig.yaml");
-  writeFileSync(
-    configPath,
-    [
-      "DataRootFolder: ./data",
-      `ContainerRuntime: ${SHIM}`,
-      "StatusCacheSeconds: 0.2",
-      "ShutdownGraceSeconds: 2",
-      "ReaperIntervalSeconds: 1",
-      "Restart:",
-      "  BackoffInitialSeconds: 1",
-      "  BackoffMaxSeconds: 2",
-      o.config ?? "",
-    ].join("\n"),
-  );
+  // Test defaults; a key given in o.config replaces the default line.
+  const extra = o.config ?? "";
+  const defaults = [
+    "DataRootFolder: ./data",
+    `ContainerRuntime: ${SHIM}`,
+    "StatusCacheSeconds: 0.2",
+    "ShutdownGraceSeconds: 2",
+    "ReaperIntervalSeconds: 1",
+    "Restart:\n  BackoffInitialSeconds: 1\n  BackoffMaxSeconds: 2",
+  ].filter((line) => !new RegExp(`^${line.split(":")[0]}:`, "m").test(extra));
+  writeFileSync(configPath, [...defaults, extra].join("\n"));
   const proc = Bun.spawn(
     [process.execPath, join(ROOT, "src", "main.bun.ts"), "--config", configPath, "--condor-bin", CONDOR_BIN, "--port", "0", ...(o.args ?? [])],
     {
@@ -119,7 +116,7 @@ export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
     port: p,
     dir,
     home,
-    dataRoot: join(dir, "data"),
+    dataRoot: /^DataRootFolder: (.+)$/m.exec(o.config ?? "")?.[1] ?? join(dir, "data"),
     log: () => log,
     proc,
     call: (method, path, body, opts) => http(p, method, path, body, opts),
