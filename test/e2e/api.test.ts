@@ -230,6 +230,10 @@ describe("create, status, delete", () => {
     const envDir = join(sc.dataRoot, "pods", req.pod.metadata.uid, "env");
     for (const f of readdirSync(envDir)) expect(statSync(join(envDir, f)).mode & 0o777).toBe(0o600);
     expect(statSync(join(sc.dataRoot, "pods", req.pod.metadata.uid)).mode & 0o777).toBe(0o700);
+    // Nor the sidecar's log (request bodies are never logged), nor the job's own files.
+    expect(sc.log()).not.toContain("very-secret-value-42");
+    const q2 = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-long"], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } });
+    expect(q2.stdout.toString()).not.toContain("very-secret-value-42");
   }, 30_000);
 
   test("§11.23 §11.24: delete removes the job and the files; unknown and repeated deletes answer 200; a late create is refused", async () => {
