@@ -145,11 +145,13 @@ export function createService(d: ServiceDeps): Service {
     r.outputFetched = true;
   }
 
-  async function observeEnded(r: PodRecord, ad: JobAd): Promise<PodStatus> {
+  async function observeEnded(r: PodRecord, ad: JobAd, inQueue = false): Promise<PodStatus> {
     try {
       await fetchOutput(r);
     } catch (err) {
       d.log.warn("cannot fetch spooled output", { uid: r.uid, error: String(err) });
+      // Still in the queue, the output can be fetched on a later pass: not final yet.
+      if (inQueue) return podStatus(identity(r), { kind: "queued", ad });
     }
     const files = readStateFiles(r.dir, keys(r));
     // Chirped lines are the fallback when the files did not come back.
@@ -232,7 +234,7 @@ export function createService(d: ServiceDeps): Service {
       const ad = ads.get(r.uid);
       if (ad) {
         const js = adNumber(ad, "JobStatus");
-        if (js === 4) st = await observeEnded(r, ad); // spooled: stays in the queue until fetched
+        if (js === 4) st = await observeEnded(r, ad, true); // spooled: stays in the queue until fetched
         else if (js === 5) st = await observeHeld(r, ad);
         else st = podStatus(identity(r), { kind: "queued", ad });
         if (r.missingSince !== undefined) d.store.update(r.uid, { missingSince: undefined }, d.now());
