@@ -760,17 +760,23 @@ function planProbe(p: Probe, c: Container, path: PathSeg[], ctx: Ctx): ProbePlan
 //   ephemeral-storage                                  → request_disk     bytes → KiB, up (K)
 //   nvidia.com/gpu, amd.com/gpu, any "<vendor>/gpu"    → request_gpus     whole GPUs
 //
+// The containers that ask for GPUs get the runtime's GPU support: --rocm for amd.com/gpu, --nv
+// for nvidia.com/gpu and any other vendor's (a container asking for both kinds gets both flags).
+//
 // Pod total per resource = max(sum over containers, max over init containers): containers run
 // together, init containers one at a time (Kubernetes' effective request). A resource that no
 // container sets takes the site default (config DefaultResources; disk only if configured).
 
 const isGpu = (name: string) => name === "gpu" || name.endsWith("/gpu");
+const AMD_GPU = "amd.com/gpu";
 
 interface Amounts {
   cpu?: Quantity;
   memory?: Quantity;
   disk?: Quantity;
   gpus: number;
+  /** Of gpus, the amd.com/gpu ones. */
+  amdGpus: number;
 }
 
 function containerAmounts(c: Container): Amounts {
@@ -779,10 +785,14 @@ function containerAmounts(c: Container): Amounts {
     return t === undefined ? undefined : parseQuantity(t);
   };
   let gpus = 0;
+  let amdGpus = 0;
   for (const name of new Set([...Object.keys(c.resources.limits), ...Object.keys(c.resources.requests)])) {
-    if (isGpu(name)) gpus += toInteger(pick(name)!);
+    if (!isGpu(name)) continue;
+    const n = toInteger(pick(name)!);
+    gpus += n;
+    if (name === AMD_GPU) amdGpus += n;
   }
-  return { cpu: pick("cpu"), memory: pick("memory"), disk: pick("ephemeral-storage"), gpus };
+  return { cpu: pick("cpu"), memory: pick("memory"), disk: pick("ephemeral-storage"), gpus, amdGpus };
 }
 
 function total(main: (Quantity | undefined)[], init: (Quantity | undefined)[]): Quantity | undefined {
@@ -939,6 +949,7 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
     };
     if (c.command !== undefined && c.command.length > 0) plan.command = c.command.map((s) => expandK8s(s, lookup));
     if (c.args !== undefined && c.args.length > 0) plan.args = c.args.map((s) => expandK8s(s, lookup));
+    if (amounts.amdGpus > 0) plan.amdGpus = amounts.amdGpus;
     if (c.workingDir) plan.workingDir = c.workingDir;
     for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"] as const) {
       const p = c[probe];

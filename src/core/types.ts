@@ -93,8 +93,10 @@ export interface ContainerPlan {
   preStop?: Handler;
   /** Extra runtime flags (from the allowlisted singularity-options annotation). */
   runtimeOptions: string[];
-  /** GPUs this container asks for (> 0 adds --nv). */
+  /** GPUs this container asks for, of every vendor (request_gpus). Those that are not amdGpus add --nv. */
   gpus: number;
+  /** Of `gpus`, the `amd.com/gpu` ones (> 0 adds --rocm); absent: none. */
+  amdGpus?: number;
 }
 
 /** A file the sidecar writes under the pod's folder and ships with the job. */

@@ -482,7 +482,7 @@ build_flags() {
   START_FLAGS=(--cleanenv) EXEC_FLAGS=(--cleanenv)
   if ((RT_NOEVAL)); then START_FLAGS+=(--no-eval) EXEC_FLAGS+=(--no-eval); fi
   ((RUNTIME_NO_HOME)) && START_FLAGS+=(--no-home)
-  ((C_GPUS > 0)) && START_FLAGS+=(--nv)
+  START_FLAGS+=(\${C_GPU_FLAGS[@]+"\${C_GPU_FLAGS[@]}"})
   for ((i = 0; i + 3 < \${#C_MOUNTS[@]}; i += 4)); do
     kind=\${C_MOUNTS[i]} src=\${C_MOUNTS[i + 1]} dst=\${C_MOUNTS[i + 2]} mode=\${C_MOUNTS[i + 3]}
     if [[ $kind == sandbox ]]; then

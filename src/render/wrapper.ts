@@ -93,6 +93,16 @@ function mountWords(m: MountPlan): string {
   return sh`    ${m.source.kind} ${m.source.path} ${m.target} ${m.readOnly ? "ro" : "rw"}`;
 }
 
+/** The runtime's GPU support for a container: --rocm for its amd.com/gpu GPUs, --nv for the others. */
+export function gpuFlags(c: ContainerPlan): string[] {
+  const amd = c.amdGpus ?? 0;
+  for (const [what, n] of [["gpus", c.gpus], ["amdGpus", amd]] as const) {
+    if (!Number.isSafeInteger(n) || n < 0) throw invalid(`Cannot render container ${JSON.stringify(c.name)}: ${what} must be a whole number >= 0`);
+  }
+  if (amd > c.gpus) throw invalid(`Cannot render container ${JSON.stringify(c.name)}: amdGpus (${amd}) is more than gpus (${c.gpus})`);
+  return [...(c.gpus > amd ? ["--nv"] : []), ...(amd > 0 ? ["--rocm"] : [])];
+}
+
 function arrayLines(name: string, words: readonly string[], indent = ""): string {
   if (words.length === 0) return `${indent}${name}=()`;
   return [`${indent}${name}=(`, ...words.map((w) => `${indent}  ${sh`${w}`}`), `${indent})`].join("\n");
@@ -119,7 +129,9 @@ function containerSection(c: ContainerPlan): string {
       ? "  C_MOUNTS=()"
       : ["  C_MOUNTS=(  # kind source target ro|rw (sandbox sources are relative to the sandbox)", ...c.mounts.map(mountWords), "  )"].join("\n"),
     `  C_RUNTIME_OPTIONS=(${sh`${c.runtimeOptions}`})`,
-    sh`  C_GPUS=${c.gpus}`,
+    c.gpus > 0
+      ? sh`  C_GPU_FLAGS=(${gpuFlags(c)})  # ${c.gpus} GPU(s): --rocm for amd.com/gpu, --nv for the others`
+      : sh`  C_GPU_FLAGS=(${gpuFlags(c)})`,
     probeLine("C_STARTUP_PROBE", c.startupProbe),
     probeLine("C_READINESS_PROBE", c.readinessProbe),
     probeLine("C_LIVENESS_PROBE", c.livenessProbe),

@@ -4,6 +4,7 @@ import { describe, expect, test } from "bun:test";
 import { parseCreateRequest } from "../../src/core/pod.ts";
 import { encodeEnvFile, expandK8s, parseSubmitOptions, planJob } from "../../src/core/plan.ts";
 import type { ContainerPlan, JobPlan, PlanConfig } from "../../src/core/types.ts";
+import { gpuFlags } from "../../src/render/wrapper.ts";
 import { richPlanConfig, testPlanConfig } from "../fixtures/config.ts";
 import {
   b64,
@@ -527,6 +528,34 @@ describe("resources", () => {
     const p = rich();
     expect(p.containers.map((c) => c.gpus)).toEqual([1, 0]);
     expect(p.resources).toEqual({ cpus: 2, memoryMiB: 1148, diskKiB: 1048576, gpus: 1 });
+  });
+
+  // issue 4 "Resources": AMD GPUs need the runtime's --rocm, not --nv (Apptainer and SingularityCE have both).
+  // [case, the container's resources, its gpus, its amdGpus, the runtime's GPU flags]
+  const gpuCases: [string, Json, number, number | undefined, string[]][] = [
+    ["no GPU: no flag", R({ cpu: "1" }), 0, undefined, []],
+    ["nvidia.com/gpu → --nv", R({ "nvidia.com/gpu": "2" }), 2, undefined, ["--nv"]],
+    ["amd.com/gpu → --rocm", R({ "amd.com/gpu": "1" }), 1, 1, ["--rocm"]],
+    ["amd.com/gpu in requests only → --rocm", R({}, { "amd.com/gpu": "2" }), 2, 2, ["--rocm"]],
+    ["another vendor's <vendor>/gpu → --nv", R({ "intel.com/gpu": "1" }), 1, undefined, ["--nv"]],
+    ["a bare gpu → --nv", R({ gpu: "1" }), 1, undefined, ["--nv"]],
+    ["amd.com/gpu and nvidia.com/gpu → both", R({ "nvidia.com/gpu": "1", "amd.com/gpu": "2" }), 3, 2, ["--nv", "--rocm"]],
+    ["amd.com/gpu: 0 asks for none", R({ "amd.com/gpu": "0" }), 0, undefined, []],
+  ];
+  test.each(gpuCases)("GPUs: %s", (_, resources, gpus, amdGpus, flags) => {
+    const body = makeCreateRequest({
+      spec: {
+        initContainers: [{ name: "init", image: "busybox", resources }],
+        containers: [{ name: "main", image: "busybox", resources }, { name: "plain", image: "busybox" }],
+      },
+    });
+    const p = plan(body);
+    for (const c of [p.initContainers[0]!, p.containers[0]!]) {
+      expect([c.gpus, c.amdGpus]).toEqual([gpus, amdGpus]);
+      expect(gpuFlags(c)).toEqual(flags);
+    }
+    expect([p.containers[1]!.gpus, p.containers[1]!.amdGpus, gpuFlags(p.containers[1]!)]).toEqual([0, undefined, []]);
+    expect(p.resources.gpus).toBe(gpus);
   });
 });
 

@@ -54,7 +54,7 @@ ctr_0() {
   C_WORKDIR=''
   C_MOUNTS=()
   C_RUNTIME_OPTIONS=()
-  C_GPUS=0
+  C_GPU_FLAGS=()
   C_STARTUP_PROBE=()
   C_READINESS_PROBE=()
   C_LIVENESS_PROBE=()
@@ -530,7 +530,7 @@ build_flags() {
   START_FLAGS=(--cleanenv) EXEC_FLAGS=(--cleanenv)
   if ((RT_NOEVAL)); then START_FLAGS+=(--no-eval) EXEC_FLAGS+=(--no-eval); fi
   ((RUNTIME_NO_HOME)) && START_FLAGS+=(--no-home)
-  ((C_GPUS > 0)) && START_FLAGS+=(--nv)
+  START_FLAGS+=(${C_GPU_FLAGS[@]+"${C_GPU_FLAGS[@]}"})
   for ((i = 0; i + 3 < ${#C_MOUNTS[@]}; i += 4)); do
     kind=${C_MOUNTS[i]} src=${C_MOUNTS[i + 1]} dst=${C_MOUNTS[i + 2]} mode=${C_MOUNTS[i + 3]}
     if [[ $kind == sandbox ]]; then

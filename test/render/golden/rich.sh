@@ -68,7 +68,7 @@ init_0() {
     'sandbox' 'emptydir/shared' '/shared' 'rw'
   )
   C_RUNTIME_OPTIONS=()
-  C_GPUS=0
+  C_GPU_FLAGS=()
   C_STARTUP_PROBE=()
   C_READINESS_PROBE=()
   C_LIVENESS_PROBE=()
@@ -89,7 +89,7 @@ ctr_0() {
     'host' '/cvmfs/data.example.org' '/data' 'ro'
   )
   C_RUNTIME_OPTIONS=('--writable-tmpfs')
-  C_GPUS=1
+  C_GPU_FLAGS=('--nv')  # 1 GPU(s): --rocm for amd.com/gpu, --nv for the others
   # TCP connect: first after 0s, every 2s, timeout 1s, 1 success(es) / 30 failure(s) in a row
   C_STARTUP_PROBE=(0 2 1 1 30 tcpSocket '127.0.0.1' 8080)
   # HTTP GET (HTTP): first after 5s, every 10s, timeout 1s, 1 success(es) / 3 failure(s) in a row
@@ -109,7 +109,7 @@ ctr_1() {
   C_WORKDIR=''
   C_MOUNTS=()
   C_RUNTIME_OPTIONS=()
-  C_GPUS=0
+  C_GPU_FLAGS=()
   C_STARTUP_PROBE=()
   C_READINESS_PROBE=()
   C_LIVENESS_PROBE=()
@@ -585,7 +585,7 @@ build_flags() {
   START_FLAGS=(--cleanenv) EXEC_FLAGS=(--cleanenv)
   if ((RT_NOEVAL)); then START_FLAGS+=(--no-eval) EXEC_FLAGS+=(--no-eval); fi
   ((RUNTIME_NO_HOME)) && START_FLAGS+=(--no-home)
-  ((C_GPUS > 0)) && START_FLAGS+=(--nv)
+  START_FLAGS+=(${C_GPU_FLAGS[@]+"${C_GPU_FLAGS[@]}"})
   for ((i = 0; i + 3 < ${#C_MOUNTS[@]}; i += 4)); do
     kind=${C_MOUNTS[i]} src=${C_MOUNTS[i + 1]} dst=${C_MOUNTS[i + 2]} mode=${C_MOUNTS[i + 3]}
     if [[ $kind == sandbox ]]; then
