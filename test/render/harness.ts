@@ -162,3 +162,32 @@ export function wrapperLog(sandbox: string): string {
 export function listSandbox(sandbox: string): string[] {
   return readdirSync(sandbox).sort();
 }
+
+/** One call of the runtime shim, as recorded with MINICONDOR_SHIM_LOG (shims/README.md, "Debug"). */
+export interface ShimCall {
+  /** $0, then the arguments. */
+  argv: string[];
+  /** The environment the runtime was started with. */
+  env: Map<string, string>;
+}
+
+/** The calls recorded in `dir` (the value of MINICONDOR_SHIM_LOG), in call order. */
+export function shimCalls(dir: string): ShimCall[] {
+  if (!existsSync(dir)) return [];
+  const list = (p: string) => {
+    const text = readFileSync(p, "utf8");
+    return text === "" ? [] : text.slice(0, -1).split("\0");
+  };
+  return readdirSync(dir)
+    .filter((f) => f.endsWith(".argv"))
+    .sort()
+    .map((f) => {
+      const base = join(dir, f.slice(0, -".argv".length));
+      const env = new Map<string, string>();
+      for (const rec of list(`${base}.env`)) {
+        const i = rec.indexOf("=");
+        if (i > 0) env.set(rec.slice(0, i), rec.slice(i + 1));
+      }
+      return { argv: list(`${base}.argv`), env };
+    });
+}

@@ -14,8 +14,8 @@ import { parseStateLine } from "../../src/core/state-line.ts";
 import { WRAPPER_LIB } from "../../src/render/wrapper-lib.ts";
 import { basePlan, container, initContainer, withEnvFiles } from "./plans.ts";
 import {
-  BASH, SHIM, cleanup, logText, materialize, readLog, readState, runWrapper, tempDir, wrapperLog,
-  type RunOptions, type RunResult,
+  BASH, SHIM, cleanup, logText, materialize, readLog, readState, runWrapper, shimCalls, tempDir, wrapperLog,
+  type RunOptions, type RunResult, type ShimCall,
 } from "./harness.ts";
 
 // Generous: on a loaded machine the shim (and bash) can be very slow.
@@ -339,6 +339,90 @@ const host = scenario(
   },
 );
 
+// The hook waits for what the container wrote to its /tmp and answers there: only a hook that
+// runs inside the running container (its mount namespace) can see it.
+const postStartOk = scenario(
+  plan({
+    containers: [
+      sh(
+        "hooked",
+        't="main-$$-$RANDOM"; echo "$t" > /shared/token; echo "$t" > /tmp/token; ' +
+          "for i in $(seq 300); do [ -e /tmp/hooked ] && break; sleep 0.1; done; cat /tmp/hooked > /shared/hooked",
+        {
+          postStart: {
+            kind: "exec",
+            command: [
+              "bash",
+              "-c",
+              "for i in $(seq 300); do [ -e /tmp/token ] && break; sleep 0.1; done; " +
+                "{ cat /tmp/token; echo hook; } > /tmp/hooked.tmp && mv /tmp/hooked.tmp /tmp/hooked",
+            ],
+          },
+        },
+      ),
+    ],
+  }),
+);
+
+const postStartFails = scenario(
+  plan({
+    containers: [
+      sh("doomed", "echo up; exec sleep 60", { postStart: { kind: "exec", command: ["bash", "-c", "echo hook failing; exit 3"] } }),
+    ],
+  }),
+);
+
+// SIGTERM (condor_rm, a vacate) while an init container still runs; the grace period is long, so
+// a prompt stop cannot be the SIGKILL at its end.
+const INIT_GRACE = 30;
+const termDuringInit = scenario(
+  plan({
+    terminationGracePeriodSeconds: INIT_GRACE,
+    initContainers: [
+      initContainer("slow", 0, { command: ["bash", "-c", "echo up; exec sleep 60"] }),
+      initContainer("after", 1, { command: ["bash", "-c", "touch /shared/after-ran"], mounts: [shared] }),
+    ],
+    containers: [sh("main", "touch /shared/main-ran"), sh("side", "touch /shared/side-ran", { index: 1 })],
+  }),
+  { termWhen: (dir) => logText(dir, "slow", true).includes("up") },
+);
+
+// The runtime's cache: HTCondor points APPTAINER_CACHEDIR/SINGULARITY_CACHEDIR at the scratch dir
+// (spec: htcondor-observed.md "env-out"); config apptainerCacheDir overrides both.
+const SLOT_CACHE = "/slot/scratch";
+const CACHE_DIR = join(tempDir("cache-"), "it's the cache");
+const cachedCalls = join(tempDir("shim-calls-"), "calls");
+const cached = scenario(
+  plan({
+    runtime: { pinned: SHIM, searchPath: [], noHome: true, cacheDir: CACHE_DIR, oldRuntime: "warn" },
+    containers: [sh("main", "env > /shared/env")],
+  }),
+  { env: { MINICONDOR_SHIM_LOG: cachedCalls, APPTAINER_CACHEDIR: SLOT_CACHE, SINGULARITY_CACHEDIR: SLOT_CACHE } },
+);
+const uncachedCalls = join(tempDir("shim-calls-"), "calls");
+const uncached = scenario(plan({ containers: [sh("main", "true")] }), { env: { MINICONDOR_SHIM_LOG: uncachedCalls } });
+
+const gpuCalls = join(tempDir("shim-calls-"), "calls");
+const gpus = scenario(
+  plan({
+    initContainers: [initContainer("prep", 0, { command: ["true"], gpus: 1, amdGpus: 1 })],
+    containers: [
+      sh("nvidia", "true", { gpus: 1 }),
+      sh("amd", "true", { index: 1, gpus: 2, amdGpus: 2 }),
+      sh("both", "true", { index: 2, gpus: 3, amdGpus: 1 }),
+      sh("cpu", "true", { index: 3 }),
+    ],
+  }),
+  { env: { MINICONDOR_SHIM_LOG: gpuCalls } },
+);
+
+/** The GPU flags of the `instance start` that started the container with this key. */
+function startGpuFlags(calls: ShimCall[], key: string): string[] {
+  const starts = calls.filter((c) => c.argv[1] === "instance" && c.argv[2] === "start" && c.argv.at(-1)!.endsWith(`-${key}`));
+  expect(starts).toHaveLength(1);
+  return starts[0]!.argv.slice(3, -2).filter((a) => a === "--nv" || a === "--rocm");
+}
+
 // ---------------------------------------------------------------------------------------------
 
 describe("a pod runs as one job", () => {
@@ -556,6 +640,32 @@ describe("probes", () => {
   });
 });
 
+// issue 4 (every pod feature): lifecycle hooks, with Kubernetes' semantics: postStart runs in the
+// container next to its process; when it fails the container is killed (and restarted per policy).
+describe("lifecycle hooks", () => {
+  test("postStart runs inside the running container; the container runs and is ready as usual", async () => {
+    const o = await postStartOk;
+    expect(o.code).toBe(0);
+    expect(file(o, "emptydir/shared/hooked")).toBe(`${file(o, "emptydir/shared/token")}hook\n`);
+    expect(states(o, "c.hooked").some((s) => s.state === "running" && s.ready)).toBe(true);
+    expect(readState(o.dir, "hooked")).toMatchObject({ state: "terminated", reason: "Completed", exitCode: 0, restartCount: 0 });
+    expect(wrapperLog(o.dir)).toContain("postStart: done");
+  });
+
+  test("a failing postStart kills the container: PostStartHookError, and the job fails", async () => {
+    const o = await postStartFails;
+    expect(states(o, "c.doomed").map((s) => s.state)).toContain("running");
+    expect(readState(o.dir, "doomed")).toMatchObject({
+      state: "terminated", reason: "PostStartHookError", exitCode: 143, signal: 15, restartCount: 0,
+    });
+    expect(o.code).toBe(143);
+    // Killed, not waited for: the container would sleep 60 s.
+    expect(o.ms).toBeLessThan(30_000);
+    expect(wrapperLog(o.dir)).toContain("postStart: failed");
+    expect(wrapperLog(o.dir)).toContain("hook failing");
+  });
+});
+
 describe("stopping a pod", () => {
   test("SIGTERM runs preStop and stops the containers within the grace period", async () => {
     const o = await sigterm;
@@ -568,6 +678,24 @@ describe("stopping a pod", () => {
     expect(o.termAt).toBeDefined();
     expect(o.ms - o.termAt!).toBeGreaterThanOrEqual(GRACE * 1000);
     expect(o.ms - o.termAt!).toBeLessThan(GRACE * 1000 + 10_000);
+  });
+
+  // spec: interlink §5.3 (a stopped init container leaves every container terminated, non-zero;
+  // a later one never runs), §11 item 20.
+  test("SIGTERM during an init container stops it at once; nothing after it starts", async () => {
+    const o = await termDuringInit;
+    expect(o.termAt).toBeDefined();
+    expect(o.ms - o.termAt!).toBeLessThan((INIT_GRACE * 1000) / 2);
+    expect(o.code).toBe(143);
+    expect(readState(o.dir, "slow", true)).toMatchObject({ state: "terminated", reason: "Killed", exitCode: 143, signal: 15 });
+    for (const [name, init] of [["after", true], ["main", false], ["side", false]] as const) {
+      expect(readState(o.dir, name, init)).toMatchObject({ state: "terminated", reason: "Killed", exitCode: 143 });
+      expect(states(o, `${init ? "i" : "c"}.${name}`).map((s) => s.state)).not.toContain("running");
+    }
+    for (const f of ["after-ran", "main-ran", "side-ran"]) expect(existsSync(join(o.dir, "emptydir/shared", f))).toBe(false);
+    // The init container's instance was stopped, not left behind.
+    const list = Bun.spawnSync([SHIM, "instance", "list", "-j"], { env: { MINICONDOR_HOME: join(o.dir, ".minicondor") } });
+    expect(JSON.parse(list.stdout.toString()).instances).toEqual([]);
   });
 
   test("activeDeadlineSeconds stops the pod with DeadlineExceeded", async () => {
@@ -595,6 +723,42 @@ describe("special pods", () => {
     expect(file(o, "host.args")).toBe("T2_XY\0extra arg\0");
     expect(file(o, "host.env")).toBe(HOSTILE);
     expect(file(o, "host.path")).toBe("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n");
+  });
+});
+
+describe("the runtime's flags and environment", () => {
+  test("config apptainerCacheDir: the runtime gets APPTAINER_CACHEDIR and SINGULARITY_CACHEDIR, the container not", async () => {
+    const o = await cached;
+    expect(o.code).toBe(0);
+    const calls = shimCalls(cachedCalls);
+    expect(calls.some((c) => c.argv[1] === "instance" && c.argv[2] === "start")).toBe(true);
+    for (const c of calls) {
+      expect([c.argv[1], c.env.get("APPTAINER_CACHEDIR"), c.env.get("SINGULARITY_CACHEDIR")]).toEqual([c.argv[1], CACHE_DIR, CACHE_DIR]);
+    }
+    expect(statSync(CACHE_DIR).isDirectory()).toBe(true);
+    expect(file(o, "emptydir/shared/env")).not.toContain("CACHEDIR"); // --cleanenv
+  });
+
+  test("without apptainerCacheDir the wrapper exports no cache directory", async () => {
+    const o = await uncached;
+    expect(o.code).toBe(0);
+    const calls = shimCalls(uncachedCalls);
+    expect(calls.some((c) => c.argv[1] === "instance" && c.argv[2] === "start")).toBe(true);
+    for (const c of calls) {
+      expect([...c.env.keys()].filter((k) => k.endsWith("_CACHEDIR"))).toEqual([]);
+    }
+  });
+
+  // issue 4 "Resources": amd.com/gpu needs --rocm; nvidia.com/gpu and other vendors keep --nv.
+  test("GPU containers start with --rocm for AMD GPUs, --nv for the others", async () => {
+    const o = await gpus;
+    expect(o.code).toBe(0);
+    const calls = shimCalls(gpuCalls);
+    expect(startGpuFlags(calls, "i.prep")).toEqual(["--rocm"]);
+    expect(startGpuFlags(calls, "c.nvidia")).toEqual(["--nv"]);
+    expect(startGpuFlags(calls, "c.amd")).toEqual(["--rocm"]);
+    expect(startGpuFlags(calls, "c.both")).toEqual(["--nv", "--rocm"]);
+    expect(startGpuFlags(calls, "c.cpu")).toEqual([]);
   });
 });
 
