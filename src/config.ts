@@ -7,6 +7,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { tryParseQuantity } from "./core/quantity.ts";
 import type { PlanConfig } from "./core/types.ts";
+import { submitKey } from "./render/submit.ts";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -15,6 +16,23 @@ export class ConfigError extends Error {
 const seconds = z.number().int().nonnegative();
 const str = z.string();
 const quantity = z.string().refine((q) => tryParseQuantity(q) !== undefined, "is not a Kubernetes quantity (e.g. 500m, 2, 4Gi)");
+
+/**
+ * A submit command the renderer can write, checked when the file loads: a key it refuses would
+ * otherwise fail every create (`+X` is fine: it is written `MY.X`).
+ */
+const submitCommand = z.string().superRefine((k, ctx) => {
+  const r = submitKey(k);
+  if ("problem" in r) ctx.addIssue({ code: "custom", message: r.problem });
+});
+
+const extraLines = z.record(str, z.union([str, z.number(), z.boolean()])).superRefine((lines, ctx) => {
+  for (const [k, v] of Object.entries(lines)) {
+    const r = submitKey(k);
+    if ("problem" in r) ctx.addIssue({ code: "custom", path: [k], message: r.problem });
+    else if (/[\r\n\0]/.test(String(v))) ctx.addIssue({ code: "custom", path: [k], message: "the value must be one line" });
+  }
+});
 
 const Channels = z.object({
   /** Image `host` / `host:<site>`: run on the worker without a container. */
@@ -28,7 +46,7 @@ const Channels = z.object({
   /** interlink.eu/wstunnel-client-commands (interLink's tunnel needs it). */
   Wstunnel: z.boolean().default(true),
   /** Submit commands the htcondor-job.vk.io/submit-options annotation may set. */
-  SubmitOptions: z.array(str).default(["request_disk", "max_retries", "rank", "job_lease_duration", "priority"]),
+  SubmitOptions: z.array(submitCommand).default(["request_disk", "max_retries", "rank", "job_lease_duration", "priority"]),
 });
 
 const Schema = z.object({
@@ -91,7 +109,7 @@ const Schema = z.object({
   Submit: z
     .object({
       /** Extra submit commands every job gets, in order. */
-      ExtraLines: z.record(str, z.union([str, z.number(), z.boolean()])).default({}),
+      ExtraLines: extraLines.default({}),
       /** Namespace → accounting group. */
       AccountingGroups: z.record(str, str).default({}),
       Requirements: str.default(""),

@@ -55,6 +55,9 @@ import type {
   ProbePlan,
 } from "./types.ts";
 import { containerKey } from "./types.ts";
+// The submit renderer owns the rule for submit command names; the annotation must accept exactly
+// what it can write (render/submit.ts is pure, like this module).
+import { submitKey } from "../render/submit.ts";
 
 // Annotation keys (spec: interlink §8).
 export const ANNOTATIONS = {
@@ -835,20 +838,30 @@ function planSingularityOptions(ctx: Ctx): string[] {
 
 /**
  * `htcondor-job.vk.io/submit-options`: one `command = value` per line (newlines only: `;` may be
- * part of a value); blank lines and lines starting with `#` are skipped. Commands are compared
- * case-insensitively with the site's allowlist; values are rendered (and quoted) by render/submit.
+ * part of a value); blank lines and lines starting with `#` are skipped. A command must be one the
+ * submit renderer can write (its {@link submitKey}: `+X` and `MY.X` are one command) and on the
+ * site's allowlist, compared in that canonical form, case-insensitively; values are rendered (and
+ * quoted) by render/submit.
  */
 export function parseSubmitOptions(text: string, allow: readonly string[]): { lines: [string, string][] } | { error: string } {
-  const allowed = new Set(allow.map((a) => a.toLowerCase()));
+  const canonical = (k: string) => {
+    const r = submitKey(k);
+    return "key" in r ? r.key.toLowerCase() : undefined;
+  };
+  const allowed = new Set(allow.map(canonical).filter((k) => k !== undefined));
   const lines: [string, string][] = [];
   const rows = text.split(/\r?\n/);
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i]!.trim();
     if (!row || row.startsWith("#")) continue;
-    const m = /^([A-Za-z_+][A-Za-z0-9_.+]*)\s*=\s*(.*)$/.exec(row);
+    const m = /^([^=\s]+)\s*=\s*(.*)$/.exec(row);
     if (!m) return { error: `line ${i + 1}: expected "command = value", got ${quote(row)}` };
     const [, command = "", value = ""] = m;
-    if (!allowed.has(command.toLowerCase())) {
+    const key = submitKey(command);
+    if ("problem" in key && !key.reserved) return { error: `line ${i + 1}: submit command ${quote(command)}: ${key.problem}` };
+    // A reserved command is never on the allowlist (config refuses it there), so it reads as any
+    // other command the site did not allow.
+    if (!("key" in key && allowed.has(key.key.toLowerCase()))) {
       return { error: `submit command ${quote(command)} is not allowed on this site${allow.length ? ` (allowed: ${allow.join(", ")})` : ""}` };
     }
     if (CONTROL.test(value)) return { error: `line ${i + 1}: the value of ${quote(command)} must not contain control characters` };

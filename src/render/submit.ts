@@ -18,7 +18,10 @@ export const VACATE_MARGIN_SECONDS = 10;
 /** Seconds added to activeDeadlineSeconds + grace before HTCondor's own time limit removes the job. */
 export const DEADLINE_MARGIN_SECONDS = 60;
 
-const KEY = /^[A-Za-z][A-Za-z0-9_.+]*$/;
+/** A submit command name (condor_submit's own commands and macros). */
+const COMMAND = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** A ClassAd attribute name: what follows `MY.` (or `+`) in a job-attribute line. */
+const ATTRIBUTE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
  * Commands that define the job's contract with the wrapper and the sidecar; an extra line must
@@ -33,6 +36,46 @@ const RESERVED = new Set(
   ],
 );
 
+/**
+ * Job attributes those commands set: `MY.Environment = "…"` would replace `environment` just as
+ * well, so the same contract forbids them as `MY.X` / `+X`. InterLink* (the pod's identity, its
+ * container states) is ours too, and the schedd's own bookkeeping is not the pod's to write.
+ */
+const RESERVED_ATTRIBUTES = new Set(
+  [
+    "cmd", "arguments", "args", "environment", "env", "in", "out", "err", "userlog", "iwd", "jobuniverse",
+    "transferexecutable", "transferin", "transferinput", "transferoutput", "shouldtransferfiles",
+    "whentotransferoutput", "wantioproxy", "owner", "user", "clusterid", "procid", "jobstatus",
+  ],
+);
+
+/**
+ * The one rule for a submit command name, used by the renderer, the submit-options annotation
+ * and the config's ExtraLines: the canonical key, or why it cannot be written.
+ *
+ * `+X` and `MY.X` are the same thing to condor_submit (spec: htcondor-cli §1.4); both are written
+ * `MY.X`, so that the reserved-name checks see one spelling and a pod cannot reach
+ * `MY.InterLinkPodUID` by writing `+InterLinkPodUID`.
+ */
+export function submitKey(key: string): { key: string } | { problem: string; reserved: boolean } {
+  const attr = key.startsWith("+") ? key.slice(1) : /^my\./i.test(key) ? key.slice(3) : undefined;
+  if (attr !== undefined) {
+    if (!ATTRIBUTE.test(attr)) return { problem: "not a job attribute name (+Name or MY.Name: letters, digits and '_')", reserved: false };
+    const lower = attr.toLowerCase();
+    if (lower.startsWith("interlink") || RESERVED_ATTRIBUTES.has(lower)) return { problem: "it is set by the sidecar", reserved: true };
+    return { key: `MY.${attr}` };
+  }
+  if (!COMMAND.test(key)) return { problem: "not a submit command name (letters, digits and '_'; +Name or MY.Name for job attributes)", reserved: false };
+  if (RESERVED.has(key.toLowerCase())) return { problem: "it is set by the sidecar", reserved: true };
+  return { key };
+}
+
+function checkKey(key: string): string {
+  const k = submitKey(key);
+  if ("problem" in k) throw invalid(`Cannot write submit command ${JSON.stringify(key)}: ${k.problem}`);
+  return k.key;
+}
+
 /** A submit-file value: one line, no macro expansion. Throws on `\n`, `\r` and NUL. */
 export function submitValue(value: string, what = "value"): string {
   if (/[\r\n\0]/.test(value)) {
@@ -44,15 +87,6 @@ export function submitValue(value: string, what = "value"): string {
 /** A ClassAd string literal, ready for a submit value. */
 export function classAdString(value: string, what = "value"): string {
   return submitValue(`"${value.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`, what);
-}
-
-function checkKey(key: string): string {
-  if (!KEY.test(key)) throw invalid(`Cannot write submit command ${JSON.stringify(key)}: not a submit command name`);
-  const k = key.toLowerCase();
-  if (RESERVED.has(k) || /^(my\.|\+)?interlink/.test(k)) {
-    throw invalid(`Cannot write submit command ${JSON.stringify(key)}: it is set by the sidecar`);
-  }
-  return key;
 }
 
 function listItem(item: string, what: string): string {

@@ -668,6 +668,16 @@ describe("annotations", () => {
     ["= 3", ["x"], 'line 1: expected "command = value"'],
     ["a = b\u0007", ["a"], "line 1: the value of \"a\" must not contain control characters"],
     ["x = 1", [], 'submit command "x" is not allowed on this site'],
+    // spec: htcondor-cli §1.4: +X and MY.X are one command, checked by the renderer's own rule.
+    ['+SingularityImage = "/cvmfs/img"', ["+SingularityImage"], [["+SingularityImage", '"/cvmfs/img"']]],
+    ['MY.SingularityImage = "/cvmfs/img"', ["+SingularityImage"], [["MY.SingularityImage", '"/cvmfs/img"']]],
+    ['+singularityimage = "x"', ["MY.SingularityImage"], [["+singularityimage", '"x"']]],
+    // Reserved names can never be allowed: the allowlist entry is ignored (and refused at config load).
+    ['+InterLinkPodUID = "other"', ["+InterLinkPodUID"], 'submit command "+InterLinkPodUID" is not allowed on this site'],
+    ['MY.InterLinkSidecarId = "other"', ["MY.InterLinkSidecarId", "+InterLinkSidecarId"], "is not allowed on this site"],
+    ['+Environment = "A=1"', ["+Environment"], "is not allowed on this site"],
+    ["+a.b = 1", ["+a.b"], 'line 1: submit command "+a.b": not a job attribute name'],
+    ["my-key = 1", ["my-key"], 'line 1: submit command "my-key": not a submit command name'],
   ];
   test.each(submitOptions)("parseSubmitOptions(%p, %j)", (input, allow, expected) => {
     const r = parseSubmitOptions(input, allow);

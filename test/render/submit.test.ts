@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { renderSubmit, submitValue, classAdString, logFiles, INITIAL_STATE_LINE } from "../../src/render/submit.ts";
+import { renderSubmit, submitKey, submitValue, classAdString, logFiles, INITIAL_STATE_LINE } from "../../src/render/submit.ts";
 import { SidecarError } from "../../src/core/errors.ts";
 import { parseStateLine } from "../../src/core/state-line.ts";
 import type { JobPlan } from "../../src/core/types.ts";
@@ -130,12 +130,18 @@ describe("renderSubmit never lets a value inject", () => {
     expect(get(out, "MY.InterLinkPodName")).toBe('"x\\" || true || \\""');
   });
 
+  // spec: htcondor-cli §1.4 (+Attr and MY.Attr are the same; a job attribute is a ClassAd name).
   test.each([
-    ["bad key", "+Attr"],
     ["bad key", "a b"],
     ["bad key", "x=y"],
     ["bad key", "1abc"],
     ["bad key", ""],
+    ["bad key", "+"],
+    ["bad key", "MY."],
+    ["bad key", "+a.b"],
+    ["bad key", "My.a_b.c+d"],
+    ["bad key", "+1x"],
+    ["bad key", "request_memory+1"],
     ["reserved", "queue"],
     ["reserved", "Executable"],
     ["reserved", "environment"],
@@ -144,12 +150,35 @@ describe("renderSubmit never lets a value inject", () => {
     ["reserved", "transfer_output_files"],
     ["reserved", "MY.InterLinkPodUID"],
     ["reserved", "include"],
+    // The same attributes through the + spelling, and the attributes the reserved commands set.
+    ["reserved", "+InterLinkPodUID"],
+    ["reserved", "+interlinksidecarid"],
+    ["reserved", "+InterLinkCtr0State"],
+    ["reserved", "+Environment"],
+    ["reserved", "MY.Cmd"],
+    ["reserved", "+TransferOutput"],
+    ["reserved", "+Iwd"],
+    ["reserved", "+WantIOProxy"],
   ])("extra line key refused (%s): %p", (_why, key) => {
     expect(() => renderSubmit(basePlan({ submit: { lines: [[key, "1"]] } }))).toThrow(SidecarError);
   });
 
-  test.each(["request_memory", "MY.ProjectName", "periodic_hold", "My.a_b.c+d"])("extra line key accepted: %p", (key) => {
-    expect(renderSubmit(basePlan({ submit: { lines: [[key, "1"]] } }))).toContain(`\n${key} = 1\n`);
+  test.each([
+    ["request_memory", "request_memory"],
+    ["MY.ProjectName", "MY.ProjectName"],
+    ["periodic_hold", "periodic_hold"],
+    ["my.a_b", "MY.a_b"],
+    ["+ProjectName", "MY.ProjectName"],
+    ["+_x1", "MY._x1"],
+  ])("extra line key accepted: %p → %p", (key, written) => {
+    expect(renderSubmit(basePlan({ submit: { lines: [[key, "1"]] } }))).toContain(`\n${written} = 1\n`);
+  });
+
+  test("submitKey is the one rule: canonical key or the reason", () => {
+    expect(submitKey("+SingularityImage")).toEqual({ key: "MY.SingularityImage" });
+    expect(submitKey("priority")).toEqual({ key: "priority" });
+    expect(submitKey("+InterLinkPodUID")).toEqual({ problem: "it is set by the sidecar", reserved: true });
+    expect("problem" in submitKey("a-b")).toBe(true);
   });
 
   test("batch_name and accounting_group must be plain", () => {

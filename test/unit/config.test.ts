@@ -3,6 +3,10 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError, parseConfig, planConfig } from "../../src/config.ts";
+import { parseCreateRequest } from "../../src/core/pod.ts";
+import { planJob } from "../../src/core/plan.ts";
+import { renderSubmit } from "../../src/render/submit.ts";
+import { makeCreateRequest } from "../fixtures/pods.ts";
 
 describe("parseConfig", () => {
   test("an empty file is all defaults", () => {
@@ -34,6 +38,15 @@ describe("parseConfig", () => {
     ["DataRootFolder: [", "SidecarConfig.yaml: not valid YAML"],
     ["Channels: {SubmitOptions: request_disk}", "SidecarConfig.yaml: Channels.SubmitOptions: "],
     ["DefaultResources: {Memory: lots}", "SidecarConfig.yaml: DefaultResources.Memory: is not a Kubernetes quantity"],
+    // Submit lines are checked by the submit renderer's own rule when the file loads, not at the
+    // first create (spec: htcondor-cli §1.4).
+    ['Submit: {ExtraLines: {"+InterLinkPodUID": \'"x"\'}}', "SidecarConfig.yaml: Submit.ExtraLines.+InterLinkPodUID: it is set by the sidecar"],
+    ['Submit: {ExtraLines: {"MY.InterLinkSidecarId": \'"x"\'}}', "SidecarConfig.yaml: Submit.ExtraLines.MY.InterLinkSidecarId: it is set by the sidecar"],
+    ["Submit: {ExtraLines: {executable: /bin/sh}}", "SidecarConfig.yaml: Submit.ExtraLines.executable: it is set by the sidecar"],
+    ['Submit: {ExtraLines: {"my key": 1}}', "SidecarConfig.yaml: Submit.ExtraLines.my key: not a submit command name"],
+    ['Submit: {ExtraLines: {"+a.b": 1}}', "SidecarConfig.yaml: Submit.ExtraLines.+a.b: not a job attribute name"],
+    ['Submit: {ExtraLines: {priority: "1\\nqueue 5"}}', "SidecarConfig.yaml: Submit.ExtraLines.priority: the value must be one line"],
+    ["Channels: {SubmitOptions: [priority, queue]}", "SidecarConfig.yaml: Channels.SubmitOptions.1: it is set by the sidecar"],
   ];
   for (const [text, prefix] of bad) {
     test(`invalid: ${text.split("\n")[0]}`, () => {
@@ -48,6 +61,13 @@ describe("parseConfig", () => {
       expect((err as Error).message).not.toContain("\n");
     });
   }
+  test("the shipped example ExtraLines ({\"+ProjectName\": '\"physics\"'}) loads and renders as MY.ProjectName", () => {
+    const { config } = parseConfig(`Submit:\n  ExtraLines: {"+ProjectName": '"physics"'}\nChannels:\n  SubmitOptions: [+SingularityImage, priority]\n`);
+    const p = planConfig(config, false);
+    expect(p.extraSubmitLines).toEqual([["+ProjectName", '"physics"']]);
+    const plan = planJob(parseCreateRequest(makeCreateRequest()), p);
+    expect(renderSubmit(plan)).toContain('\nMY.ProjectName = "physics"\n');
+  });
   test("planConfig maps the file onto the job-shaping settings", () => {
     const { config } = parseConfig("CommandPrefix: 'module load x'\nSubmit:\n  ExtraLines: {priority: 5}\n  AccountingGroups: {physics: group_phys}\n");
     const p = planConfig(config, true);

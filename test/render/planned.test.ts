@@ -1,0 +1,54 @@
+// The planner and the renderers together: a create request as interLink sends it (spec: interlink
+// §3), planned with a site config, rendered into the submit file and the wrapper. The other golden
+// files come from hand-built plans, so only these catch a plan the renderers refuse or misread.
+import { describe, expect, test } from "bun:test";
+import { parseCreateRequest } from "../../src/core/pod.ts";
+import { planJob } from "../../src/core/plan.ts";
+import { renderSubmit } from "../../src/render/submit.ts";
+import { renderWrapper } from "../../src/render/wrapper.ts";
+import { WRAPPER_LIB } from "../../src/render/wrapper-lib.ts";
+import { richPlanConfig } from "../fixtures/config.ts";
+import { richCreateRequest } from "../fixtures/pods.ts";
+import { expectGolden } from "./golden.ts";
+
+const plan = () => planJob(parseCreateRequest(richCreateRequest()), richPlanConfig());
+
+/** Submit commands as [key, value] (comments and blank lines dropped). */
+function commands(text: string): [string, string][] {
+  return text
+    .split("\n")
+    .filter((l) => l !== "" && !l.startsWith("#") && l !== "queue 1")
+    .map((l) => {
+      const i = l.indexOf(" = ");
+      return [l.slice(0, i), l.slice(i + 3)];
+    });
+}
+
+describe("planJob → renderSubmit / renderWrapper (the rich example and its site config)", () => {
+  test("the submit file (golden)", () => expectGolden("planned-rich.sub", renderSubmit(plan())));
+
+  // The library is the same for every pod (rich.sh shows it): this golden is the plan part.
+  test("the wrapper's plan section (golden)", () => {
+    const script = renderWrapper(plan());
+    expect(script).toContain(WRAPPER_LIB);
+    expectGolden("planned-rich.plan.sh", script.slice(0, script.indexOf(WRAPPER_LIB)));
+  });
+
+  // spec: htcondor-cli §1.4: `+X` is written `MY.X`; the site's line comes first, then the pod's.
+  test("site ExtraLines and allowlisted submit-options with + reach the submit file as MY.", () => {
+    const cmds = commands(renderSubmit(plan()));
+    const tail = cmds.slice(cmds.findIndex(([k]) => k === "MY.SiteFlavour"));
+    expect(tail).toEqual([
+      ["MY.SiteFlavour", '"test"'],
+      ["MY.SingularityImage", '"/cvmfs/img"'],
+      ["request_walltime", "3600"],
+    ]);
+    expect(cmds.filter(([k]) => k.startsWith("+"))).toEqual([]);
+  });
+
+  test("no env value or secret of the request reaches either file", () => {
+    const p = plan();
+    const both = renderSubmit(p) + renderWrapper(p);
+    for (const secret of ["admin", "p@ss w0rd", "eyJhbGciOiJSUzI1NiJ9", "hello $(POD_NAME)"]) expect(both).not.toContain(secret);
+  });
+});
