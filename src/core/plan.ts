@@ -22,8 +22,9 @@ import {
   type Secret,
   type Volume,
   type VolumeMount,
-  ENV_NAME,
   KNOWN_VOLUME_SOURCES,
+  SHELL_IDENTIFIER,
+  envNameProblem,
   podError,
   podLabel,
   quote,
@@ -394,9 +395,10 @@ function planEnv(c: Container, base: PathSeg[], ctx: Ctx): [string, string][] {
     const take = (keys: string[], value: (k: string) => Uint8Array | undefined, what: string) => {
       for (const key of keys) {
         const name = prefix + key;
-        if (!ENV_NAME.test(name)) {
+        const problem = envNameProblem(name);
+        if (problem) {
           // The kubelet skips keys that are not valid names (and records an event).
-          ctx.warnings.push(`container ${quote(c.name)}: ${what} key ${quote(key)} skipped: ${quote(name)} is not a shell identifier`);
+          ctx.warnings.push(`container ${quote(c.name)}: ${what} key ${quote(key)} skipped: ${problem}`);
           continue;
         }
         put(name, bytesToEnv(value(key)!, name, c, ctx, p));
@@ -431,6 +433,52 @@ function planEnv(c: Container, base: PathSeg[], ctx: Ctx): [string, string][] {
     }
   });
   return env;
+}
+
+/**
+ * Env names that are not shell identifiers (valid in Kubernetes: spec §3.1, KEP-4369) cannot
+ * travel as APPTAINERENV_<NAME>: Apptainer's action script exports injected variables with a
+ * shell and keeps only identifiers. The wrapper sets them with `env NAME=value <command>` inside
+ * the container instead, so the container needs a command to put after them (the image's own
+ * entrypoint, `run`, cannot be wrapped), and `env` must not read that command's first word as one
+ * more variable. A host container gets every variable through `env -i`, so the same applies.
+ */
+function checkEnvCarriage(c: Container, plan: ContainerPlan, base: PathSeg[], ctx: Ctx): void {
+  if (plan.image.kind === "container" && plan.command === undefined) {
+    // Named in env: the pod asks for it, so say why it cannot be. From envFrom only: skipped with
+    // a warning, as kubelets before 1.34 skipped such keys.
+    for (const [name] of plan.env) {
+      if (SHELL_IDENTIFIER.test(name)) continue;
+      const j = c.env.findIndex((e) => e.name === name);
+      if (j >= 0) {
+        fail(ctx, [...base, "env", j, "name"],
+          `${quote(name)} is not a shell identifier, which Apptainer can pass only to a command: set command (the image's entrypoint cannot be given it) or rename it`);
+      }
+      ctx.warnings.push(`container ${quote(c.name)}: envFrom variable ${quote(name)} skipped: not a shell identifier, and the container has no command to pass it to`);
+    }
+    plan.env = plan.env.filter(([n]) => SHELL_IDENTIFIER.test(n));
+  }
+  const odd = plan.env.find(([n]) => !SHELL_IDENTIFIER.test(n))?.[0];
+  if (plan.image.kind === "container" && odd === undefined) return;
+  const firsts: [PathSeg[], string | undefined][] = [
+    plan.command ? [[...base, "command", 0], plan.command[0]] : [[...base, "args", 0], plan.args?.[0]],
+  ];
+  for (const [key, h] of [
+    ["startupProbe", plan.startupProbe?.handler],
+    ["readinessProbe", plan.readinessProbe?.handler],
+    ["livenessProbe", plan.livenessProbe?.handler],
+    ["postStart", plan.postStart],
+    ["preStop", plan.preStop],
+  ] as const) {
+    if (h?.kind !== "exec") continue;
+    const at: PathSeg[] = key === "postStart" || key === "preStop" ? [...base, "lifecycle", key] : [...base, key];
+    firsts.push([[...at, "exec", "command", 0], h.command[0]]);
+  }
+  for (const [path, word] of firsts) {
+    if (word?.includes("=")) {
+      fail(ctx, path, `${quote(word)} must not contain '=': the wrapper starts it with env (for ${odd === undefined ? "a host container" : `env ${quote(odd)}`}), which would read it as a variable`);
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -670,7 +718,8 @@ function planMount(m: VolumeMount, j: number, c: Container, base: PathSeg[], env
   if (/[:,"]/.test(source.path)) {
     fail(ctx, [...mp, subKey], `${quote(source.path)} must not contain ':', ',' or '"' (Apptainer's --bind syntax cannot express them)`);
   }
-  return { source, target: m.mountPath, readOnly };
+  // The kubelet makes a relative mountPath absolute (relative to the container's root).
+  return { source, target: m.mountPath.startsWith("/") ? m.mountPath : `/${m.mountPath}`, readOnly };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -970,7 +1019,8 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
     }
     if (c.lifecycle?.postStart) plan.postStart = planHandler(c.lifecycle.postStart, c, [...base, "lifecycle", "postStart"], ctx);
     if (c.lifecycle?.preStop) plan.preStop = planHandler(c.lifecycle.preStop, c, [...base, "lifecycle", "preStop"], ctx);
-    ctx.files.push({ path: `env/${containerKey(c.name, init)}.env`, content: encodeEnvFile(env), mode: 0o600, secret: true });
+    checkEnvCarriage(c, plan, base, ctx);
+    ctx.files.push({ path: `env/${containerKey(c.name, init)}.env`, content: encodeEnvFile(plan.env), mode: 0o600, secret: true });
     return plan;
   };
 

@@ -8,8 +8,7 @@
  *    (spec: interlink §3, §11 item 7). Absent/null lists become `[]`, maps `{}`, objects `undefined`.
  * 2. Rules (`parseCreateRequest` only). Each field is checked by the rule Kubernetes applies to it
  *    (so no pod the API server accepted is refused), plus what the job itself needs: no NUL in any
- *    string that reaches the job, mount paths Apptainer's `--bind` can express, env names a shell
- *    and Apptainer can carry.
+ *    string that reaches the job, mount paths Apptainer's `--bind` can express.
  *
  * Every failure is `SidecarError("invalid", 'pod "<ns>/<name>": <json path>: <what is wrong>')`,
  * naming the first problem found.
@@ -342,8 +341,23 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const CONFIG_MAP_KEY = /^[-._a-zA-Z0-9]+$/;
 const UID = /^[A-Za-z0-9-]{1,128}$/;
-/** Stricter than Kubernetes (any printable but `=`): Apptainer passes env as APPTAINERENV_<NAME>. */
-export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/**
+ * A name a shell (and Apptainer's APPTAINERENV_<NAME>) can carry. Other valid env names reach a
+ * container through `env NAME=value` inside it (render/wrapper-lib.ts, load_env).
+ */
+export const SHELL_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Kubernetes' env var name rule since 1.34 (KEP-4369, RelaxedEnvironmentVariableValidation GA):
+ * any printable ASCII character but `=`, not empty. Before, `[-._a-zA-Z][-._a-zA-Z0-9]*`, which
+ * this includes. Undefined when valid.
+ */
+export function envNameProblem(name: string): string | undefined {
+  if (name === "") return "must not be empty";
+  if (name.includes("=")) return `${quote(name)} must not contain '='`;
+  if (!/^[\x20-\x7e]+$/.test(name)) return `${quote(name)} must consist of printable ASCII characters`;
+  return undefined;
+}
 // deno-lint-ignore no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
@@ -555,7 +569,7 @@ function checkVolume(v: Volume, base: PathSeg[], label: string): void {
 function checkMountPath(m: VolumeMount, p: PathSeg[], label: string): void {
   const mp = m.mountPath;
   if (!mp) throw podError(label, p, "must not be empty");
-  if (!mp.startsWith("/")) throw podError(label, p, `${quote(mp)} must be an absolute path`);
+  // A relative mountPath is accepted, as the API server does: the kubelet makes it absolute.
   if (mp.split("/").includes("..")) throw podError(label, p, `${quote(mp)} must not contain '..'`);
   if (BIND_BREAKERS.test(mp)) throw podError(label, p, `${quote(mp)} ${BIND_BREAKERS_MSG}`);
 }
@@ -580,13 +594,8 @@ function checkContainer(
   }
   c.env.forEach((e, j) => {
     const p = [...base, "env", j];
-    if (!ENV_NAME.test(e.name)) {
-      throw podError(
-        label,
-        [...p, "name"],
-        `${quote(e.name)} must be a shell identifier [A-Za-z_][A-Za-z0-9_]* (Apptainer passes env through APPTAINERENV_<NAME>)`,
-      );
-    }
+    const np = envNameProblem(e.name);
+    if (np) throw podError(label, [...p, "name"], np);
     if (e.value && e.valueFrom) throw podError(label, [...p, "valueFrom"], "may not be set when value is not empty");
     const vf = e.valueFrom;
     if (vf) {
@@ -633,7 +642,7 @@ function checkContainer(
   });
 }
 
-/** `/a//b/./c/` → `/a/b/c`. */
+/** `/a//b/./c/` → `/a/b/c`; a relative `a/b` → `/a/b` (the container's root is the base). */
 export function normalizeAbsolute(p: string): string {
   return "/" + p.split("/").filter((s) => s !== "" && s !== ".").join("/");
 }

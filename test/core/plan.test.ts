@@ -287,7 +287,29 @@ describe("env", () => {
       ["TOKEN", "t0k"],
       ["AFTER", "2"],
     ]);
-    expect(p.warnings.join("\n")).toContain('"CM_x.y" is not a shell identifier');
+    // No command: the image's entrypoint cannot be given a name Apptainer does not carry.
+    expect(p.warnings.join("\n")).toContain('envFrom variable "CM_x.y" skipped: not a shell identifier, and the container has no command');
+    // With a command it is kept (Kubernetes ≥ 1.34 sets it; the wrapper passes it with env).
+    const withCommand = plan(changed(body, (r) => (r.pod.spec.containers[0].command = ["sh"])));
+    expect(only(withCommand).env.slice(1, 4)).toEqual([["CM_a", "1"], ["CM_b", "2"], ["CM_x.y", "skip"]]);
+    expect(withCommand.warnings).toEqual([]);
+  });
+
+  // spec: interlink §3.1; KEP-4369: any printable ASCII name but '='. Byte-exact into the env file.
+  test("env names that are not shell identifiers: kept for a command, refused for the image's entrypoint", () => {
+    const env = [{ name: "A-B", value: "1" }, { name: "my.var", value: "$(A-B)2" }, { name: "1VAR", value: "3" }];
+    const p = plan(pod1({ command: ["sh", "-c", "env"], env }));
+    expect(only(p).env.slice(1)).toEqual([["A-B", "1"], ["my.var", "12"], ["1VAR", "3"]]);
+    expect(fileText(p, "env/c.main.env")).toBe("HOSTNAME=web-1\0A-B=1\0my.var=12\0" + "1VAR=3\0");
+    expectInvalid(() => plan(pod1({ env })), 'spec.containers[0].env[0].name: "A-B" is not a shell identifier, which Apptainer can pass only to a command');
+    // `env NAME=value cmd` would read a first word with '=' as one more variable.
+    expectInvalid(() => plan(pod1({ command: ["X=1"], env })), "spec.containers[0].command[0]: \"X=1\" must not contain '='");
+    expectInvalid(
+      () => plan(pod1({ command: ["sh"], env, livenessProbe: { exec: { command: ["K=v", "x"] } } })),
+      "spec.containers[0].livenessProbe.exec.command[0]",
+    );
+    // Identifiers only: a first word with '=' is the container's business (no env in front of it).
+    expect(only(plan(pod1({ command: ["X=1"] }))).command).toEqual(["X=1"]);
   });
 
   test("secretKeyRef/configMapKeyRef also find objects mounted by another container of the pod", () => {

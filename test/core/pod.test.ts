@@ -98,6 +98,22 @@ describe("parseCreateRequest accepts what interLink sends", () => {
     });
     expect(() => parseCreateRequest(body)).not.toThrow();
   });
+
+  // spec: interlink §3.1 (a v1.Pod as the API server accepted it): env names are any printable
+  // ASCII but '=' since Kubernetes 1.34 (KEP-4369), [-._a-zA-Z][-._a-zA-Z0-9]* before.
+  const validEnvNames = ["A-B", "my.var", "1VAR", "-dash", ".dot", "x y", "$(not-run)", "`id`", "a'b\"c", "~!@#%^&*()[]{}|\\;:,<>?/"];
+  test.each(validEnvNames)("env name %p is accepted", (name) => {
+    const body = makeCreateRequest({ spec: { containers: [{ name: "main", image: "busybox", command: ["true"], env: [{ name, value: "x" }] }] } });
+    expect(parseCreateRequest(body).pod.spec.containers[0]?.env[0]?.name).toBe(name);
+  });
+
+  // The kubelet makes a relative mountPath absolute (it is relative to the container's root).
+  test("a relative mountPath is accepted", () => {
+    const body = makeCreateRequest({
+      spec: { volumes: [{ name: "v", emptyDir: {} }], containers: [{ name: "main", image: "busybox", volumeMounts: [{ name: "v", mountPath: "data/dir" }] }] },
+    });
+    expect(parseCreateRequest(body).pod.spec.containers[0]?.volumeMounts[0]?.mountPath).toBe("data/dir");
+  });
 });
 
 describe("parsePod (for /delete and /status)", () => {
@@ -190,13 +206,14 @@ const badInput: [string, unknown, string][] = [
   ["probe port is a boolean", mod((r) => (c0(r).livenessProbe = { tcpSocket: { port: true } })), "spec.containers[0].livenessProbe.tcpSocket.port"],
   // env
   ["env is a string", mod((r) => (c0(r).env = "A=1")), "spec.containers[0].env: expected array"],
-  ["env name starts with a digit", mod((r) => (c0(r).env = [{ name: "1ABC", value: "x" }])), "spec.containers[0].env[0].name"],
-  [
-    "env name with a dot",
-    mod((r) => (c0(r).env = [{ name: "my.var", value: "x" }])),
-    'env[0].name: "my.var" must be a shell identifier [A-Za-z_][A-Za-z0-9_]* (Apptainer passes env through APPTAINERENV_<NAME>)',
-  ],
-  ["env name with =", mod((r) => (c0(r).env = [{ name: "A=B", value: "x" }])), "spec.containers[0].env[0].name"],
+  // Kubernetes' own rule (KEP-4369): printable ASCII but '=', not empty.
+  ["env name empty", mod((r) => (c0(r).env = [{ name: "", value: "x" }])), "spec.containers[0].env[0].name: must not be empty"],
+  ["env name with =", mod((r) => (c0(r).env = [{ name: "A=B", value: "x" }])), "spec.containers[0].env[0].name: \"A=B\" must not contain '='"],
+  ["env name with a tab", mod((r) => (c0(r).env = [{ name: "A\tB", value: "x" }])), "env[0].name: \"A\\tB\" must consist of printable ASCII characters"],
+  ["env name with a newline", mod((r) => (c0(r).env = [{ name: "A\nB", value: "x" }])), "env[0].name: \"A\\nB\" must consist of printable ASCII characters"],
+  ["env name not ASCII", mod((r) => (c0(r).env = [{ name: "CAFÉ", value: "x" }])), "env[0].name: \"CAFÉ\" must consist of printable ASCII characters"],
+  ["env name with DEL", mod((r) => (c0(r).env = [{ name: "A\u007f", value: "x" }])), "must consist of printable ASCII characters"],
+  ["env name with NUL", mod((r) => (c0(r).env = [{ name: "A\u0000", value: "x" }])), "spec.containers[0].env[0].name: must not contain NUL"],
   ["env value with NUL", mod((r) => (c0(r).env = [{ name: "A", value: "x\u0000y" }])), "spec.containers[0].env[0].value: must not contain NUL"],
   [
     "value and valueFrom both",
@@ -228,7 +245,11 @@ const badInput: [string, unknown, string][] = [
     "spec.volumes[1].name: duplicate volume name",
   ],
   ["two volume types", withVolume({ name: "v", emptyDir: {}, hostPath: { path: "/x" } }), "spec.volumes[0]: may not specify more than one volume type"],
-  ["mountPath relative", withVolume({ name: "v", emptyDir: {} }, { name: "v", mountPath: "data" }), "volumeMounts[0].mountPath: \"data\" must be an absolute path"],
+  [
+    "relative mountPath mounted twice (the kubelet makes it absolute)",
+    changed(withVolume({ name: "v", emptyDir: {} }), (r) => c0(r).volumeMounts.push({ name: "v", mountPath: "mnt" })),
+    "volumeMounts[1].mountPath: \"mnt\" is mounted twice",
+  ],
   ["mountPath with ..", withVolume({ name: "v", emptyDir: {} }, { name: "v", mountPath: "/data/../etc" }), "volumeMounts[0].mountPath"],
   [
     "mountPath with :",

@@ -416,6 +416,38 @@ const gpus = scenario(
   { env: { MINICONDOR_SHIM_LOG: gpuCalls } },
 );
 
+// Env names Kubernetes allows (any printable ASCII but '=', KEP-4369) that are not shell
+// identifiers; the slot's OMP_NUM_THREADS must still be added next to a name that contains it.
+const ODD_ENV: [string, string][] = [
+  ["A-B", "dash"],
+  ["my.var", HOSTILE],
+  ["1VAR", "digit"],
+  ["-x", "leading dash"],
+  [" OMP_NUM_THREADS", "a space"],
+  ["X$(touch marker)`touch marker`", "shell text"],
+  ["PLAIN", "identifier"],
+];
+const oddCalls = join(tempDir("shim-calls-"), "calls");
+const oddEnv = scenario(
+  plan({
+    containers: [
+      sh("odd", "env -0 > /shared/env.odd; for i in $(seq 300); do [ -e /shared/env.hook ] && break; sleep 0.1; done", {
+        env: ODD_ENV,
+        postStart: { kind: "exec", command: ["bash", "-c", "env -0 > /shared/env.hook.tmp && mv /shared/env.hook.tmp /shared/env.hook"] },
+      }),
+      container("onhost", { index: 1, image: { kind: "host" }, command: ["/bin/bash", "-c", "env -0 > host.env"], env: ODD_ENV }),
+    ],
+  }),
+  { env: { MINICONDOR_SHIM_LOG: oddCalls } },
+);
+
+/** NAME=value records of `env -0` output. */
+function envRecords(text: string): Map<string, string> {
+  const m = new Map<string, string>();
+  for (const rec of text.split("\0").slice(0, -1)) m.set(rec.slice(0, rec.indexOf("=")), rec.slice(rec.indexOf("=") + 1));
+  return m;
+}
+
 /** The GPU flags of the `instance start` that started the container with this key. */
 function startGpuFlags(calls: ShimCall[], key: string): string[] {
   const starts = calls.filter((c) => c.argv[1] === "instance" && c.argv[2] === "start" && c.argv.at(-1)!.endsWith(`-${key}`));
@@ -462,6 +494,25 @@ describe("a pod runs as one job", () => {
     expect(env).not.toContain("_CONDOR_SCRATCH_DIR"); // --cleanenv
     expect(existsSync(join(o.dir, "marker"))).toBe(false);
     expect(existsSync(join(o.dir, "emptydir/shared/marker"))).toBe(false);
+  });
+
+  // spec: interlink §3.1 (env), KEP-4369: names that are not shell identifiers reach the main
+  // process, its hooks and a host container byte for byte; never as APPTAINERENV_<NAME>, which
+  // Apptainer's action script would drop.
+  test("env names that are not shell identifiers reach the container byte for byte", async () => {
+    const o = await oddEnv;
+    expect(o.code).toBe(0);
+    for (const f of ["emptydir/shared/env.odd", "emptydir/shared/env.hook", "host.env"]) {
+      const env = envRecords(file(o, f));
+      for (const [k, v] of ODD_ENV) expect([f, k, env.get(k)]).toEqual([f, k, v]);
+      expect([f, env.get("OMP_NUM_THREADS")]).toEqual([f, "1"]);
+    }
+    for (const c of shimCalls(oddCalls)) {
+      const injected = [...c.env.keys()].filter((k) => k.startsWith("APPTAINERENV_")).map((k) => k.slice("APPTAINERENV_".length));
+      for (const k of injected) expect(k).toMatch(/^[A-Za-z_][A-Za-z0-9_]*$/);
+    }
+    expect(existsSync(join(o.dir, "marker"))).toBe(false);
+    expect(existsSync(join("/", "marker"))).toBe(false);
   });
 
   test("args without command: the image's entrypoint runs with them", async () => {

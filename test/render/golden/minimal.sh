@@ -452,9 +452,9 @@ run_handler() {
   case $kind in
     exec)
       if [[ $C_IMAGE_KIND == host ]]; then
-        (cd -- "${C_WORKDIR:-$SANDBOX}" && exec ${tl[@]+"${tl[@]}"} env -i ${HOST_ENV[@]+"${HOST_ENV[@]}"} "$@") </dev/null
+        (cd -- "${C_WORKDIR:-$SANDBOX}" && exec ${tl[@]+"${tl[@]}"} env -i -- ${HOST_ENV[@]+"${HOST_ENV[@]}"} "$@") </dev/null
       else
-        ${tl[@]+"${tl[@]}"} env ${RT_ENV[@]+"${RT_ENV[@]}"} "$RT" exec ${EXEC_FLAGS[@]+"${EXEC_FLAGS[@]}"} "instance://$INST" "$@" </dev/null
+        ${tl[@]+"${tl[@]}"} env ${RT_ENV[@]+"${RT_ENV[@]}"} "$RT" exec ${EXEC_FLAGS[@]+"${EXEC_FLAGS[@]}"} "instance://$INST" ${CTR_ENV[@]+"${CTR_ENV[@]}"} "$@" </dev/null
       fi ;;
     httpGet) http_get "$tmo" "$@" ;;
     tcpSocket) ${tl[@]+"${tl[@]}"} "$BASH" -c 'exec 3<>"/dev/tcp/$1/$2"' tcp "$1" "$2" </dev/null ;;
@@ -504,23 +504,30 @@ probe_loop() {
 # ---- one container: its supervisor -----------------------------------------------------------
 
 # Reads env/<key>.env (NUL-separated NAME=value records, byte for byte) into ENV_PAIRS, adds the
-# slot's variables the pod does not set, and builds RT_ENV (for the runtime) and HOST_ENV.
+# slot's variables the pod does not set, and builds what carries them: RT_ENV (APPTAINERENV_<NAME>
+# for the runtime), CTR_ENV (a command prefix, "env -- NAME=value ...", for names that are not shell
+# identifiers: Kubernetes allows any printable ASCII but '=', Apptainer's action script keeps only
+# identifiers) and HOST_ENV (env -i for host containers, any name).
 load_env() {
-  local f=$SANDBOX/env/$C_KEY.env rec names=" " n
+  local f=$SANDBOX/env/$C_KEY.env rec n names=$'\n' odd=()
   ENV_PAIRS=()
   if [[ -f $f ]]; then
     while IFS= read -r -d '' rec || [[ -n $rec ]]; do
       [[ $rec == ?*=* ]] || { wlog "ignoring a malformed record in $f"; continue; }
       ENV_PAIRS+=("$rec")
-      names+="${rec%%=*} "
+      # Names are printable: a newline cannot be part of one.
+      names+="${rec%%=*}"$'\n'
     done <"$f"
   fi
   for n in ${SLOT_ENV_NAMES[@]+"${SLOT_ENV_NAMES[@]}"}; do
-    [[ $names == *" $n "* ]] || ENV_PAIRS+=("$n=${!n-}")
+    [[ $names == *$'\n'"$n"$'\n'* ]] || ENV_PAIRS+=("$n=${!n-}")
   done
-  if [[ -n $POD_IP && $names != *" POD_IP "* ]]; then ENV_PAIRS+=("POD_IP=$POD_IP"); fi
-  RT_ENV=()
-  for rec in ${ENV_PAIRS[@]+"${ENV_PAIRS[@]}"}; do RT_ENV+=("$RT_ENV_PREFIX$rec"); done
+  if [[ -n $POD_IP && $names != *$'\n'POD_IP$'\n'* ]]; then ENV_PAIRS+=("POD_IP=$POD_IP"); fi
+  RT_ENV=() CTR_ENV=()
+  for rec in ${ENV_PAIRS[@]+"${ENV_PAIRS[@]}"}; do
+    if [[ ${rec%%=*} =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then RT_ENV+=("$RT_ENV_PREFIX$rec"); else odd+=("$rec"); fi
+  done
+  ((${#odd[@]})) && CTR_ENV=(env -- "${odd[@]}")
   HOST_ENV=("PATH=$WRAPPER_PATH" "HOME=${HOME:-$SANDBOX}" "TMPDIR=$SANDBOX/tmp" ${ENV_PAIRS[@]+"${ENV_PAIRS[@]}"})
 }
 
@@ -592,12 +599,14 @@ launch_main() {
       [[ -n ${NAP_FD:-} ]] && exec {NAP_FD}>&-
       ((${#argv[@]})) || { echo "host container $C_NAME has no command" >&2; exit 127; }
       cd -- "${C_WORKDIR:-$SANDBOX}" || exit 127
-      exec env -i ${HOST_ENV[@]+"${HOST_ENV[@]}"} "${argv[@]}"
+      exec env -i -- ${HOST_ENV[@]+"${HOST_ENV[@]}"} "${argv[@]}"
     ) </dev/null >"$fifo" 2>&1 &
   else
     if ((${#C_COMMAND[@]})); then
-      argv=("$RT" exec ${EXEC_FLAGS[@]+"${EXEC_FLAGS[@]}"} "instance://$INST" "${C_COMMAND[@]}" ${C_ARGS[@]+"${C_ARGS[@]}"})
+      argv=("$RT" exec ${EXEC_FLAGS[@]+"${EXEC_FLAGS[@]}"} "instance://$INST" ${CTR_ENV[@]+"${CTR_ENV[@]}"} "${C_COMMAND[@]}" ${C_ARGS[@]+"${C_ARGS[@]}"})
     else
+      # The plan gives a container without a command only shell-identifier names (see load_env).
+      ((${#CTR_ENV[@]})) && wlog "variables whose names are not shell identifiers cannot reach the image's entrypoint"
       argv=("$RT" run ${EXEC_FLAGS[@]+"${EXEC_FLAGS[@]}"} "instance://$INST" ${C_ARGS[@]+"${C_ARGS[@]}"})
     fi
     (
