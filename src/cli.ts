@@ -3,6 +3,7 @@
  * original plugin's flags maps onto what current HTCondor reads (spec: htcondor-cli §7).
  * Pure: argv in, options or a usage error out.
  */
+import { isIP } from "node:net";
 import { parseArgs } from "node:util";
 
 export const VERSION = "0.1.0";
@@ -80,7 +81,7 @@ Server:
 HTCondor:
   --condor-bin DIR       where the condor_* tools are (default: found in PATH)
   --schedd-host HOST     schedd to submit to (sets _condor_SCHEDD_HOST)
-  --schedd-name NAME     schedd name (adds -name NAME to the tools)
+  --schedd-name NAME     schedd name (adds -name NAME to the tools that talk to the schedd)
   --collector-host HOST  collector (sets _condor_COLLECTOR_HOST, adds -pool HOST with -name)
   --condor-config PATH   condor_config file (sets CONDOR_CONFIG)
   --spool MODE           auto | always | never: submit with -spool (auto: when the schedd is remote)
@@ -97,6 +98,22 @@ HTCondor:
 `;
 
 const HINT = "Run 'htcondor-sidecar --help' for usage.";
+
+/** RFC 1123 host names (an address to listen on is an IP literal or one of these). */
+const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+/**
+ * The method names HTCondor's security manager knows (SecMan::getAuthBitmask); GSI is still a
+ * name it parses, but the method was removed (it is dropped below, with a warning).
+ */
+const AUTH_METHODS = [
+  "FS", "FS_REMOTE", "IDTOKENS", "IDTOKEN", "TOKEN", "TOKENS", "SCITOKENS", "SCITOKEN", "SSL",
+  "KERBEROS", "PASSWORD", "MUNGE", "NTSSPI", "CLAIMTOBE", "ANONYMOUS", "GSI",
+];
+
+function splitMethods(list: string | undefined): string[] {
+  return (list ?? "").split(/[\s,]+/).filter(Boolean).map((m) => m.toUpperCase());
+}
 
 function oneOf<T extends string>(flag: string, value: string | undefined, allowed: readonly T[], dflt: T): T {
   if (value === undefined) return dflt;
@@ -127,12 +144,22 @@ export function parseCli(argv: readonly string[]): CliResult {
     if (!/^\d+$/.test(p) || Number(p) > 65535) throw new UsageError(`--port: "${p}" is not a port number (0-65535). ${HINT}`);
     port = Number(p);
   }
+  const listen = nonEmpty("listen", s("listen")) ?? "127.0.0.1";
+  if (isIP(listen) === 0 && !HOSTNAME.test(listen)) {
+    throw new UsageError(`--listen: "${listen}" is neither an IP address nor a host name. ${HINT}`);
+  }
+  const authMethod = nonEmpty("auth-method", s("auth-method"));
+  for (const m of splitMethods(authMethod)) {
+    if (!AUTH_METHODS.includes(m)) {
+      throw new UsageError(`--auth-method: "${m}" is not an HTCondor authentication method (${AUTH_METHODS.filter((x) => x !== "GSI").join(", ")}). ${HINT}`);
+    }
+  }
   const given = new Set(Object.keys(values).filter((k) => values[k] !== undefined));
   return {
     kind: "run",
     options: {
       port,
-      listen: nonEmpty("listen", s("listen")) ?? "127.0.0.1",
+      listen,
       socket: nonEmpty("socket", s("socket")),
       config: nonEmpty("config", s("config")) ?? "./SidecarConfig.yaml",
       condorBin: nonEmpty("condor-bin", s("condor-bin")),
@@ -143,7 +170,7 @@ export function parseCli(argv: readonly string[]): CliResult {
       scheddName: nonEmpty("schedd-name", s("schedd-name")),
       collectorHost: nonEmpty("collector-host", s("collector-host")),
       condorConfig: nonEmpty("condor-config", s("condor-config")),
-      authMethod: nonEmpty("auth-method", s("auth-method")),
+      authMethod,
       proxy: nonEmpty("proxy", s("proxy")),
       cadir: nonEmpty("cadir", s("cadir")),
       certfile: nonEmpty("certfile", s("certfile")),
@@ -164,6 +191,8 @@ function describeParseError(err: unknown): string {
   if (missing) return `flag ${missing[1]} needs a value`;
   const noArg = /Option '(?:-\w, )?(--[\w-]+)' does not take an argument/.exec(msg);
   if (noArg) return `flag ${noArg[1]} takes no value`;
+  const dashValue = /Option '(?:-\w, )?(--[\w-]+)' argument is ambiguous/.exec(msg);
+  if (dashValue) return `flag ${dashValue[1]}: a value that starts with "-" must be written ${dashValue[1]}=VALUE`;
   const positional = /Unexpected argument '([^']+)'/.exec(msg);
   if (positional) return `unexpected argument "${positional[1]}"`;
   return msg.split("\n")[0]!;
@@ -173,8 +202,10 @@ function describeParseError(err: unknown): string {
 export interface CondorAccess {
   /** Variables added to each tool's environment. */
   env: Record<string, string>;
-  /** Flags put before each tool's own arguments (-name, -pool, -debug). */
-  toolArgs: string[];
+  /** Schedd selection (-name, -pool) for the tools that talk to the schedd. */
+  scheddArgs: string[];
+  /** -debug, which every tool but condor_version takes. */
+  debugArgs: string[];
   /** The credential file that must exist for the sidecar to be healthy, if any. */
   credentialFile?: string;
   /** True when the schedd is not on this host (spool in auto mode). */
@@ -186,28 +217,26 @@ export interface CondorAccess {
  * Maps the original plugin's flags onto current HTCondor (spec: htcondor-cli §7). GSI was
  * removed from HTCondor; SciTokens are read from SCITOKENS_FILE; SSL uses the client cert/key.
  */
-export function condorAccess(o: CliOptions, localHost: string): CondorAccess {
+export function condorAccess(o: CliOptions, localHost: string, proxyKind?: "token" | "x509"): CondorAccess {
   const env: Record<string, string> = {};
-  const toolArgs: string[] = [];
+  const scheddArgs: string[] = [];
+  const debugArgs: string[] = [];
   const warnings: string[] = [];
   if (o.condorConfig) env.CONDOR_CONFIG = o.condorConfig;
   if (o.scheddHost) env._condor_SCHEDD_HOST = o.scheddHost;
   if (o.collectorHost) env._condor_COLLECTOR_HOST = o.collectorHost;
   if (o.scheddName) {
-    toolArgs.push("-name", o.scheddName);
-    if (o.collectorHost) toolArgs.push("-pool", o.collectorHost);
+    scheddArgs.push("-name", o.scheddName);
+    if (o.collectorHost) scheddArgs.push("-pool", o.collectorHost);
   }
   if (o.cadir) env._condor_AUTH_SSL_CLIENT_CADIR = o.cadir;
   if (o.certfile) env._condor_AUTH_SSL_CLIENT_CERTFILE = o.certfile;
   if (o.keyfile) env._condor_AUTH_SSL_CLIENT_KEYFILE = o.keyfile;
   if (o.debug) {
     env._condor_TOOL_DEBUG = o.debug;
-    toolArgs.push("-debug");
+    debugArgs.push("-debug");
   }
-  const methods = (o.authMethod ?? "")
-    .split(/[\s,]+/)
-    .filter(Boolean)
-    .map((m) => m.toUpperCase());
+  const methods = splitMethods(o.authMethod);
   if (methods.includes("GSI")) {
     warnings.push(
       "--auth-method GSI: GSI was removed from HTCondor (23.x); use SCITOKENS, SSL or IDTOKENS. GSI is dropped from the method list.",
@@ -216,7 +245,10 @@ export function condorAccess(o: CliOptions, localHost: string): CondorAccess {
   const kept = methods.filter((m) => m !== "GSI");
   if (kept.length > 0) env._condor_SEC_CLIENT_AUTHENTICATION_METHODS = kept.join(",");
   if (o.proxy) {
-    if (kept.includes("SCITOKENS")) {
+    // Without --auth-method the file's content decides: the original plugin's --proxy was
+    // "X.509 proxy or SciToken file", and HTCondor's default method list includes SCITOKENS.
+    const token = kept.length > 0 ? kept.includes("SCITOKENS") || kept.includes("SCITOKEN") : proxyKind === "token";
+    if (token) {
       env._condor_SCITOKENS_FILE = o.proxy;
     } else {
       // An X.509 proxy: used by condor_submit for x509userproxy, and for SSL authentication
@@ -226,7 +258,7 @@ export function condorAccess(o: CliOptions, localHost: string): CondorAccess {
     }
   }
   const remoteSchedd = isRemote(o.scheddHost, localHost) || (o.scheddName !== undefined && isRemote(o.scheddName, localHost));
-  return { env, toolArgs, credentialFile: o.proxy, remoteSchedd, warnings };
+  return { env, scheddArgs, debugArgs, credentialFile: o.proxy, remoteSchedd, warnings };
 }
 
 function isRemote(host: string | undefined, localHost: string): boolean {

@@ -45,8 +45,8 @@ export interface Condor {
   submit(dir: string, submitFile: string, spool: boolean): Promise<JobId>;
   /** condor_q -json for a constraint, only the named attributes. */
   query(constraint: string, attributes: readonly string[]): Promise<JobAd[]>;
-  /** condor_history -json for ids and/or a constraint (newest first). */
-  history(opts: { ids?: readonly JobId[]; constraint?: string; attributes: readonly string[]; limit: number; scanLimit: number }): Promise<JobAd[]>;
+  /** condor_history -json for ids and/or a constraint (newest first); no scanLimit: the whole history. */
+  history(opts: { ids?: readonly JobId[]; constraint?: string; attributes: readonly string[]; limit: number; scanLimit?: number }): Promise<JobAd[]>;
   remove(id: JobId, reason: string): Promise<RmOutcome>;
   transferData(id: JobId): Promise<void>;
   /** condor_tail -no-stdout of one sandbox file; resolves with its bytes. */
@@ -56,12 +56,29 @@ export interface Condor {
   version(): Promise<string>;
 }
 
+/**
+ * The flags each tool gets before its own arguments. Schedd selection (`-name`, `-pool`) only
+ * for the tools that talk to a schedd: condor_status has no `-name` (it exits 1 with
+ * "Unknown option"), and condor_version takes no options at all.
+ */
+export function toolArgs(access: Pick<CondorAccess, "scheddArgs" | "debugArgs">, tool: CondorTool): string[] {
+  switch (tool) {
+    case "condor_version":
+      return [];
+    case "condor_status":
+      return [...access.debugArgs];
+    default:
+      return [...access.scheddArgs, ...access.debugArgs];
+  }
+}
+
 export function createCondor(o: CondorOptions): Condor {
   const env = { ...o.baseEnv, ...o.access.env };
   const path = (tool: CondorTool) => `${o.bin}/${tool}`;
+  const command = (tool: CondorTool, args: readonly string[]) => [path(tool), ...toolArgs(o.access, tool), ...args];
 
   async function run(tool: CondorTool, args: string[], opts: { cwd?: string; timeoutMs: number }): Promise<SpawnResult> {
-    const argv = [path(tool), ...o.access.toolArgs, ...args];
+    const argv = command(tool, args);
     let r: SpawnResult;
     try {
       r = await o.runtime.spawn({ argv, env, cwd: opts.cwd, timeoutMs: opts.timeoutMs });
@@ -91,8 +108,9 @@ export function createCondor(o: CondorOptions): Condor {
       const r = await run("condor_submit", ["-terse", ...(spool ? ["-spool"] : []), submitFile], { cwd: dir, timeoutMs: o.submitTimeoutMs });
       if (r.code !== 0) {
         const line = firstErrorLine(r.stderr, r.stdout);
-        const asRoot = o.runtime.uid() === 0 || /\broot\b/i.test(r.stderr);
-        const hint = asRoot ? " (the sidecar runs as root and HTCondor refuses jobs owned by root: run it as an ordinary submit user)" : "";
+        // Only a refusal that names root gets the advice; other failures say what they are.
+        const refusedRoot = r.stderr.split("\n").some((l) => /\broot\b/i.test(l) && /\b(owner|submitter|user)\b/i.test(l));
+        const hint = refusedRoot ? " (the sidecar runs as root and HTCondor refuses jobs owned by root: run it as an ordinary submit user)" : "";
         throw new SidecarError("unavailable", `condor_submit exited with ${r.code ?? r.signal}: ${line}${hint}`);
       }
       try {
@@ -108,7 +126,8 @@ export function createCondor(o: CondorOptions): Condor {
     },
 
     async history({ ids = [], constraint, attributes, limit, scanLimit }) {
-      const args = [...ids.map(jobIdString), "-json", "-attributes", attributes.join(","), "-limit", String(limit), "-scanlimit", String(scanLimit)];
+      const args = [...ids.map(jobIdString), "-json", "-attributes", attributes.join(","), "-limit", String(limit)];
+      if (scanLimit !== undefined) args.push("-scanlimit", String(scanLimit));
       if (constraint) args.push("-constraint", constraint);
       const r = await run("condor_history", args, { timeoutMs: o.queryTimeoutMs });
       return ads("condor_history", r);
@@ -121,6 +140,8 @@ export function createCondor(o: CondorOptions): Condor {
       // An empty queue answers exit 0 with "There are no jobs in the queue" (spec: htcondor-cli §4.2).
       if (outcome === "unknown" && /There are no jobs in the queue/.test(r.stderr)) return "not_found";
       if (outcome === "unknown") fail("condor_rm", r, `Cannot remove job ${sid}`);
+      // The job keeps running: the removal must stay pending, not be taken for done.
+      if (outcome === "denied") throw new SidecarError("unavailable", `Cannot remove job ${sid}: permission denied (is the sidecar running as the job's owner?)`);
       return outcome;
     },
 
@@ -131,13 +152,11 @@ export function createCondor(o: CondorOptions): Condor {
 
     async tail(id, file, maxBytes, timeoutMs) {
       // condor_tail on a job that is not running waits forever (spec: htcondor-cli §5.2).
-      const argv = [path("condor_tail"), ...o.access.toolArgs, "-no-stdout", "-maxbytes", String(maxBytes), jobIdString(id), file];
-      return o.runtime.spawn({ argv, env, timeoutMs });
+      return o.runtime.spawn({ argv: command("condor_tail", ["-no-stdout", "-maxbytes", String(maxBytes), jobIdString(id), file]), env, timeoutMs });
     },
 
     tailFollow(id, file, maxBytes) {
-      const argv = [path("condor_tail"), ...o.access.toolArgs, "-no-stdout", "-maxbytes", String(maxBytes), "-f", jobIdString(id), file];
-      return o.runtime.spawnStream({ argv, env });
+      return o.runtime.spawnStream({ argv: command("condor_tail", ["-no-stdout", "-maxbytes", String(maxBytes), "-f", jobIdString(id), file]), env });
     },
 
     async machines(attributes) {

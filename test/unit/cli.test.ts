@@ -1,6 +1,7 @@
 // Flags: every original flag mapped onto current HTCondor (spec: htcondor-cli §7), usage errors exit 2.
 import { describe, expect, test } from "bun:test";
 import { type CliOptions, UsageError, condorAccess, parseCli } from "../../src/cli.ts";
+import { CONDOR_TOOLS, toolArgs } from "../../src/condor/cli.ts";
 
 const run = (argv: string[]): CliOptions => {
   const r = parseCli(argv);
@@ -9,6 +10,9 @@ const run = (argv: string[]): CliOptions => {
 };
 
 describe("parseCli", () => {
+  test("--listen takes IP addresses and host names", () => {
+    for (const a of ["0.0.0.0", "::", "::1", "localhost", "submit-1.example.org"]) expect(run(["--listen", a]).listen).toBe(a);
+  });
   test("defaults: loopback, port 8000, ./SidecarConfig.yaml, json logs", () => {
     const o = run([]);
     expect([o.listen, o.port, o.config, o.logLevel, o.logFormat, o.spool, o.dummyJob]).toEqual(["127.0.0.1", 8000, "./SidecarConfig.yaml", "info", "json", "auto", false]);
@@ -30,6 +34,10 @@ describe("parseCli", () => {
     [["--dummy-job=yes"], /--dummy-job takes no value/],
     [["stray"], /unexpected argument "stray"/],
     [["--socket", ""], /--socket: must not be empty/],
+    [["--port", "-1"], /--port: a value that starts with "-" must be written --port=VALUE/],
+    [["--port=-1"], /--port: "-1" is not a port number/],
+    [["--listen", "not_an_addr"], /--listen: "not_an_addr" is neither an IP address nor a host name/],
+    [["--auth-method", "KERBERSO"], /--auth-method: "KERBERSO" is not an HTCondor authentication method/],
   ];
   for (const [argv, msg] of bad) {
     test(`usage error: ${argv.join(" ")}`, () => {
@@ -67,10 +75,24 @@ describe("condorAccess: flags → what current HTCondor reads", () => {
     test(name, () => {
       const a = condorAccess(run(argv), "node1.example.org");
       expect(a.env).toEqual(env);
-      expect(a.toolArgs).toEqual(args);
+      expect(toolArgs(a, "condor_q")).toEqual(args);
       expect(a.warnings).toEqual([]);
     });
   }
+  test("schedd selection only for the tools that talk to the schedd (spec: htcondor-cli §5.1: condor_status has no -name)", () => {
+    const a = condorAccess(run(["--schedd-name", "s", "--collector-host", "cm", "--debug", "D_ALL"]), "h");
+    for (const tool of ["condor_submit", "condor_q", "condor_history", "condor_rm", "condor_tail", "condor_transfer_data"] as const) {
+      expect(toolArgs(a, tool)).toEqual(["-name", "s", "-pool", "cm", "-debug"]);
+    }
+    expect(toolArgs(a, "condor_status")).toEqual(["-debug"]);
+    expect(toolArgs(a, "condor_version")).toEqual([]);
+    expect(CONDOR_TOOLS.length).toBe(8);
+  });
+  test("--proxy without --auth-method: a JWT is a SciToken, anything else an X.509 proxy", () => {
+    expect(condorAccess(run(["--proxy", "/t"]), "h", "token").env).toEqual({ _condor_SCITOKENS_FILE: "/t" });
+    expect(condorAccess(run(["--proxy", "/p"]), "h", "x509").env).toEqual({ X509_USER_PROXY: "/p" });
+    expect(condorAccess(run(["--auth-method", "SSL", "--proxy", "/p"]), "h", "token").env.X509_USER_PROXY).toBe("/p");
+  });
   test("GSI warns and is dropped", () => {
     const a = condorAccess(run(["--auth-method", "GSI,SSL", "--proxy", "/x"]), "h");
     expect(a.warnings[0]).toMatch(/GSI was removed/);
