@@ -9,11 +9,20 @@ import { SidecarError, httpStatusOf, oneLine } from "./core/errors.ts";
 import type { Logger } from "./log.ts";
 import type { RequestExtras } from "./runtime/http.ts";
 
+/**
+ * A status answer: the PodStatus array, and why some pods were left out when HTCondor did not
+ * answer (interLink then keeps their last state; the header tells operators it is stale).
+ */
+export interface StatusAnswer {
+  statuses: unknown[];
+  stale?: string;
+}
+
 /** The use cases behind the routes (service.ts implements them). */
 export interface Api {
   create(body: unknown): Promise<{ PodUID: string; PodJID: string }>;
   remove(body: unknown): Promise<string>;
-  status(pods: unknown[]): Promise<unknown[]>;
+  status(pods: unknown[]): Promise<StatusAnswer>;
   /** Ping: `GET /status` with `[]` (spec: interlink §6). */
   ping(): Promise<{ healthy: boolean; body: unknown }>;
   logs(body: unknown, signal: AbortSignal): Promise<ReadableStream<Uint8Array> | Uint8Array | string>;
@@ -24,19 +33,6 @@ type Env = { Bindings: RequestExtras };
 
 export function createApp(api: Api, log: Logger): Hono<Env> {
   const app = new Hono<Env>();
-
-  app.use(async (c, next) => {
-    const started = performance.now();
-    await next();
-    // One line per request; bodies are never logged (they carry secrets).
-    log.info("request", {
-      method: c.req.method,
-      path: c.req.path,
-      status: c.res.status,
-      durationMs: Math.round((performance.now() - started) * 10) / 10,
-      session: c.req.header("InterLink-Http-Session") ?? null,
-    });
-  });
 
   app.onError((err, c) => {
     if (err instanceof SidecarError) return text(c, httpStatusOf[err.kind], err.message);
@@ -65,7 +61,9 @@ export function createApp(api: Api, log: Logger): Hono<Env> {
       const { healthy, body: out } = await api.ping();
       return c.json(out as object, healthy ? 200 : 503);
     }
-    return c.json(await api.status(body), 200);
+    const { statuses, stale } = await api.status(body);
+    if (stale) c.header(STALE_HEADER, headerValue(stale));
+    return c.json(statuses, 200);
   };
   app.get("/status", status);
   app.post("/status", status);
@@ -84,6 +82,14 @@ export function createApp(api: Api, log: Logger): Hono<Env> {
   app.get("/system-info", async (c) => c.json((await api.systemInfo()) as object, 200));
 
   return app;
+}
+
+/** Set on a /status answer that leaves pods out because HTCondor did not answer. */
+export const STALE_HEADER = "X-Sidecar-Stale";
+
+/** Header values are one line of visible ASCII. */
+function headerValue(s: string): string {
+  return s.replace(/[^\x20-\x7e]+/g, " ").slice(0, 500);
 }
 
 function json(c: Context<Env>): unknown {

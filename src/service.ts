@@ -2,7 +2,7 @@
  * The use cases: create, delete, status, ping, logs, system-info, and the background reaper.
  * Data flows one way: validate → plan → render → condor → store → status mapping.
  */
-import type { Api } from "./app.ts";
+import type { Api, StatusAnswer } from "./app.ts";
 import type { Condor } from "./condor/cli.ts";
 import { type JobAd, type JobId, adNumber, classAdString, jobIdString } from "./condor/parse.ts";
 import { SidecarError } from "./core/errors.ts";
@@ -17,7 +17,7 @@ import { renderWrapper } from "./render/wrapper.ts";
 import type { FileConfig } from "./config.ts";
 import type { Logger } from "./log.ts";
 import { createLogService } from "./logs.ts";
-import { fileSize, podDir, readStateFiles, removeFiles, removePodDir, writePodFiles } from "./store/files.ts";
+import { fileSize, listPodDirs, podDir, readStateFiles, removeFiles, removePodDir, writePodFiles } from "./store/files.ts";
 import type { PodRecord, Store } from "./store/store.ts";
 
 export interface ServiceDeps {
@@ -30,6 +30,8 @@ export interface ServiceDeps {
   /** The credential file that must exist and be unexpired for the sidecar to be healthy. */
   credentialFile?: string;
   readCredential?: (path: string) => string | undefined;
+  /** The notAfter time (epoch ms) of the first certificate in a PEM text, if it has one. */
+  certificateExpiry?: (pem: string) => number | undefined;
   log: Logger;
   /** Epoch milliseconds. */
   now: () => number;
@@ -37,10 +39,15 @@ export interface ServiceDeps {
 }
 
 export interface Service extends Api {
-  /** Brings the store in line with the schedd after a restart (interrupted creates, lost store). */
+  /**
+   * Brings the store in line with the schedd (interrupted creates, a lost store, jobs of pods
+   * deleted meanwhile). Run at start and by the reaper until it has succeeded once.
+   */
   reconcile(): Promise<void>;
-  /** One pass of the background work: pending removals, tombstone pruning. */
+  /** One pass of the background work: reconcile if still needed, pending removals, tombstones. */
   reap(): Promise<void>;
+  /** Waits (up to `deadlineMs`) for creates and a reaper pass that are still running. */
+  drain(deadlineMs: number): Promise<void>;
 }
 
 /** Attributes the status path asks condor_q/condor_history for (never the whole ad). */
@@ -61,6 +68,30 @@ const BASE_ATTRS = [
 ] as const;
 
 const TOMBSTONE_TTL_MS = 24 * 3600 * 1000;
+/** A job in neither queue nor history for this long is lost (between the two is normal briefly). */
+const LOST_AFTER_MS = 60_000;
+/** condor_transfer_data runs before a spooled job is finalized with whatever came back. */
+const MAX_FETCH_ATTEMPTS = 10;
+const FETCH_RETRY_MS = 10_000;
+/** How far back the history is searched for the jobs of pods whose record was lost. */
+const ADOPT_HISTORY_LIMIT = 10_000;
+const ADOPT_HISTORY_SCAN = 200_000;
+
+/** A snapshot of this sidecar's jobs in the queue; `at` is when its condor_q started. */
+interface Snapshot {
+  at: number;
+  ads: Map<string, JobAd>;
+}
+
+/** Consecutive failures of one HTCondor daemon, as seen through its tool. */
+interface Streak {
+  failures: number;
+  since?: number;
+  error?: string;
+}
+
+/** Kubernetes' own rule for UIDs (the create path applies it through the pod schema). */
+const POD_UID = /^[A-Za-z0-9-]{1,128}$/;
 
 export function createService(d: ServiceDeps): Service {
   const sidecarConstraint = `InterLinkSidecarId == ${classAdString(d.planConfig.sidecarId)}`;
@@ -68,16 +99,33 @@ export function createService(d: ServiceDeps): Service {
   const startedAt = d.now();
   const submitSlots = semaphore(d.config.MaxConcurrentSubmits);
   const statusCacheMs = d.config.StatusCacheSeconds * 1000;
-  let snapshot: { at: number; ads: Map<string, JobAd> } | undefined;
-  let snapshotInFlight: Promise<Map<string, JobAd>> | undefined;
-  let consecutiveFailures = 0;
+  let snapshot: Snapshot | undefined;
+  let snapshotInFlight: Promise<Snapshot> | undefined;
+  const schedd: Streak = { failures: 0 };
+  const collector: Streak = { failures: 0 };
   let lastMachines: JobAd[] | undefined;
+  let reconciled = false;
+  let reaping: Promise<void> | undefined;
+  const lastFetch = new Map<string, number>();
 
   const jid = (r: PodRecord) => (r.cluster === undefined ? "" : `${r.cluster}.${r.proc}`);
   const jobId = (r: PodRecord): JobId => ({ cluster: r.cluster!, proc: r.proc! });
   const keys = (r: PodRecord) => r.containers.map((c) => containerKey(c.name, c.init));
   const identity = (r: PodRecord) => ({ uid: r.uid, name: r.name, namespace: r.namespace, jid: jid(r), containers: r.containers as ContainerInfo[] });
-  const secretPaths = (r: PodRecord) => r.containers.map((c) => `env/${containerKey(c.name, c.init)}.env`);
+  /** Secret files of the pod: env files (always) and the secret volume files recorded at create. */
+  const secretPaths = (r: PodRecord) => [...new Set([...r.containers.map((c) => `env/${containerKey(c.name, c.init)}.env`), ...r.secrets])];
+  const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+  function ok(s: Streak): void {
+    s.failures = 0;
+    s.since = undefined;
+    s.error = undefined;
+  }
+  function failed(s: Streak, err: unknown): void {
+    if (s.failures === 0) s.since = d.now();
+    s.failures++;
+    s.error = message(err);
+  }
 
   /**
    * The attributes to ask for: the base ones plus a state attribute per container slot any of
@@ -102,23 +150,33 @@ export function createService(d: ServiceDeps): Service {
     return out;
   }
 
-  /** One condor_q for every pod of this sidecar, shared by concurrent callers and cached briefly. */
-  async function queueSnapshot(): Promise<Map<string, JobAd>> {
-    if (snapshot && d.now() - snapshot.at < statusCacheMs) return snapshot.ads;
-    if (snapshotInFlight) return snapshotInFlight;
+  /**
+   * One condor_q for every pod of this sidecar, shared by concurrent callers and cached briefly.
+   * While a refresh runs, callers get the snapshot it replaces if that is at most one cache
+   * period past its age: interLink polls pod after pod (spec: interlink §5.1), and one slow
+   * condor_q must not hold every one of those calls.
+   */
+  async function queueSnapshot(): Promise<Snapshot> {
+    const now = d.now();
+    if (snapshot && now - snapshot.at < statusCacheMs) return snapshot;
+    if (snapshotInFlight) {
+      if (snapshot && now - snapshot.at < 2 * statusCacheMs) return snapshot;
+      return snapshotInFlight;
+    }
     snapshotInFlight = (async () => {
       try {
+        const at = d.now();
         const ads = await d.condor.query(sidecarConstraint, stateAttrs());
         const byUid = new Map<string, JobAd>();
         for (const ad of ads) {
           const uid = ad.InterLinkPodUID;
           if (typeof uid === "string") byUid.set(uid, ad);
         }
-        snapshot = { at: d.now(), ads: byUid };
-        consecutiveFailures = 0;
-        return byUid;
+        snapshot = { at, ads: byUid };
+        ok(schedd);
+        return snapshot;
       } catch (err) {
-        consecutiveFailures++;
+        failed(schedd, err);
         throw err;
       } finally {
         snapshotInFlight = undefined;
@@ -127,36 +185,57 @@ export function createService(d: ServiceDeps): Service {
     return snapshotInFlight;
   }
 
+  /** What the status answer says while the schedd does not answer (null when it does). */
+  function staleness(): string | undefined {
+    if (schedd.failures === 0 || schedd.since === undefined) return undefined;
+    return `condor_q failing since ${new Date(schedd.since).toISOString()} (${schedd.failures} consecutive): ${schedd.error ?? "unknown error"}`;
+  }
+
   function finalize(r: PodRecord, status: PodStatus): PodStatus {
     d.store.update(r.uid, { terminal: JSON.stringify(status) }, d.now());
     // The job has left: its secrets are no longer needed on the submit side.
     removeFiles(r.dir, secretPaths(r));
+    lastFetch.delete(r.uid);
     return status;
   }
 
-  async function fetchOutput(r: PodRecord): Promise<void> {
-    if (!r.spooled || r.outputFetched) return;
-    await d.condor.transferData(jobId(r));
-    // condor_transfer_data prints success even for a job that does not exist (observed): check.
-    if (fileSize(`${r.dir}/job.log`) === undefined && fileSize(`${r.dir}/podstate`) === undefined) {
-      d.log.warn("output not found after condor_transfer_data", { uid: r.uid, jid: jid(r) });
+  /**
+   * Fetches a spooled job's output once. condor_transfer_data prints success even for a job
+   * that does not exist (observed), so success means the state files the wrapper always writes
+   * came back. Returns false while a later attempt may still bring them.
+   */
+  async function fetchOutput(r: PodRecord): Promise<boolean> {
+    if (!r.spooled || r.outputFetched) return true;
+    const last = lastFetch.get(r.uid);
+    if (last !== undefined && d.now() - last < FETCH_RETRY_MS) return false;
+    lastFetch.set(r.uid, d.now());
+    let problem: string | undefined;
+    try {
+      await d.condor.transferData(jobId(r));
+      const missing = keys(r).filter((k) => fileSize(`${r.dir}/podstate/${k}`) === undefined);
+      if (missing.length > 0) problem = `condor_transfer_data brought back no state for ${missing.join(", ")}`;
+    } catch (err) {
+      problem = message(err);
     }
-    d.store.update(r.uid, { outputFetched: true }, d.now());
-    r.outputFetched = true;
+    const attempts = r.fetchAttempts + 1;
+    r.fetchAttempts = attempts;
+    if (problem === undefined || attempts >= MAX_FETCH_ATTEMPTS) {
+      if (problem !== undefined) d.log.warn("giving up fetching the spooled output", { uid: r.uid, jid: jid(r), attempts, error: problem });
+      d.store.update(r.uid, { outputFetched: true, fetchAttempts: attempts }, d.now());
+      r.outputFetched = true;
+      return true;
+    }
+    d.log.warn("spooled output not fetched yet; retrying", { uid: r.uid, jid: jid(r), attempts, error: problem });
+    d.store.update(r.uid, { fetchAttempts: attempts }, d.now());
+    return false;
   }
 
   async function observeEnded(r: PodRecord, ad: JobAd, inQueue = false): Promise<PodStatus> {
-    try {
-      await fetchOutput(r);
-    } catch (err) {
-      d.log.warn("cannot fetch spooled output", { uid: r.uid, error: String(err) });
-      // Still in the queue, the output can be fetched on a later pass: not final yet.
-      if (inQueue) return podStatus(identity(r), { kind: "queued", ad });
-    }
+    // Still in the queue, the output can be fetched on a later pass: not final yet.
+    if (!(await fetchOutput(r)) && inQueue) return podStatus(identity(r), { kind: "queued", ad });
     const files = readStateFiles(r.dir, keys(r));
     // Chirped lines are the fallback when the files did not come back.
-    const chirped = linesFromAd(ad, r.containers);
-    const lines = new Map<string, StateLine>(chirped);
+    const lines = new Map<string, StateLine>(linesFromAd(ad, r.containers));
     for (const [k, v] of files) lines.set(k, v);
     return finalize(r, podStatus(identity(r), { kind: "ended", ad, lines }));
   }
@@ -177,29 +256,32 @@ export function createService(d: ServiceDeps): Service {
     if (d.now() - since < d.config.HoldGraceSeconds * 1000) return podStatus(identity(r), { kind: "queued", ad });
     const sub = adNumber(ad, "HoldReasonSubCode");
     const reason = code === 34 && sub === 102 ? "OOMKilled" : code === 34 && sub === 104 ? "EphemeralStorageExceeded" : HOLD_REASONS[code] ?? "JobHeld";
-    const message = `${typeof ad.HoldReason === "string" ? ad.HoldReason : "held"} (HoldReasonCode ${code}); removed by the sidecar`;
+    const why = `${typeof ad.HoldReason === "string" ? ad.HoldReason : "held"} (HoldReasonCode ${code}); removed by the sidecar`;
     try {
       await d.condor.remove(jobId(r), `htcondor-sidecar: unrecoverable hold ${code}`);
     } catch (err) {
-      d.log.warn("cannot remove unrecoverably held job; retrying next time", { uid: r.uid, error: String(err) });
+      d.log.warn("cannot remove unrecoverably held job; retrying next time", { uid: r.uid, error: message(err) });
       return podStatus(identity(r), { kind: "queued", ad });
     }
     const lines = new Map([...linesFromAd(ad, r.containers)]);
-    return finalize(r, podStatus(identity(r), { kind: "failed", reason, message, exitCode: reason === "OOMKilled" ? 137 : 1, lines }));
+    return finalize(r, podStatus(identity(r), { kind: "failed", reason, message: why, exitCode: reason === "OOMKilled" ? 137 : 1, lines }));
   }
 
   async function statusOf(records: PodRecord[]): Promise<PodStatus[]> {
     const out: PodStatus[] = [];
     const live = records.filter((r) => r.phase !== "creating" && r.terminal === undefined && r.cluster !== undefined);
-    let ads: Map<string, JobAd> | undefined;
+    let snap: Snapshot | undefined;
     if (live.length > 0) {
       try {
-        ads = await queueSnapshot();
+        snap = await queueSnapshot();
       } catch (err) {
-        d.log.warn("condor_q failed; those pods are left out, so interLink keeps their last state", { error: err instanceof Error ? err.message : String(err) });
+        d.log.warn("condor_q failed; those pods are left out, so interLink keeps their last state", { error: message(err) });
       }
     }
-    const gone = ads ? live.filter((r) => !ads!.has(r.uid)) : [];
+    // A job recorded after its snapshot's condor_q started cannot be in it: not gone, just new.
+    const fresh = (r: PodRecord) => snap !== undefined && (r.submittedAt ?? 0) >= snap.at;
+    const inQueue = snap?.ads;
+    const gone = inQueue ? live.filter((r) => !inQueue.has(r.uid) && !fresh(r)) : [];
     let history = new Map<string, JobAd>();
     if (gone.length > 0) {
       try {
@@ -212,9 +294,8 @@ export function createService(d: ServiceDeps): Service {
         });
         history = new Map(found.map((ad) => [`${ad.ClusterId}.${ad.ProcId}`, ad]));
       } catch (err) {
-        d.log.warn("condor_history failed; those pods are left out, so interLink keeps their last state", { error: String(err) });
-        history = new Map();
-        ads = undefined;
+        d.log.warn("condor_history failed; those pods are left out, so interLink keeps their last state", { error: message(err) });
+        snap = undefined;
       }
     }
 
@@ -228,32 +309,46 @@ export function createService(d: ServiceDeps): Service {
         continue;
       }
       // HTCondor did not answer: omit the pod, and interLink keeps serving the last state it
-      // had (spec: interlink §5.3, "Missing pod in the response").
-      if (!ads) continue;
-      let st: PodStatus | undefined;
-      const ad = ads.get(r.uid);
-      if (ad) {
-        const js = adNumber(ad, "JobStatus");
-        if (js === 4) st = await observeEnded(r, ad, true); // spooled: stays in the queue until fetched
-        else if (js === 5) st = await observeHeld(r, ad);
-        else st = podStatus(identity(r), { kind: "queued", ad });
-        if (r.missingSince !== undefined) d.store.update(r.uid, { missingSince: undefined }, d.now());
-      } else {
-        const h = history.get(jid(r));
-        if (h) {
-          st = await observeEnded(r, h);
-        } else {
-          const since = r.missingSince ?? d.now();
-          if (r.missingSince === undefined) d.store.update(r.uid, { missingSince: since }, d.now());
-          // A job between queue and history for a moment is normal; gone for a minute is lost.
-          if (d.now() - since > 60_000) {
-            st = finalize(r, podStatus(identity(r), { kind: "lost", message: `Job ${jid(r)} is in neither the queue nor the history` }));
-          }
-        }
+      // had (spec: interlink §5.3, "Missing pod in the response"); the answer says it is stale.
+      if (!snap) continue;
+      if (fresh(r) && !snap.ads.has(r.uid)) {
+        out.push(podStatus(identity(r), { kind: "creating" }));
+        continue;
       }
+      const st = await observe(r, snap.ads.get(r.uid), history.get(jid(r)));
       if (st) out.push(st);
     }
     return out;
+  }
+
+  /** One pod's status from its queue ad, else its history ad; undefined when not known yet. */
+  async function observe(r: PodRecord, ad: JobAd | undefined, historyAd: JobAd | undefined): Promise<PodStatus | undefined> {
+    if (ad) {
+      if (r.missingSince !== undefined) d.store.update(r.uid, { missingSince: undefined }, d.now());
+      const js = adNumber(ad, "JobStatus");
+      if (js !== 5 && r.heldSince !== undefined) {
+        // Released: a later hold gets its own grace period.
+        d.store.update(r.uid, { heldSince: undefined }, d.now());
+        r.heldSince = undefined;
+      }
+      if (js === 4) return observeEnded(r, ad, true); // spooled: stays in the queue until fetched
+      if (js === 5) return observeHeld(r, ad);
+      return podStatus(identity(r), { kind: "queued", ad });
+    }
+    if (historyAd) return observeEnded(r, historyAd);
+    const since = r.missingSince ?? d.now();
+    if (r.missingSince === undefined) d.store.update(r.uid, { missingSince: since }, d.now());
+    if (d.now() - since <= LOST_AFTER_MS) return undefined;
+    // Before calling it lost: the bounded history scan may have stopped short of an old job on
+    // a busy schedd; ask for this one job with no scan limit (a search by id stops when found).
+    try {
+      const [h] = await d.condor.history({ ids: [jobId(r)], attributes: stateAttrs(), limit: 1 });
+      if (h) return observeEnded(r, h);
+    } catch (err) {
+      d.log.warn("condor_history failed; the pod is left out", { uid: r.uid, error: message(err) });
+      return undefined;
+    }
+    return finalize(r, podStatus(identity(r), { kind: "lost", message: `Job ${jid(r)} is in neither the queue nor the history` }));
   }
 
   async function doCreate(body: unknown): Promise<{ PodUID: string; PodJID: string }> {
@@ -265,12 +360,13 @@ export function createService(d: ServiceDeps): Service {
       throw new SidecarError("gone", `pod "${namespace}/${name}" (${uid}) was already deleted; a late create submits nothing`);
     }
     if (existing?.phase === "creating") {
-      // Left by a crash between submit and record: the schedd knows whether the job exists.
+      // Left by a crash or a timed-out submit: the schedd knows whether the job exists.
       const found = await findJobByUid(uid);
       if (found) {
         d.store.markSubmitted(uid, found.cluster, found.proc, d.now());
         return { PodUID: uid, PodJID: jobIdString(found) };
       }
+      removePodDir(existing.dir, secretPaths(existing));
       d.store.remove(uid);
     }
 
@@ -283,8 +379,10 @@ export function createService(d: ServiceDeps): Service {
       init: c.init,
       image: c.image.kind === "host" ? "host" : c.image.uri,
     }));
-    d.store.insertCreating({ uid, name, namespace, dir, spooled: d.spool, containers, createdAt: d.now() });
+    const secrets = plan.files.filter((f) => f.secret).map((f) => f.path);
+    d.store.insertCreating({ uid, name, namespace, dir, spooled: d.spool, containers, secrets, createdAt: d.now() });
     noteWidth(containers);
+    let id: JobId;
     try {
       const enc = new TextEncoder();
       try {
@@ -294,26 +392,51 @@ export function createService(d: ServiceDeps): Service {
           { path: "job.sub", content: enc.encode(submit), mode: 0o600, secret: false },
         ]);
       } catch (err) {
-        throw new SidecarError("unavailable", `cannot write the job's files under ${dir}: ${err instanceof Error ? err.message : String(err)}`);
+        throw new SidecarError("unavailable", `cannot write the job's files under ${dir}: ${message(err)}`);
       }
-      const id = await submitSlots(() => d.condor.submit(dir, "job.sub", d.spool));
-      d.store.markSubmitted(uid, id.cluster, id.proc, d.now());
-      for (const w of plan.warnings) d.log.warn("create", { uid, warning: w });
-      return { PodUID: uid, PodJID: jobIdString(id) };
+      id = await submitSlots(() => d.condor.submit(dir, "job.sub", d.spool));
     } catch (err) {
+      if (err instanceof SidecarError && err.kind === "timeout") return settleTimedOut(uid, name, namespace, err);
       // Best effort: the disk may be what failed; the reason the caller sees is the first error.
-      for (const cleanup of [() => removePodDir(dir, plan.files.filter((f) => f.secret).map((f) => f.path)), () => d.store.remove(uid)]) {
+      for (const cleanup of [() => removePodDir(dir, secrets), () => d.store.remove(uid)]) {
         try {
           cleanup();
         } catch (e) {
           d.log.error("cannot clean up after a failed create", { uid, dir, error: String(e) });
         }
       }
-      if (err instanceof SidecarError) {
-        throw new SidecarError(err.kind, `Cannot submit job for pod "${namespace}/${name}": ${err.message}`);
-      }
+      if (err instanceof SidecarError) throw new SidecarError(err.kind, `Cannot submit job for pod "${namespace}/${name}": ${err.message}`);
       throw err;
     }
+    d.store.markSubmitted(uid, id.cluster, id.proc, d.now());
+    for (const w of plan.warnings) d.log.warn("create", { uid, warning: w });
+    return { PodUID: uid, PodJID: jobIdString(id) };
+  }
+
+  /**
+   * condor_submit was killed at its timeout: the schedd may have queued the job anyway. Ask it
+   * (by the pod's UID) before answering, so that the pod is never left without its job nor
+   * submitted twice. If the schedd cannot say, the record stays `creating`: a repeated create,
+   * a delete, or the reaper's reconcile settles it.
+   */
+  async function settleTimedOut(uid: string, name: string, namespace: string, err: SidecarError): Promise<{ PodUID: string; PodJID: string }> {
+    let found: JobId | undefined;
+    try {
+      found = await findJobByUid(uid);
+    } catch (e) {
+      reconciled = false;
+      d.log.warn("condor_submit timed out and the schedd cannot say whether the job exists; the reaper will find out", { uid, error: message(e) });
+      throw new SidecarError("timeout", `Cannot submit job for pod "${namespace}/${name}": ${err.message}; whether HTCondor queued it is not known yet`);
+    }
+    if (found) {
+      d.store.markSubmitted(uid, found.cluster, found.proc, d.now());
+      d.log.warn("condor_submit timed out but the job was queued", { uid, jid: jobIdString(found) });
+      return { PodUID: uid, PodJID: jobIdString(found) };
+    }
+    const r = d.store.get(uid);
+    if (r) removePodDir(r.dir, secretPaths(r));
+    d.store.remove(uid);
+    throw new SidecarError("timeout", `Cannot submit job for pod "${namespace}/${name}": ${err.message}`);
   }
 
   async function findJobByUid(uid: string): Promise<JobId | undefined> {
@@ -324,21 +447,25 @@ export function createService(d: ServiceDeps): Service {
     return ad && typeof ad.ClusterId === "number" && typeof ad.ProcId === "number" ? { cluster: ad.ClusterId, proc: ad.ProcId } : undefined;
   }
 
-  async function removeJob(r: PodRecord): Promise<"done" | "pending"> {
+  async function removeJob(r: PodRecord): Promise<"removed" | "ended" | "pending"> {
     // Recorded first: a sidecar killed between condor_rm and the cleanup finds the removal
     // pending at start and finishes it, instead of keeping the pod's files (secrets) forever.
     if (r.phase !== "removing") d.store.update(r.uid, { phase: "removing" }, d.now());
-    if (r.cluster !== undefined && r.terminal === undefined) {
+    let outcome: "removed" | "ended" = "ended";
+    if (r.terminal === undefined) {
       try {
-        await d.condor.remove(jobId(r), "interLink deleted the pod");
+        // A create interrupted before its job id was recorded: the schedd knows the job.
+        const id = r.cluster !== undefined ? jobId(r) : await findJobByUid(r.uid);
+        if (id) outcome = (await d.condor.remove(id, "interLink deleted the pod")) === "removed" ? "removed" : "ended";
       } catch (err) {
-        d.log.warn("condor_rm failed; the reaper will retry", { uid: r.uid, jid: jid(r), error: err instanceof Error ? err.message : String(err) });
+        d.log.warn("condor_rm failed; the reaper will retry", { uid: r.uid, jid: jid(r), error: message(err) });
         return "pending";
       }
     }
     removePodDir(r.dir, secretPaths(r));
     d.store.update(r.uid, { phase: "deleted" }, d.now());
-    return "done";
+    lastFetch.delete(r.uid);
+    return outcome;
   }
 
   function podMeta(body: unknown): { uid: string; name: string; namespace: string } | undefined {
@@ -351,9 +478,51 @@ export function createService(d: ServiceDeps): Service {
     if (!d.credentialFile || !d.readCredential) return undefined;
     const text = d.readCredential(d.credentialFile);
     if (text === undefined) return `credential file ${d.credentialFile} is missing`;
-    const exp = jwtExpiry(text);
-    if (exp !== undefined && exp * 1000 <= d.now()) return `credential ${d.credentialFile} expired at ${new Date(exp * 1000).toISOString()}`;
+    const exp = text.includes("-----BEGIN CERTIFICATE-----") ? d.certificateExpiry?.(text) : jwtExpiry(text);
+    if (exp !== undefined && exp <= d.now()) return `credential ${d.credentialFile} expired at ${new Date(exp).toISOString()}`;
     return undefined;
+  }
+
+  /**
+   * Jobs of this sidecar the store does not know: the store file was lost, or a pod was deleted
+   * while its create was interrupted. Jobs of deleted pods are removed; the others are adopted
+   * when their pod folder is still there (a pod deleted before the loss has no folder).
+   */
+  async function adoptOrRemove(ads: readonly JobAd[], inQueue: boolean): Promise<void> {
+    for (const ad of ads) {
+      const uid = ad.InterLinkPodUID;
+      if (typeof uid !== "string" || typeof ad.ClusterId !== "number" || typeof ad.ProcId !== "number") continue;
+      const id = { cluster: ad.ClusterId, proc: ad.ProcId };
+      const known = d.store.get(uid);
+      if (known?.phase === "deleted" || known?.phase === "removing") {
+        if (inQueue && known.cluster === undefined) {
+          await d.condor.remove(id, "interLink deleted the pod");
+          d.log.info("removed the job of a pod deleted while its create was interrupted", { uid, jid: jobIdString(id) });
+        }
+        continue;
+      }
+      if (known) continue;
+      const containers = parseContainerList(ad.InterLinkContainers);
+      if (!containers) {
+        d.log.warn("found a job of this sidecar with no container list; leaving it alone", { jid: jobIdString(id) });
+        continue;
+      }
+      const dir = podDir(d.dataRoot, uid);
+      if (!inQueue && fileSize(dir) === undefined) continue;
+      d.store.insertCreating({
+        uid,
+        name: String(ad.InterLinkPodName ?? ""),
+        namespace: String(ad.InterLinkPodNamespace ?? ""),
+        dir,
+        spooled: d.spool,
+        containers,
+        secrets: [],
+        createdAt: d.now(),
+      });
+      d.store.markSubmitted(uid, id.cluster, id.proc, d.now());
+      noteWidth(containers);
+      d.log.info("adopted a job from the schedd", { uid, jid: jobIdString(id), inQueue });
+    }
   }
 
   const logService = createLogService({
@@ -363,15 +532,56 @@ export function createService(d: ServiceDeps): Service {
     log: d.log,
     now: d.now,
     async jobStatus(r) {
-      const ads = await queueSnapshot().catch(() => undefined);
-      const ad = ads?.get(r.uid);
+      const ad = (await queueSnapshot().catch(() => undefined))?.ads.get(r.uid);
       return ad ? adNumber(ad, "JobStatus") : undefined;
     },
     async refresh(r) {
       await statusOf([r]).catch(() => undefined);
     },
-    fetchOutput,
+    async fetchOutput(r) {
+      await fetchOutput(r);
+    },
   });
+
+  async function reconcile(): Promise<void> {
+    // Creates interrupted between submit and record: the schedd knows the truth.
+    for (const r of d.store.list(["creating"])) {
+      if (inflight.has(r.uid)) continue; // a create running now settles itself
+      const found = await findJobByUid(r.uid);
+      if (found) {
+        d.store.markSubmitted(r.uid, found.cluster, found.proc, d.now());
+        d.log.info("reconciled an interrupted create", { uid: r.uid, jid: jobIdString(found) });
+      } else {
+        removePodDir(r.dir, secretPaths(r));
+        d.store.remove(r.uid);
+        d.log.info("dropped an interrupted create that never reached HTCondor", { uid: r.uid });
+      }
+    }
+    const fields = ["ClusterId", "ProcId", "InterLinkPodUID", "InterLinkPodName", "InterLinkPodNamespace", "InterLinkContainers"];
+    await adoptOrRemove(await d.condor.query(sidecarConstraint, fields), true);
+    // Pod folders with no record: the store was lost after their jobs had left the queue.
+    if (listPodDirs(d.dataRoot).some((uid) => !d.store.get(uid))) {
+      await adoptOrRemove(
+        await d.condor.history({ constraint: sidecarConstraint, attributes: fields, limit: ADOPT_HISTORY_LIMIT, scanLimit: ADOPT_HISTORY_SCAN }),
+        false,
+      );
+    }
+    reconciled = true;
+  }
+
+  async function reap(): Promise<void> {
+    if (!reconciled) {
+      try {
+        await reconcile();
+      } catch (err) {
+        d.log.warn("reconcile with the schedd failed; retrying on the next pass", { error: message(err) });
+      }
+    }
+    for (const r of d.store.list(["removing"])) await removeJob(r);
+    for (const r of d.store.list(["deleted"])) {
+      if (d.now() - r.updatedAt > TOMBSTONE_TTL_MS) d.store.remove(r.uid);
+    }
+  }
 
   return {
     async create(body) {
@@ -391,20 +601,21 @@ export function createService(d: ServiceDeps): Service {
     async remove(body) {
       const meta = podMeta(body);
       if (!meta) throw new SidecarError("invalid", "delete: metadata.uid is missing");
+      if (!POD_UID.test(meta.uid)) throw new SidecarError("invalid", `delete: metadata.uid ${JSON.stringify(meta.uid.slice(0, 64))} must be 1-128 letters, digits or '-'`);
       await inflight.get(meta.uid)?.catch(() => undefined);
       const r = d.store.get(meta.uid);
       if (!r) {
-        // A tombstone keeps a late create for this pod from submitting a job (spec: interlink §3).
-        d.store.insertCreating({ uid: meta.uid, name: meta.name, namespace: meta.namespace, dir: podDir(d.dataRoot, meta.uid), spooled: false, containers: [], createdAt: d.now() });
+        // A tombstone keeps a late create for this pod from submitting a job (spec: interlink §3),
+        // and tells reconcile to remove a job of this pod it finds later (a lost store).
+        d.store.insertCreating({ uid: meta.uid, name: meta.name, namespace: meta.namespace, dir: podDir(d.dataRoot, meta.uid), spooled: false, containers: [], secrets: [], createdAt: d.now() });
         d.store.update(meta.uid, { phase: "deleted" }, d.now());
         return `Pod ${meta.uid} is not known here; nothing to remove`;
       }
       if (r.phase === "deleted") return `Pod ${meta.uid} was already deleted`;
       const outcome = await removeJob(r);
-      const job = r.cluster === undefined ? "" : r.terminal !== undefined ? ` (job ${jid(r)} had ended)` : ` (job ${jid(r)} removed)`;
-      return outcome === "done"
-        ? `Pod ${r.namespace}/${r.name} deleted${job}`
-        : `Pod ${r.namespace}/${r.name}: removal of job ${jid(r)} is pending; it is retried until HTCondor confirms`;
+      const job = jid(d.store.get(r.uid) ?? r) || jid(r);
+      if (outcome === "pending") return `Pod ${r.namespace}/${r.name}: removal of job ${job || "(not yet known)"} is pending; it is retried until HTCondor confirms`;
+      return `Pod ${r.namespace}/${r.name} deleted${job ? (outcome === "removed" ? ` (job ${job} removed)` : ` (job ${job} had already ended)`) : ""}`;
     },
 
     async status(pods) {
@@ -415,41 +626,60 @@ export function createService(d: ServiceDeps): Service {
         const r = d.store.get(meta.uid);
         if (r && r.phase !== "deleted" && r.phase !== "removing") records.push(r);
       }
-      return statusOf(records);
+      const statuses = await statusOf(records);
+      // Pods left out because condor_q failed: say so (interLink keeps their last state).
+      const live = records.some((r) => r.phase === "submitted" && r.terminal === undefined);
+      return { statuses, stale: live ? staleness() : undefined } satisfies StatusAnswer;
     },
 
     async ping() {
       const problem = credentialProblem();
-      let machines: JobAd[] | undefined;
-      try {
-        machines = await d.condor.machines(["Name", "Cpus", "Memory", "GPUs", "TotalSlotCpus", "SlotType"]);
-        lastMachines = machines;
-        consecutiveFailures = 0;
-      } catch (err) {
-        consecutiveFailures++;
-        d.log.warn("ping: condor_status failed", { failures: consecutiveFailures, error: err instanceof Error ? err.message : String(err) });
-      }
-      const degraded = consecutiveFailures > 0;
-      const healthy = !problem && consecutiveFailures < d.config.PingFailureThreshold;
-      const m = machines ?? lastMachines ?? [];
-      const sum = (k: string) => m.reduce((s, ad) => s + (adNumber(ad, k) ?? 0), 0);
-      // The node advertises the smaller of the pool's totals and the configured caps.
-      const quantity = (q: string | undefined, unit: number) => {
-        const v = q === undefined ? undefined : tryParseQuantity(q);
-        return v === undefined ? Infinity : Number(v.num) / Number(v.den) / unit;
-      };
-      const cpu = Math.min(sum("Cpus"), quantity(d.config.Node.Cpu, 1));
-      const memMiB = Math.min(sum("Memory"), quantity(d.config.Node.Memory, 1024 * 1024));
-      const gpus = Math.min(sum("GPUs"), d.config.Node.Gpus ?? Infinity);
+      // The collector (condor_status) for the pool's capacity; the schedd (condor_q, the same
+      // cached snapshot status uses) because a pool whose schedd is down cannot run pods.
+      const [machines] = await Promise.all([
+        d.condor.machines(["Name", "Cpus", "Memory", "GPUs", "TotalSlotCpus", "SlotType"]).then(
+          (m) => {
+            ok(collector);
+            lastMachines = m;
+            return m;
+          },
+          (err) => {
+            failed(collector, err);
+            d.log.warn("ping: condor_status failed", { failures: collector.failures, error: message(err) });
+            return undefined;
+          },
+        ),
+        queueSnapshot().catch((err) => d.log.warn("ping: condor_q failed", { failures: schedd.failures, error: message(err) })),
+      ]);
+      const limit = d.config.PingFailureThreshold;
+      const down = [schedd.failures >= limit ? `schedd: ${schedd.error}` : "", collector.failures >= limit ? `collector: ${collector.error}` : ""].filter(Boolean);
+      const failing = [schedd.failures > 0 ? "condor_q" : "", collector.failures > 0 ? "condor_status" : ""].filter(Boolean);
+      const healthy = !problem && down.length === 0;
       const body: Record<string, unknown> = {
-        status: problem ? `unhealthy: ${problem}` : healthy ? (degraded ? "degraded: condor_status failed" : "ok") : "unhealthy: HTCondor unreachable",
-        resources: {
-          cpu: String(Math.floor(cpu)),
-          memory: `${Math.floor(memMiB)}Mi`,
-          pods: d.config.Node.Pods,
-          accelerators: [{ resourceType: "nvidia.com/gpu", available: String(Math.floor(gpus)) }],
-        },
+        status: problem
+          ? `unhealthy: ${problem}`
+          : !healthy
+            ? `unhealthy: HTCondor unreachable (${down.join("; ")})`
+            : failing.length > 0
+              ? `degraded: ${failing.join(" and ")} failing`
+              : "ok",
       };
+      // Capacity only from a condor_status that answered: zeros would shrink the node to nothing.
+      const m = machines ?? lastMachines;
+      if (m) {
+        const sum = (k: string) => m.reduce((s, ad) => s + (adNumber(ad, k) ?? 0), 0);
+        // The node advertises the smaller of the pool's totals and the configured caps.
+        const quantity = (q: string | undefined, unit: number) => {
+          const v = q === undefined ? undefined : tryParseQuantity(q);
+          return v === undefined ? Infinity : Number(v.num) / Number(v.den) / unit;
+        };
+        body.resources = {
+          cpu: String(Math.floor(Math.min(sum("Cpus"), quantity(d.config.Node.Cpu, 1)))),
+          memory: `${Math.floor(Math.min(sum("Memory"), quantity(d.config.Node.Memory, 1024 * 1024)))}Mi`,
+          pods: d.config.Node.Pods,
+          accelerators: [{ resourceType: "nvidia.com/gpu", available: String(Math.floor(Math.min(sum("GPUs"), d.config.Node.Gpus ?? Infinity))) }],
+        };
+      }
       if (d.config.Node.Taints) body.taints = d.config.Node.Taints;
       return { healthy, body };
     },
@@ -464,62 +694,32 @@ export function createService(d: ServiceDeps): Service {
         connected = true;
         output = `${m.length} slot(s): ${m.map((ad) => `${ad.Name} ${ad.State}/${ad.Activity}`).join(", ")}`.slice(0, 2000);
       } catch (err) {
-        output = err instanceof Error ? err.message : String(err);
+        output = message(err);
       }
       return {
-        status: connected ? "healthy" : "unhealthy",
+        status: connected && schedd.failures === 0 ? "healthy" : "unhealthy",
         timestamp: new Date(d.now()).toISOString(),
         htcondor_connected: connected,
         condor_status_output: output,
+        condor_q_failing_since: schedd.since === undefined ? null : new Date(schedd.since).toISOString(),
         version: d.version,
         uptime_seconds: Math.floor((d.now() - startedAt) / 1000),
         tracked_pods: d.store.count(),
       };
     },
 
-    async reconcile() {
-      // Creates interrupted between submit and record: the schedd knows the truth.
-      for (const r of d.store.list(["creating"])) {
-        const found = await findJobByUid(r.uid);
-        if (found) {
-          d.store.markSubmitted(r.uid, found.cluster, found.proc, d.now());
-          d.log.info("reconciled an interrupted create", { uid: r.uid, jid: jobIdString(found) });
-        } else {
-          removePodDir(r.dir, secretPaths(r));
-          d.store.remove(r.uid);
-          d.log.info("dropped an interrupted create that never reached HTCondor", { uid: r.uid });
-        }
-      }
-      // Jobs of ours the store does not know (a lost store file): adopt them if their folder is there.
-      const ads = await d.condor.query(sidecarConstraint, ["ClusterId", "ProcId", "InterLinkPodUID", "InterLinkPodName", "InterLinkPodNamespace", "InterLinkContainers"]);
-      for (const ad of ads) {
-        const uid = ad.InterLinkPodUID;
-        if (typeof uid !== "string" || d.store.get(uid)) continue;
-        const containers = parseContainerList(ad.InterLinkContainers);
-        if (!containers) {
-          d.log.warn("found a job of this sidecar with no container list; leaving it alone", { jid: `${ad.ClusterId}.${ad.ProcId}` });
-          continue;
-        }
-        d.store.insertCreating({
-          uid,
-          name: String(ad.InterLinkPodName ?? ""),
-          namespace: String(ad.InterLinkPodNamespace ?? ""),
-          dir: podDir(d.dataRoot, uid),
-          spooled: d.spool,
-          containers,
-          createdAt: d.now(),
-        });
-        d.store.markSubmitted(uid, Number(ad.ClusterId), Number(ad.ProcId), d.now());
-        noteWidth(containers);
-        d.log.info("adopted a job from the schedd", { uid, jid: `${ad.ClusterId}.${ad.ProcId}` });
-      }
+    reconcile,
+
+    reap() {
+      reaping ??= reap().finally(() => (reaping = undefined));
+      return reaping;
     },
 
-    async reap() {
-      for (const r of d.store.list(["removing"])) await removeJob(r);
-      for (const r of d.store.list(["deleted"])) {
-        if (d.now() - r.updatedAt > TOMBSTONE_TTL_MS) d.store.remove(r.uid);
-      }
+    async drain(deadlineMs) {
+      const work = Promise.allSettled([...inflight.values(), reaping]);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([work, new Promise<void>((r) => (timer = setTimeout(r, deadlineMs)))]);
+      clearTimeout(timer);
     },
   };
 }
@@ -536,13 +736,14 @@ export function parseContainerList(v: unknown): { name: string; init: boolean; i
   return out;
 }
 
+/** The `exp` of a JWT, in epoch milliseconds. */
 function jwtExpiry(text: string): number | undefined {
   const token = text.split("\n").map((l) => l.trim()).find((l) => l && !l.startsWith("#"));
   const parts = token?.split(".");
   if (!parts || parts.length !== 3) return undefined;
   try {
     const payload = JSON.parse(atob(parts[1]!.replace(/-/g, "+").replace(/_/g, "/"))) as { exp?: unknown };
-    return typeof payload.exp === "number" ? payload.exp : undefined;
+    return typeof payload.exp === "number" ? payload.exp * 1000 : undefined;
   } catch {
     return undefined;
   }

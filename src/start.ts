@@ -2,7 +2,8 @@
  * The composition root: flags → config → store → condor → service → app → server.
  * Returns the exit code for usage/config errors; otherwise runs until SIGTERM/SIGINT.
  */
-import { accessSync, constants, existsSync, readFileSync } from "node:fs";
+import { X509Certificate } from "node:crypto";
+import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { createApp } from "./app.ts";
 import { type CliOptions, USAGE, UsageError, VERSION, condorAccess, parseCli } from "./cli.ts";
@@ -102,6 +103,43 @@ export function findCondorBin(o: CliOptions, env: Record<string, string>): strin
   throw new Error("HTCondor tools not found: condor_submit is not in PATH. Install HTCondor or pass --condor-bin DIR");
 }
 
+/**
+ * HTCondor fails on a named config file it cannot read, and SSL authentication quietly falls
+ * back to anonymous without its certificate: a path that is not there is a usage error now,
+ * not a mystery later. The credential (--proxy) may appear later (it is renewed by others).
+ */
+function checkFlagPaths(o: CliOptions): void {
+  const paths: [string, string | undefined, "file" | "dir"][] = [
+    ["condor-config", o.condorConfig, "file"],
+    ["cadir", o.cadir, "dir"],
+    ["certfile", o.certfile, "file"],
+    ["keyfile", o.keyfile, "file"],
+  ];
+  for (const [flag, p, kind] of paths) {
+    if (p === undefined) continue;
+    let st;
+    try {
+      st = statSync(p);
+    } catch {
+      throw new UsageError(`--${flag}: ${p} does not exist`);
+    }
+    if (kind === "dir" ? !st.isDirectory() : !st.isFile()) throw new UsageError(`--${flag}: ${p} is not a ${kind === "dir" ? "directory" : "file"}`);
+  }
+}
+
+/** A JWT (three base64url parts) is a token; anything else is taken for an X.509 proxy. */
+function credentialKind(path: string): "token" | "x509" | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch {
+    return undefined;
+  }
+  if (text.includes("-----BEGIN")) return "x509";
+  const token = text.split("\n").map((l) => l.trim()).find((l) => l && !l.startsWith("#"));
+  return token && /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(token) ? "token" : "x509";
+}
+
 function isExecutable(p: string): boolean {
   try {
     accessSync(p, constants.X_OK);
@@ -118,8 +156,10 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
 
   const env = runtime.env();
   const bin = findCondorBin(o, env);
-  const access = condorAccess(o, runtime.hostname());
+  checkFlagPaths(o);
+  const access = condorAccess(o, runtime.hostname(), o.proxy ? credentialKind(o.proxy) : undefined);
   for (const w of access.warnings) log.warn(w);
+  if (o.proxy && !existsSync(o.proxy)) log.warn(`--proxy ${o.proxy} does not exist (yet): the ping answers 503 until it does`);
 
   const dataRoot = isAbsolute(config.DataRootFolder) ? config.DataRootFolder : resolve(dir, config.DataRootFolder);
   ensureDir(dataRoot);
@@ -153,6 +193,13 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
         return undefined;
       }
     },
+    certificateExpiry: (pem) => {
+      try {
+        return Date.parse(new X509Certificate(pem).validTo);
+      } catch {
+        return undefined;
+      }
+    },
     log,
     now: () => Date.now(),
     version: VERSION,
@@ -160,20 +207,30 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
   try {
     await service.reconcile();
   } catch (err) {
-    log.warn("could not reconcile with the schedd at start; will serve what the store knows", {
+    log.warn("could not reconcile with the schedd at start; the reaper retries, meanwhile the store's view is served", {
       error: err instanceof Error ? err.message : String(err),
     });
   }
 
   const app = createApp(service, log);
-  const server = await serveHttp(
-    {
-      target: o.socket ? { kind: "unix", path: resolve(o.socket) } : { kind: "tcp", host: o.listen, port: o.port },
-      bodyLimitBytes: config.BodyLimit,
-      keepAliveTimeoutMs: config.KeepAliveTimeoutSeconds * 1000,
-    },
-    (req, extras) => app.fetch(req, extras),
-  );
+  const target = o.socket ? { kind: "unix" as const, path: resolve(o.socket) } : { kind: "tcp" as const, host: o.listen, port: o.port };
+  let server: HttpServer;
+  try {
+    server = await serveHttp(
+      {
+        target,
+        bodyLimitBytes: config.BodyLimit,
+        keepAliveTimeoutMs: config.KeepAliveTimeoutSeconds * 1000,
+        // One line per request, after its response ended; bodies are never logged (they carry secrets).
+        onRequest: (r) => log.info("request", { ...r }),
+      },
+      (req, extras) => app.fetch(req, extras),
+    );
+  } catch (err) {
+    store.close();
+    const where = target.kind === "unix" ? `--socket ${target.path}` : `--listen ${target.host} --port ${target.port}`;
+    throw new Error(`cannot listen on ${where}: ${err instanceof Error ? err.message : String(err)}`);
+  }
   const reaper = setInterval(() => {
     service.reap().catch((err) => log.warn("reaper pass failed", { error: String(err) }));
   }, config.ReaperIntervalSeconds * 1000);
@@ -184,7 +241,10 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     async stop() {
       log.info("shutting down");
       clearInterval(reaper);
+      const deadline = Date.now() + config.ShutdownGraceSeconds * 1000;
       await server.close(config.ShutdownGraceSeconds * 1000);
+      // A create or a reaper pass still waiting on a condor tool writes to the store when it ends.
+      await service.drain(Math.max(0, deadline - Date.now()));
       store.close();
     },
   };

@@ -21,8 +21,21 @@ export type FetchHandler = (req: Request, extras: RequestExtras) => Promise<Resp
 
 export type ListenTarget = { kind: "tcp"; host: string; port: number } | { kind: "unix"; path: string };
 
+/** One line per request, written when the response has ended (streams included). */
+export interface RequestRecord {
+  method: string;
+  path: string;
+  status: number;
+  durationMs: number;
+  /** interLink's `InterLink-Http-Session` header (spec: interlink §1), for correlation. */
+  session: string | null;
+  /** The client went away before the response ended. */
+  aborted: boolean;
+}
+
 export interface ServeOptions {
   target: ListenTarget;
+  onRequest?: (r: RequestRecord) => void;
   bodyLimitBytes: number;
   /** interLink pools connections for 120 s; the idle timeout must be longer (spec: interlink §1). */
   keepAliveTimeoutMs: number;
@@ -47,8 +60,18 @@ export function serveHttp(opts: ServeOptions, handler: FetchHandler): Promise<Ht
 
   const server = createServer((req, res) => {
     inFlight++;
+    const started = performance.now();
     res.on("close", () => {
       inFlight--;
+      const session = req.headers["interlink-http-session"];
+      opts.onRequest?.({
+        method: req.method ?? "",
+        path: (req.url ?? "/").split("?")[0]!,
+        status: res.statusCode,
+        durationMs: Math.round((performance.now() - started) * 10) / 10,
+        session: typeof session === "string" ? session : null,
+        aborted: !res.writableFinished,
+      });
       if (inFlight === 0) drained?.();
     });
     handle(req, res).catch((err) => {

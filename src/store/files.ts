@@ -3,13 +3,22 @@
  * env files and volume data that ship with the job, and the output that comes back.
  * Folders are 0700; secret files 0600 and removed first.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync, openSync, readSync, closeSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync, openSync, readSync, closeSync } from "node:fs";
 import { dirname, join, resolve, sep } from "node:path";
 import type { PodFile } from "../core/types.ts";
 import { parseStateLine, type StateLine } from "../core/state-line.ts";
 
 export function podDir(dataRoot: string, uid: string): string {
   return join(dataRoot, "pods", uid);
+}
+
+/** The pod UIDs that have a folder under DataRootFolder. */
+export function listPodDirs(dataRoot: string): string[] {
+  try {
+    return readdirSync(join(dataRoot, "pods"), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  } catch {
+    return [];
+  }
 }
 
 export function ensureDir(path: string): void {

@@ -38,6 +38,12 @@ export interface PodRecord {
   missingSince?: number;
   /** When the job was first seen held with an unrecoverable code. */
   heldSince?: number;
+  /** Paths (relative to `dir`) of the secret files written for the job: removed when it leaves. */
+  secrets: string[];
+  /** When the job id was recorded: a queue snapshot older than this cannot know the job. */
+  submittedAt?: number;
+  /** condor_transfer_data runs that did not bring the expected files back (spooled jobs). */
+  fetchAttempts: number;
 }
 
 interface Row {
@@ -56,6 +62,9 @@ interface Row {
   output_fetched: number;
   missing_since: number | null;
   held_since: number | null;
+  secrets: string;
+  submitted_at: number | null;
+  fetch_attempts: number;
 }
 
 const MIGRATIONS: string[] = [
@@ -77,6 +86,9 @@ const MIGRATIONS: string[] = [
      held_since INTEGER
    );
    CREATE INDEX pods_phase ON pods(phase);`,
+  `ALTER TABLE pods ADD COLUMN secrets TEXT NOT NULL DEFAULT '[]';
+   ALTER TABLE pods ADD COLUMN submitted_at INTEGER;
+   ALTER TABLE pods ADD COLUMN fetch_attempts INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 function fromRow(r: Row): PodRecord {
@@ -96,6 +108,9 @@ function fromRow(r: Row): PodRecord {
     outputFetched: r.output_fetched === 1,
     missingSince: r.missing_since ?? undefined,
     heldSince: r.held_since ?? undefined,
+    secrets: JSON.parse(r.secrets) as string[],
+    submittedAt: r.submitted_at ?? undefined,
+    fetchAttempts: r.fetch_attempts,
   };
 }
 
@@ -103,9 +118,9 @@ export interface Store {
   get(uid: string): PodRecord | undefined;
   /** Every record in the given phases. */
   list(phases: readonly PodPhase[]): PodRecord[];
-  insertCreating(rec: Omit<PodRecord, "phase" | "updatedAt" | "outputFetched">): void;
+  insertCreating(rec: Omit<PodRecord, "phase" | "updatedAt" | "outputFetched" | "submittedAt" | "fetchAttempts">): void;
   markSubmitted(uid: string, cluster: number, proc: number, now: number): void;
-  update(uid: string, patch: Partial<Pick<PodRecord, "phase" | "terminal" | "outputFetched" | "missingSince" | "heldSince">>, now: number): void;
+  update(uid: string, patch: Partial<Pick<PodRecord, "phase" | "terminal" | "outputFetched" | "missingSince" | "heldSince" | "fetchAttempts">>, now: number): void;
   remove(uid: string): void;
   count(): number;
   close(): void;
@@ -162,13 +177,13 @@ function openStoreUnguarded(db: Sqlite): Store {
     },
     insertCreating(rec) {
       db.run(
-        `INSERT INTO pods (uid, namespace, name, phase, dir, spooled, containers, created_at, updated_at)
-         VALUES (?, ?, ?, 'creating', ?, ?, ?, ?, ?)`,
-        [rec.uid, rec.namespace, rec.name, rec.dir, rec.spooled ? 1 : 0, JSON.stringify(rec.containers), rec.createdAt, rec.createdAt],
+        `INSERT INTO pods (uid, namespace, name, phase, dir, spooled, containers, created_at, updated_at, secrets)
+         VALUES (?, ?, ?, 'creating', ?, ?, ?, ?, ?, ?)`,
+        [rec.uid, rec.namespace, rec.name, rec.dir, rec.spooled ? 1 : 0, JSON.stringify(rec.containers), rec.createdAt, rec.createdAt, JSON.stringify(rec.secrets)],
       );
     },
     markSubmitted(uid, cluster, proc, now) {
-      db.run("UPDATE pods SET phase = 'submitted', cluster = ?, proc = ?, updated_at = ? WHERE uid = ?", [cluster, proc, now, uid]);
+      db.run("UPDATE pods SET phase = 'submitted', cluster = ?, proc = ?, submitted_at = ?, updated_at = ? WHERE uid = ?", [cluster, proc, now, now, uid]);
     },
     update(uid, patch, now) {
       const sets: string[] = [];
@@ -182,6 +197,7 @@ function openStoreUnguarded(db: Sqlite): Store {
       if (patch.outputFetched !== undefined) put("output_fetched", patch.outputFetched ? 1 : 0);
       if ("missingSince" in patch) put("missing_since", patch.missingSince ?? null);
       if ("heldSince" in patch) put("held_since", patch.heldSince ?? null);
+      if (patch.fetchAttempts !== undefined) put("fetch_attempts", patch.fetchAttempts);
       put("updated_at", now);
       db.run(`UPDATE pods SET ${sets.join(", ")} WHERE uid = ?`, [...params, uid]);
     },

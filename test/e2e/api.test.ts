@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { configMapObject, dataEntry, makeCreateRequest, secretObject } from "../fixtures/pods.ts";
-import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
+import { type Sidecar, eventually, http, startSidecar } from "../helpers/sidecar.ts";
 
 let sc: Sidecar;
 let n = 0;
@@ -219,6 +219,54 @@ describe("create, status, delete", () => {
     expect((await logOf(req.pod, "main")).body).toBe("pre-exec\nfirst\nsecond\nkey=value\ns3cr3t\ntok-123\nkey=value\n");
   }, 90_000);
 
+  test("secret files are 0600 in 0700 folders on the submit side, and removed once the job has left", async () => {
+    const req = shPod("secretfiles", "sleep 2; cat /etc/secret/pw", {
+      spec: {
+        containers: [{ name: "main", image: "busybox", command: ["sh", "-c", "sleep 2; cat /etc/secret/pw"], volumeMounts: [{ name: "sec", mountPath: "/etc/secret" }], env: [{ name: "TOKEN", value: "t0k" }], resources: {} }],
+        volumes: [{ name: "sec", secret: { secretName: "creds", defaultMode: 0o644 } }],
+      },
+      container: [dataEntry("main", { secrets: [secretObject("creds", { pw: "s3cr3t" })] })],
+    });
+    expect((await create(req)).status).toBe(200);
+    const dir = join(sc.dataRoot, "pods", req.pod.metadata.uid);
+    const secretFiles = ["volumes/sec/pw", "env/c.main.env"].map((f) => join(dir, f));
+    for (const f of secretFiles) {
+      expect(statSync(f).mode & 0o777).toBe(0o600);
+      expect(statSync(join(f, "..")).mode & 0o777).toBe(0o700);
+    }
+    const s = await terminated(req.pod);
+    expect(s.containers[0].state.terminated.exitCode).toBe(0);
+    // The pod's mode (0644) applies in the job's sandbox, where the container reads it.
+    expect((await logOf(req.pod, "main")).body).toBe("s3cr3t\n");
+    for (const f of secretFiles) expect(existsSync(f)).toBe(false);
+  }, 60_000);
+
+  test("§11.19: status reports only the offloaded containers, though the status request lists all of them", async () => {
+    const req = shPod("partly", "sleep 1", { metadata: { annotations: { "interlink.eu/disable-offload-containers": "local" } } });
+    expect((await create(req)).status).toBe(200);
+    // interLink sends the original pod on /status: it still has the container that runs in-cluster.
+    const original = { ...req.pod, spec: { ...req.pod.spec, containers: [...req.pod.spec.containers, { name: "local", image: "busybox", resources: {} }] } };
+    const s = await statusOne(original);
+    expect(s.containers.map((c: Json) => c.name)).toEqual(["main"]);
+    expect(s.initContainers).toEqual([]);
+    await terminated(original);
+  }, 60_000);
+
+  test("§11.3: a create body over 16 MiB (a large ConfigMap) is accepted and its data reaches the container", async () => {
+    const big = "x".repeat(17 * 1024 * 1024);
+    const req = shPod("bigcfg", "wc -c < /cfg/big", {
+      spec: {
+        containers: [{ name: "main", image: "busybox", command: ["sh", "-c", "wc -c < /cfg/big"], volumeMounts: [{ name: "cfg", mountPath: "/cfg" }], resources: {} }],
+        volumes: [{ name: "cfg", configMap: { name: "big" } }],
+      },
+      container: [dataEntry("main", { configMaps: [configMapObject("big", { big })] })],
+    });
+    const r = await create(req);
+    expect(r.status).toBe(200);
+    await terminated(req.pod);
+    expect((await logOf(req.pod, "main")).body.trim()).toBe(String(big.length));
+  }, 90_000);
+
   test("secrets never reach the job ad (condor_q -json)", async () => {
     const req = shPod("secretive", "sleep 3");
     req.pod.spec.containers[0].env = [{ name: "TOKEN", value: "very-secret-value-42" }];
@@ -257,6 +305,66 @@ describe("create, status, delete", () => {
   }, 60_000);
 });
 
+describe("server basics (issue: foundation)", () => {
+  test("one log line per request: method, path, status, duration and interLink's session header; a 413 too", async () => {
+    const own = await startSidecar({ config: "BodyLimit: 1024\n" });
+    try {
+      const ok = await http(own.port, "GET", "/status", [], { session: "GetStatus#4242" });
+      expect(ok.status).toBe(200);
+      const big = await http(own.port, "POST", "/create", { pad: "x".repeat(4096) }, { session: "CreatePod#77" });
+      expect(big.status).toBe(413);
+      const lines = await eventually(() => {
+        const l = own.log().split("\n").filter((x) => x.includes('"msg":"request"')).map((x) => JSON.parse(x) as Json);
+        return l.length >= 2 ? l : undefined;
+      }, 5_000, "request lines");
+      expect(lines.find((l) => l.session === "GetStatus#4242")).toMatchObject({ level: "info", method: "GET", path: "/status", status: 200, aborted: false, durationMs: expect.any(Number) });
+      expect(lines.find((l) => l.session === "CreatePod#77")).toMatchObject({ method: "POST", path: "/create", status: 413 });
+      expect(own.log()).not.toContain("xxxx");
+    } finally {
+      await own.destroy();
+    }
+  }, 30_000);
+
+  test("SIGTERM: a request in flight finishes, new connections are refused, the process exits 0", async () => {
+    const own = await startSidecar();
+    try {
+      writeFileSync(join(own.home, "faults.json"), JSON.stringify({ tools: { condor_status: "slow:1500" } }));
+      const ping = own.call("GET", "/status", []);
+      await Bun.sleep(500);
+      own.proc.kill("SIGTERM");
+      await Bun.sleep(200);
+      const refused = await own.call("GET", "/status", []).then(() => false, () => true);
+      expect(refused).toBe(true);
+      expect((await ping).status).toBe(200);
+      expect(await own.proc.exited).toBe(0);
+      expect(own.log()).toContain("shutting down");
+    } finally {
+      await own.destroy();
+    }
+  }, 30_000);
+
+  test("creates run in parallel up to MaxConcurrentSubmits condor_submit processes", async () => {
+    const own = await startSidecar({ config: "MaxConcurrentSubmits: 2\n" });
+    try {
+      writeFileSync(join(own.home, "faults.json"), JSON.stringify({ tools: { condor_submit: "slow:1200" } }));
+      const reqs = Array.from({ length: 6 }, (_, i) => shPod(`par-${i}`, "true"));
+      const answers = await Promise.all(reqs.map((r) => own.call("POST", "/create", r)));
+      expect(answers.map((a) => a.status)).toEqual(reqs.map(() => 200));
+      // calls.log: "<end ISO time> <tool> <argv JSON> <ms> <code>": overlap of [end - ms, end].
+      const spans = readFileSync(join(own.home, "calls.log"), "utf8").split("\n").filter((l) => l.split(" ")[1] === "condor_submit").map((l) => {
+        const parts = l.split(" ");
+        const end = Date.parse(parts[0]!);
+        return [end - Number(parts[parts.length - 2]), end] as const;
+      });
+      expect(spans.length).toBe(6);
+      const most = Math.max(...spans.map(([a]) => spans.filter(([b, e]) => b <= a && a < e).length));
+      expect(most).toBe(2);
+    } finally {
+      await own.destroy();
+    }
+  }, 60_000);
+});
+
 describe("restarts and faults", () => {
   test("§11.15: the mapping survives a restart", async () => {
     const req = shPod("survivor", "sleep 2; exit 3");
@@ -284,6 +392,7 @@ describe("restarts and faults", () => {
   test("a delete while the schedd is down removes the job once it is back", async () => {
     const req = shPod("later", "sleep 300");
     await create(req);
+    expect(await jobsForUidInQueue(req.pod.metadata.uid)).toBe(1);
     writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ scheddDown: true }));
     const d = await sc.call("POST", "/delete", req.pod);
     expect(d.status).toBe(200);

@@ -1,6 +1,7 @@
 // Faults through minicondor's fault injection, and the remote-schedd (spool) path.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
 import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
@@ -15,6 +16,11 @@ const pod = (name: string, script: string) =>
   });
 const statusOf = async (sc: Sidecar, p: Json) => (JSON.parse((await sc.call("GET", "/status", [p])).body) as Json[])[0];
 const faults = (sc: Sidecar, f: unknown) => writeFileSync(join(sc.home, "faults.json"), JSON.stringify(f));
+const callsOf = (sc: Sidecar, tool: string) =>
+  existsSync(join(sc.home, "calls.log")) ? readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").filter((l) => l.split(" ")[1] === tool) : [];
+const historyIds = (sc: Sidecar) =>
+  Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_history"), "-af:j", "JobStatus"], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } })
+    .stdout.toString().split("\n").map((l) => l.split(" ")[0]!);
 const started: Sidecar[] = [];
 const start = async (o: Parameters<typeof startSidecar>[0] = {}) => {
   const s = await startSidecar(o);
@@ -126,6 +132,7 @@ describe("tools that fail, hang or warn", () => {
     const st = await sc.call("GET", "/status", [r.pod]);
     expect(st.status).toBe(200);
     expect(JSON.parse(st.body)).toEqual([]);
+    expect(String(st.headers["x-sidecar-stale"])).toMatch(/condor_q failing since .*Could not find the local condor_schedd/);
     expect(sc.log()).toContain("interLink keeps their last state");
     faults(sc, {});
     expect((await statusOf(sc, r.pod)).containers[0].state.running).toBeDefined();
@@ -146,25 +153,111 @@ describe("tools that fail, hang or warn", () => {
     faults(sc, {});
   }, 90_000);
 
-  test("condor_rm of a job that already left: delete still answers 200 and cleans up", async () => {
+  test("a delete after status saw the job end: no condor_rm, 200, files gone", async () => {
     const sc = await start();
     const r = pod("gone", "true");
     await sc.call("POST", "/create", r);
     await eventually(async () => ((await statusOf(sc, r.pod))?.containers[0].state.terminated ? true : undefined), 60_000, "finished");
     const d = await sc.call("POST", "/delete", r.pod);
     expect(d.status).toBe(200);
+    expect(d.body).toMatch(/had already ended/);
     expect(readdirSync(join(sc.dataRoot, "pods"))).not.toContain(r.pod.metadata.uid);
+    expect(callsOf(sc, "condor_rm")).toEqual([]);
   }, 90_000);
 
-  test("HTCondor refusing a root-owned job: a message that says what to change", async () => {
-    const sc = await start({ env: { MINICONDOR_ALLOW_ROOT: "0" } });
-    const res = await sc.call("POST", "/create", pod("asroot", "true"));
-    if (process.getuid?.() === 0) {
-      expect(res.status).toBe(503);
-      expect(res.body).toMatch(/HTCondor refuses jobs owned by root: run it as an ordinary submit user/);
-    } else {
-      expect(res.status).toBe(200);
+  test("HTCondor refusing a root-owned job: a message that says what to change, and only then", async () => {
+    // MINICONDOR_OWNER=root: the emulator refuses as the schedd does for root, whoever runs the test.
+    const sc = await start({ env: { MINICONDOR_ALLOW_ROOT: "0", MINICONDOR_OWNER: "root" } });
+    const r = pod("asroot", "true");
+    const res = await sc.call("POST", "/create", r);
+    expect(res.status).toBe(503);
+    expect(res.body).toMatch(/HTCondor refuses jobs owned by root: run it as an ordinary submit user/);
+    expect(existsSync(join(sc.dataRoot, "pods", r.pod.metadata.uid))).toBe(false);
+    // Another failure says what it is, with no advice about root.
+    faults(sc, { scheddDown: true });
+    const down = await sc.call("POST", "/create", pod("down", "true"));
+    expect(down.status).toBe(503);
+    expect(down.body).toMatch(/Can't find address of local schedd/);
+    expect(down.body).not.toMatch(/root/);
+    faults(sc, {});
+  }, 30_000);
+
+  test("condor_rm of a job that left the queue unobserved: delete answers 200, says so, and cleans up", async () => {
+    const sc = await start();
+    const r = pod("unobserved", "true");
+    const jid = JSON.parse((await sc.call("POST", "/create", r)).body).PodJID;
+    // No status call: the sidecar has not seen the job end when the delete comes.
+    await eventually(() => (historyIds(sc).includes(jid) ? true : undefined), 60_000, "the job in the history");
+    const d = await sc.call("POST", "/delete", r.pod);
+    expect(d.status).toBe(200);
+    expect(d.body).toContain(`job ${jid} had already ended`);
+    expect(readdirSync(join(sc.dataRoot, "pods"))).not.toContain(r.pod.metadata.uid);
+    expect(callsOf(sc, "condor_rm").length).toBe(1);
+  }, 90_000);
+
+  test("a create while the schedd is down: a clear 503, no record, no folder; the next create works", async () => {
+    const sc = await start();
+    faults(sc, { scheddDown: true });
+    const r = pod("whiledown", "true");
+    const res = await sc.call("POST", "/create", r);
+    expect(res.status).toBe(503);
+    expect(res.headers["content-type"]).toMatch(/^text\/plain/);
+    expect(res.body).toMatch(/^Cannot submit job for pod "default\/whiledown": condor_submit exited with 1: ERROR: Can't find address of local schedd\n$/);
+    expect(existsSync(join(sc.dataRoot, "pods", r.pod.metadata.uid))).toBe(false);
+    faults(sc, {});
+    expect(await statusOf(sc, r.pod)).toBeUndefined();
+    expect((await sc.call("POST", "/create", r)).status).toBe(200);
+    await sc.call("POST", "/delete", r.pod);
+  }, 60_000);
+});
+
+describe("the schedd down while the collector answers (spec: interlink §6, §5.3)", () => {
+  test("the ping degrades after consecutive condor_q failures; status leaves pods out and says it is stale", async () => {
+    const sc = await start({ config: "PingFailureThreshold: 2\n" });
+    const r = pod("stale", "sleep 60");
+    await sc.call("POST", "/create", r);
+    await eventually(async () => ((await statusOf(sc, r.pod))?.containers[0].state.running ? true : undefined), 30_000, "running");
+    faults(sc, { tools: { condor_q: "fail", condor_history: "fail", condor_submit: "fail", condor_rm: "fail" } });
+    await Bun.sleep(300); // past StatusCacheSeconds
+    const pings = [];
+    for (let i = 0; i < 3; i++) {
+      const p = await sc.call("GET", "/status", []);
+      pings.push([p.status, JSON.parse(p.body).status]);
     }
+    expect(pings[0]).toEqual([200, "degraded: condor_q failing"]);
+    expect(pings[1]![0]).toBe(503);
+    expect(pings[1]![1]).toMatch(/^unhealthy: HTCondor unreachable \(schedd: .*Failed to fetch ads/);
+    const st = await sc.call("GET", "/status", [r.pod]);
+    expect(st.status).toBe(200);
+    expect(JSON.parse(st.body)).toEqual([]);
+    expect(String(st.headers["x-sidecar-stale"])).toMatch(/^condor_q failing since \d{4}-\d\d-\d\dT[\d:.]+Z \(\d+ consecutive\): /);
+    const info = JSON.parse((await sc.call("GET", "/system-info")).body);
+    expect(info.status).toBe("unhealthy");
+    expect(info.condor_q_failing_since).toMatch(/Z$/);
+    faults(sc, {});
+    const back = await eventually(async () => {
+      const p = await sc.call("GET", "/status", []);
+      return p.status === 200 && JSON.parse(p.body).status === "ok" ? p : undefined;
+    }, 10_000, "the ping to recover");
+    expect(back.status).toBe(200);
+    const again = await sc.call("GET", "/status", [r.pod]);
+    expect(again.headers["x-sidecar-stale"]).toBeUndefined();
+    expect(JSON.parse(again.body)[0].containers[0].state.running).toBeDefined();
+    await sc.call("POST", "/delete", r.pod);
+  }, 60_000);
+
+  test("before condor_status has answered once, the ping reports no resources (zeros would empty the node)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sidecar-e2e-"));
+    mkdirSync(join(dir, "minicondor"), { recursive: true });
+    writeFileSync(join(dir, "minicondor", "faults.json"), JSON.stringify({ tools: { condor_status: "fail" } }));
+    const sc = await start({ dir });
+    const p = await sc.call("GET", "/status", []);
+    expect(p.status).toBe(200);
+    const body = JSON.parse(p.body);
+    expect(body.status).toBe("degraded: condor_status failing");
+    expect(body.resources).toBeUndefined();
+    faults(sc, {});
+    expect(JSON.parse((await sc.call("GET", "/status", [])).body).resources.cpu).toMatch(/^\d+$/);
   }, 30_000);
 });
 

@@ -117,3 +117,69 @@ function jobsInQueue(home: string, uid: string): number {
   const r = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-af", "InterLinkPodUID"], { env: { MINICONDOR_HOME: home, MINICONDOR_ALLOW_ROOT: "1" } });
   return r.stdout.toString().split("\n").filter((l) => l.trim() === uid).length;
 }
+
+test("a lost store after the job has finished: the pod is adopted from the history; status and logs come back", async () => {
+  await sc?.stop();
+  sc = await startSidecar();
+  const r = pod(300, "echo done-before-the-loss; exit 7");
+  const jid = JSON.parse((await sc.call("POST", "/create", r)).body).PodJID;
+  await eventually(() => (jobsByUid(sc!.home).get(r.pod.metadata.uid) && jobsInQueue(sc!.home, r.pod.metadata.uid) === 0 ? true : undefined), 60_000, "the job to leave the queue");
+  await sc.stop();
+  for (const f of ["state.db", "state.db-wal", "state.db-shm"]) rmSync(join(sc.dataRoot, f), { force: true });
+  sc = await startSidecar({ dir: sc.dir });
+  const st = JSON.parse((await sc.call("GET", "/status", [r.pod])).body) as Json[];
+  expect(st[0].JID).toBe(jid);
+  expect(st[0].containers[0].state.terminated.exitCode).toBe(7);
+  const logs = await sc.call("GET", "/getLogs", { Namespace: "default", PodUID: r.pod.metadata.uid, PodName: r.pod.metadata.name, ContainerName: "main", Opts: {} });
+  expect(logs.body).toBe("done-before-the-loss\n");
+}, 120_000);
+
+test("kill -9 mid-create, restarted while the schedd is down: reconcile runs when it is back; a delete removes the job", async () => {
+  await sc?.stop();
+  sc = await startSidecar();
+  const { writeFileSync } = await import("node:fs");
+  // condor_submit sleeps, then queues the job: the sidecar dies before it records the job id.
+  writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ tools: { condor_submit: "slow:2500" } }));
+  const a = pod(400, "sleep 300");
+  const b = pod(401, "sleep 300");
+  const pending = [a, b].map((r) => sc!.call("POST", "/create", r).catch(() => undefined));
+  await Bun.sleep(800);
+  await sc.kill9();
+  await Promise.all(pending);
+  // The orphaned condor_submit processes go on and queue both jobs; then the schedd goes down.
+  await eventually(() => (jobsInQueue(sc!.home, a.pod.metadata.uid) + jobsInQueue(sc!.home, b.pod.metadata.uid) === 2 ? true : undefined), 30_000, "both jobs queued");
+  writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ scheddDown: true }));
+  sc = await startSidecar({ dir: sc.dir });
+  expect(sc.log()).toContain("could not reconcile with the schedd at start");
+  const before = JSON.parse((await sc.call("GET", "/status", [a.pod, b.pod])).body) as Json[];
+  expect(before.map((p) => p.containers[0].state.waiting?.reason)).toEqual(["ContainerCreating", "ContainerCreating"]);
+  writeFileSync(join(sc.home, "faults.json"), "{}");
+  // a: deleted at once, whether or not the reaper has reconciled it yet.
+  expect((await sc.call("POST", "/delete", a.pod)).status).toBe(200);
+  await eventually(() => (jobsInQueue(sc!.home, a.pod.metadata.uid) === 0 ? true : undefined), 30_000, "a's job to be removed");
+  // b: the reaper reconciles it, and status follows its job.
+  const running = await eventually(async () => {
+    const st = JSON.parse((await sc!.call("GET", "/status", [b.pod])).body) as Json[];
+    return st[0]?.containers[0]?.state.running ? st[0] : undefined;
+  }, 30_000, "b running");
+  expect(running.JID).toMatch(/^\d+\.0$/);
+  await sc.call("POST", "/delete", b.pod);
+  expect(jobsByUid(sc.home).get(b.pod.metadata.uid)?.size).toBe(1);
+}, 120_000);
+
+test("a lost store, the schedd down at start, and a delete for the pod meanwhile: its job is removed when the schedd is back", async () => {
+  await sc?.stop();
+  sc = await startSidecar();
+  const r = pod(500, "sleep 300");
+  await sc.call("POST", "/create", r);
+  await sc.stop();
+  for (const f of ["state.db", "state.db-wal", "state.db-shm"]) rmSync(join(sc.dataRoot, f), { force: true });
+  const { writeFileSync } = await import("node:fs");
+  writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ scheddDown: true }));
+  sc = await startSidecar({ dir: sc.dir });
+  // The sidecar does not know the pod now: the delete answers 200 and leaves a tombstone.
+  expect((await sc.call("POST", "/delete", r.pod)).status).toBe(200);
+  writeFileSync(join(sc.home, "faults.json"), "{}");
+  await eventually(() => (jobsInQueue(sc!.home, r.pod.metadata.uid) === 0 ? true : undefined), 30_000, "the job to be removed");
+  expect((await sc.call("POST", "/create", r)).status).toBe(409);
+}, 120_000);
