@@ -71,6 +71,7 @@ export const ANNOTATIONS = {
 } as const;
 
 const DEFAULT_FILE_MODE = 0o644;
+const SECRET_FILE_MODE = 0o600;
 const DEFAULT_HOST = "127.0.0.1";
 // deno-lint-ignore no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
@@ -530,7 +531,8 @@ class VolumeFiles {
         fail(this.ctx, path, `${quote(rel)} conflicts with ${quote(other)} in volume ${quote(this.name)}`);
       }
     }
-    this.files.set(clean, { path: `volumes/${this.name}/${clean}`, content, mode, secret });
+    // Secrets are 0600 on the submit side; the wrapper gives them the pod's mode in the sandbox.
+    this.files.set(clean, { path: `volumes/${this.name}/${clean}`, content, mode: secret ? SECRET_FILE_MODE : mode, podMode: mode, secret });
   }
 }
 
@@ -1020,7 +1022,7 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
     if (c.lifecycle?.postStart) plan.postStart = planHandler(c.lifecycle.postStart, c, [...base, "lifecycle", "postStart"], ctx);
     if (c.lifecycle?.preStop) plan.preStop = planHandler(c.lifecycle.preStop, c, [...base, "lifecycle", "preStop"], ctx);
     checkEnvCarriage(c, plan, base, ctx);
-    ctx.files.push({ path: `env/${containerKey(c.name, init)}.env`, content: encodeEnvFile(plan.env), mode: 0o600, secret: true });
+    ctx.files.push({ path: `env/${containerKey(c.name, init)}.env`, content: encodeEnvFile(plan.env), mode: SECRET_FILE_MODE, secret: true });
     return plan;
   };
 

@@ -104,8 +104,14 @@ export interface PodFile {
   /** Relative to the pod's folder and to the sandbox, e.g. `volumes/config/app.yaml`. Never absolute, never `..`. */
   path: string;
   content: Uint8Array;
-  /** Octal permission bits, e.g. 0o644; secrets and env files 0o600. */
+  /**
+   * Octal permission bits on the submit side, e.g. 0o644. A secret file is always 0o600 there
+   * (issue 7: secrets and tokens are 0600 files in 0700 folders), whatever mode the pod asks for.
+   */
   mode: number;
+  /** The mode the pod asks for, which the wrapper sets in the job's sandbox; absent: `mode`. */
+  podMode?: number;
+  /** Secret data (secret and projected volumes, env files): recorded and removed when the job leaves. */
   secret: boolean;
 }
 

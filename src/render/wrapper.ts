@@ -146,7 +146,7 @@ function planSection(plan: JobPlan, opts: WrapperOptions): string {
     if (f.path.startsWith("/") || f.path.split("/").includes("..")) {
       throw invalid(`Cannot ship file ${JSON.stringify(f.path)}: paths must be relative, without '..'`);
     }
-    return [`0${(f.mode & 0o7777).toString(8)}`, f.path];
+    return [`0${((f.podMode ?? f.mode) & 0o7777).toString(8)}`, f.path];
   });
   const all = [...plan.initContainers, ...plan.containers];
   return [

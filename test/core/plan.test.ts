@@ -355,25 +355,29 @@ describe("volumes", () => {
     expect(p.emptyDirs).toEqual(["work"]);
     expect(p.transferInput).toEqual(["env", "volumes"]);
 
-    const files = Object.fromEntries(p.files.map((f) => [f.path, { mode: f.mode, secret: f.secret }]));
+    // Issue 7: secret files are 0600 on the submit side (mode); podMode is what the wrapper sets
+    // in the sandbox. Env files and secret/projected volumes are secret, the others not.
+    const files = Object.fromEntries(p.files.map((f) => [f.path, [f.mode, f.podMode, f.secret]]));
     expect(files).toEqual({
-      "env/i.fetch.env": { mode: 0o600, secret: true },
-      "env/i.migrate.env": { mode: 0o600, secret: true },
-      "env/c.app.env": { mode: 0o600, secret: true },
-      "env/c.sidecar.env": { mode: 0o600, secret: true },
+      "env/i.fetch.env": [0o600, undefined, true],
+      "env/i.migrate.env": [0o600, undefined, true],
+      "env/c.app.env": [0o600, undefined, true],
+      "env/c.sidecar.env": [0o600, undefined, true],
       // configMap items: defaultMode 0640, item mode 0600; "log.level" not listed in items
-      "volumes/config/app.yaml": { mode: 0o640, secret: false },
-      "volumes/config/img/logo.bin": { mode: 0o600, secret: false },
+      "volumes/config/app.yaml": [0o640, 0o640, false],
+      "volumes/config/img/logo.bin": [0o600, 0o600, false],
       // secret: all keys, base64-decoded, defaultMode 0400
-      "volumes/creds/password": { mode: 0o400, secret: true },
-      "volumes/creds/username": { mode: 0o400, secret: true },
-      "volumes/kube-api-access-x7k2p/token": { mode: 0o644, secret: true },
-      "volumes/kube-api-access-x7k2p/ca.crt": { mode: 0o644, secret: true },
-      "volumes/kube-api-access-x7k2p/namespace": { mode: 0o644, secret: true },
-      "volumes/podinfo/labels": { mode: 0o644, secret: false },
-      "volumes/podinfo/name": { mode: 0o644, secret: false },
-      "volumes/podinfo/mem_limit": { mode: 0o644, secret: false },
+      "volumes/creds/password": [0o600, 0o400, true],
+      "volumes/creds/username": [0o600, 0o400, true],
+      // projected (the service-account token): defaultMode 0644 in the sandbox only
+      "volumes/kube-api-access-x7k2p/token": [0o600, 0o644, true],
+      "volumes/kube-api-access-x7k2p/ca.crt": [0o600, 0o644, true],
+      "volumes/kube-api-access-x7k2p/namespace": [0o600, 0o644, true],
+      "volumes/podinfo/labels": [0o644, 0o644, false],
+      "volumes/podinfo/name": [0o644, 0o644, false],
+      "volumes/podinfo/mem_limit": [0o644, 0o644, false],
     });
+    for (const f of p.files) if (f.secret) expect([f.path, f.mode]).toEqual([f.path, 0o600]);
     expect(fileText(p, "volumes/creds/password")).toBe("p@ss w0rd $(not-expanded) `x`");
     expect(p.files.find((f) => f.path === "volumes/config/img/logo.bin")!.content).toEqual(new Uint8Array([0, 1, 0xff]));
     expect(fileText(p, "volumes/kube-api-access-x7k2p/token")).toBe(RICH_TOKEN);
@@ -449,7 +453,7 @@ describe("volumes", () => {
         data: { projected: [{ metadata: { name: "p" }, data: { "dir/k": "v" } }] },
       }),
     );
-    expect(p.files.find((f) => f.path === "volumes/p/dir/k")).toMatchObject({ mode: 0o600, secret: true });
+    expect(p.files.find((f) => f.path === "volumes/p/dir/k")).toMatchObject({ mode: 0o600, podMode: 0o600, secret: true });
   });
 
   test("emptyDir: read-write unless readOnly, shared by name, subPath joined", () => {

@@ -106,6 +106,8 @@ const basics = scenario(
     files: [
       { path: "volumes/config/app.yaml", content: enc.encode("level: debug\n"), mode: 0o644, secret: false },
       { path: "volumes/creds/token", content: enc.encode("s3cr3t"), mode: 0o600, secret: true },
+      // 0600 on the submit side (issue 7); the pod's 0440 in the sandbox.
+      { path: "volumes/creds/cert", content: enc.encode("cert"), mode: 0o600, podMode: 0o440, secret: true },
     ],
     transferInput: ["volumes"],
     initContainers: [
@@ -526,6 +528,7 @@ describe("a pod runs as one job", () => {
     expect(existsSync(join(o.dir, "emptydir/shared/ro.a"))).toBe(false);
     expect(file(o, "volumes/config/app.yaml")).toBe("level: debug\n");
     expect(statSync(join(o.dir, "volumes/creds/token")).mode & 0o777).toBe(0o600);
+    expect(statSync(join(o.dir, "volumes/creds/cert")).mode & 0o777).toBe(0o440);
     expect(statSync(join(o.dir, "env/c.a.env")).mode & 0o777).toBe(0o600);
   });
 
