@@ -1,6 +1,9 @@
 # htcondor-sidecar beside a single-machine HTCondor pool (htcondor/mini runs its daemons from /start.sh).
 #   docker build -t htcondor-sidecar .
 #   docker run --rm -p 127.0.0.1:8000:8000 htcondor-sidecar --listen 0.0.0.0
+# Arguments are sidecar flags; the image's SidecarConfig.yaml is used unless they name another.
+# Inside the container the default listen address is its own loopback: enough for interLink in
+# the same pod (one network namespace), --listen 0.0.0.0 to publish a port.
 # The sidecar runs as the unprivileged "submituser": HTCondor refuses jobs owned by root.
 
 # Build: npm ci installs Bun from the npm registry; bun build --compile makes one executable.
@@ -22,4 +25,4 @@ RUN chmod 0755 /usr/local/bin/htcondor-sidecar /usr/local/bin/sidecar-entrypoint
  && install -d -m 0700 -o submituser -g submituser /var/lib/htcondor-sidecar
 EXPOSE 8000
 ENTRYPOINT ["/usr/local/bin/sidecar-entrypoint"]
-CMD ["--config", "/etc/htcondor-sidecar/SidecarConfig.yaml"]
+CMD []

@@ -11,7 +11,17 @@ for _ in $(seq 1 60); do
   sleep 1
 done
 
-runuser -u submituser -- /usr/local/bin/htcondor-sidecar "$@" &
+# The image's config unless the arguments name another one: `docker run … htcondor-sidecar
+# --listen 0.0.0.0` replaces CMD, and without a config the sidecar would look in / (the working
+# directory) and try to create ./data there.
+args=("$@")
+has_config=0
+for a in "$@"; do
+  case $a in --config | --config=*) has_config=1 ;; esac
+done
+((has_config)) || args=(--config /etc/htcondor-sidecar/SidecarConfig.yaml "${args[@]}")
+
+runuser -u submituser -- /usr/local/bin/htcondor-sidecar "${args[@]}" &
 sidecar_pid=$!
 
 stop() {

@@ -156,6 +156,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
 
   const env = runtime.env();
   const bin = findCondorBin(o, env);
+  if (runtime.uid() === 0) log.warn("running as root: HTCondor refuses jobs owned by root; run the sidecar as an ordinary submit user");
   checkFlagPaths(o);
   const access = condorAccess(o, runtime.hostname(), o.proxy ? credentialKind(o.proxy) : undefined);
   for (const w of access.warnings) log.warn(w);
