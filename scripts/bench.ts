@@ -4,17 +4,20 @@
  *
  *   bun scripts/bench.ts [--quick] [--json] [--skip-deno] [--levels 1,100,1000,5000]
  *                        [--interval 5] [--min-rate 50] [--status-seconds 8] [--slots 2]
- *                        [--startup-runs 5] [--binary PATH] [--build] [--keep]
+ *                        [--startup-runs 5] [--creates 300] [--fill-clients 10]
+ *                        [--binary PATH] [--build] [--keep]
  *
  * dist/htcondor-sidecar is built first when it is missing or older than src/ (--build: always).
+ * --quick (levels 1,100, 3 s of status per row, 2 start-up runs, 20 creates per /create row) only
+ * checks that the script works: its numbers are not the benchmark's.
  *
  * What it does, in order:
  *  1. start-up: spawn → first successful ping, `--startup-runs` times per runtime on an empty
  *     store, and the resident memory (VmRSS) once idle;
  *  2. a ramp of tracked pods (default 1 → 100 → 1000 → 5000). Each pod is one job running
  *     `sleep 86400` on a minicondor machine with `--slots` CPUs, so all but a few stay Idle and
- *     every pod stays tracked. The creates of each step measure /create with 1, 10 and 100
- *     concurrent clients (with fewer steps the last one is split);
+ *     every pod stays tracked. The ramp's creates (`--fill-clients` at a time) are reported as
+ *     such, with the store sizes they went through;
  *  3. at every level, /status as interLink polls it: one pod per call, every pod once per
  *     `--interval` seconds (at least `--min-rate` calls/s so small levels get enough samples),
  *     open loop for `--status-seconds`; p50/p99, p99 of the calls served from the status cache
@@ -22,7 +25,12 @@
  *     1000 calls (calls.log lines, condor_chirp excluded: jobs run it), and VmRSS. Then the
  *     binary is stopped, the Deno sidecar is started on the same store and measured the same
  *     way (unless --skip-deno), and the binary is started again: both restarts are timed to the
- *     first ping, so the table also shows start-up with that many pods in the store.
+ *     first ping, so the table also shows start-up with that many pods in the store;
+ *  4. /create on the full store, on the binary and then on Deno: for 1, 10 and 100 concurrent
+ *     clients, `--creates` creates, each row from the same store (the last level: the pods of a
+ *     row are deleted before the next), after 5 unreported warm-up creates per runtime. Every
+ *     create is matched to its own condor_submit by the pod folder the tool ran in (a timing
+ *     launcher, kit.ts timedSubmitBin): overhead = create latency − that condor_submit's wall time.
  *
  * With `--json` the JSON goes to stdout and the table to stderr; progress is always on stderr.
  */
@@ -39,6 +47,7 @@ import {
   ROOT,
   type Running,
   SIDECAR_TOOLS,
+  type SubmitTime,
   type ToolCall,
   callsLogLines,
   cleanupHome,
@@ -50,11 +59,15 @@ import {
   podUid,
   pool,
   readCalls,
+  readSubmitTimes,
   rssKiB,
   shPod,
   sorted,
   startSidecar,
+  submitUid,
   table,
+  timedSubmitBin,
+  timedSubmitPadMs,
   toolStartupMs,
 } from "./lib/kit.ts";
 
@@ -74,6 +87,8 @@ function parseFlags() {
         "status-seconds": { type: "string" },
         slots: { type: "string", default: "2" },
         "startup-runs": { type: "string" },
+        creates: { type: "string" },
+        "fill-clients": { type: "string", default: "10" },
         binary: { type: "string", default: BINARY },
         build: { type: "boolean", default: false },
         keep: { type: "boolean", default: false },
@@ -103,7 +118,7 @@ function num(name: string, v: string | undefined, dflt: number): number {
 }
 
 const quick = flags.quick === true;
-const levels = (flags.levels ?? (quick ? "1,100,1000" : "1,100,1000,5000")).split(",").map((s) => num("levels", s.trim(), 0));
+const levels = (flags.levels ?? (quick ? "1,100" : "1,100,1000,5000")).split(",").map((s) => num("levels", s.trim(), 0));
 if (levels.length === 0 || levels.some((l, i) => l < 1 || !Number.isInteger(l) || (i > 0 && l <= levels[i - 1]!))) {
   console.error("bench: --levels: increasing positive integers, e.g. 1,100,1000");
   process.exit(2);
@@ -111,14 +126,19 @@ if (levels.length === 0 || levels.some((l, i) => l < 1 || !Number.isInteger(l) |
 const opts = {
   interval: num("interval", flags.interval, 5),
   minRate: num("min-rate", flags["min-rate"], 50),
-  statusSeconds: num("status-seconds", flags["status-seconds"], quick ? 5 : 8),
+  statusSeconds: num("status-seconds", flags["status-seconds"], quick ? 3 : 8),
   slots: num("slots", flags.slots, 2),
-  startupRuns: Math.max(1, num("startup-runs", flags["startup-runs"], quick ? 3 : 5)),
+  startupRuns: Math.max(1, num("startup-runs", flags["startup-runs"], quick ? 2 : 5)),
+  createsPerRow: Math.max(1, Math.floor(num("creates", flags.creates, quick ? 20 : 300))),
+  fillClients: Math.max(1, Math.floor(num("fill-clients", flags["fill-clients"], 10))),
   deno: flags["skip-deno"] !== true,
   binary: flags.binary ?? BINARY,
   maxInFlight: 64,
 };
 const CREATE_CONCURRENCY = [1, 10, 100];
+const CREATE_WARMUP = 5;
+const DELETE_CLIENTS = 10;
+const MAX_CONCURRENT_SUBMITS = 8; // the default; the bench writes no MaxConcurrentSubmits
 const STATUS_CACHE_SECONDS = 2; // the default; the bench writes no StatusCacheSeconds
 
 const t0 = performance.now();
@@ -187,6 +207,8 @@ interface StatusResult {
   rate: number;
   calls: number;
   errors: number;
+  /** Up to 3 distinct failures (HTTP status and the start of the body). */
+  errorSamples: string[];
   p50: number;
   p99: number;
   cachedCalls: number;
@@ -198,21 +220,40 @@ interface StatusResult {
 }
 
 interface CreateResult {
+  flavour: Flavour;
+  /** "compare": a row of the /create table, from the same store as its siblings; "fill": the ramp. */
+  kind: "compare" | "fill" | "warmup";
   concurrency: number;
   count: number;
   fromPods: number;
   toPods: number;
+  /** Deleted pods of earlier rows still in the store as tombstones. */
+  tombstones: number;
   errors: number;
+  errorSamples: string[];
   wallMs: number;
   perSecond: number;
   p50: number;
   p99: number;
+  /** Creates matched to their own condor_submit (by pod folder). */
+  matched: number;
+  /** Wall time of condor_submit, start-up included. */
   submitP50?: number;
-  /** Latency − the condor_submit duration of the same create (sequential batches only). */
+  submitP99?: number;
+  /** Create latency − the wall time of that create's condor_submit. */
   overheadP50?: number;
   overheadP99?: number;
-  /** The same, minus the tool start-up that calls.log does not see. */
+  /** The same, minus what the bench's bash launcher adds outside the condor_submit clock. */
   overheadNetP50?: number;
+  overheadNetP99?: number;
+  /** The deletes that brought the store back to its size before the next row. */
+  deletes?: { count: number; errors: number; p50: number; p99: number; wallMs: number };
+}
+
+function errorSamples(replies: readonly Reply[]): string[] {
+  const seen = new Set<string>();
+  for (const r of replies) if (r.status !== 200 && seen.size < 3) seen.add(`${r.status}: ${r.body.slice(0, 160)}`);
+  return [...seen];
 }
 
 function replyFailed(err: unknown): Reply {
@@ -246,37 +287,96 @@ async function createBatch(
   reqs: ReturnType<typeof shPod>[],
   concurrency: number,
   tracked: ReturnType<typeof shPod>[],
-  toolPadMs: number,
+  kind: CreateResult["kind"],
+  padMs: number,
+  tombstones = 0,
 ): Promise<CreateResult> {
   const fromPods = tracked.length;
-  const before = callsLogLines(home);
+  const before = readSubmitTimes(home).lines;
   const start = performance.now();
   const replies = await pool(reqs, concurrency, (r) => sc.client.create(r).catch(replyFailed));
   const wallMs = performance.now() - start;
   const ok = replies.filter((r) => r.status === 200);
   tracked.push(...reqs.filter((_, i) => replies[i]!.status === 200));
-  const submits = readCalls(home, before).calls.filter((c) => c.tool === "condor_submit" && c.code === 0);
+  // Each create is matched to the condor_submit that ran in its pod's folder.
+  const submitOf = new Map<string, SubmitTime>();
+  for (const t of readSubmitTimes(home, before).times) if (t.code === 0) submitOf.set(submitUid(t), t);
+  const pairs = reqs.flatMap((req, i) => {
+    const t = submitOf.get(req.pod.metadata.uid);
+    return replies[i]!.status === 200 && t ? [{ latency: replies[i]!.ms, submit: t.ms }] : [];
+  });
   const lat = sorted(ok.map((r) => r.ms));
-  const res: CreateResult = {
+  const over = sorted(pairs.map((p) => p.latency - p.submit));
+  const subs = sorted(pairs.map((p) => p.submit));
+  return {
+    flavour: sc.flavour,
+    kind,
     concurrency,
     count: reqs.length,
     fromPods,
     toPods: fromPods + ok.length,
+    tombstones,
     errors: replies.length - ok.length,
+    errorSamples: errorSamples(replies),
     wallMs,
     perSecond: (ok.length / wallMs) * 1000,
     p50: pct(lat, 50) ?? Number.NaN,
     p99: pct(lat, 99) ?? Number.NaN,
-    submitP50: pct(sorted(submits.map((s) => s.ms)), 50),
+    matched: pairs.length,
+    submitP50: pct(subs, 50),
+    submitP99: pct(subs, 99),
+    overheadP50: pct(over, 50),
+    overheadP99: pct(over, 99),
+    overheadNetP50: pct(over, 50) === undefined ? undefined : pct(over, 50)! - padMs,
+    overheadNetP99: pct(over, 99) === undefined ? undefined : pct(over, 99)! - padMs,
   };
-  // One client: creates and submits happen one after the other, so the n-th submit is the n-th create's.
-  if (concurrency === 1 && submits.length === replies.length && ok.length === replies.length) {
-    const over = sorted(replies.map((r, i) => r.ms - submits[i]!.ms));
-    res.overheadP50 = pct(over, 50);
-    res.overheadP99 = pct(over, 99);
-    res.overheadNetP50 = res.overheadP50 === undefined ? undefined : res.overheadP50 - toolPadMs;
+}
+
+/** Deletes the pods a row created (each delete runs condor_rm), so the next row starts from the same store. */
+async function deleteAll(sc: Running, pods: ReturnType<typeof shPod>[]): Promise<NonNullable<CreateResult["deletes"]>> {
+  const start = performance.now();
+  const replies = await pool(pods, DELETE_CLIENTS, (p) => sc.client.remove(p.pod).catch(replyFailed));
+  const lat = sorted(replies.filter((r) => r.status === 200).map((r) => r.ms));
+  return {
+    count: pods.length,
+    errors: replies.filter((r) => r.status !== 200).length,
+    p50: pct(lat, 50) ?? Number.NaN,
+    p99: pct(lat, 99) ?? Number.NaN,
+    wallMs: performance.now() - start,
+  };
+}
+
+/**
+ * The /create table's rows for one runtime: warm-up creates (deleted, reported only in the JSON),
+ * then `createsPerRow` creates with each client count, each row deleted before the next so that
+ * every row starts from the same tracked pods.
+ */
+async function compareCreates(
+  sc: Running,
+  home: string,
+  tracked: ReturnType<typeof shPod>[],
+  newPods: (n: number) => ReturnType<typeof shPod>[],
+  padMs: number,
+): Promise<CreateResult[]> {
+  const rows: CreateResult[] = [];
+  let tombstones = 0;
+  for (const [kind, concurrency, count] of [
+    ["warmup", 1, CREATE_WARMUP] as const,
+    ...CREATE_CONCURRENCY.map((c) => ["compare", c, opts.createsPerRow] as const),
+  ]) {
+    say(`${sc.flavour}: ${count} creates with ${concurrency} client(s) on ${tracked.length} tracked pods${kind === "warmup" ? " (warm-up)" : ""}`);
+    const created: ReturnType<typeof shPod>[] = [...tracked];
+    const res = await createBatch(sc, home, newPods(count), concurrency, created, kind, padMs, tombstones);
+    const mine = created.slice(tracked.length);
+    res.deletes = await deleteAll(sc, mine);
+    tombstones += mine.length;
+    rows.push(res);
+    say(
+      `  ${res.perSecond.toFixed(1)} creates/s, p50 ${fmtMs(res.p50)}, overhead p50 ${fmtMs(res.overheadP50)} p99 ${fmtMs(res.overheadP99)}, ${res.errors} errors; ` +
+        `${res.deletes.count} deletes, ${res.deletes.errors} errors`,
+    );
   }
-  return res;
+  return rows;
 }
 
 /** Did this status call overlap a condor_q/condor_history run (so it may have waited for one)? */
@@ -323,6 +423,7 @@ async function statusRun(sc: Running, home: string, pods: ReturnType<typeof shPo
     rate: (replies.length / elapsed) * 1000,
     calls: replies.length,
     errors: replies.length - ok.length,
+    errorSamples: errorSamples(replies),
     p50: pct(lat, 50) ?? Number.NaN,
     p99: pct(lat, 99) ?? Number.NaN,
     cachedCalls: cached.length,
@@ -334,26 +435,15 @@ async function statusRun(sc: Running, home: string, pods: ReturnType<typeof shPo
   };
 }
 
-/** How many creates of each concurrency take the store from one level to the next. */
-function createPlan(): { to: number; batches: { concurrency: number; count: number }[] }[] {
-  const steps = levels.slice(1).map((to, i) => ({ from: levels[i]!, to }));
-  return steps.map(({ from, to }, i) => {
-    const total = to - from;
-    const last = i === steps.length - 1;
-    const conc = last ? CREATE_CONCURRENCY.slice(Math.min(i, CREATE_CONCURRENCY.length - 1)) : [CREATE_CONCURRENCY[Math.min(i, CREATE_CONCURRENCY.length - 1)]!];
-    const share = Math.floor(total / conc.length);
-    return { to, batches: conc.map((c, j) => ({ concurrency: c, count: j === conc.length - 1 ? total - share * (conc.length - 1) : share })) };
-  });
-}
-
 // --------------------------------------------------------------------------------------- report
 
 interface Report {
   date: string;
   machine: { cpu: string; cores: number; memTotalKiB?: number; kernel: string; loadAverage: string };
   versions: { binary: string; deno?: string; benchDriver: string };
-  settings: typeof opts & { levels: number[]; statusCacheSeconds: number; toolStartupMs: number };
+  settings: typeof opts & { levels: number[]; statusCacheSeconds: number; maxConcurrentSubmits: number; toolStartupMs: number; submitLauncherMs: number };
   startup: StartupResult[];
+  /** Every create batch: the ramp ("fill"), the warm-ups and the /create table ("compare"). */
   create: CreateResult[];
   status: StatusResult[];
   memory: { flavour: Flavour; idleKiB?: number; maxPods: number; withMaxPodsKiB?: number }[];
@@ -412,30 +502,50 @@ function render(rep: Report): string {
   );
   out.push("targets: with 1000 pods ≤ 5 condor processes per 1000 calls and p99 < 5 ms for calls served from the cache");
   out.push("(p99 cached: calls that overlapped no condor_q/condor_history run, their count in brackets)");
+  for (const r of rep.status) if (r.errors) out.push(`errors at ${r.level} pods on ${r.flavour}: ${r.errorSamples.join(" | ")}`);
   out.push("");
 
-  out.push("/create (one condor_submit each; creates of each row take the store from the first to the second pod count)");
+  const compare = rep.create.filter((c) => c.kind === "compare");
+  const createRow = (c: CreateResult) => [
+    c.flavour,
+    String(c.concurrency),
+    String(c.count),
+    c.perSecond.toFixed(1),
+    fmtMs(c.p50),
+    fmtMs(c.p99),
+    fmtMs(c.submitP50),
+    fmtMs(c.overheadP50),
+    fmtMs(c.overheadP99),
+    `${fmtMs(c.overheadNetP50)} / ${fmtMs(c.overheadNetP99)}`,
+    String(c.errors),
+  ];
+  const createHead = ["runtime", "clients", "creates", "creates/s", "p50", "p99", "condor_submit p50", "overhead p50", "overhead p99", "net p50 / p99", "errors"];
+  const storePods = compare[0]?.fromPods;
+  out.push(
+    `/create: ${opts.createsPerRow} creates per row, every row from the same store (${storePods ?? "–"} pods tracked; a row's pods are deleted before the next), after ${CREATE_WARMUP} warm-up creates per runtime`,
+  );
+  out.push(table(createHead, compare.map(createRow)));
+  out.push(
+    `target: overhead < 10 ms beyond condor_submit (overhead = create latency − the wall time of that create's own condor_submit, matched by the pod folder it ran in; net = minus the ${fmtMs(rep.settings.submitLauncherMs)} the bench's bash launcher adds outside that clock). With more clients than MaxConcurrentSubmits (${MAX_CONCURRENT_SUBMITS}), overhead includes the wait for a submit slot.`,
+  );
+  const unmatched = rep.create.filter((c) => c.kind !== "warmup" && c.matched < c.count - c.errors);
+  if (unmatched.length) out.push(`(${unmatched.map((c) => `${c.flavour}/${c.concurrency}: ${c.matched} of ${c.count - c.errors}`).join(", ")} creates matched to their condor_submit; overhead is over those)`);
+  out.push("");
+  const fill = rep.create.filter((c) => c.kind === "fill");
+  out.push(`/create while filling the store (the ramp, ${opts.fillClients} clients, binary)`);
   out.push(
     table(
-      ["clients", "creates", "pods", "creates/s", "p50", "p99", "condor_submit p50", "overhead p50", "overhead p99", "net of tool start-up", "errors"],
-      rep.create.map((c) => [
-        String(c.concurrency),
-        String(c.count),
-        `${c.fromPods}→${c.toPods}`,
-        c.perSecond.toFixed(1),
-        fmtMs(c.p50),
-        fmtMs(c.p99),
-        fmtMs(c.submitP50),
-        fmtMs(c.overheadP50),
-        fmtMs(c.overheadP99),
-        fmtMs(c.overheadNetP50),
-        String(c.errors),
-      ]),
+      ["pods", ...createHead.slice(1)],
+      fill.map((c) => [`${c.fromPods}→${c.toPods}`, ...createRow(c).slice(1)]),
     ),
   );
-  out.push(
-    "target: overhead < 10 ms beyond condor_submit (overhead = create latency − that create's condor_submit duration from calls.log, one client only; net = minus the tool start-up calls.log does not see)",
-  );
+  const deletes = compare.flatMap((c) => (c.deletes ? [{ flavour: c.flavour, ...c.deletes }] : []));
+  if (deletes.length) {
+    out.push(
+      `deletes between rows (${DELETE_CLIENTS} clients, condor_rm each): ${deletes.map((d) => `${d.flavour} ${d.count} p50 ${fmtMs(d.p50)} p99 ${fmtMs(d.p99)}${d.errors ? ` ${d.errors} errors` : ""}`).join("; ")}`,
+    );
+  }
+  for (const c of rep.create) if (c.errors) out.push(`create errors (${c.flavour}, ${c.kind}, ${c.concurrency} clients): ${c.errorSamples.join(" | ")}`);
   for (const n of rep.notes) out.push(`note: ${n}`);
   if (rep.durationSeconds !== undefined) out.push(`bench took ${rep.durationSeconds.toFixed(0)} s`);
   return out.join("\n");
@@ -480,7 +590,7 @@ async function run(): Promise<Report> {
       deno: opts.deno ? commandLine([DENO, "--version"]) : undefined,
       benchDriver: Bun.version,
     },
-    settings: { ...opts, levels, statusCacheSeconds: STATUS_CACHE_SECONDS, toolStartupMs: 0 },
+    settings: { ...opts, levels, statusCacheSeconds: STATUS_CACHE_SECONDS, maxConcurrentSubmits: MAX_CONCURRENT_SUBMITS, toolStartupMs: 0, submitLauncherMs: 0 },
     startup: [],
     create: [],
     status: [],
@@ -503,31 +613,30 @@ async function run(): Promise<Report> {
   // 2./3. the ramp: creates on the binary, status at every level on the binary and on Deno.
   const home = createHome({ cpus: opts.slots }, root);
   homes.push(home);
+  const condorBin = timedSubmitBin(root);
+  rep.settings.submitLauncherMs = await timedSubmitPadMs(condorBin, home);
   const dir = join(root, "main");
   const runId = Math.floor(Math.random() * 0xffffffff);
   let seq = 0;
   const newPods = (count: number) => Array.from({ length: count }, () => shPod(`bench-${++seq}`, podUid(runId), "sleep 86400"));
   const tracked: ReturnType<typeof shPod>[] = [];
+  const start = (flavour: Flavour) => startSidecar({ flavour, dir, home, binary: opts.binary, condorBin });
 
-  current = await startSidecar({ flavour: "binary", dir, home, binary: opts.binary });
+  current = await start("binary");
   say(`binary sidecar up (pid ${current.pid}, port ${current.port})`);
-  const first = newPods(levels[0]!);
-  const firstBatch = await createBatch(current, home, first, 1, tracked, rep.settings.toolStartupMs);
-  if (firstBatch.errors) rep.notes.push(`${firstBatch.errors} of the first ${first.length} creates failed`);
-  const plan = createPlan();
+  const first = await createBatch(current, home, newPods(levels[0]!), 1, tracked, "warmup", rep.settings.submitLauncherMs);
+  rep.create.push(first);
+  if (first.errors) rep.notes.push(`${first.errors} of the first ${first.count} creates failed`);
 
   for (let li = 0; li < levels.length; li++) {
     const level = levels[li]!;
-    if (li > 0) {
-      for (const b of plan[li - 1]!.batches) {
-        if (b.count === 0) continue;
-        say(`creating ${b.count} pods with ${b.concurrency} concurrent client(s) (${tracked.length} tracked)`);
-        const reqs = newPods(b.count);
-        const res = await createBatch(current, home, reqs, b.concurrency, tracked, rep.settings.toolStartupMs);
-        rep.create.push(res);
-        say(`  ${res.perSecond.toFixed(1)} creates/s, p50 ${fmtMs(res.p50)}, ${res.errors} errors`);
-        if (res.errors) rep.notes.push(`${res.errors} creates failed with ${b.concurrency} clients (those pods are not polled)`);
-      }
+    const missing = level - tracked.length;
+    if (li > 0 && missing > 0) {
+      say(`creating ${missing} pods with ${opts.fillClients} concurrent clients (${tracked.length} tracked)`);
+      const res = await createBatch(current, home, newPods(missing), opts.fillClients, tracked, "fill", rep.settings.submitLauncherMs);
+      rep.create.push(res);
+      say(`  ${res.perSecond.toFixed(1)} creates/s, p50 ${fmtMs(res.p50)}, overhead p50 ${fmtMs(res.overheadP50)}, ${res.errors} errors`);
+      if (res.errors) rep.notes.push(`${res.errors} creates failed while filling to ${level} pods (those pods are not polled)`);
     }
     say(`status at ${level} pods on the binary`);
     const sb = await statusRun(current, home, tracked, tracked.length, rep.settings.toolStartupMs);
@@ -539,7 +648,7 @@ async function run(): Promise<Report> {
     await current.stop();
     current = undefined;
     if (opts.deno) {
-      const d = await startSidecar({ flavour: "deno", dir, home });
+      const d = await start("deno");
       current = d;
       say(`status at ${level} pods on Deno (restart → ping ${fmtMs(d.startupMs)})`);
       const sd = await statusRun(d, home, tracked, tracked.length, rep.settings.toolStartupMs);
@@ -550,14 +659,31 @@ async function run(): Promise<Report> {
       await d.stop();
       current = undefined;
     }
-    current = await startSidecar({ flavour: "binary", dir, home, binary: opts.binary });
+    current = await start("binary");
     sb.restartMs = current.startupMs;
     say(`  binary restarted on ${level} pods: first ping after ${fmtMs(sb.restartMs)}`);
   }
+
+  // 4. /create with 1, 10 and 100 clients on the full store: the binary, then Deno.
+  rep.create.push(...(await compareCreates(current, home, tracked, newPods, rep.settings.submitLauncherMs)));
   await current.stop();
   current = undefined;
+  if (opts.deno) {
+    current = await start("deno");
+    rep.create.push(...(await compareCreates(current, home, tracked, newPods, rep.settings.submitLauncherMs)));
+    await current.stop();
+    current = undefined;
+  }
+  for (const c of rep.create) {
+    if (c.kind !== "warmup" && c.deletes?.errors) rep.notes.push(`${c.deletes.errors} of ${c.deletes.count} deletes failed after the ${c.flavour} row with ${c.concurrency} clients`);
+    if (c.kind === "compare" && c.errors) rep.notes.push(`${c.errors} creates failed in the ${c.flavour} row with ${c.concurrency} clients`);
+  }
   rep.durationSeconds = (performance.now() - t0) / 1000;
-  if (opts.deno) rep.notes.push("Deno rows: a fresh `deno run -A src/main.deno.ts` on the binary's store; the binary rows come from the long-lived process that created the pods");
+  if (opts.deno) {
+    rep.notes.push(
+      "Deno rows: a fresh `deno run -A --no-check src/main.deno.ts` on the binary's store; the binary's status rows come from the long-lived process that created the pods, its /create rows from a process restarted on the full store",
+    );
+  }
   return rep;
 }
 

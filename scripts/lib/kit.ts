@@ -5,10 +5,10 @@
  * Everything a run creates lives in one temporary folder; `stop()` and `cleanupHome()` undo it.
  */
 import { CONDOR_TOOLS } from "../../src/condor/cli.ts";
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { createServer } from "node:net";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { makeCreateRequest } from "../../test/fixtures/pods.ts";
 import { cleanup, createHome, type HomeOptions, toolPath } from "../../test/minicondor/src/testkit.ts";
 
@@ -122,6 +122,8 @@ export interface SidecarSpec {
   config?: string[];
   args?: string[];
   binary?: string;
+  /** Folder of the condor tools (default: minicondor's bin/; see timedSubmitBin). */
+  condorBin?: string;
   /** Give up waiting for the first successful ping after this long. */
   startTimeoutMs?: number;
 }
@@ -173,7 +175,7 @@ export async function startSidecar(spec: SidecarSpec): Promise<Running> {
   };
   if (process.env.DENO_DIR) env.DENO_DIR = process.env.DENO_DIR;
   if (process.env.TMPDIR) env.TMPDIR = process.env.TMPDIR;
-  const argv = [...sidecarArgv(spec.flavour, spec.binary), "--config", config, "--condor-bin", CONDOR_BIN, "--port", String(port), ...(spec.args ?? [])];
+  const argv = [...sidecarArgv(spec.flavour, spec.binary), "--config", config, "--condor-bin", spec.condorBin ?? CONDOR_BIN, "--port", String(port), ...(spec.args ?? [])];
   const t0 = performance.now();
   const proc = Bun.spawn(argv, { cwd: ROOT, env, stdin: "ignore", stdout: fd, stderr: fd });
   closeSync(fd);
@@ -321,6 +323,90 @@ export async function toolStartupMs(home: string, runs = 7): Promise<number> {
     if (rec) extra.push(wall - rec.ms);
   }
   return median(extra) ?? 0;
+}
+
+/** A condor_submit run as the timing wrapper saw it (see timedSubmitBin). */
+export interface SubmitTime {
+  /** The folder it ran in: the sidecar runs condor_submit in the pod's folder, `<DataRootFolder>/pods/<uid>`. */
+  cwd: string;
+  /** Wall time of the tool, start-up included (minicondor's Bun start-up stands for condor_submit's own). */
+  ms: number;
+  code: number;
+}
+
+const shQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+
+/**
+ * A folder of condor tools that are minicondor's, except condor_submit: it runs the same Bun
+ * command as minicondor's launcher (one bash and one Bun process, as before), timed with bash's
+ * $EPOCHREALTIME, and appends `start end code cwd` to $MINICONDOR_HOME/submits.log. calls.log
+ * cannot tell which pod a submit was for (its argv is `-terse job.sub`); the folder can, so each
+ * create is matched to its own condor_submit even with 100 creates in flight.
+ */
+export function timedSubmitBin(parent: string): string {
+  const bin = join(parent, "timed-condor-bin");
+  mkdirSync(bin, { recursive: true });
+  for (const tool of readdirSync(CONDOR_BIN)) {
+    if (tool !== "condor_submit") symlinkSync(join(CONDOR_BIN, tool), join(bin, tool));
+  }
+  const bun = join(ROOT, "node_modules", ".bin", "bun");
+  const main = join(ROOT, "test", "minicondor", "src", "main.ts");
+  writeFileSync(
+    join(bin, "condor_submit"),
+    [
+      "#!/bin/bash",
+      "# bench: minicondor's condor_submit, timed, with the folder it ran in (scripts/lib/kit.ts timedSubmitBin).",
+      "t0=$EPOCHREALTIME",
+      `bun=${shQuote(bun)}`,
+      `"\${MINICONDOR_BUN:-$bun}" ${shQuote(main)} condor_submit "$@"`,
+      "rc=$?",
+      'printf \'%s %s %s %s\\n\' "$t0" "$EPOCHREALTIME" "$rc" "$PWD" >>"$MINICONDOR_HOME/submits.log"',
+      "exit $rc",
+      "",
+    ].join("\n"),
+    { mode: 0o755 },
+  );
+  return bin;
+}
+
+/** Parses submits.log from line `from` on. */
+export function readSubmitTimes(home: string, from = 0): { times: SubmitTime[]; lines: number } {
+  const path = join(home, "submits.log");
+  if (!existsSync(path)) return { times: [], lines: 0 };
+  const all = readFileSync(path, "utf8").split("\n");
+  if (all.at(-1) === "") all.pop();
+  const times: SubmitTime[] = [];
+  // $EPOCHREALTIME uses the locale's decimal separator.
+  const secs = (s: string) => Number(s.replace(",", "."));
+  for (const line of all.slice(from)) {
+    const m = /^(\S+) (\S+) (-?\d+) (.*)$/.exec(line);
+    if (m) times.push({ ms: (secs(m[2]!) - secs(m[1]!)) * 1000, code: Number(m[3]), cwd: m[4]! });
+  }
+  return { times, lines: all.length };
+}
+
+/** The pod UID a condor_submit ran for (the last component of its folder). */
+export function submitUid(t: SubmitTime): string {
+  return basename(t.cwd);
+}
+
+/**
+ * Wall time of the timed condor_submit beyond what its own clock saw (bash start-up and exit,
+ * the fork and exec): the median over `runs` calls that fail at once (no submit file).
+ */
+export async function timedSubmitPadMs(bin: string, home: string, runs = 7): Promise<number> {
+  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", MINICONDOR_HOME: home, MINICONDOR_ALLOW_ROOT: "1" };
+  const pads: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const before = readSubmitTimes(home).lines;
+    const t0 = performance.now();
+    const p = Bun.spawn([join(bin, "condor_submit")], { cwd: home, env, stdin: "ignore", stdout: "ignore", stderr: "ignore" });
+    await p.exited;
+    const wall = performance.now() - t0;
+    const rec = readSubmitTimes(home, before).times[0];
+    if (rec) pads.push(wall - rec.ms);
+  }
+  return median(pads) ?? 0;
 }
 
 // --------------------------------------------------------------------------------------- pods
