@@ -2,20 +2,26 @@
  * `npm run test:load` (not part of CI): interLink's load on one sidecar, on minicondor.
  *
  *   bun scripts/load-test.ts [--pods 200] [--interval 5] [--duration 120] [--ping-interval 30]
- *                            [--max-sleep 20] [--concurrency N] [--slots N]
+ *                            [--max-sleep 20] [--delete-running 10] [--concurrency N] [--slots N]
  *                            [--sidecar bun|binary|deno] [--keep]
+ *
+ * A small run to check the script itself: --pods 10 --max-sleep 3 --interval 1 --ping-interval 2
  *
  * Starts the sidecar (from the sources on Bun by default) on a minicondor machine big enough to
  * run every pod at once (`--slots` CPUs, default one per pod), sends `--pods` creates at once (each pod: one container running
  * `sleep S; exit E` with varied S and E), then polls as interLink does: one pod per `/status`
  * call, every pod every `--interval` seconds, plus a ping every `--ping-interval` seconds. A pod
- * seen terminated is deleted a moment later, and polled once more to check it is gone. The run
- * ends when every pod is gone, or fails after `--duration` seconds of polling.
+ * seen terminated is deleted a moment later, and polled once more to check it is gone. One pod
+ * in `--delete-running` (default 10, 0: none) runs `sleep 3600` instead and is deleted a moment
+ * after it is seen running, as when a user deletes a live pod. The run ends when every pod is
+ * gone, or fails after `--duration` seconds of polling.
  *
  * Checks: zero HTTP errors; zero lost pods (every pod is in every answer until it is deleted,
  * with exactly one container status); no pod reported after its delete; every pod terminated with
- * its expected exit code, and a terminated state never changes; each InterLinkPodUID exactly once
- * in `condor_q -allusers` + `condor_history`; the sidecar stops cleanly. Prints `N passed, M
+ * its expected exit code, and a terminated state never changes; every pod deleted while running
+ * was seen running, never terminated before its delete, and its job left the queue as removed
+ * (JobStatus 3 in condor_history); each InterLinkPodUID exactly once in `condor_q -allusers` +
+ * `condor_history`; the sidecar stops cleanly. Prints `N passed, M
  * failed` and exits 1 on any failure (the work folder is then kept for its logs).
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -30,7 +36,8 @@ import {
   cleanupHome,
   createHome,
   fmtMs,
-  jobsPerUid,
+  type CondorJob,
+  condorJobs,
   pct,
   podUid,
   pool,
@@ -52,6 +59,7 @@ function parseFlags() {
         duration: { type: "string", default: "120" },
         "ping-interval": { type: "string", default: "30" },
         "max-sleep": { type: "string", default: "20" },
+        "delete-running": { type: "string", default: "10" },
         concurrency: { type: "string" },
         slots: { type: "string" },
         sidecar: { type: "string", default: "bun" },
@@ -88,6 +96,8 @@ const opts = {
   durationMs: positive("duration", flags.duration) * 1000,
   pingIntervalMs: positive("ping-interval", flags["ping-interval"]) * 1000,
   maxSleep: Math.max(1, Math.floor(positive("max-sleep", flags["max-sleep"]))),
+  /** Every n-th pod is deleted while it runs (0: none). */
+  deleteRunningEvery: flags["delete-running"] === "0" ? 0 : Math.floor(positive("delete-running", flags["delete-running"])),
   concurrency: flags.concurrency === undefined ? podCount : Math.floor(positive("concurrency", flags.concurrency)),
   slots: flags.slots === undefined ? podCount : Math.floor(positive("slots", flags.slots)),
 };
@@ -113,6 +123,8 @@ interface Pod {
   name: string;
   sleepS: number;
   expectedExit: number;
+  /** Runs until deleted: deleted a moment after it is seen running. */
+  deleteWhileRunning: boolean;
   jid?: string;
   /** Every container state seen (waiting, running, terminated). */
   seen: Set<string>;
@@ -128,8 +140,9 @@ const runId = Math.floor(Math.random() * 0xffffffff);
 const pods: Pod[] = Array.from({ length: opts.pods }, (_, i) => {
   const uid = podUid(runId);
   const name = `load-${i}`;
+  const deleteWhileRunning = opts.deleteRunningEvery > 0 && i % opts.deleteRunningEvery === opts.deleteRunningEvery - 1;
   // Varied lengths (1..max-sleep s) and exit codes (every fifth pod fails with 1..7).
-  const sleepS = 1 + ((i * 7) % opts.maxSleep);
+  const sleepS = deleteWhileRunning ? 3600 : 1 + ((i * 7) % opts.maxSleep);
   const expectedExit = i % 5 === 4 ? 1 + (i % 7) : 0;
   return {
     index: i,
@@ -138,6 +151,7 @@ const pods: Pod[] = Array.from({ length: opts.pods }, (_, i) => {
     name,
     sleepS,
     expectedExit,
+    deleteWhileRunning,
     seen: new Set(),
     deleted: false,
     gone: false,
@@ -221,6 +235,10 @@ async function pollOnce(p: Pod): Promise<void> {
     return;
   }
   p.seen.add(kind);
+  if (kind === "running" && p.deleteWhileRunning && p.deleteAt === undefined) {
+    // A user deletes the live pod a little later.
+    p.deleteAt = Date.now() + Math.random() * opts.intervalMs;
+  }
   if (kind === "terminated") {
     p.exitCode = Number(state.terminated.exitCode);
     p.terminatedAt = Date.now();
@@ -373,21 +391,50 @@ try {
   check("zero lost pods: every pod in every status answer until its delete", lost.length === 0, lost);
   check("every status answer has exactly one container status", badShape.length === 0, badShape);
   check("no pod is reported after its delete", afterDelete.length === 0, afterDelete);
-  const wrongExit = pods
+  const finishing = pods.filter((p) => !p.deleteWhileRunning);
+  const wrongExit = finishing
     .filter((p) => p.exitCode !== p.expectedExit)
     .map((p) => `${p.name} (job ${p.jid ?? "none"}, sleep ${p.sleepS}): ${p.exitCode === undefined ? `never terminated (seen: ${[...p.seen].join(", ") || "nothing"})` : `exit code ${p.exitCode}`}, expected ${p.expectedExit}`);
-  check(`every pod reached terminated with its expected exit code (${pods.filter((p) => p.expectedExit).length} of them non-zero)`, wrongExit.length === 0, wrongExit);
+  check(`every finishing pod reached terminated with its expected exit code (${finishing.length} pods, ${finishing.filter((p) => p.expectedExit).length} of them non-zero)`, wrongExit.length === 0, wrongExit);
   check("a terminated state never changes", changedTerminal.length === 0, changedTerminal);
   const notGone = pods.filter((p) => !p.gone).map((p) => `${p.name}: ${p.deleted ? "deleted, not polled after" : "not deleted"}`);
   check("every pod was deleted and then no longer reported", notGone.length === 0, notGone);
 
-  let perUid = new Map<string, number>();
+  // The jobs of pods deleted while running: removed (JobStatus 3), and out of the queue once the
+  // schedd has killed them (its next pass), so wait a little for that.
+  const runningDeleted = pods.filter((p) => p.deleteWhileRunning);
+  let jobs: CondorJob[] = [];
   let condorError = "";
-  try {
-    perUid = await jobsPerUid(home);
-  } catch (err) {
-    condorError = asError(err).message;
+  const removedProblems = (js: CondorJob[]) =>
+    runningDeleted.flatMap((p) => {
+      const mine = js.filter((j) => j.uid === p.uid);
+      if (!p.seen.has("running")) return [`${p.name}: never seen running (seen: ${[...p.seen].join(", ") || "nothing"})`];
+      if (p.exitCode !== undefined) return [`${p.name}: reported terminated with ${p.exitCode} before its delete`];
+      if (!p.deleted) return [`${p.name}: not deleted`];
+      if (mine.some((j) => j.inQueue)) return [`${p.name}: job ${mine.filter((j) => j.inQueue).map((j) => `${j.id} (JobStatus ${j.status})`).join(", ")} still in the queue`];
+      if (mine.length !== 1 || mine[0]!.status !== 3) return [`${p.name}: ${mine.map((j) => `job ${j.id} JobStatus ${j.status}`).join(", ") || "no job"} in the history, expected one removed job (JobStatus 3)`];
+      return [];
+    });
+  const leaveBy = performance.now() + 30_000;
+  for (;;) {
+    try {
+      jobs = await condorJobs(home);
+      condorError = "";
+    } catch (err) {
+      condorError = asError(err).message;
+    }
+    if ((!condorError && removedProblems(jobs).length === 0) || performance.now() > leaveBy) break;
+    await Bun.sleep(1000);
   }
+  if (runningDeleted.length > 0) {
+    check(
+      `${runningDeleted.length} pods deleted while running: seen running, deleted, and their jobs left the queue as removed`,
+      !condorError && removedProblems(jobs).length === 0,
+      [...(condorError ? [condorError] : []), ...removedProblems(jobs)],
+    );
+  }
+  const perUid = new Map<string, number>();
+  for (const j of jobs) perUid.set(j.uid, (perUid.get(j.uid) ?? 0) + 1);
   const dup = pods.filter((p) => (perUid.get(p.uid) ?? 0) !== 1).map((p) => `${p.name} ${p.uid}: ${perUid.get(p.uid) ?? 0} jobs`);
   const foreign = [...perUid.keys()].filter((u) => !pods.some((p) => p.uid === u)).map((u) => `unknown InterLinkPodUID ${u}`);
   check("zero duplicated jobs: each pod's InterLinkPodUID on exactly one job in condor_q -allusers + condor_history", !condorError && dup.length === 0 && foreign.length === 0, [

@@ -280,12 +280,21 @@ export function callsLogLines(home: string): number {
   return readCalls(home).lines;
 }
 
+/** One job of a sidecar, as condor_q -allusers or condor_history reports it. */
+export interface CondorJob {
+  id: string;
+  uid: string;
+  /** JobStatus: 1 idle, 2 running, 3 removed, 4 completed, 5 held, 6 transferring, 7 suspended. */
+  status: number;
+  inQueue: boolean;
+}
+
 /**
- * How many jobs of each InterLinkPodUID are in the queue and the history (`condor_q -allusers`
- * then `condor_history`). A job that leaves the queue between the two calls is in both answers:
- * jobs are told apart by their id, so it counts once.
+ * Every job with an InterLinkPodUID in the queue (`condor_q -allusers`) and then in the history
+ * (`condor_history`). A job that leaves the queue between the two calls is in both answers: jobs
+ * are told apart by their id, and its history entry (the later one) is kept.
  */
-export async function jobsPerUid(home: string): Promise<Map<string, number>> {
+export async function condorJobs(home: string): Promise<CondorJob[]> {
   const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", MINICONDOR_HOME: home, MINICONDOR_ALLOW_ROOT: "1" };
   const run = async (tool: string, args: string[]) => {
     const p = Bun.spawn([toolPath(tool), ...args], { env, stdout: "pipe", stderr: "pipe" });
@@ -293,17 +302,17 @@ export async function jobsPerUid(home: string): Promise<Map<string, number>> {
     if (code !== 0) throw new Error(`${tool} ${args.join(" ")} exited ${code}: ${err.trim().split("\n")[0]}`);
     return out;
   };
-  const af = ["-af", "ClusterId", "ProcId", "InterLinkPodUID"];
+  const af = ["-af", "ClusterId", "ProcId", "InterLinkPodUID", "JobStatus"];
   const q = await run("condor_q", ["-allusers", ...af]);
   const h = await run("condor_history", af);
-  const jobs = new Map<string, string>();
-  for (const line of `${q}\n${h}`.split("\n")) {
-    const [cluster, proc, uid] = line.trim().split(/\s+/);
-    if (cluster && proc && uid && uid !== "undefined") jobs.set(`${cluster}.${proc}`, uid);
+  const jobs = new Map<string, CondorJob>();
+  for (const [text, inQueue] of [[q, true], [h, false]] as const) {
+    for (const line of text.split("\n")) {
+      const [cluster, proc, uid, status] = line.trim().split(/\s+/);
+      if (cluster && proc && uid && uid !== "undefined") jobs.set(`${cluster}.${proc}`, { id: `${cluster}.${proc}`, uid, status: Number(status), inQueue });
+    }
   }
-  const counts = new Map<string, number>();
-  for (const uid of jobs.values()) counts.set(uid, (counts.get(uid) ?? 0) + 1);
-  return counts;
+  return [...jobs.values()];
 }
 
 /**
