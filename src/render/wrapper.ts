@@ -93,6 +93,25 @@ function mountWords(m: MountPlan): string {
   return sh`    ${m.source.kind} ${m.source.path} ${m.target} ${m.readOnly ? "ro" : "rw"}`;
 }
 
+/** `/a//b/./c/` → `/a/b/c`: one spelling per mount point, for the order and the nesting checks. */
+function normalizeTarget(p: string): string {
+  return "/" + p.split("/").filter((s) => s !== "" && s !== ".").join("/");
+}
+
+/**
+ * The order binds are made in: parent before child (fewer path elements first, pod order among
+ * equals), as containerd's CRI sorts a container's mounts. Binds are made in order, so a parent
+ * bound after its child would hide it (`/data/sub` then `/data`).
+ */
+export function bindOrder(mounts: readonly MountPlan[]): MountPlan[] {
+  const depth = (m: MountPlan) => normalizeTarget(m.target).split("/").length;
+  return mounts
+    .map((m) => ({ ...m, target: m.target.startsWith("/") ? normalizeTarget(m.target) : m.target }))
+    .map((m, i) => ({ m, i }))
+    .sort((a, b) => depth(a.m) - depth(b.m) || a.i - b.i)
+    .map(({ m }) => m);
+}
+
 /** The runtime's GPU support for a container: --rocm for its amd.com/gpu GPUs, --nv for the others. */
 export function gpuFlags(c: ContainerPlan): string[] {
   const amd = c.amdGpus ?? 0;
@@ -127,7 +146,7 @@ function containerSection(c: ContainerPlan): string {
     sh`  C_WORKDIR=${c.workingDir ?? ""}`,
     c.mounts.length === 0
       ? "  C_MOUNTS=()"
-      : ["  C_MOUNTS=(  # kind source target ro|rw (sandbox sources are relative to the sandbox)", ...c.mounts.map(mountWords), "  )"].join("\n"),
+      : ["  C_MOUNTS=(  # kind source target ro|rw, parent first (sandbox sources are relative to the sandbox)", ...bindOrder(c.mounts).map(mountWords), "  )"].join("\n"),
     `  C_RUNTIME_OPTIONS=(${sh`${c.runtimeOptions}`})`,
     c.gpus > 0
       ? sh`  C_GPU_FLAGS=(${gpuFlags(c)})  # ${c.gpus} GPU(s): --rocm for amd.com/gpu, --nv for the others`

@@ -388,6 +388,12 @@ describe("volumes", () => {
     expect(p.files.filter((f) => f.path === "volumes/config/app.yaml")).toHaveLength(1);
   });
 
+  // The kubelet makes a relative mountPath absolute (relative to the container's root).
+  test("a relative mountPath is mounted at / + path", () => {
+    const p = plan(pod1({ volumeMounts: [{ name: "v", mountPath: "data/dir" }] }, { volumes: [{ name: "v", emptyDir: {} }] }));
+    expect(only(p).mounts).toEqual([{ source: { kind: "sandbox", path: "emptydir/v" }, target: "/data/dir", readOnly: false }]);
+  });
+
   test("configMap without items: every data and binaryData key, default mode 0644", () => {
     const p = plan(
       pod1({ volumeMounts: [{ name: "c", mountPath: "/c", readOnly: false }] }, {

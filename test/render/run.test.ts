@@ -443,6 +443,23 @@ const oddEnv = scenario(
   { env: { MINICONDOR_SHIM_LOG: oddCalls } },
 );
 
+// Mounts in pod order child first (/data/sub before /data), and one below /tmp: bound parent
+// first, none hides another.
+const nested = scenario(
+  plan({
+    emptyDirs: ["data", "sub", "t"],
+    containers: [
+      sh("nest", "echo s > /data/sub/f && echo d > /data/g && echo t > /tmp/x/h", {
+        mounts: [
+          { source: { kind: "sandbox", path: "emptydir/sub" }, target: "/data/sub", readOnly: false },
+          { source: { kind: "sandbox", path: "emptydir/data" }, target: "/data/", readOnly: false },
+          { source: { kind: "sandbox", path: "emptydir/t" }, target: "/tmp/x", readOnly: false },
+        ],
+      }),
+    ],
+  }),
+);
+
 /** NAME=value records of `env -0` output. */
 function envRecords(text: string): Map<string, string> {
   const m = new Map<string, string>();
@@ -515,6 +532,13 @@ describe("a pod runs as one job", () => {
     }
     expect(existsSync(join(o.dir, "marker"))).toBe(false);
     expect(existsSync(join("/", "marker"))).toBe(false);
+  });
+
+  // A parent mount bound after its child would hide it (and /tmp after a volume below it).
+  test("nested mounts are bound parent first, whatever the pod's order", async () => {
+    const o = await nested;
+    expect(o.code).toBe(0);
+    expect([file(o, "emptydir/sub/f"), file(o, "emptydir/data/g"), file(o, "emptydir/t/h")]).toEqual(["s\n", "d\n", "t\n"]);
   });
 
   test("args without command: the image's entrypoint runs with them", async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { renderWrapper, instancePrefix } from "../../src/render/wrapper.ts";
+import { bindOrder, renderWrapper, instancePrefix } from "../../src/render/wrapper.ts";
+import type { MountPlan } from "../../src/core/types.ts";
 import { WRAPPER_LIB } from "../../src/render/wrapper-lib.ts";
 import { SidecarError } from "../../src/core/errors.ts";
 import { basePlan, container, minimalPlan, richPlan } from "./plans.ts";
@@ -59,6 +60,17 @@ describe("renderWrapper", () => {
     const r = Bun.spawnSync(["/bin/bash", "-c", probe], { env: {} });
     expect(r.exitCode).toBe(0);
     expect(r.stdout.toString().split("\0").slice(0, -1)).toEqual([evil, evil, evil, evil, evil, evil, evil]);
+  });
+
+  test("binds parent first: by depth of the normalised mount path, pod order among equals", () => {
+    const m = (target: string): MountPlan => ({ source: { kind: "sandbox", path: `emptydir/${target.length}` }, target, readOnly: false });
+    const table: [string[], string[]][] = [
+      [["/data/sub", "/data"], ["/data", "/data/sub"]],
+      [["/a/b/c", "/x", "/a/b", "/a//"], ["/x", "/a", "/a/b", "/a/b/c"]],
+      [["/b", "/a", "/c/d", "/c"], ["/b", "/a", "/c", "/c/d"]],
+      [["/data/./sub/", "/data"], ["/data", "/data/sub"]],
+    ];
+    for (const [given, bound] of table) expect(bindOrder(given.map(m)).map((x) => x.target)).toEqual(bound);
   });
 
   test("instance names: il- and the start of the uid", () => {

@@ -533,20 +533,35 @@ load_env() {
 
 # Builds START_FLAGS (instance start) and EXEC_FLAGS (exec/run into the instance).
 build_flags() {
-  local i kind src dst mode
+  local i j kind src dst mode pdst point
   START_FLAGS=(--cleanenv) EXEC_FLAGS=(--cleanenv)
   if ((RT_NOEVAL)); then START_FLAGS+=(--no-eval) EXEC_FLAGS+=(--no-eval); fi
   ((RUNTIME_NO_HOME)) && START_FLAGS+=(--no-home)
   START_FLAGS+=(${C_GPU_FLAGS[@]+"${C_GPU_FLAGS[@]}"})
+  # Binds are made in order and C_MOUNTS is parent first: /tmp comes before the pod's mounts, so
+  # that a volume at /tmp or below it is not hidden.
+  START_FLAGS+=(--bind "$SANDBOX/tmp:/tmp")
   for ((i = 0; i + 3 < ${#C_MOUNTS[@]}; i += 4)); do
     kind=${C_MOUNTS[i]} src=${C_MOUNTS[i + 1]} dst=${C_MOUNTS[i + 2]} mode=${C_MOUNTS[i + 3]}
     if [[ $kind == sandbox ]]; then
       src=$SANDBOX/$src
       [[ -e $src ]] || { wlog "creating the missing mount source $src"; mkdir -p -- "$src"; }
     fi
+    # A mount nested in an earlier one needs its mount point inside the innermost such one's
+    # source, where that bind shows it (as the kubelet's runtime creates it); only in sources of
+    # the sandbox, never on the host.
+    for ((j = i - 4; j >= 0; j -= 4)); do
+      pdst=${C_MOUNTS[j + 2]}
+      [[ $pdst != / && $dst == "$pdst"/* ]] || continue
+      point=$SANDBOX/${C_MOUNTS[j + 1]}/${dst#"$pdst"/}
+      if [[ ${C_MOUNTS[j]} == sandbox && ! -e $point ]]; then
+        if [[ -d $src ]]; then mkdir -p -- "$point"; else mkdir -p -- "${point%/*}" && : >>"$point"; fi ||
+          wlog "cannot create the mount point $point"
+      fi
+      break
+    done
     START_FLAGS+=(--bind "$src:$dst$([[ $mode == ro ]] && echo :ro)")
   done
-  START_FLAGS+=(--bind "$SANDBOX/tmp:/tmp")
   START_FLAGS+=(${C_RUNTIME_OPTIONS[@]+"${C_RUNTIME_OPTIONS[@]}"})
   [[ -n $C_WORKDIR ]] && EXEC_FLAGS+=(--pwd "$C_WORKDIR")
   return 0

@@ -71,7 +71,7 @@ init_0() {
   C_COMMAND=('sh' '-c')  # empty: the image's entrypoint (run)
   C_ARGS=('echo fetching > /work/fetched')
   C_WORKDIR=''
-  C_MOUNTS=(  # kind source target ro|rw (sandbox sources are relative to the sandbox)
+  C_MOUNTS=(  # kind source target ro|rw, parent first (sandbox sources are relative to the sandbox)
     'sandbox' 'emptydir/work' '/work' 'rw'
   )
   C_RUNTIME_OPTIONS=('--writable-tmpfs')
@@ -107,13 +107,13 @@ ctr_0() {
   C_COMMAND=('python3' '-c')  # empty: the image's entrypoint (run)
   C_ARGS=('import os; print(os.environ['\''GREETING'\''])')
   C_WORKDIR='/work'
-  C_MOUNTS=(  # kind source target ro|rw (sandbox sources are relative to the sandbox)
-    'sandbox' 'volumes/config' '/etc/app' 'ro'
-    'sandbox' 'volumes/creds' '/var/run/secrets/db' 'ro'
-    'sandbox' 'volumes/kube-api-access-x7k2p' '/var/run/secrets/kubernetes.io/serviceaccount' 'ro'
-    'sandbox' 'volumes/podinfo' '/etc/podinfo' 'ro'
+  C_MOUNTS=(  # kind source target ro|rw, parent first (sandbox sources are relative to the sandbox)
     'sandbox' 'emptydir/work' '/work' 'rw'
     'host' '/data/shared/ro' '/shared' 'ro'
+    'sandbox' 'volumes/config' '/etc/app' 'ro'
+    'sandbox' 'volumes/podinfo' '/etc/podinfo' 'ro'
+    'sandbox' 'volumes/creds' '/var/run/secrets/db' 'ro'
+    'sandbox' 'volumes/kube-api-access-x7k2p' '/var/run/secrets/kubernetes.io/serviceaccount' 'ro'
   )
   C_RUNTIME_OPTIONS=('--writable-tmpfs')
   C_GPU_FLAGS=('--nv')  # 1 GPU(s): --rocm for amd.com/gpu, --nv for the others
@@ -134,7 +134,7 @@ ctr_1() {
   C_COMMAND=()  # empty: the image's entrypoint (run)
   C_ARGS=('--serve')
   C_WORKDIR=''
-  C_MOUNTS=(  # kind source target ro|rw (sandbox sources are relative to the sandbox)
+  C_MOUNTS=(  # kind source target ro|rw, parent first (sandbox sources are relative to the sandbox)
     'sandbox' 'emptydir/work/out' '/data' 'rw'
     'sandbox' 'volumes/config/app.yaml' '/etc/app.yaml' 'ro'
   )
