@@ -357,19 +357,19 @@ async function compareCreates(
   tracked: ReturnType<typeof shPod>[],
   newPods: (n: number) => ReturnType<typeof shPod>[],
   padMs: number,
+  deleted: { pods: number },
 ): Promise<CreateResult[]> {
   const rows: CreateResult[] = [];
-  let tombstones = 0;
   for (const [kind, concurrency, count] of [
     ["warmup", 1, CREATE_WARMUP] as const,
     ...CREATE_CONCURRENCY.map((c) => ["compare", c, opts.createsPerRow] as const),
   ]) {
     say(`${sc.flavour}: ${count} creates with ${concurrency} client(s) on ${tracked.length} tracked pods${kind === "warmup" ? " (warm-up)" : ""}`);
     const created: ReturnType<typeof shPod>[] = [...tracked];
-    const res = await createBatch(sc, home, newPods(count), concurrency, created, kind, padMs, tombstones);
+    const res = await createBatch(sc, home, newPods(count), concurrency, created, kind, padMs, deleted.pods);
     const mine = created.slice(tracked.length);
     res.deletes = await deleteAll(sc, mine);
-    tombstones += mine.length;
+    deleted.pods += mine.length;
     rows.push(res);
     say(
       `  ${res.perSecond.toFixed(1)} creates/s, p50 ${fmtMs(res.p50)}, overhead p50 ${fmtMs(res.overheadP50)} p99 ${fmtMs(res.overheadP99)}, ${res.errors} errors; ` +
@@ -522,7 +522,7 @@ function render(rep: Report): string {
   const createHead = ["runtime", "clients", "creates", "creates/s", "p50", "p99", "condor_submit p50", "overhead p50", "overhead p99", "net p50 / p99", "errors"];
   const storePods = compare[0]?.fromPods;
   out.push(
-    `/create: ${opts.createsPerRow} creates per row, every row from the same store (${storePods ?? "–"} pods tracked; a row's pods are deleted before the next), after ${CREATE_WARMUP} warm-up creates per runtime`,
+    `/create: ${opts.createsPerRow} creates per row, every row from the same store (${storePods ?? "–"} pods tracked; a row's pods are deleted before the next and stay as tombstones), after ${CREATE_WARMUP} warm-up creates per runtime`,
   );
   out.push(table(createHead, compare.map(createRow)));
   out.push(
@@ -665,12 +665,13 @@ async function run(): Promise<Report> {
   }
 
   // 4. /create with 1, 10 and 100 clients on the full store: the binary, then Deno.
-  rep.create.push(...(await compareCreates(current, home, tracked, newPods, rep.settings.submitLauncherMs)));
+  const deleted = { pods: 0 };
+  rep.create.push(...(await compareCreates(current, home, tracked, newPods, rep.settings.submitLauncherMs, deleted)));
   await current.stop();
   current = undefined;
   if (opts.deno) {
     current = await start("deno");
-    rep.create.push(...(await compareCreates(current, home, tracked, newPods, rep.settings.submitLauncherMs)));
+    rep.create.push(...(await compareCreates(current, home, tracked, newPods, rep.settings.submitLauncherMs, deleted)));
     await current.stop();
     current = undefined;
   }
