@@ -868,8 +868,25 @@ function annotationPath(key: string): PathSeg[] {
   return ["metadata", "annotations", key];
 }
 
-function planSingularityOptions(ctx: Ctx): string[] {
-  const out: string[] = [];
+/**
+ * When a singularity-options flag acts. Each container is an Apptainer instance: `instance start`
+ * sets up its mounts, namespaces and devices; its main process, probes and hooks are each an
+ * `exec`/`run instance://…`, which takes its own environment, working directory and HOME and
+ * ignores mount options (the instance has them). Flags not listed act at instance start.
+ */
+const EXEC_FLAGS = new Set(["--env", "--env-file", "--pwd"]);
+/** Bind at instance start, HOME at every exec. */
+const START_AND_EXEC_FLAGS = new Set(["--home", "-H", "--no-home"]);
+/** Values that undo what the wrapper relies on: byte-exact env and args, a clean environment. */
+const CANNOT_WORK: Record<string, string> = {
+  "--cleanenv=false": "the wrapper runs every container with --cleanenv (the slot's environment stays out)",
+  "-e=false": "the wrapper runs every container with --cleanenv (the slot's environment stays out)",
+  "--no-eval=false": "the wrapper passes --no-eval so that env values and arguments reach the container byte for byte",
+};
+
+function planSingularityOptions(ctx: Ctx): { start: string[]; exec: string[] } {
+  const start: string[] = [];
+  const exec: string[] = [];
   const allow = ctx.cfg.singularityOptionsAllow;
   for (const key of ANNOTATIONS.singularityOptions) {
     const text = ctx.pod.metadata.annotations[key];
@@ -881,10 +898,13 @@ function planSingularityOptions(ctx: Ctx): string[] {
       if (!tok.startsWith("-")) fail(ctx, annotationPath(key), `${quote(tok)} is not a flag; write options with a value as --flag=value`);
       const flag = tok.split("=")[0]!;
       if (!allow.includes(flag)) fail(ctx, annotationPath(key), `flag ${quote(flag)} is not allowed on this site (allowed: ${allow.join(" ")})`);
-      out.push(tok);
+      const why = CANNOT_WORK[tok.toLowerCase()];
+      if (why) fail(ctx, annotationPath(key), `flag ${quote(tok)} cannot work: ${why}`);
+      if (EXEC_FLAGS.has(flag) || START_AND_EXEC_FLAGS.has(flag)) exec.push(tok);
+      if (!EXEC_FLAGS.has(flag)) start.push(tok);
     }
   }
-  return out;
+  return { start, exec };
 }
 
 /**
@@ -1008,7 +1028,8 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
       image,
       env,
       mounts,
-      runtimeOptions: [...runtimeOptions],
+      runtimeOptions: [...runtimeOptions.start],
+      execOptions: [...runtimeOptions.exec],
       gpus: amounts.gpus,
     };
     if (c.command !== undefined && c.command.length > 0) plan.command = c.command.map((s) => expandK8s(s, lookup));

@@ -91,8 +91,13 @@ export interface ContainerPlan {
   livenessProbe?: ProbePlan;
   postStart?: Handler;
   preStop?: Handler;
-  /** Extra runtime flags (from the allowlisted singularity-options annotation). */
+  /** Extra runtime flags for `instance start` (from the allowlisted singularity-options annotation). */
   runtimeOptions: string[];
+  /**
+   * Extra runtime flags for every exec/run into the instance (main process, probes, hooks): those
+   * of the annotation that act there, not at instance start (--env, --env-file, --pwd, --home).
+   */
+  execOptions: string[];
   /** GPUs this container asks for, of every vendor (request_gpus). Those that are not amdGpus add --nv. */
   gpus: number;
   /** Of `gpus`, the `amd.com/gpu` ones (> 0 adds --rocm); absent: none. */

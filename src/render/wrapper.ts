@@ -147,7 +147,8 @@ function containerSection(c: ContainerPlan): string {
     c.mounts.length === 0
       ? "  C_MOUNTS=()"
       : ["  C_MOUNTS=(  # kind source target ro|rw, parent first (sandbox sources are relative to the sandbox)", ...bindOrder(c.mounts).map(mountWords), "  )"].join("\n"),
-    `  C_RUNTIME_OPTIONS=(${sh`${c.runtimeOptions}`})`,
+    `  C_RUNTIME_OPTIONS=(${sh`${c.runtimeOptions}`})  # instance start`,
+    `  C_EXEC_OPTIONS=(${sh`${c.execOptions}`})  # every exec/run into the instance`,
     c.gpus > 0
       ? sh`  C_GPU_FLAGS=(${gpuFlags(c)})  # ${c.gpus} GPU(s): --rocm for amd.com/gpu, --nv for the others`
       : sh`  C_GPU_FLAGS=(${gpuFlags(c)})`,

@@ -671,7 +671,8 @@ describe("annotations", () => {
     );
     expect(p.preExec).toEqual(["echo slurm", "echo htcondor"]);
     expect(p.backgroundCommands).toEqual(["wstunnel client -R tcp://8080"]);
-    expect(only(p).runtimeOptions).toEqual(["--writable-tmpfs", "--env=A=1", "--nv"]);
+    expect(only(p).runtimeOptions).toEqual(["--writable-tmpfs", "--nv"]);
+    expect(only(p).execOptions).toEqual(["--env=A=1"]);
     expect(p.submit.lines).toEqual([
       ["+SiteLine", "1"],
       ["Request_Walltime", "3600"],
@@ -680,6 +681,20 @@ describe("annotations", () => {
     ]);
     expect(p.podIP).toBe("fd00::7");
     expect(only(p).env[1]).toEqual(["POD_IP", "fd00::7"]);
+  });
+
+  // Each container is an instance: mounts and devices act at `instance start`, env, working
+  // directory and HOME at each exec into it (main process, probes, hooks).
+  const whenFlags: [string, string[], string[]][] = [
+    ["--writable-tmpfs --bind=/a:/b -B=/c:/d --nv --contain", ["--writable-tmpfs", "--bind=/a:/b", "-B=/c:/d", "--nv", "--contain"], []],
+    ["--env=A=1 --env-file=/site/env --pwd=/w", [], ["--env=A=1", "--env-file=/site/env", "--pwd=/w"]],
+    ["--home=/h:/home/u -H=/x --no-home", ["--home=/h:/home/u", "-H=/x", "--no-home"], ["--home=/h:/home/u", "-H=/x", "--no-home"]],
+    ["--cleanenv --no-eval", ["--cleanenv", "--no-eval"], []],
+  ];
+  test.each(whenFlags)("singularity-options %p: instance start %j, exec %j", (text, start, exec) => {
+    const allow = ["--writable-tmpfs", "--bind", "-B", "--nv", "--contain", "--env", "--env-file", "--pwd", "--home", "-H", "--no-home", "--cleanenv", "--no-eval"];
+    const c = only(plan(makeCreateRequest({ metadata: { annotations: { "htcondor-job.vk.io/singularity-options": text } } }), { singularityOptionsAllow: allow }));
+    expect([c.runtimeOptions, c.execOptions]).toEqual([start, exec]);
   });
 
   test("empty channel annotations are ignored even when the channel is off", () => {
@@ -740,6 +755,9 @@ const badPlans: [string, Json, Partial<PlanConfig>, string][] = [
   ["htcondor pre-exec disabled", ann({ "htcondor-job.vk.io/pre-exec": "x" }), { allowPreExec: false }, 'metadata.annotations["htcondor-job.vk.io/pre-exec"]'],
   ["wstunnel disabled", ann({ "interlink.eu/wstunnel-client-commands": "x" }), { allowWstunnel: false }, "wstunnel client commands are disabled on this site"],
   ["singularity-options disabled", ann({ "htcondor-job.vk.io/singularity-options": "--fakeroot" }), {}, 'metadata.annotations["htcondor-job.vk.io/singularity-options"]: singularity-options are disabled on this site'],
+  // Allowed flags with values that undo the wrapper's own flags cannot work: refused, named.
+  ["singularity-options --cleanenv=false", ann({ "htcondor-job.vk.io/singularity-options": "--cleanenv=false" }), { singularityOptionsAllow: ["--cleanenv"] }, 'flag "--cleanenv=false" cannot work: the wrapper runs every container with --cleanenv'],
+  ["singularity-options --no-eval=false", ann({ "htcondor-job.vk.io/singularity-options": "--no-eval=false" }), { singularityOptionsAllow: ["--no-eval"] }, 'flag "--no-eval=false" cannot work: the wrapper passes --no-eval'],
   ["singularity flag outside the allowlist", ann({ "slurm-job.vk.io/singularity-options": "--nv --bind=/:/host" }), { singularityOptionsAllow: ["--nv"] }, 'flag "--bind" is not allowed on this site'],
   ["singularity option value as its own word", ann({ "htcondor-job.vk.io/singularity-options": "--env A=1" }), { singularityOptionsAllow: ["--env"] }, '"A=1" is not a flag; write options with a value as --flag=value'],
   ["submit-options outside the allowlist", ann({ "htcondor-job.vk.io/submit-options": "executable = /bin/sh" }), { submitOptionsAllow: ["request_walltime"] }, 'metadata.annotations["htcondor-job.vk.io/submit-options"]: submit command "executable" is not allowed on this site'],

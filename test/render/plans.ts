@@ -18,6 +18,7 @@ export function container(name: string, over: Partial<ContainerPlan> = {}): Cont
     env: [],
     mounts: [],
     runtimeOptions: [],
+    execOptions: [],
     gpus: 0,
     ...over,
   };
@@ -118,6 +119,7 @@ export const richPlan: JobPlan = withEnvFiles(
           { source: { kind: "host", path: "/cvmfs/data.example.org" }, target: "/data", readOnly: true },
         ],
         runtimeOptions: ["--writable-tmpfs"],
+        execOptions: ["--env=FROM_SITE=1"],
         gpus: 1,
         startupProbe: {
           handler: { kind: "tcpSocket", host: "127.0.0.1", port: 8080 },

@@ -460,6 +460,22 @@ const nested = scenario(
   }),
 );
 
+// singularity-options that act at exec time reach the main process and the hooks, not only
+// `instance start` (which would drop them).
+const optCalls = join(tempDir("shim-calls-"), "calls");
+const execOpts = scenario(
+  plan({
+    containers: [
+      sh("opts", 'printf "%s|%s" "$FROM_OPT" "$PWD" > /shared/main.opt; for i in $(seq 300); do [ -e /shared/hook.opt ] && break; sleep 0.1; done', {
+        runtimeOptions: ["--writable-tmpfs"],
+        execOptions: ["--env=FROM_OPT=yes", "--pwd=/shared"],
+        postStart: { kind: "exec", command: ["bash", "-c", 'printf "%s" "$FROM_OPT" > /shared/hook.tmp && mv /shared/hook.tmp /shared/hook.opt'] },
+      }),
+    ],
+  }),
+  { env: { MINICONDOR_SHIM_LOG: optCalls } },
+);
+
 /** NAME=value records of `env -0` output. */
 function envRecords(text: string): Map<string, string> {
   const m = new Map<string, string>();
@@ -828,6 +844,22 @@ describe("the runtime's flags and environment", () => {
   });
 
   // issue 4 "Resources": amd.com/gpu needs --rocm; nvidia.com/gpu and other vendors keep --nv.
+  // Apptainer's exec into an instance takes its own env and working directory.
+  test("singularity-options for exec time reach every exec, start-time ones the instance start", async () => {
+    const o = await execOpts;
+    expect(o.code).toBe(0);
+    expect(file(o, "emptydir/shared/main.opt")).toBe("yes|/shared");
+    expect(file(o, "emptydir/shared/hook.opt")).toBe("yes");
+    const calls = shimCalls(optCalls);
+    const starts = calls.filter((c) => c.argv[1] === "instance" && c.argv[2] === "start");
+    const execs = calls.filter((c) => c.argv[1] === "exec");
+    expect(starts).toHaveLength(1);
+    expect(execs.length).toBeGreaterThanOrEqual(2);
+    expect(starts[0]!.argv).toContain("--writable-tmpfs");
+    expect(starts[0]!.argv).not.toContain("--env=FROM_OPT=yes");
+    for (const c of execs) expect(c.argv).toContain("--env=FROM_OPT=yes");
+  });
+
   test("GPU containers start with --rocm for AMD GPUs, --nv for the others", async () => {
     const o = await gpus;
     expect(o.code).toBe(0);

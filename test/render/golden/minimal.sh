@@ -53,7 +53,8 @@ ctr_0() {
   C_ARGS=()
   C_WORKDIR=''
   C_MOUNTS=()
-  C_RUNTIME_OPTIONS=()
+  C_RUNTIME_OPTIONS=()  # instance start
+  C_EXEC_OPTIONS=()  # every exec/run into the instance
   C_GPU_FLAGS=()
   C_STARTUP_PROBE=()
   C_READINESS_PROBE=()
@@ -563,6 +564,8 @@ build_flags() {
     START_FLAGS+=(--bind "$src:$dst$([[ $mode == ro ]] && echo :ro)")
   done
   START_FLAGS+=(${C_RUNTIME_OPTIONS[@]+"${C_RUNTIME_OPTIONS[@]}"})
+  # The pod's workingDir comes last: it wins over an allowed --pwd (the last value counts).
+  EXEC_FLAGS+=(${C_EXEC_OPTIONS[@]+"${C_EXEC_OPTIONS[@]}"})
   [[ -n $C_WORKDIR ]] && EXEC_FLAGS+=(--pwd "$C_WORKDIR")
   return 0
 }

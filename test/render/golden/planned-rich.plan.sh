@@ -74,7 +74,8 @@ init_0() {
   C_MOUNTS=(  # kind source target ro|rw, parent first (sandbox sources are relative to the sandbox)
     'sandbox' 'emptydir/work' '/work' 'rw'
   )
-  C_RUNTIME_OPTIONS=('--writable-tmpfs')
+  C_RUNTIME_OPTIONS=('--writable-tmpfs')  # instance start
+  C_EXEC_OPTIONS=()  # every exec/run into the instance
   C_GPU_FLAGS=()
   C_STARTUP_PROBE=()
   C_READINESS_PROBE=()
@@ -91,7 +92,8 @@ init_1() {
   C_ARGS=('migrate' '--to=v2')
   C_WORKDIR=''
   C_MOUNTS=()
-  C_RUNTIME_OPTIONS=('--writable-tmpfs')
+  C_RUNTIME_OPTIONS=('--writable-tmpfs')  # instance start
+  C_EXEC_OPTIONS=()  # every exec/run into the instance
   C_GPU_FLAGS=()
   C_STARTUP_PROBE=()
   C_READINESS_PROBE=()
@@ -115,7 +117,8 @@ ctr_0() {
     'sandbox' 'volumes/creds' '/var/run/secrets/db' 'ro'
     'sandbox' 'volumes/kube-api-access-x7k2p' '/var/run/secrets/kubernetes.io/serviceaccount' 'ro'
   )
-  C_RUNTIME_OPTIONS=('--writable-tmpfs')
+  C_RUNTIME_OPTIONS=('--writable-tmpfs')  # instance start
+  C_EXEC_OPTIONS=()  # every exec/run into the instance
   C_GPU_FLAGS=('--nv')  # 1 GPU(s): --rocm for amd.com/gpu, --nv for the others
   # exec in the container: first after 0s, every 2s, timeout 1s, 1 success(es) / 30 failure(s) in a row
   C_STARTUP_PROBE=(0 2 1 1 30 exec 'cat' '/work/fetched')
@@ -138,7 +141,8 @@ ctr_1() {
     'sandbox' 'emptydir/work/out' '/data' 'rw'
     'sandbox' 'volumes/config/app.yaml' '/etc/app.yaml' 'ro'
   )
-  C_RUNTIME_OPTIONS=('--writable-tmpfs')
+  C_RUNTIME_OPTIONS=('--writable-tmpfs')  # instance start
+  C_EXEC_OPTIONS=()  # every exec/run into the instance
   C_GPU_FLAGS=()
   C_STARTUP_PROBE=()
   # HTTP GET (HTTPS): first after 0s, every 10s, timeout 1s, 1 success(es) / 3 failure(s) in a row

@@ -67,7 +67,8 @@ init_0() {
   C_MOUNTS=(  # kind source target ro|rw, parent first (sandbox sources are relative to the sandbox)
     'sandbox' 'emptydir/shared' '/shared' 'rw'
   )
-  C_RUNTIME_OPTIONS=()
+  C_RUNTIME_OPTIONS=()  # instance start
+  C_EXEC_OPTIONS=()  # every exec/run into the instance
   C_GPU_FLAGS=()
   C_STARTUP_PROBE=()
   C_READINESS_PROBE=()
@@ -88,7 +89,8 @@ ctr_0() {
     'sandbox' 'volumes/config' '/etc/app' 'ro'
     'sandbox' 'emptydir/shared' '/usr/share/nginx/html' 'rw'
   )
-  C_RUNTIME_OPTIONS=('--writable-tmpfs')
+  C_RUNTIME_OPTIONS=('--writable-tmpfs')  # instance start
+  C_EXEC_OPTIONS=('--env=FROM_SITE=1')  # every exec/run into the instance
   C_GPU_FLAGS=('--nv')  # 1 GPU(s): --rocm for amd.com/gpu, --nv for the others
   # TCP connect: first after 0s, every 2s, timeout 1s, 1 success(es) / 30 failure(s) in a row
   C_STARTUP_PROBE=(0 2 1 1 30 tcpSocket '127.0.0.1' 8080)
@@ -108,7 +110,8 @@ ctr_1() {
   C_ARGS=()
   C_WORKDIR=''
   C_MOUNTS=()
-  C_RUNTIME_OPTIONS=()
+  C_RUNTIME_OPTIONS=()  # instance start
+  C_EXEC_OPTIONS=()  # every exec/run into the instance
   C_GPU_FLAGS=()
   C_STARTUP_PROBE=()
   C_READINESS_PROBE=()
@@ -618,6 +621,8 @@ build_flags() {
     START_FLAGS+=(--bind "$src:$dst$([[ $mode == ro ]] && echo :ro)")
   done
   START_FLAGS+=(${C_RUNTIME_OPTIONS[@]+"${C_RUNTIME_OPTIONS[@]}"})
+  # The pod's workingDir comes last: it wins over an allowed --pwd (the last value counts).
+  EXEC_FLAGS+=(${C_EXEC_OPTIONS[@]+"${C_EXEC_OPTIONS[@]}"})
   [[ -n $C_WORKDIR ]] && EXEC_FLAGS+=(--pwd "$C_WORKDIR")
   return 0
 }
