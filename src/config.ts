@@ -198,6 +198,7 @@ export function planConfig(c: FileConfig, dummyJob: boolean): PlanConfig {
     extraSubmitLines: Object.entries(c.Submit.ExtraLines).map(([k, v]) => [k, String(v)]),
     accountingGroups: c.Submit.AccountingGroups,
     requirements: c.Submit.Requirements || undefined,
+    sharedFilesystem: c.SharedFilesystem,
     dummyJob,
   };
 }

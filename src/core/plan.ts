@@ -1084,6 +1084,7 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
       gpus,
     },
     submit: { lines: submitLines },
+    sharedFilesystem: cfg.sharedFilesystem,
     dummy: cfg.dummyJob,
     warnings: ctx.warnings,
   };

@@ -192,6 +192,11 @@ export interface JobPlan {
     accountingGroup?: string;
   };
 
+  /**
+   * Config `SharedFilesystem`: the execution point sees the pod folder (the job's Iwd), so the
+   * wrapper writes container logs there ($_CONDOR_JOB_IWD) and they are not transferred back.
+   */
+  sharedFilesystem: boolean;
   /** --dummy-job: submit a placeholder that sleeps instead of running containers. */
   dummy: boolean;
   /** Warnings for the create response log (never fatal). */
@@ -229,5 +234,7 @@ export interface PlanConfig {
   extraSubmitLines: [string, string][];
   accountingGroups: Record<string, string>;
   requirements?: string;
+  /** `SharedFilesystem`: container logs are written to the pod folder directly (see JobPlan). */
+  sharedFilesystem: boolean;
   dummyJob: boolean;
 }

@@ -132,7 +132,10 @@ export function renderSubmit(plan: JobPlan): string {
   if (plan.transferInput.length > 0) {
     cmd("transfer_input_files", plan.transferInput.map((f) => listItem(f, "transfer_input_files")).join(", "));
   }
-  cmd("transfer_output_files", [...logFiles(plan), "podstate"].map((f) => listItem(f, "transfer_output_files")).join(", "));
+  // With a shared filesystem the wrapper writes the logs straight into the pod folder: listed
+  // here, a log missing from the sandbox at transfer time would hold the job (spec: htcondor-cli §1.4).
+  const output = [...(plan.sharedFilesystem ? [] : logFiles(plan)), "podstate"];
+  cmd("transfer_output_files", output.map((f) => listItem(f, "transfer_output_files")).join(", "));
   cmd("output", "job.out");
   cmd("error", "job.err");
   cmd("log", "job.log");

@@ -251,6 +251,18 @@ wrapper_init() {
     exec {NAP_FD}<>"$RUN_DIR/nap"
   fi
   wlog "job.sh for pod $POD_NAMESPACE/$POD_NAME ($POD_UID) starts in $SANDBOX; bash $BASH_VERSION"
+  # Container logs: in the sandbox, returned with the output; with a shared filesystem, in the
+  # job's submit folder (HTCondor's _CONDOR_JOB_IWD, the pod folder), where the sidecar reads them
+  # while the job runs (and they are not in transfer_output_files).
+  LOG_DIR=$SANDBOX
+  if ((SHARED_FILESYSTEM)); then
+    if [[ -n \${_CONDOR_JOB_IWD:-} && -d $_CONDOR_JOB_IWD && -w $_CONDOR_JOB_IWD ]]; then
+      LOG_DIR=$_CONDOR_JOB_IWD
+    else
+      wlog "SharedFilesystem: _CONDOR_JOB_IWD (\${_CONDOR_JOB_IWD:-unset}) is not a folder this job can write: container logs stay in the sandbox and do not come back"
+    fi
+  fi
+  wlog "container logs go to $LOG_DIR"
 }
 
 setup() {
@@ -264,8 +276,8 @@ setup() {
   # Everything listed in transfer_output_files exists from the start.
   for fn in \${INIT_CONTAINERS[@]+"\${INIT_CONTAINERS[@]}"} \${CONTAINERS[@]+"\${CONTAINERS[@]}"}; do
     "$fn"
-    : >>"$SANDBOX/$C_KEY.log"
-    : >>"$SANDBOX/$C_KEY.prev.log"
+    : >>"$LOG_DIR/$C_KEY.log"
+    : >>"$LOG_DIR/$C_KEY.prev.log"
     reset_state
     state_line
     write_state "$C_KEY" "$C_ATTR" "$LINE" 0
@@ -548,7 +560,7 @@ watched() {
 
 # Starts the container's main process (and its logger) in the background: MAIN_PID, LOGGER_PID.
 launch_main() {
-  local log=$SANDBOX/$C_KEY.log fifo=$RUN_DIR/$C_KEY.fifo argv=()
+  local log=$LOG_DIR/$C_KEY.log fifo=$RUN_DIR/$C_KEY.fifo argv=()
   [[ -p $fifo ]] || mkfifo -- "$fifo"
   (
     trap '' TERM INT
@@ -745,7 +757,7 @@ run_container() {
     L_EXIT=$RC L_REASON=$END_REASON L_STARTED=$S_STARTED L_FINISHED=$S_FINISHED
     ((S_RESTARTS++))
     S_STATE=waiting S_REASON=CrashLoopBackOff S_EXIT= S_STARTED= S_FINISHED= S_READY=0 S_SIGNAL=
-    mv -f -- "$SANDBOX/$C_KEY.log" "$SANDBOX/$C_KEY.prev.log" && : >"$SANDBOX/$C_KEY.log"
+    mv -f -- "$LOG_DIR/$C_KEY.log" "$LOG_DIR/$C_KEY.prev.log" && : >"$LOG_DIR/$C_KEY.log"
     backoff=$BACKOFF_INITIAL_SECONDS
     for ((end = 1; end < S_RESTARTS && backoff < BACKOFF_MAX_SECONDS; end++)); do ((backoff *= 2)); done
     ((backoff > BACKOFF_MAX_SECONDS)) && backoff=$BACKOFF_MAX_SECONDS

@@ -187,6 +187,7 @@ function planSection(plan: JobPlan, opts: WrapperOptions): string {
     sh`GRACE_SECONDS=${plan.terminationGracePeriodSeconds}`,
     sh`ACTIVE_DEADLINE_SECONDS=${plan.activeDeadlineSeconds ?? 0}  # 0: none`,
     sh`DUMMY=${plan.dummy ? 1 : 0}  # 1: report the containers running, sleep, report them completed`,
+    sh`SHARED_FILESYSTEM=${plan.sharedFilesystem ? 1 : 0}  # 1: container logs go to $_CONDOR_JOB_IWD, the pod folder`,
     sh`DUMMY_SECONDS=${opts.dummySeconds ?? DEFAULT_DUMMY_SECONDS}`,
     "",
     "# Deliberate code channels (site config and allowed annotations), run with bash -c.",
@@ -223,7 +224,8 @@ const HEADER = `#!/bin/bash
 # Order: CommandPrefix, background commands, pre-exec snippets, init containers one at a time,
 # then all containers together (each as an Apptainer/Singularity instance). Each container's
 # state line goes to podstate/<key> and to the job attribute named in its plan (condor_chirp);
-# its output, every line timestamped, to <key>.log; the wrapper's own messages to
+# its output, every line timestamped, to <key>.log (in the pod folder with a shared filesystem);
+# the wrapper's own messages to
 # podstate/wrapper.log. The job exits with the highest container exit code.
 set -u
 `;

@@ -63,6 +63,7 @@ export function basePlan(over: Partial<JobPlan> = {}): JobPlan {
     containers: [container("main", { command: ["true"] })],
     resources: { cpus: 1, memoryMiB: 128, gpus: 0 },
     submit: { lines: [] },
+    sharedFilesystem: false,
     dummy: false,
     warnings: [],
     ...over,

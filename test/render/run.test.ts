@@ -476,6 +476,19 @@ const execOpts = scenario(
   { env: { MINICONDOR_SHIM_LOG: optCalls } },
 );
 
+// SharedFilesystem: HTCondor sets _CONDOR_JOB_IWD to the submit folder (spec: htcondor-observed.md,
+// job environment), which the sidecar reads the logs from while the job runs.
+const IWD = tempDir("pod-folder-");
+const sharedFs = scenario(
+  plan({
+    sharedFilesystem: true,
+    restartPolicy: "OnFailure",
+    containers: [sh("logged", 'n=$(cat /shared/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /shared/n; echo "run $n"; [ $n -ge 2 ] || exit 1')],
+  }),
+  { env: { _CONDOR_JOB_IWD: IWD } },
+);
+const sharedFsNoIwd = scenario(plan({ sharedFilesystem: true, containers: [sh("logged", "echo here")] }));
+
 /** NAME=value records of `env -0` output. */
 function envRecords(text: string): Map<string, string> {
   const m = new Map<string, string>();
@@ -611,6 +624,26 @@ describe("a pod runs as one job", () => {
     const o = await basics;
     expect(o.ms).toBeLessThan(30_000);
     expect(wrapperLog(o.dir)).toContain("background[0]: starting");
+  });
+});
+
+describe("SharedFilesystem", () => {
+  test("container logs, current and previous, are written into $_CONDOR_JOB_IWD, not the sandbox", async () => {
+    const o = await sharedFs;
+    expect(o.code).toBe(0);
+    const lines = (f: string) => readFileSync(join(IWD, f), "utf8").split("\n").filter(Boolean).map((l) => l.replace(TS_LINE, ""));
+    expect(lines("c.logged.log")).toEqual(["run 2"]);
+    expect(lines("c.logged.prev.log")).toEqual(["run 1"]);
+    expect(existsSync(join(o.dir, "c.logged.log"))).toBe(false);
+    expect(existsSync(join(o.dir, "c.logged.prev.log"))).toBe(false);
+    expect(readState(o.dir, "logged")).toMatchObject({ state: "terminated", reason: "Completed", restartCount: 1 });
+  });
+
+  test("without _CONDOR_JOB_IWD the logs stay in the sandbox, with a warning", async () => {
+    const o = await sharedFsNoIwd;
+    expect(o.code).toBe(0);
+    expect(logText(o.dir, "logged")).toEqual(["here"]);
+    expect(wrapperLog(o.dir)).toContain("SharedFilesystem: _CONDOR_JOB_IWD (unset) is not a folder this job can write");
   });
 });
 

@@ -25,6 +25,7 @@ describe("renderSubmit golden files", () => {
   test("minimal plan", () => expectGolden("minimal.sub", renderSubmit(minimalPlan)));
   test("rich plan", () => expectGolden("rich.sub", renderSubmit(richPlan)));
   test("dummy plan", () => expectGolden("dummy.sub", renderSubmit({ ...minimalPlan, dummy: true })));
+  test("shared filesystem", () => expectGolden("shared-fs.sub", renderSubmit({ ...minimalPlan, sharedFilesystem: true })));
 });
 
 describe("renderSubmit content", () => {
@@ -52,6 +53,12 @@ describe("renderSubmit content", () => {
     expect(logFiles(richPlan)).toHaveLength(6);
     const none = renderSubmit(basePlan());
     expect(get(none, "transfer_input_files")).toBeUndefined();
+  });
+
+  // With a shared filesystem the wrapper writes the logs into the pod folder itself; a listed
+  // file missing from the sandbox at transfer time would hold the job (spec: htcondor-cli §1.4).
+  test("shared filesystem: no log in transfer_output_files, the state files still come back", () => {
+    expect(get(renderSubmit({ ...richPlan, sharedFilesystem: true }), "transfer_output_files")).toBe("podstate");
   });
 
   test("resources always carry units", () => {

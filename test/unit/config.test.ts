@@ -75,5 +75,7 @@ describe("parseConfig", () => {
     expect(p.extraSubmitLines).toEqual([["priority", "5"]]);
     expect(p.accountingGroups).toEqual({ physics: "group_phys" });
     expect(p.dummyJob).toBe(true);
+    expect(p.sharedFilesystem).toBe(false);
+    expect(planConfig(parseConfig("SharedFilesystem: true").config, false).sharedFilesystem).toBe(true);
   });
 });

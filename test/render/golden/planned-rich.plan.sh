@@ -4,7 +4,8 @@
 # Order: CommandPrefix, background commands, pre-exec snippets, init containers one at a time,
 # then all containers together (each as an Apptainer/Singularity instance). Each container's
 # state line goes to podstate/<key> and to the job attribute named in its plan (condor_chirp);
-# its output, every line timestamped, to <key>.log; the wrapper's own messages to
+# its output, every line timestamped, to <key>.log (in the pod folder with a shared filesystem);
+# the wrapper's own messages to
 # podstate/wrapper.log. The job exits with the highest container exit code.
 set -u
 
@@ -25,6 +26,7 @@ BACKOFF_MAX_SECONDS=300
 GRACE_SECONDS=45
 ACTIVE_DEADLINE_SECONDS=7200  # 0: none
 DUMMY=0  # 1: report the containers running, sleep, report them completed
+SHARED_FILESYSTEM=0  # 1: container logs go to $_CONDOR_JOB_IWD, the pod folder
 DUMMY_SECONDS=1
 
 # Deliberate code channels (site config and allowed annotations), run with bash -c.
