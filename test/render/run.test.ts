@@ -489,6 +489,17 @@ const sharedFs = scenario(
 );
 const sharedFsNoIwd = scenario(plan({ sharedFilesystem: true, containers: [sh("logged", "echo here")] }));
 
+// SIGTERM (condor_rm, sent to the wrapper alone as HTCondor does) while a deliberate code channel
+// runs: the pod stops as Killed, and the snippet's own children stop with it.
+const termDuringPrefix = scenario(
+  plan({ commandPrefix: "touch prefix-up; sleep 60; touch prefix-done", containers: [sh("main", "touch /shared/main-ran")] }),
+  { termWhen: (dir) => existsSync(join(dir, "prefix-up")) },
+);
+const termDuringPreExec = scenario(
+  plan({ preExec: ["touch pre-up; sleep 60 | cat; touch pre-done"], containers: [sh("main", "touch /shared/main-ran")] }),
+  { termWhen: (dir) => existsSync(join(dir, "pre-up")) },
+);
+
 /** NAME=value records of `env -0` output. */
 function envRecords(text: string): Map<string, string> {
   const m = new Map<string, string>();
@@ -666,6 +677,21 @@ describe("failures before the containers", () => {
     expect(readState(o.dir, "main")).toMatchObject({ state: "terminated", exitCode: 4, reason: "PreExecFailed" });
     expect(existsSync(join(o.dir, "emptydir/shared/main-ran"))).toBe(false);
     expect(wrapperLog(o.dir)).toContain("pre-exec[0]: about to fail");
+  });
+
+  // A stop is not a failure of the snippet: the containers read Killed (as for any stop), the job
+  // ends at once, and no child of the snippet (sleep 60) outlives it, holding the job's streams.
+  test.each([
+    ["CommandPrefix", () => termDuringPrefix, "prefix-done"],
+    ["pre-exec", () => termDuringPreExec, "pre-done"],
+  ] as const)("SIGTERM during %s stops the pod as Killed, not as a failed snippet", async (_what, run, done) => {
+    const o = await run();
+    expect(o.termAt).toBeDefined();
+    expect(o.code).toBe(143);
+    expect(readState(o.dir, "main")).toMatchObject({ state: "terminated", reason: "Killed", exitCode: 143 });
+    expect(o.ms - o.termAt!).toBeLessThan(15_000);
+    expect(existsSync(join(o.dir, done))).toBe(false);
+    expect(existsSync(join(o.dir, "emptydir/shared/main-ran"))).toBe(false);
   });
 
   test("no runtime: every container terminated RuntimeNotFound, exit 127", async () => {

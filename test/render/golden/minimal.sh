@@ -359,7 +359,9 @@ request_stop() {
   wlog "stopping the pod: $1"
   printf '%s\n' "$1" >"$RUN_DIR/stop.tmp" && mv -f -- "$RUN_DIR/stop.tmp" "$RUN_DIR/stop"
   local p
-  for p in ${SUP_PIDS[@]+"${SUP_PIDS[@]}"} $SNIPPET_PID; do kill -TERM "$p" 2>/dev/null; done
+  for p in ${SUP_PIDS[@]+"${SUP_PIDS[@]}"}; do kill -TERM "$p" 2>/dev/null; done
+  # A snippet is its own process group (see in_group): the whole group, children included.
+  [[ -n $SNIPPET_PID ]] && kill -TERM -- "-$SNIPPET_PID" 2>/dev/null
   return 0
 }
 
@@ -372,7 +374,6 @@ check_deadline() {
 
 # ---- snippets: CommandPrefix, pre-exec, background commands (deliberate code channels) -------
 
-# run_snippet <what> <code>: runs the code with bash -c, output to wrapper.log; returns its status.
 # Exports the NUL-separated NAME=value records of a file into the wrapper, except bash's own.
 import_env() {
   local rec name
@@ -385,10 +386,22 @@ import_env() {
   done <"$1"
 }
 
+# in_group <label> <code>: starts bash -c <code> in the background as its own process group
+# (job control on just for the start), output to wrapper.log; GROUP_PID = its pid and group id. The
+# group lets a stop reach the snippet's children too: HTCondor signals the wrapper alone, and a
+# killed bash would leave them running (and holding the job's output open).
+in_group() {
+  set -m
+  "$BASH" -c "$2" </dev/null > >(log_lines_as "$1" >>"$WLOG") 2>&1 &
+  GROUP_PID=$!
+  set +m
+}
+
+# run_snippet <what> <code>: runs the code with bash -c, output to wrapper.log; returns its status.
 run_snippet() {
   wlog "$1: starting"
-  "$BASH" -c "$2" </dev/null > >(log_lines_as "$1" >>"$WLOG") 2>&1 &
-  SNIPPET_PID=$!
+  in_group "$1" "$2"
+  SNIPPET_PID=$GROUP_PID
   while kill -0 "$SNIPPET_PID" 2>/dev/null; do
     check_deadline
     nap "$TICK"
@@ -404,14 +417,14 @@ start_background() {
   local i
   for ((i = 0; i < ${#BACKGROUND_COMMANDS[@]}; i++)); do
     wlog "background[$i]: starting"
-    "$BASH" -c "${BACKGROUND_COMMANDS[i]}" </dev/null > >(log_lines_as "background[$i]" >>"$WLOG") 2>&1 &
-    BG_PIDS+=($!)
+    in_group "background[$i]" "${BACKGROUND_COMMANDS[i]}"
+    BG_PIDS+=("$GROUP_PID")
   done
 }
 
 stop_background() {
   local p
-  for p in ${BG_PIDS[@]+"${BG_PIDS[@]}"}; do kill -TERM "$p" 2>/dev/null; done
+  for p in ${BG_PIDS[@]+"${BG_PIDS[@]}"}; do kill -TERM -- "-$p" 2>/dev/null; done
 }
 
 # ---- handlers: probes and lifecycle hooks ------------------------------------------------------
@@ -899,8 +912,10 @@ main() {
   local rc fn code
   if [[ -n $COMMAND_PREFIX ]]; then
     # What the site's setup exports (module load, PATH) reaches the wrapper, e.g. to find the runtime.
+    # A snippet ended by the pod's stop has not failed: the stop reason is checked first.
     run_snippet CommandPrefix "trap 'env -0 >$(printf %q "$PWD/.wrapper/prefix.env")' EXIT"$'\n'"$COMMAND_PREFIX" ||
-      { rc=$?; fail_pod CommandPrefixFailed "$rc"; }
+      { rc=$?; [[ -n $STOP_REASON ]] || fail_pod CommandPrefixFailed "$rc"; }
+    [[ -n $STOP_REASON ]] && fail_pod "$STOP_REASON" 143
     import_env "$PWD/.wrapper/prefix.env"
   fi
   [[ -n $STOP_REASON ]] && fail_pod "$STOP_REASON" 143
@@ -918,7 +933,7 @@ main() {
   fi
   start_background
   for ((fn = 0; fn < ${#PRE_EXEC[@]}; fn++)); do
-    run_snippet "pre-exec[$fn]" "${PRE_EXEC[fn]}" || { rc=$?; fail_pod PreExecFailed "$rc"; }
+    run_snippet "pre-exec[$fn]" "${PRE_EXEC[fn]}" || { rc=$?; [[ -n $STOP_REASON ]] || fail_pod PreExecFailed "$rc"; }
     [[ -n $STOP_REASON ]] && fail_pod "$STOP_REASON" 143
   done
 
