@@ -381,10 +381,13 @@ function resolveValueFrom(e: EnvVar, c: Container, ctx: Ctx, path: PathSeg[]): s
  * then `env`. Later entries override earlier ones where the wrapper applies them, as in Kubernetes.
  * `env` values expand `$(VAR)` against what is defined before them; `valueFrom` values do not expand.
  */
-function planEnv(c: Container, base: PathSeg[], ctx: Ctx): [string, string][] {
+function planEnv(c: Container, base: PathSeg[], ctx: Ctx): { env: [string, string][]; defined: Map<string, string> } {
   const env: [string, string][] = [["HOSTNAME", ctx.hostname]];
   if (ctx.podIP !== undefined) env.push(["POD_IP", ctx.podIP]);
-  const defined = new Map<string, string>(env);
+  // What `$(VAR)` may refer to: the kubelet's expansion map holds only the container's own
+  // variables (envFrom, then env entries before this one), not what the runtime adds (HOSTNAME)
+  // nor our POD_IP.
+  const defined = new Map<string, string>();
   const put = (k: string, v: string) => {
     env.push([k, v]);
     defined.set(k, v);
@@ -433,7 +436,7 @@ function planEnv(c: Container, base: PathSeg[], ctx: Ctx): [string, string][] {
       put(e.name, "");
     }
   });
-  return env;
+  return { env, defined };
 }
 
 /**
@@ -1017,8 +1020,7 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
   const planContainer = (c: Container, index: number, init: boolean, amounts: Amounts): ContainerPlan => {
     const base: PathSeg[] = ["spec", init ? "initContainers" : "containers", index];
     const image = planImage(c, base, ctx);
-    const env = planEnv(c, base, ctx);
-    const defined = new Map(env);
+    const { env, defined } = planEnv(c, base, ctx);
     const lookup = (n: string) => defined.get(n);
     const mounts = c.volumeMounts.map((m, j) => planMount(m, j, c, base, defined, ctx));
     const plan: ContainerPlan = {

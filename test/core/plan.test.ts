@@ -143,7 +143,8 @@ describe("command and args (Kubernetes semantics)", () => {
       "$(VAR) expands from the container env, $$ escapes, unknown stays",
       { command: ["echo", "$(GREETING)"], args: ["$$(GREETING)", "$(NOPE)", "$(HOSTNAME)", "`x` $(y"], env: [{ name: "GREETING", value: "hi" }] },
       ["echo", "hi"],
-      ["$(GREETING)", "$(NOPE)", "web-1", "`x` $(y"],
+      // HOSTNAME is the runtime's, not one of the container's own variables: not expanded.
+      ["$(GREETING)", "$(NOPE)", "$(HOSTNAME)", "`x` $(y"],
     ],
   ];
   test.each(cases)("%s", (_, c, command, args) => {
@@ -196,6 +197,28 @@ describe("env", () => {
     expect(f).toMatchObject({ mode: 0o600, secret: true });
     expect(f.content).toEqual(new TextEncoder().encode(`HOSTNAME=web-1\0POD_IP=10.0.0.9\0HOSTNAME=custom\0EMPTY=\0TRICKY=${value}\0`));
     expect(encodeEnvFile([["A", "1"]])).toEqual(new Uint8Array([65, 61, 49, 0]));
+  });
+
+  // The kubelet expands $(VAR) against the container's own variables defined before the
+  // reference (envFrom, then env in order); HOSTNAME and POD_IP, which the sidecar adds, are not
+  // among them unless the pod sets them itself (spec: interlink §3.1).
+  const expansion: [string, Json, [string, string][] | undefined, string[] | undefined][] = [
+    ["HOSTNAME is not in the map", { env: [{ name: "A", value: "$(HOSTNAME)" }] }, [["A", "$(HOSTNAME)"]], undefined],
+    ["POD_IP is not in the map", { env: [{ name: "A", value: "$(POD_IP)" }] }, [["A", "$(POD_IP)"]], undefined],
+    ["…in command and args neither", { command: ["echo", "$(POD_IP)"], args: ["$(HOSTNAME)"] }, [], ["echo", "$(POD_IP)", "$(HOSTNAME)"]],
+    ["a HOSTNAME the pod sets is", { env: [{ name: "HOSTNAME", value: "h" }, { name: "A", value: "$(HOSTNAME)" }] }, [["HOSTNAME", "h"], ["A", "h"]], undefined],
+    ["only entries before the reference", { env: [{ name: "A", value: "$(B)" }, { name: "B", value: "1" }, { name: "C", value: "$(B)" }] }, [["A", "$(B)"], ["B", "1"], ["C", "1"]], undefined],
+    ["valueFrom values join the map", { env: [{ name: "N", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }, { name: "A", value: "x$(N)" }] }, [["N", "web-1"], ["A", "xweb-1"]], undefined],
+  ];
+  test.each(expansion)("$(VAR) expansion: %s", (_, c, env, argv) => {
+    const p = only(plan(pod1(c, { metadata: { annotations: { "interlink.eu/pod-ip": "10.0.0.9" } } })));
+    expect(p.env.slice(2)).toEqual(env ?? []);
+    if (argv) expect([...(p.command ?? []), ...(p.args ?? [])]).toEqual(argv);
+  });
+
+  test("subPathExpr expands only from the container's own variables", () => {
+    const p = plan(pod1({ env: [{ name: "D", value: "d" }], volumeMounts: [{ name: "v", mountPath: "/m", subPathExpr: "$(D)/$(HOSTNAME)" }] }, { volumes: [{ name: "v", emptyDir: {} }] }));
+    expect(only(p).mounts[0]!.source).toEqual({ kind: "sandbox", path: "emptydir/v/d/$(HOSTNAME)" });
   });
 
   test("POD_IP falls back to status.podIP, and is absent when unknown", () => {
