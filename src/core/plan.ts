@@ -86,6 +86,8 @@ interface Ctx {
   volumes: Map<string, { volume: Volume; index: number }>;
   /** Pod-level amounts that stand in for node allocatable in `limits.*` resourceFieldRefs. */
   podTotals: { cpu: Quantity; memory: Quantity; disk?: Quantity };
+  /** What a container that sets no limit or request counts with (DefaultResources). */
+  defaults: Defaults;
   files: PodFile[];
   /** Volume name → sandbox directory, once laid out. */
   volumeDirs: Map<string, string>;
@@ -297,7 +299,8 @@ const RESOURCE_FIELDS = new Set(["cpu", "memory", "ephemeral-storage"]);
 /**
  * A `resourceFieldRef` value, rounded as the kubelet does (ceil of value / divisor; CPU in
  * millicores first). A missing limit stands for node allocatable in Kubernetes; here the slot is
- * the node, so it is the job's request. A missing request defaults to the limit, else 0.
+ * the node, so it is the job's request. A missing request defaults to the limit, else to the site
+ * default the job counted for the container (see containerAmounts), else 0.
  */
 function resourceFieldValue(ref: ResourceFieldSelector, ownName: string, ctx: Ctx, path: PathSeg[]): string {
   const target = ref.containerName || ownName;
@@ -323,7 +326,8 @@ function resourceFieldValue(ref: ResourceFieldSelector, ownName: string, ctx: Ct
     }
   } else {
     const t = requestText ?? limitText;
-    amount = t === undefined ? ZERO : parseQuantity(t);
+    const dflt = res === "cpu" ? ctx.defaults.cpu : res === "memory" ? ctx.defaults.memory : ctx.defaults.disk;
+    amount = t === undefined ? (dflt ?? ZERO) : parseQuantity(t);
   }
   if (res === "cpu") {
     const milli = (q: Quantity) => fraction(ceil(fraction(q.num * 1000n, q.den)));
@@ -821,8 +825,9 @@ function planProbe(p: Probe, c: Container, path: PathSeg[], ctx: Ctx): ProbePlan
 // for nvidia.com/gpu and any other vendor's (a container asking for both kinds gets both flags).
 //
 // Pod total per resource = max(sum over containers, max over init containers): containers run
-// together, init containers one at a time (Kubernetes' effective request). A resource that no
-// container sets takes the site default (config DefaultResources; disk only if configured).
+// together, init containers one at a time (Kubernetes' effective request). A container that sets
+// neither a limit nor a request for cpu, memory or ephemeral-storage counts with the site default
+// (config DefaultResources, disk only if configured), as a LimitRange default would.
 
 const isGpu = (name: string) => name === "gpu" || name.endsWith("/gpu");
 const AMD_GPU = "amd.com/gpu";
@@ -836,7 +841,18 @@ interface Amounts {
   amdGpus: number;
 }
 
-function containerAmounts(c: Container): Amounts {
+/** The site's DefaultResources as quantities (config validated them; a bad one is our bug). */
+interface Defaults {
+  cpu: Quantity;
+  memory: Quantity;
+  disk?: Quantity;
+}
+
+/**
+ * One container's amounts: limit, else request, else the site default for that resource (as a
+ * LimitRange default would be, per container: a 100Mi sidecar does not make the whole pod 100Mi).
+ */
+function containerAmounts(c: Container, defaults: Defaults): Amounts {
   const pick = (name: string) => {
     const t = c.resources.limits[name] ?? c.resources.requests[name];
     return t === undefined ? undefined : parseQuantity(t);
@@ -849,7 +865,13 @@ function containerAmounts(c: Container): Amounts {
     gpus += n;
     if (name === AMD_GPU) amdGpus += n;
   }
-  return { cpu: pick("cpu"), memory: pick("memory"), disk: pick("ephemeral-storage"), gpus, amdGpus };
+  return {
+    cpu: pick("cpu") ?? defaults.cpu,
+    memory: pick("memory") ?? defaults.memory,
+    disk: pick("ephemeral-storage") ?? defaults.disk,
+    gpus,
+    amdGpus,
+  };
 }
 
 function total(main: (Quantity | undefined)[], init: (Quantity | undefined)[]): Quantity | undefined {
@@ -967,13 +989,17 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
   const { name, namespace, uid, annotations } = pod.metadata;
   const label = podLabel(namespace, name);
 
-  const initAmounts = pod.spec.initContainers.map(containerAmounts);
-  const mainAmounts = pod.spec.containers.map(containerAmounts);
-  const cpu = total(mainAmounts.map((a) => a.cpu), initAmounts.map((a) => a.cpu)) ?? configQuantity(cfg.defaultResources.cpu, "cpu");
-  const memory = total(mainAmounts.map((a) => a.memory), initAmounts.map((a) => a.memory)) ?? configQuantity(cfg.defaultResources.memory, "memory");
-  const disk =
-    total(mainAmounts.map((a) => a.disk), initAmounts.map((a) => a.disk)) ??
-    (cfg.defaultResources.disk !== undefined ? configQuantity(cfg.defaultResources.disk, "disk") : undefined);
+  const defaults: Defaults = {
+    cpu: configQuantity(cfg.defaultResources.cpu, "cpu"),
+    memory: configQuantity(cfg.defaultResources.memory, "memory"),
+  };
+  if (cfg.defaultResources.disk !== undefined) defaults.disk = configQuantity(cfg.defaultResources.disk, "disk");
+  const initAmounts = pod.spec.initContainers.map((c) => containerAmounts(c, defaults));
+  const mainAmounts = pod.spec.containers.map((c) => containerAmounts(c, defaults));
+  // A pod with no container at all (nothing offloaded) still asks for one container's defaults.
+  const cpu = total(mainAmounts.map((a) => a.cpu), initAmounts.map((a) => a.cpu)) ?? defaults.cpu;
+  const memory = total(mainAmounts.map((a) => a.memory), initAmounts.map((a) => a.memory)) ?? defaults.memory;
+  const disk = total(mainAmounts.map((a) => a.disk), initAmounts.map((a) => a.disk)) ?? defaults.disk;
   const gpus = Math.max(
     mainAmounts.reduce((s, a) => s + a.gpus, 0),
     ...initAmounts.map((a) => a.gpus),
@@ -988,6 +1014,7 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
     hostname: podHostname(pod),
     volumes: new Map(pod.spec.volumes.map((volume, index) => [volume.name, { volume, index }])),
     podTotals: { cpu: fraction(BigInt(toCpus(cpu))), memory, disk },
+    defaults,
     files: [],
     volumeDirs: new Map(),
     emptyDirs: [],

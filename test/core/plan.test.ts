@@ -278,7 +278,10 @@ describe("env", () => {
     ["limits.cpu", "1", { limits: { cpu: "2500m" } }, "3"],
     ["requests.cpu", "1m", { requests: { cpu: "250m" } }, "250"],
     ["requests.cpu", "1m", { limits: { cpu: "2" } }, "2000"],
-    ["requests.cpu", undefined, {}, "0"],
+    // nothing set: the site default the job counts for the container (DefaultResources cpu 1, memory 2Gi)
+    ["requests.cpu", "1m", {}, "1000"],
+    ["requests.memory", "1Mi", { limits: { cpu: "1" } }, "2048"],
+    ["requests.ephemeral-storage", undefined, {}, "0"],
     ["limits.memory", undefined, { limits: { memory: "1Ki" } }, "1024"],
     ["limits.memory", "1Mi", { limits: { memory: "129M" } }, "124"],
     ["limits.memory", "1Gi", { limits: { memory: "1" } }, "1"],
@@ -564,9 +567,17 @@ describe("resources", () => {
     ["sum beats a smaller init", [R({ cpu: "1", memory: "1Gi" })], [R({ cpu: "1", memory: "1Gi" }), R({ cpu: "1", memory: "1Gi" })], undefined, { cpus: 2, memoryMiB: 2048, gpus: 0 }],
     ["129e6 bytes", [], [R({ memory: "129e6" })], undefined, { cpus: 1, memoryMiB: 124, gpus: 0 }],
     ["ephemeral-storage → disk KiB", [], [R({ "ephemeral-storage": "1G" })], undefined, { cpus: 1, memoryMiB: 2048, diskKiB: 976563, gpus: 0 }],
-    ["GPUs of every vendor add up", [], [R({ "nvidia.com/gpu": "2" }), R({ "amd.com/gpu": "1" })], undefined, { cpus: 1, memoryMiB: 2048, gpus: 3 }],
+    // Two containers that set no cpu or memory: each counts with the defaults.
+    ["GPUs of every vendor add up", [], [R({ "nvidia.com/gpu": "2" }), R({ "amd.com/gpu": "1" })], undefined, { cpus: 2, memoryMiB: 4096, gpus: 3 }],
     ["GPUs: init max", [R({ "nvidia.com/gpu": "4" })], [R({ "nvidia.com/gpu": "1" })], undefined, { cpus: 1, memoryMiB: 2048, gpus: 4 }],
     ["other extended resources are ignored", [], [R({ "example.com/foo": "3", "hugepages-2Mi": "1Gi" })], undefined, { cpus: 1, memoryMiB: 2048, gpus: 0 }],
+    // Defaults apply per container and per resource it leaves unset (as a LimitRange default).
+    ["a 100Mi sidecar does not make the pod 100Mi", [], [R({ cpu: "1" }), R({ memory: "100Mi" })], undefined, { cpus: 2, memoryMiB: 2148, gpus: 0 }],
+    ["two containers that set nothing: twice the defaults", [], [R(), R()], undefined, { cpus: 2, memoryMiB: 4096, gpus: 0 }],
+    ["requests count as set", [], [R({}, { memory: "64Mi" }), R({}, { cpu: "250m" })], { cpu: "2", memory: "1Gi" }, { cpus: 3, memoryMiB: 1088, gpus: 0 }],
+    ["an init container that sets nothing counts with the defaults", [R()], [R({ cpu: "500m", memory: "512Mi" })], undefined, { cpus: 1, memoryMiB: 2048, gpus: 0 }],
+    ["disk default per container that sets none", [], [R({ "ephemeral-storage": "1Gi" }), R()], { disk: "10Gi" }, { cpus: 2, memoryMiB: 4096, diskKiB: 11534336, gpus: 0 }],
+    ["no disk default: a container that sets none adds nothing", [], [R({ "ephemeral-storage": "1Gi" }), R()], undefined, { cpus: 2, memoryMiB: 4096, diskKiB: 1048576, gpus: 0 }],
   ];
   test.each(cases)("%s", (_, init, main, defaults, expected) => {
     const body = makeCreateRequest({
