@@ -2,10 +2,11 @@
 // /work/shared/spec/htcondor-observed.md ("observed"). Run: node_modules/.bin/bun test test/minicondor
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
-import { cleanup, createHome, homePids, runTool, setConfig, setFaults, waitFor, type RunResult } from "./src/testkit.ts";
+import { cleanup, createHome, homePids, runTool, setConfig, setFaults, toolPath, waitFor, type RunResult } from "./src/testkit.ts";
 import { Ad, evalExpr, afValue, adToJson } from "./src/classad.ts";
-import { pidsWithEnv } from "./src/common.ts";
+import { pidAlive, pidsWithEnv, pidsWithEnvEntry } from "./src/common.ts";
 
 const ENV = { MINICONDOR_ALLOW_ROOT: "1" };
 let home = "";
@@ -86,10 +87,22 @@ describe("cli §0 conventions", () => {
     expect(c.code).toBe(1);
     expect(c.stderr).toContain("Error: unrecognized argument --const");
   });
-  test("every call is logged to calls.log", async () => {
+  test("every call is logged to calls.log (issue 3: tool, argv, duration, exit code)", async () => {
     await run("condor_version", ["-x"]);
     const log = fs.readFileSync(path.join(home, "calls.log"), "utf8").trim().split("\n");
-    expect(log[log.length - 1]).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z condor_version \["-x"\] \d+ 0$/);
+    expect(log[log.length - 1]).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z condor_version \["-x"\] \d+ 1$/);
+  });
+  test("condor_version refuses what it does not know, exit 1 (cli §0, src/condor_tools/version.cpp)", async () => {
+    let r = await run("condor_version", ["-x"]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toStartWith("ERROR: unrecognized argument: '-x'\nUsage: condor_version [options]\n");
+    r = await run("condor_version", ["now"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toStartWith("ERROR: invalid argument: 'now'\nUsage: condor_version [options]\n");
+    // the tool reads the second letter only: -version is not one of its options
+    expect((await run("condor_version", ["-version"])).code).toBe(1);
+    expect(await run("condor_version", ["-arch"])).toEqual({ code: 0, stdout: "X86_64\n", stderr: "" });
   });
 });
 
@@ -179,10 +192,16 @@ describe("condor_submit (cli §1)", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("invalid attribute name '+Foo' for attrib=value assigment");
   });
-  test("root is refused unless MINICONDOR_ALLOW_ROOT=1", async () => {
-    const r = await runTool(home, "condor_submit", ["-terse", path.join(work, "typo.sub")], { cwd: work, env: { MINICONDOR_OWNER: "root", MINICONDOR_ALLOW_ROOT: "0" } });
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain("ERROR: Failed to queue job.");
+  test("root is refused unless MINICONDOR_ALLOW_ROOT=1 (issue 3 Owner; schedd qmgmt.cpp, refusal seen at commit per cli §1.2)", async () => {
+    writeFile("two-root.sub", "executable = /bin/true\nqueue 2\n");
+    const asRoot = { MINICONDOR_OWNER: "root", MINICONDOR_ALLOW_ROOT: "0" };
+    const before = (await run("condor_q", ["-allusers", "-af", "ClusterId"])).stdout;
+    let r = await runTool(home, "condor_submit", [path.join(work, "two-root.sub")], { cwd: work, env: asRoot });
+    // the attributes go out without acks: a dot per proc, then the commit fails
+    expect(r).toEqual({ code: 1, stdout: "Submitting job(s)..", stderr: '\nERROR: Failed to commit job submission into the queue.\nERROR: Setting job owner to "root" is not permitted\n' });
+    r = await runTool(home, "condor_submit", ["-terse", path.join(work, "two-root.sub")], { cwd: work, env: asRoot });
+    expect(r).toEqual({ code: 1, stdout: "", stderr: '\nERROR: Failed to commit job submission into the queue.\nERROR: Setting job owner to "root" is not permitted\n' });
+    expect((await run("condor_q", ["-allusers", "-af", "ClusterId"])).stdout).toBe(before);
   });
   test("job ad attributes: units, +Attr expressions, requirements, defaults (cli §1.4, §6)", async () => {
     const c = await submit(`executable = /bin/true
@@ -209,7 +228,8 @@ queue
     expect(j.Requirements).toStartWith("/Expr((Num > 1) && (TARGET.Arch == \"X86_64\")");
     expect(j.AcctGroup).toBe("grp");
     expect(j.WantIOProxy).toBe(true);
-    expect(j.JobMaxVacateTime).toBe(10);
+    expect(j.JobMaxVacateTime).toBeUndefined(); // only when job_max_vacate_time is given
+    expect(j.FileSystemDomain).toBeDefined(); // IF_NEEDED refers to MY.FileSystemDomain
     expect(j.JobStatus).toBe(5);
     expect(j.HoldReasonCode).toBe(15);
     expect(j.MyType).toBe("Job");
@@ -270,6 +290,18 @@ describe("jobs really run", () => {
       "PYTHON_CPU_COUNT", "ROOT_MAX_THREADS", "SINGULARITY_CACHEDIR", "TEMP", "TF_LOOP_PARALLEL_ITERATIONS", "TF_NUM_THREADS", "TMP", "TMPDIR",
       "_CHIRP_DELAYED_UPDATE_PREFIX", "_CONDOR_AssignedGPUs", "_CONDOR_BIN", "_CONDOR_CHIRP_CONFIG", "_CONDOR_JOB_AD", "_CONDOR_JOB_IWD", "_CONDOR_JOB_PIDS",
       "_CONDOR_MACHINE_AD", "_CONDOR_SCRATCH_DIR", "_CONDOR_SLOT"].sort());
+  });
+  test("the default should_transfer_files = IF_NEEDED transfers: the job runs in its scratch dir (cli §1.4)", async () => {
+    // the EP's FileSystemDomain differs from the AP's, as on any pool whose EPs are other machines
+    writeFile("where.sh", "#!/bin/bash\npwd\necho made > made-by-where.txt\n", 0o755);
+    const c = await submit("executable = where.sh\noutput = where.out\nqueue\n");
+    expect(await waitDone(`${c}.0`)).toBe("4");
+    const cwd = fs.readFileSync(path.join(work, "where.out"), "utf8").trim();
+    expect(cwd).toStartWith(path.join(home, "execute", "dir_"));
+    expect(fs.readFileSync(path.join(work, "made-by-where.txt"), "utf8")).toBe("made\n"); // a new top-level file came back
+    const h = JSON.parse((await run("condor_history", ["-json", `${c}.0`, "-attributes", "ShouldTransferFiles,FileSystemDomain"])).stdout)[0];
+    expect(h.ShouldTransferFiles).toBe("IF_NEEDED");
+    expect(typeof h.FileSystemDomain).toBe("string");
   });
   test("arguments and environment: new-syntax quoting (cli §1.4)", async () => {
     writeFile("args.sh", '#!/bin/bash\nfor a in "$@"; do echo "[$a]"; done\necho "one=[$one] two=[$two] three=[$three]"\n', 0o755);
@@ -436,12 +468,139 @@ describe("condor_rm / condor_hold / condor_release (cli §4, observed hold.txt, 
     expect(Date.now() - t0).toBeGreaterThan(900);
     expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).length).toBe(0);
   });
+  test("stop = one soft kill to the job's own pid, SIGKILL to everything after JobMaxVacateTime (issue 3 condor_rm; cli §4.2)", async () => {
+    // the starter signals the job process only (kill_sig / remove_kill_sig / hold_kill_sig, default SIGTERM):
+    // a child in the same process group hears nothing until the hard kill
+    writeFile("stopme.sh", `#!/bin/bash
+log=$1
+trap 'echo term >> $log.main' TERM
+trap 'echo usr1 >> $log.main' USR1
+( trap 'echo term >> $log.child' TERM; while :; do sleep 0.1; done ) &
+echo $! > $log.childpid
+while :; do sleep 0.1; done
+`, 0o755);
+    const stopFiles = (tag: string) => path.join(work, `stop-${tag}`);
+    const started = async (tag: string) => waitFor(() => fs.existsSync(stopFiles(tag) + ".childpid") && fs.readFileSync(stopFiles(tag) + ".childpid", "utf8").trim() !== "", 10_000);
+    const lines = (f: string) => (fs.existsSync(f) ? fs.readFileSync(f, "utf8").trim().split("\n") : []);
+    const rmTag = "rm";
+    const c = await submit(`executable = stopme.sh\narguments = ${stopFiles(rmTag)}\njob_max_vacate_time = 2\nshould_transfer_files = YES\nqueue\n`);
+    await waitQ(`${c}.0`, ["JobStatus"], "2");
+    await started(rmTag);
+    const childPid = Number(fs.readFileSync(stopFiles(rmTag) + ".childpid", "utf8"));
+    const t0 = Date.now();
+    expect((await run("condor_rm", [`${c}.0`])).code).toBe(0);
+    expect(await waitDone(`${c}.0`)).toBe("3");
+    expect(Date.now() - t0).toBeGreaterThan(1800); // the job trapped TERM: only the hard kill ended it
+    expect(lines(stopFiles(rmTag) + ".main")).toEqual(["term"]);
+    expect(lines(stopFiles(rmTag) + ".child")).toEqual([]);
+    expect(pidAlive(childPid)).toBe(false);
+    // hold_kill_sig picks the signal of condor_hold
+    const holdTag = "hold";
+    const h = await submit(`executable = stopme.sh\narguments = ${stopFiles(holdTag)}\njob_max_vacate_time = 1\nhold_kill_sig = SIGUSR1\nshould_transfer_files = YES\nqueue\n`);
+    await waitQ(`${h}.0`, ["JobStatus"], "2");
+    await started(holdTag);
+    expect(await qAf(`${h}.0`, ["HoldKillSig"])).toBe("SIGUSR1");
+    expect((await run("condor_hold", [`${h}.0`])).code).toBe(0);
+    await waitFor(async () => !(await run("condor_status", ["-af", "JobId"])).stdout.includes(`${h}.0`), 10_000);
+    expect(lines(stopFiles(holdTag) + ".main")).toEqual(["usr1"]);
+    expect(lines(stopFiles(holdTag) + ".child")).toEqual([]);
+    expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).length).toBe(0);
+    await run("condor_rm", [String(h)]);
+  }, 30_000);
+  test("job_max_vacate_time = 0 stays 0: no grace at all; unset means no attribute (observed hello.txt q-json-idle)", async () => {
+    writeFile("deaf.sh", "#!/bin/bash\ntrap '' TERM\nwhile :; do sleep 0.1; done\n", 0o755);
+    const c = await submit("executable = deaf.sh\njob_max_vacate_time = 0\nshould_transfer_files = YES\nqueue\n");
+    const j = JSON.parse((await run("condor_q", ["-json", `${c}.0`])).stdout)[0];
+    expect(j.JobMaxVacateTime).toBe(0);
+    expect(j.FileSystemDomain).toBeUndefined(); // should_transfer_files = YES: no FileSystemDomain, as observed
+    await waitQ(`${c}.0`, ["JobStatus"], "2");
+    const t0 = Date.now();
+    await run("condor_rm", [`${c}.0`]);
+    expect(await waitDone(`${c}.0`)).toBe("3");
+    expect(Date.now() - t0).toBeLessThan(1500);
+  });
+  test("cluster and -constraint together act on their intersection, one summary line (cli §4.2)", async () => {
+    const a = await submit("executable = /bin/true\nhold = true\nqueue 3\n");
+    const b = await submit("executable = sleeper.sh\nshould_transfer_files = YES\nhold = true\nqueue 2\n");
+    let r = await run("condor_rm", [String(a), "-constraint", "ProcId == 1"]);
+    expect(r).toEqual({ code: 0, stdout: `All jobs matching constraint ((ClusterId == ${a}) && (ProcId == 1)) have been marked for removal\n`, stderr: "" });
+    expect((await run("condor_q", [String(a), String(b), "-af:j", "JobStatus"])).stdout).toBe(`${a}.0 5\n${a}.2 5\n${b}.0 5\n${b}.1 5\n`);
+    r = await run("condor_release", ["-constraint", "ProcId == 0", String(b)]);
+    expect(r).toEqual({ code: 0, stdout: `All jobs matching constraint ((ClusterId == ${b}) && (ProcId == 0)) have been released\n`, stderr: "" });
+    expect((await run("condor_q", [String(a), String(b), "-af:j", "JobStatus"])).stdout).toMatch(new RegExp(`^${a}\\.0 5\n${a}\\.2 5\n${b}\\.0 [12]\n${b}\\.1 5\n$`));
+    // several clusters: one request, ORed, one line
+    r = await run("condor_hold", [String(a), String(b)]);
+    expect(r).toEqual({ code: 0, stdout: `All jobs matching constraint (ClusterId == ${a} || ClusterId == ${b}) have been held\n`, stderr: "" });
+    r = await run("condor_rm", [String(a), "-constraint", "ProcId == 7"]);
+    expect(r).toEqual({ code: 1, stdout: "", stderr: `\nCouldn't find/remove all jobs matching constraint ((ClusterId == ${a}) && (ProcId == 7))\n` });
+    expect((await run("condor_rm", [String(a), String(b)])).code).toBe(0);
+  });
   test("a job killed by a signal: ExitBySignal/ExitSignal; stray children killed at exit (cli §6)", async () => {
     writeFile("selfkill.sh", "#!/bin/bash\nsleep 300 &\nkill -9 $$\n", 0o755);
     const c = await submit("executable = selfkill.sh\nshould_transfer_files = YES\nqueue\n");
     expect(await waitDone(`${c}.0`)).toBe("4");
     expect(await histAf(`${c}.0`, ["ExitBySignal", "ExitSignal", "ExitCode"])).toBe("true 9 undefined\n");
     expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).length).toBe(0);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+describe("-name, -pool, -remote: this machine's schedd and collector are the only ones", () => {
+  // minicondor's default host: the short host name (README, config "host")
+  const host = () => os.hostname().split(".")[0] || "localhost";
+  test("condor_q (cli §2.5)", async () => {
+    expect(await run("condor_q", ["-name", "nosuch.example.org", "-af", "ClusterId"])).toEqual({ code: 1, stdout: "", stderr: "Error: Collector has no record of schedd/submitter\n" });
+    expect(await run("condor_q", ["-name", host(), "-pool", "cm.example.org:9618", "-af", "ClusterId"])).toEqual({ code: 1, stdout: "", stderr: "Error: Couldn't contact the condor_collector on cm.example.org:9618.\n" });
+    expect((await run("condor_q", ["-name", host(), "-pool", "localhost:9618", "-af", "ClusterId"])).code).toBe(0);
+    // -scanlimit and -match are condor_history's options (queue.cpp processCommandLineArguments has neither)
+    for (const opt of ["-scanlimit", "-match"]) {
+      const r = await run("condor_q", [opt, "5", "-af", "ClusterId"]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toBe(`Error: unrecognized argument ${opt}\n`);
+      expect(r.stdout).toStartWith("Usage: condor_q [general-opts] [restriction-list] [output-opts | analyze-opts]\n");
+    }
+    expect(await run("condor_q", ["-limit", "0"])).toEqual({ code: 1, stdout: "", stderr: "Error: 0 is not a valid for -limit.\n" });
+  });
+  test("condor_submit: -name, -pool, -remote = -name + -spool (cli §1.2, §1.3)", async () => {
+    writeFile("remote.sub", "executable = /bin/true\nshould_transfer_files = YES\nqueue\n");
+    expect(await run("condor_submit", ["-terse", "-name", "nosuch.example.org", "remote.sub"])).toEqual({ code: 1, stdout: "", stderr: "\nERROR: Can't find address of schedd nosuch.example.org\n" });
+    expect(await run("condor_submit", ["-terse", "-remote", "nosuch.example.org", "remote.sub"])).toEqual({ code: 1, stdout: "", stderr: "\nERROR: Can't find address of schedd nosuch.example.org\n" });
+    expect((await run("condor_submit", ["-terse", "-name", host(), "-pool", "cm.example.org", "remote.sub"])).code).toBe(1);
+    const r = await run("condor_submit", ["-terse", "-remote", host(), "-pool", "localhost", "remote.sub"]);
+    expect(r.code).toBe(0);
+    const c = r.stdout.split(".")[0]!;
+    const q = JSON.parse((await run("condor_q", ["-json", `${c}.0`, "-attributes", "Iwd,SUBMIT_Iwd,JobStatus,HoldReasonCode"])).stdout)[0];
+    expect(q.Iwd).toBe(path.join(home, "spool", c, "0", `cluster${c}.proc0.subproc0`));
+    expect(q.SUBMIT_Iwd).toBe(work);
+    await run("condor_rm", [c]);
+  });
+  test("condor_rm / condor_hold: an unknown schedd (cli §4.2, src/condor_rm.V6/rm.cpp)", async () => {
+    // without -pool the tool asks the collector itself; with -pool the schedd lookup fails
+    expect(await run("condor_rm", ["-name", "nosuch.example.org", "1.0"])).toEqual({ code: 1, stdout: "", stderr: "Error: cannot get address of schedd nosuch.example.org\n" });
+    expect(await run("condor_hold", ["-name", "nosuch.example.org", "-pool", "localhost", "1.0"])).toEqual({ code: 1, stdout: "", stderr: "condor_hold: Can't find address for schedd nosuch.example.org\n" });
+    expect((await run("condor_rm", ["-name", host(), "999999.0"])).stderr).toBe("\nJob 999999.0 not found\n");
+  });
+  test("condor_history (cli §3)", async () => {
+    expect(await run("condor_history", ["-name", "nosuch.example.org", "-json"])).toEqual({ code: 1, stdout: "", stderr: "Unable to locate remote schedd (name=nosuch.example.org, pool=).\n" });
+    expect(await run("condor_history", ["-name", host(), "-pool", "cm.example.org", "-json"])).toEqual({ code: 1, stdout: "", stderr: `Unable to locate remote schedd (name=${host()}, pool=cm.example.org).\n` });
+    expect((await run("condor_history", ["-name", host(), "-json", "999999.0"])).stdout).toBe("[\n]\n");
+  });
+  test("condor_tail (cli §5.2, src/condor_tools/tail.cpp)", async () => {
+    expect(await run("condor_tail", ["-name", "nosuch.example.org", "999999.0"])).toEqual({ code: 1, stdout: "", stderr: "No such schedd named nosuch.example.org in local pool\n" });
+    expect(await run("condor_tail", ["-pool", "cm.example.org", "-name", host(), "999999.0"])).toEqual({ code: 1, stdout: "", stderr: `No such schedd named ${host()} in pool cm.example.org\n` });
+    expect(await run("condor_tail", ["-name", host(), "999999.0"])).toEqual({ code: 1, stdout: "", stderr: "No such job: 999999.0\n" });
+  });
+  test("condor_transfer_data (cli §5.3, src/condor_tools/transfer_data.cpp)", async () => {
+    expect(await run("condor_transfer_data", ["-name", "nosuch.example.org", "1"])).toEqual({ code: 1, stdout: "", stderr: "condor_transfer_data: Can't find address for schedd nosuch.example.org\n" });
+    expect(await run("condor_transfer_data", ["-name", host(), "-pool", "localhost", "999999"])).toEqual({ code: 0, stdout: "Fetching data files...\n", stderr: "" });
+  });
+  test("condor_status has no -name; -pool and -debug are fine (cli §5.1, src/condor_status.V6/status.cpp firstPass)", async () => {
+    const r = await run("condor_status", ["-name", host(), "-af", "Name"]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toStartWith(`Error:  Unknown option -name\nUsage: condor_status [help-opt] [query-opt] [custom-opts] [display-opts] [name ...]\n`);
+    expect((await run("condor_status", ["-pool", "localhost", "-debug", "-af", "Name"])).stdout).toMatch(/^slot1@/);
+    expect((await run("condor_status", ["-pool", "cm.example.org", "-af", "Name"])).code).toBe(1);
   });
 });
 
@@ -586,14 +745,49 @@ describe("-spool and condor_transfer_data (cli §1.3, §5.3, observed spool.txt)
     expect(fs.existsSync(path.join(sd, `spool.${c}.0.out`))).toBe(false);
     r = await run("condor_transfer_data", [`${c}.0`]);
     expect(r).toEqual({ code: 0, stdout: "Fetching data files...\n", stderr: "" });
+    const fetchedAt = Date.now();
     expect(fs.readFileSync(path.join(sd, `spool.${c}.0.out`), "utf8")).toBe("spool job\ninput data\n");
     expect(fs.readFileSync(path.join(sd, `spool.${c}.0.err`), "utf8")).toBe("err\n");
     expect(fs.readFileSync(path.join(sd, "result.txt"), "utf8")).toBe("result\n");
-    expect(await waitDone(`${c}.0`)).toBe("4");
+    // observed q-after-transfer: still in the queue, status 4, StageOutFinish set, LeaveJobInQueue false
+    expect((await qAf(`${c}.0`, ["ClusterId", "ProcId", "JobStatus", "StageOutFinish", "LeaveJobInQueue"]))).toMatch(new RegExp(`^${c} 0 4 \\d+ false$`));
+    await Bun.sleep(1000);
+    expect(await qAf(`${c}.0`, ["JobStatus"])).toBe("4");
+    // ...and it leaves the queue a few seconds later (default stageOutLingerMs 5000)
+    expect(await waitDone(`${c}.0`, { timeoutMs: 15_000 })).toBe("4");
+    expect(Date.now() - fetchedAt).toBeGreaterThanOrEqual(4000);
     expect((await histAf(`${c}.0`, ["StageOutFinish"])).trim()).toMatch(/^\d+$/);
+    expect(fs.existsSync(path.join(home, "spool", String(c), "0"))).toBe(false);
     r = await run("condor_transfer_data", ["999999.0"]);
     expect(r).toEqual({ code: 0, stdout: "Fetching data files...\n", stderr: "" });
-  });
+  }, 30_000);
+  test("remaps of a spooled job apply at condor_transfer_data, not at exit (cli §1.3, §5.3)", async () => {
+    const sd = path.join(work, "spoolremap");
+    writeFile("remap.sh", "#!/bin/bash\necho out-line\necho err-line >&2\necho data > result.txt\n", 0o755, sd);
+    fs.mkdirSync(path.join(sd, "logs"), { recursive: true });
+    writeFile("remap.sub", "executable = remap.sh\noutput = logs/job.out\nerror = logs/job.err\ntransfer_output_files = result.txt\n" +
+      "transfer_output_remaps = \"result.txt = renamed.txt\"\nshould_transfer_files = YES\nqueue\n", 0o644, sd);
+    let r = await run("condor_submit", ["-spool", "-terse", "remap.sub"], { cwd: sd });
+    expect(r.code).toBe(0);
+    const c = Number(r.stdout.split(".")[0]);
+    const q = JSON.parse((await run("condor_q", ["-json", `${c}.0`, "-attributes", "Out,Err,TransferOutputRemaps,Iwd"])).stdout)[0];
+    expect(q.Out).toBe("_condor_stdout");
+    expect(q.Err).toBe("_condor_stderr");
+    expect(q.TransferOutputRemaps).toContain(`_condor_stdout=${path.join(sd, "logs/job.out")}`);
+    expect(q.TransferOutputRemaps).toContain(`_condor_stderr=${path.join(sd, "logs/job.err")}`);
+    await waitQ(`${c}.0`, ["JobStatus"], "4");
+    // everything is still in the spool, under its sandbox names
+    expect(fs.readdirSync(path.join(sd, "logs"))).toEqual([]);
+    expect(fs.existsSync(path.join(sd, "renamed.txt"))).toBe(false);
+    expect(fs.existsSync(path.join(sd, "result.txt"))).toBe(false);
+    expect(fs.readdirSync(q.Iwd).sort()).toEqual(expect.arrayContaining(["_condor_stderr", "_condor_stdout", "result.txt"]));
+    r = await run("condor_transfer_data", [String(c)]);
+    expect(r).toEqual({ code: 0, stdout: "Fetching data files...\n", stderr: "" });
+    expect(fs.readFileSync(path.join(sd, "logs/job.out"), "utf8")).toBe("out-line\n");
+    expect(fs.readFileSync(path.join(sd, "logs/job.err"), "utf8")).toBe("err-line\n");
+    expect(fs.readFileSync(path.join(sd, "renamed.txt"), "utf8")).toBe("data\n");
+    expect(fs.existsSync(path.join(sd, "result.txt"))).toBe(false);
+  }, 20_000);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -623,7 +817,7 @@ describe("fault injection (observed §7 pool down)", () => {
     expect((await runTool(h, "condor_q", ["-af", "x"], { env: { MINICONDOR_SCHEDD_DOWN: "1" } })).code).toBe(1);
     expect((await run("condor_q", ["-af", "x"], o)).code).toBe(0);
   });
-  test("per-tool fail / hang / slow / warn; hold on start", async () => {
+  test("per-tool fail / hang / slow / warn; hold on start (cli §1.2, §2.5, §6 HoldReasonCode)", async () => {
     const h = newHome();
     const o = { home: h };
     setFaults(h, { tools: { condor_q: "fail", condor_history: "hang", condor_status: "slow:400", condor_rm: "warn" } });
@@ -639,10 +833,18 @@ describe("fault injection (observed §7 pool down)", () => {
     r = await run("condor_rm", ["-all"], o);
     expect(r.code).toBe(0);
     expect(r.stderr).toStartWith("WARNING: ");
-    const fail = await runTool(h, "condor_submit", ["-terse", path.join(work, "f.sub")], { cwd: work, env: { ...ENV, MINICONDOR_FAULT_CONDOR_SUBMIT: "fail" } });
+    // cli §1.1/§1.2: "Submitting job(s)" (no newline) is out before the connection fails, unless -terse or stdin
+    const failEnv = { ...ENV, MINICONDOR_FAULT_CONDOR_SUBMIT: "fail" };
+    let fail = await runTool(h, "condor_submit", [path.join(work, "f.sub")], { cwd: work, env: failEnv });
     expect(fail.code).toBe(1);
     expect(fail.stdout).toBe("Submitting job(s)");
     expect(fail.stderr).toStartWith("\nERROR: Failed to connect to local queue manager\n");
+    fail = await runTool(h, "condor_submit", ["-terse", path.join(work, "f.sub")], { cwd: work, env: failEnv });
+    expect(fail.code).toBe(1);
+    expect(fail.stdout).toBe("");
+    fail = await runTool(h, "condor_submit", ["-"], { cwd: work, env: failEnv, stdin: "executable = /bin/true\nqueue\n" });
+    expect(fail.code).toBe(1);
+    expect(fail.stdout).toBe("");
     setFaults(h, {});
     const c = await submit('executable = /bin/true\n+MiniCondorHoldCode = 34\n+MiniCondorHoldSubCode = 102\n+MiniCondorHoldReason = "Job has gone over memory limit of 128 megabytes."\nqueue\n', [], o);
     await waitQ(`${c}.0`, ["JobStatus", "HoldReasonCode", "HoldReasonSubCode"], "5 34 102", o);
@@ -654,8 +856,67 @@ describe("fault injection (observed §7 pool down)", () => {
   });
 });
 
+describe("faults reach the jobs they were given for", () => {
+  test("a job held at start never ran: no JobStartDate, JobRunCount, NumShadowStarts, FirstJobMatchDate (cli §6)", async () => {
+    const c = await submit('executable = /bin/true\n+MiniCondorHoldCode = 34\n+MiniCondorHoldSubCode = 102\n+MiniCondorHoldReason = "Job has gone over memory limit"\nqueue\n');
+    await waitQ(`${c}.0`, ["JobStatus", "HoldReasonCode"], "5 34");
+    const j = JSON.parse((await run("condor_q", ["-json", `${c}.0`])).stdout)[0];
+    for (const a of ["JobStartDate", "JobRunCount", "NumShadowStarts", "FirstJobMatchDate", "JobCurrentStartDate", "RemoteHost", "LastRemoteHost"]) expect(j[a]).toBeUndefined();
+    expect(j.NumJobStarts).toBe(0);
+    expect(j.HoldReason).toBe("Job has gone over memory limit");
+    await run("condor_rm", [String(c)]);
+  });
+  test("MINICONDOR_HOLD_ON_START given to condor_submit holds its jobs, even on a schedd already running (cli §6 HoldReasonCode)", async () => {
+    const h = newHome();
+    const o = { home: h };
+    const busy = await submit("executable = sleeper.sh\nshould_transfer_files = YES\nqueue\n", [], o);
+    await waitQ(`${busy}.0`, ["JobStatus"], "2", o); // the schedd is up, started without the variable
+    writeFile("hos.sub", "executable = /bin/true\nqueue 2\n");
+    const r = await runTool(h, "condor_submit", ["-terse", path.join(work, "hos.sub")], { cwd: work, env: { ...ENV, MINICONDOR_HOLD_ON_START: "34:Job has gone over memory limit of 128 megabytes." } });
+    expect(r.code).toBe(0);
+    const c = Number(r.stdout.split(".")[0]);
+    await waitQ(`${c}.1`, ["JobStatus", "HoldReasonCode", "HoldReason"], "5 34 Job has gone over memory limit of 128 megabytes.", o);
+    expect(await qAf(`${c}.0`, ["JobStatus"], o)).toBe("5");
+    // the fault is the job's, not the ad's: nothing of it shows in condor_q
+    expect(Object.keys(JSON.parse((await run("condor_q", ["-json", `${c}.0`], o)).stdout)[0]).filter((k) => /minicondor/i.test(k))).toEqual([]);
+    // and it does not leak to jobs submitted without it
+    const plain = await submit("executable = /bin/true\nqueue\n", [], o);
+    expect(await waitDone(`${plain}.0`, o)).toBe("4");
+    await run("condor_rm", ["-all"], o);
+  }, 20_000);
+});
+
+describe("hung tools do not outlive their caller (issue 3: no stray processes)", () => {
+  test("a hang exits when its caller dies or its home goes; cleanup kills tools of the home", async () => {
+    const h = newHome();
+    const env = { ...process.env, MINICONDOR_HOME: h, MINICONDOR_FAULT_CONDOR_RM: "hang" } as Record<string, string>;
+    // an orphan: its caller (bash) is killed, as a sidecar killed with -9 would be
+    const parent = Bun.spawn(["bash", "-c", `${toolPath("condor_rm")} 1.0 & echo $!; sleep 60`], { env, stdout: "pipe", stderr: "ignore" });
+    const reader = parent.stdout.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    const orphan = Number(first.trim());
+    await waitFor(() => pidAlive(orphan) && fs.readFileSync(`/proc/${orphan}/cmdline`, "utf8").includes("condor_rm"), 5000, 50);
+    parent.kill("SIGKILL");
+    await parent.exited;
+    await waitFor(() => !pidAlive(orphan), 5000, 50);
+    // its home deleted under it
+    const h2 = newHome();
+    const hung = Bun.spawn([toolPath("condor_rm"), "1.0"], { env: { ...env, MINICONDOR_HOME: h2 }, stdout: "ignore", stderr: "ignore" });
+    await waitFor(() => homePids(h2).includes(hung.pid), 5000, 50);
+    fs.rmSync(h2, { recursive: true, force: true });
+    expect(await hung.exited).toBe(143);
+    // cleanup() finds a hung tool by its MINICONDOR_HOME
+    const h3 = newHome();
+    const held = Bun.spawn([toolPath("condor_q")], { env: { ...env, MINICONDOR_HOME: h3, MINICONDOR_FAULT_CONDOR_Q: "hang" }, stdout: "ignore", stderr: "ignore" });
+    await waitFor(() => homePids(h3).includes(held.pid), 5000, 50);
+    cleanup(h3);
+    await held.exited;
+    expect(homePids(h3)).toEqual([]);
+  }, 20_000);
+});
+
 // ---------------------------------------------------------------------------------------------
-describe("load and cleanliness", () => {
+describe("load and cleanliness (issue 3: 200 jobs at once, no stray processes)", () => {
   test("200 jobs (one cluster of 150 + 50 concurrent submits) all complete", async () => {
     const h = newHome();
     const o = { home: h };
@@ -679,5 +940,7 @@ describe("load and cleanliness", () => {
     }
     await waitFor(() => homes.every((h) => pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(h, "execute")}`).length === 0), 15_000);
     await waitFor(() => homes.every((h) => homePids(h).length === 0), 15_000);
+    // no tool either: nothing at all runs with one of these homes
+    expect(homes.flatMap((h) => pidsWithEnvEntry(`MINICONDOR_HOME=${h}`))).toEqual([]);
   }, 35_000);
 });

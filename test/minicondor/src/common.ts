@@ -90,8 +90,9 @@ function readJson(file: string): Record<string, unknown> {
 export function loadConfig(home = homeDir()): Config {
   const e = process.env;
   const f = readJson(path.join(home, "config.json"));
-  const pick = <T>(k: string, envName: string, def: T): T => {
+  const pick = <T>(k: string, envName: string | null, def: T): T => {
     if (f[k] !== undefined) return f[k] as T;
+    if (envName === null) return def;
     const v = e[envName];
     if (v !== undefined && v !== "") {
       if (typeof def === "number") return Number(v) as T;
@@ -107,14 +108,39 @@ export function loadConfig(home = homeDir()): Config {
     gpus: pick("gpus", "MINICONDOR_GPUS", 0),
     disk: pick("disk", "MINICONDOR_DISK", 100 * 1024 * 1024),
     spoolReleaseMs: pick("spoolReleaseMs", "MINICONDOR_SPOOL_RELEASE_MS", 700),
-    stageOutLingerMs: pick("stageOutLingerMs", "MINICONDOR_STAGEOUT_LINGER_MS", 0),
+    // observed spool.txt q-after-transfer: the fetched job is still in condor_q (status 4, StageOutFinish
+    // set) until the schedd's next periodic pass, up to a minute on a real pool
+    stageOutLingerMs: pick("stageOutLingerMs", "MINICONDOR_STAGEOUT_LINGER_MS", 5000),
     pollMs: pick("pollMs", "MINICONDOR_POLL_MS", 100),
     periodicIntervalS: pick("periodicIntervalS", "MINICONDOR_PERIODIC_INTERVAL", 60),
-    sharedFileSystem: pick("sharedFileSystem", "MINICONDOR_SHARED_FS", true),
+    // false: the execute side has its own FileSystemDomain, as on any pool whose EPs are other machines,
+    // so the default should_transfer_files = IF_NEEDED transfers (spec: htcondor-cli §1.4)
+    sharedFileSystem: pick("sharedFileSystem", "MINICONDOR_SHARED_FS", false),
     scheddIdleExitMs: pick("scheddIdleExitMs", "MINICONDOR_SCHEDD_IDLE_EXIT_MS", 3000),
-    delayedUpdateMs: pick("delayedUpdateMs", "MINICONDOR_DELAYED_UPDATE_MS", 5000),
+    // config only: condor_chirp reads it inside the job, whose environment has no MINICONDOR_* variables
+    delayedUpdateMs: pick("delayedUpdateMs", null, 5000),
     apptainer: pick("apptainer", "MINICONDOR_APPTAINER", path.join(ROOT_DIR, "shims", "apptainer")),
   };
+}
+
+/** Names under which this machine's schedd and collector are found (-name, -pool). */
+function localNames(cfg: Config): string[] {
+  return [cfg.host, "localhost", "127.0.0.1", ...(process.env.MINICONDOR_SCHEDD_NAMES ?? "").split(",")].map((x) => x.trim().toLowerCase()).filter(Boolean);
+}
+
+/** -name: this machine's schedd (host, name@host, a sinful string or host:port); anything else is not in the pool. */
+export function acceptableSchedd(name: string, cfg: Config): boolean {
+  const n = name.toLowerCase();
+  if (n.includes(":") || n.startsWith("<")) return true;
+  const ok = localNames(cfg);
+  return ok.includes(n) || ok.some((h) => n.startsWith(h + ".") || n.endsWith("@" + h));
+}
+
+/** -pool: the only collector is this machine's (host[:port]). */
+export function acceptablePool(pool: string, cfg: Config): boolean {
+  const h = pool.toLowerCase().replace(/:\d*$/, "");
+  const ok = localNames(cfg);
+  return ok.includes(h) || ok.some((x) => h.startsWith(x + "."));
 }
 
 export function scheddAddr(cfg: Config): string {
@@ -128,19 +154,36 @@ export type Faults = {
   holdOnStart?: { code: number; subCode?: number; reason?: string; constraint?: string };
 };
 
-export function loadFaults(home = homeDir()): Faults {
+/**
+ * Faults of `home`. Tool calls also read MINICONDOR_* fault variables from their own environment; the
+ * schedd does not (`fromEnv` false): it is shared by every later call, so a variable given to the call
+ * that happened to start it must not leak into the jobs of other calls.
+ */
+export function loadFaults(home = homeDir(), fromEnv = true): Faults {
   const f = readJson(path.join(home, "faults.json")) as Faults;
-  const e = process.env;
   const res: Faults = { ...f, tools: { ...(f.tools ?? {}) } };
+  if (!fromEnv) return res;
+  const e = process.env;
   if (e.MINICONDOR_SCHEDD_DOWN && e.MINICONDOR_SCHEDD_DOWN !== "0") res.scheddDown = true;
   for (const [k, v] of Object.entries(e)) {
     if (k.startsWith("MINICONDOR_FAULT_") && v) res.tools![k.slice(17).toLowerCase()] = v;
   }
-  if (e.MINICONDOR_HOLD_ON_START) {
-    const [code, ...rest] = e.MINICONDOR_HOLD_ON_START.split(":");
-    res.holdOnStart = { code: Number(code), reason: rest.join(":") || undefined };
-  }
+  const h = envHoldOnStart();
+  if (h) res.holdOnStart = h;
   return res;
+}
+
+/** MINICONDOR_HOLD_ON_START=<code>[:<reason>] of this process. */
+export function envHoldOnStart(): Faults["holdOnStart"] | undefined {
+  const v = process.env.MINICONDOR_HOLD_ON_START;
+  if (!v) return undefined;
+  const [code, ...rest] = v.split(":");
+  return { code: Number(code), reason: rest.join(":") || undefined };
+}
+
+/** Variables that inject faults into one tool call; the schedd must not inherit them. */
+export function isFaultEnv(name: string): boolean {
+  return name === "MINICONDOR_SCHEDD_DOWN" || name === "MINICONDOR_HOLD_ON_START" || name.startsWith("MINICONDOR_FAULT_");
 }
 
 // ---------------------------------------------------------------- state db
@@ -178,6 +221,14 @@ export function openDb(home = homeDir()): Database {
       db.exec("ROLLBACK");
       throw e;
     }
+  }
+  if ((db.query("PRAGMA user_version").get() as { user_version: number }).user_version < 2) {
+    tx(db, () => {
+      if ((db.query("PRAGMA user_version").get() as { user_version: number }).user_version >= 2) return;
+      // faults captured by condor_submit for one job; kept out of the job ad, which a real schedd would not have
+      db.exec(`CREATE TABLE IF NOT EXISTS job_faults (cluster INTEGER, proc INTEGER, hold TEXT, PRIMARY KEY (cluster, proc));
+        PRAGMA user_version = 2;`);
+    });
   }
   db.exec("PRAGMA synchronous = NORMAL");
   dbCache = db;
@@ -220,6 +271,7 @@ export function deleteJob(db: Database, c: number, p: number): void {
 export function toHistory(db: Database, ad: Ad): void {
   const c = ad.num("ClusterId")!, p = ad.num("ProcId")!;
   deleteJob(db, c, p);
+  db.query("DELETE FROM job_faults WHERE cluster = ? AND proc = ?").run(c, p);
   db.query("INSERT INTO history (cluster, proc, owner, ad) VALUES (?, ?, ?, ?)").run(c, p, ad.str("Owner") ?? "", JSON.stringify(ad.toObject()));
 }
 export function getRun(db: Database, c: number, p: number): RunRow | null {
@@ -276,6 +328,41 @@ export function pidsWithEnv(marker: string): number[] {
     } catch { /* gone or no permission */ }
   }
   return res;
+}
+
+/** Every pid (but this process and its ancestors) whose environment has exactly the entry `NAME=value`. */
+export function pidsWithEnvEntry(entry: string): number[] {
+  const res: number[] = [];
+  let ents: string[];
+  try { ents = fs.readdirSync("/proc"); } catch { return res; }
+  const spare = new Set(ancestors(process.pid));
+  for (const e of ents) {
+    if (!/^\d+$/.test(e) || spare.has(Number(e))) continue;
+    try {
+      if (fs.readFileSync(`/proc/${e}/environ`, "latin1").split("\0").includes(entry)) res.push(Number(e));
+    } catch { /* gone or no permission */ }
+  }
+  return res;
+}
+
+/** `pid` and its ancestors up to init. */
+export function ancestors(pid: number): number[] {
+  const res: number[] = [];
+  for (let p = pid, i = 0; p > 1 && i < 64; i++) {
+    res.push(p);
+    const pp = parentPid(p);
+    if (pp === null) break;
+    p = pp;
+  }
+  return res;
+}
+
+/** The parent of `pid` as the kernel sees it now (null when `pid` is gone). */
+export function parentPid(pid: number): number | null {
+  try {
+    const st = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(st.slice(st.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch { return null; }
 }
 
 /** Kill every process whose environment carries the marker; SIGKILL, repeated until none is left. */

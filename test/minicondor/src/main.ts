@@ -1,7 +1,7 @@
 // Entry point: `bun main.ts <tool> [args...]`. Logs every call to $MINICONDOR_HOME/calls.log and applies faults.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { err, homeDir, loadConfig, loadFaults, out, PLATFORM, scheddAddr, VERSION } from "./common.ts";
+import { err, homeDir, loadConfig, loadFaults, out, parentPid, pidAlive, PLATFORM, scheddAddr, VERSION } from "./common.ts";
 
 const t0 = performance.now();
 const tool = process.argv[2] ?? "";
@@ -36,7 +36,8 @@ const DOWN: Record<string, [string, number]> = {
 function failText(addr: string): Record<string, [string, string, number]> {
   return {
     condor_q: ["", `\n-- Failed to fetch ads from: ${addr} : ${loadConfig().host}\nSECMAN:2007:Failed to end classad message.\n`, 1],
-    condor_submit: ["Submitting job(s)", `\nERROR: Failed to connect to local queue manager\nCEDAR:6001:Failed to connect to ${addr}\n`, 1],
+    // stdout: see submitBanner
+    condor_submit: ["", `\nERROR: Failed to connect to local queue manager\nCEDAR:6001:Failed to connect to ${addr}\n`, 1],
     condor_history: ["", "Unable to send history command to remote schedd;\nTypically, either the schedd is not responding, does not authorize you, or does not support remote history.\n", 1],
     condor_rm: ["", `\nCEDAR:6001:Failed to connect to ${addr}\nFailed to connect to schedd\n`, 1],
     condor_hold: ["", `\nCEDAR:6001:Failed to connect to ${addr}\nFailed to connect to schedd\n`, 1],
@@ -66,7 +67,15 @@ async function main(): Promise<number> {
   if (mode === "hang") {
     process.on("SIGTERM", () => finish(143));
     process.on("SIGINT", () => finish(130));
-    for (;;) await Bun.sleep(60_000);
+    // a real hung tool waits on its peer forever; this one gives up once nobody can be waiting for it:
+    // its home was deleted (the test is over) or its caller died (orphans outlive killed sidecars)
+    const home = homeDir();
+    const caller = parentPid(process.pid);
+    for (;;) {
+      await Bun.sleep(250);
+      const now = parentPid(process.pid);
+      if (!fs.existsSync(home) || now === null || now <= 1 || now !== caller || (caller !== null && !pidAlive(caller))) finish(143);
+    }
   }
   if (mode.startsWith("slow:")) await Bun.sleep(Number(mode.slice(5)) || 0);
   if (faults.scheddDown && DOWN[tool]) {
@@ -76,6 +85,7 @@ async function main(): Promise<number> {
   }
   if (mode === "fail") {
     const f = failText(scheddAddr(loadConfig()))[tool] ?? ["", `ERROR: ${tool} failed\n`, 1];
+    if (tool === "condor_submit") out((await import("./submit.ts")).submitBanner(argv));
     out(f[0]);
     err(f[1]);
     return f[2];
@@ -91,9 +101,36 @@ async function main(): Promise<number> {
     case "condor_transfer_data": return (await import("./actions.ts")).condorTransferData(argv);
     case "condor_tail": return (await import("./actions.ts")).condorTail(argv);
     case "condor_chirp": return (await import("./chirp.ts")).condorChirp(argv);
-    case "condor_version": out(VERSION + "\n" + PLATFORM + "\n"); return 0;
+    case "condor_version": return condorVersion(argv);
     default: err(`minicondor: unknown tool '${tool}'\n`); return 1;
   }
+}
+
+/** src/condor_tools/version.cpp of htcondor/htcondor: options are told apart by their second letter only. */
+function condorVersion(args: string[]): number {
+  const usage = (rval: number) => {
+    err("Usage: condor_version [options]\n   If no options are specified, print the version and platform strings\n   where the tool was built." +
+      "  Valid options are:\n   -help\t(this message)\n   -arch\t(print the ARCH string)\n   -opsys\t(print the OPSYS string)\n");
+    return rval;
+  };
+  let arch = false, opsys = false, opsysFirst = false;
+  for (const a of args) {
+    if (!a.startsWith("-")) { err(`ERROR: invalid argument: '${a}'\n`); return usage(1); }
+    switch (a[1]) {
+      case "a": arch = true; break;
+      case "o": opsys = true; if (!arch) opsysFirst = true; break;
+      case "h": return usage(0);
+      default: err(`ERROR: unrecognized argument: '${a}'\n`); return usage(1);
+    }
+  }
+  // CondorVersionInfo splits the platform string "X86_64-Debian_12" into arch and opsys
+  const [archV, opsysV] = PLATFORM.replace(/^\$CondorPlatform: /, "").replace(/ \$$/, "").split("-") as [string, string];
+  if (opsysFirst) out(opsysV + "\n");
+  if (arch) out(archV + "\n");
+  if (!opsysFirst && opsys) out(opsysV + "\n");
+  if (arch || opsys) return 0;
+  out(VERSION + "\n" + PLATFORM + "\n");
+  return 0;
 }
 
 main().then(finish, (e: unknown) => {

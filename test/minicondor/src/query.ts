@@ -1,26 +1,44 @@
 // condor_q, condor_history, condor_status. spec: htcondor-cli §2, §3, §5.1; observed §8
 import { Ad, adToJson, adToJsonLine, adToLong, afValue, evaluate, isTrue, parse, tryParse, ParseError, type Node } from "./classad.ts";
 import {
-  allJobs, allRuns, err, isOpt, loadConfig, nowSec, openDb, out, ownerName, rowAd, scheddAddr, PLATFORM, VERSION, type Config,
+  acceptablePool, acceptableSchedd, allJobs, allRuns, err, isOpt, loadConfig, nowSec, openDb, out, ownerName, rowAd, scheddAddr, PLATFORM,
+  VERSION, type Config,
 } from "./common.ts";
 import { dynamicSlotAd, freeResources, machineAd } from "./machine.ts";
 import { maybeEnsureSchedd } from "./schedd.ts";
-import { acceptableSchedd } from "./submit.ts";
 
 type Fmt = { kind: "json" | "jsonl" | "long" | "af" | "format" | "xml" | "default"; afOpts: string; afAttrs: string[]; formats: [string, string][] };
 
 type QArgs = {
   fmt: Fmt; attrs: string[] | null; constraints: string[]; ids: { c: number; p: number | null }[]; users: string[];
-  limit: number | null; scanlimit: number | null; allusers: boolean; totals: boolean; forwards: boolean; name: string | null;
+  limit: number | null; scanlimit: number | null; allusers: boolean; totals: boolean; forwards: boolean; name: string | null; pool: string | null;
   nobatch: boolean; statusFilter: number | null; since: string | null; version: boolean; schedd: boolean; compact: boolean; any: boolean;
 };
 
-class UsageError extends Error {}
+class UsageError extends Error {
+  constructor(message: string, public stdout = "") { super(message); }
+}
+
+// queue.cpp's usage() goes to stdout; only its head is reproduced
+const Q_USAGE = "Usage: condor_q [general-opts] [restriction-list] [output-opts | analyze-opts]\n" +
+  "\n    [general-opts] are\n\t-global\t\t\t Query all Schedulers in this pool\n\t-schedd-constraint\t Query all Schedulers matching this constraint\n" +
+  "\t-submitter <submitter>\t Get queue of specific submitter\n\t-name <name>\t\t Name of Scheduler\n\t-pool <host>\t\t Use host as the central manager to query\n";
+// status.cpp's usage() goes to stderr; only its head is reproduced
+const STATUS_USAGE = "Usage: condor_status [help-opt] [query-opt] [custom-opts] [display-opts] [name ...]\n" +
+  "    where [help-opt] is one of\n\t-help\t\t\tPrint this screen and exit\n\t-version\t\tPrint HTCondor version and exit\n" +
+  "\t-diagnose\t\tPrint out query ad without performing query\n";
+
+function unknownOption(tool: string, a: string): UsageError {
+  // status.cpp firstPass: two spaces after "Error:"; queue.cpp: usage on stdout
+  if (tool === "condor_status") return new UsageError(`Error:  Unknown option ${a}\n` + STATUS_USAGE.replace(/\n$/, ""));
+  if (tool === "condor_q") return new UsageError(`Error: unrecognized argument ${a}`, Q_USAGE);
+  return new UsageError(`Error: unrecognized argument ${a}`);
+}
 
 function parseArgs(tool: string, argv: string[]): QArgs {
   const q: QArgs = {
     fmt: { kind: "default", afOpts: "", afAttrs: [], formats: [] }, attrs: null, constraints: [], ids: [], users: [], limit: null,
-    scanlimit: null, allusers: false, totals: false, forwards: false, name: null, nobatch: false, statusFilter: null, since: null,
+    scanlimit: null, allusers: false, totals: false, forwards: false, name: null, pool: null, nobatch: false, statusFilter: null, since: null,
     version: false, schedd: false, compact: false, any: false,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -52,19 +70,30 @@ function parseArgs(tool: string, argv: string[]): QArgs {
     else if (isOpt(a, "format", 1)) { const f = need(); const at = need(); q.fmt.kind = "format"; q.fmt.formats.push([f, at]); }
     else if (isOpt(a, "constraint", 3)) q.constraints.push(need());
     else if (isOpt(a, "attributes", 4)) q.attrs = need().split(/[,\s]+/).filter(Boolean);
-    else if (isOpt(a, "limit", 3) || isOpt(a, "match", 3)) q.limit = Number(need());
-    else if (isOpt(a, "scanlimit", 4)) q.scanlimit = Number(need());
+    else if (tool === "condor_q" && isOpt(a, "limit", 3)) {
+      // queue.cpp: a positive integer, checked at parse time
+      if (i + 1 >= argv.length) throw new UsageError("Error: -limit requires the max number of results as an argument.");
+      const v = argv[++i]!;
+      if (!/^[+-]?\d+$/.test(v)) throw new UsageError(`Error: Unable to convert (${v}) to a number for -limit.`);
+      if (Number(v) <= 0) throw new UsageError(`Error: ${Number(v)} is not a valid for -limit.`);
+      q.limit = Number(v);
+    }
+    // -match, -scanlimit, -forwards, -backwards, -since, -completedsince are condor_history's: condor_q has no
+    // such options (queue.cpp processCommandLineArguments) and condor_status neither
+    else if (tool !== "condor_q" && (isOpt(a, "limit", tool === "condor_status" ? 2 : 3) || (tool === "condor_history" && isOpt(a, "match", 3)))) q.limit = Number(need());
+    else if (tool === "condor_history" && isOpt(a, "scanlimit", 4)) q.scanlimit = Number(need());
     else if (isOpt(a, "allusers", 2)) q.allusers = true;
     else if (isOpt(a, "totals", 3)) q.totals = true;
-    else if (isOpt(a, "forwards", 3)) q.forwards = true;
-    else if (isOpt(a, "backwards", 4)) q.forwards = false;
-    else if (isOpt(a, "name", 1)) q.name = need();
-    else if (isOpt(a, "pool", 1)) need();
+    else if (tool === "condor_history" && isOpt(a, "forwards", 3)) q.forwards = true;
+    else if (tool === "condor_history" && isOpt(a, "backwards", 4)) q.forwards = false;
+    // condor_status has no -name: machines are positional arguments (status.cpp firstPass)
+    else if (tool !== "condor_status" && isOpt(a, "name", 1)) q.name = need();
+    else if (isOpt(a, "pool", 1)) q.pool = need();
     else if (isOpt(a, "addr", 2)) need();
     else if (isOpt(a, "nobatch", 3)) q.nobatch = true;
     else if (isOpt(a, "batch", 2)) q.nobatch = false;
-    else if (isOpt(a, "since", 3)) q.since = need();
-    else if (isOpt(a, "completedsince", 3)) need();
+    else if (tool === "condor_history" && isOpt(a, "since", 3)) q.since = need();
+    else if (tool === "condor_history" && isOpt(a, "completedsince", 3)) need();
     else if (isOpt(a, "version", 3)) q.version = true;
     else if (isOpt(a, "wide", 1) || isOpt(a, "global", 1) || isOpt(a, "expert", 3) || isOpt(a, "local", 3) || isOpt(a, "debug", 3) ||
       isOpt(a, "startd", 3) || isOpt(a, "machine", 2) || isOpt(a, "better-analyze", 3) || isOpt(a, "dag", 3) || isOpt(a, "userlog", 5) || a.startsWith("-wide:")) { /* accepted */ }
@@ -75,7 +104,7 @@ function parseArgs(tool: string, argv: string[]): QArgs {
     else if (isOpt(a, "compact", 3)) q.compact = true;
     else if (isOpt(a, "any", 2)) q.any = true;
     else if (isOpt(a, "submitter", 3) || isOpt(a, "file", 2) || isOpt(a, "jobads", 4) || isOpt(a, "userprio", 5)) need();
-    else throw new UsageError(`Error: unrecognized argument ${a}`);
+    else throw unknownOption(tool, a);
   }
   return q;
 }
@@ -280,8 +309,13 @@ export function condorQ(argv: string[]): number {
     if (q.version) { out(VERSION + "\n" + PLATFORM + "\n"); return 0; }
     filter = buildFilter(q, "condor_q");
   } catch (e) {
-    if (e instanceof UsageError) { err(e.message + "\n"); return 1; }
+    if (e instanceof UsageError) { err(e.message + "\n"); out(e.stdout); return 1; }
     throw e;
+  }
+  // -name asks the collector (-pool's, or this machine's) for the schedd ad (spec §2.5)
+  if (q.name !== null && q.pool !== null && !acceptablePool(q.pool, cfg)) {
+    err(`Error: Couldn't contact the condor_collector on ${q.pool}.\n`);
+    return 1;
   }
   if (q.name !== null && !acceptableSchedd(q.name, cfg)) {
     err(`Error: Collector has no record of schedd/submitter\n`);
@@ -317,8 +351,9 @@ export function condorHistory(argv: string[]): number {
     if (e instanceof UsageError) { err(e.message + "\n"); return 1; }
     throw e;
   }
-  if (q.name !== null && !acceptableSchedd(q.name, cfg)) {
-    err(`Unable to locate remote schedd (name=${q.name}, pool=NULL).\n`);
+  // history.cpp: g_name and g_pool are std::strings, so an absent -pool prints as nothing
+  if ((q.name !== null || q.pool !== null) && ((q.name !== null && !acceptableSchedd(q.name, cfg)) || (q.pool !== null && !acceptablePool(q.pool, cfg)))) {
+    err(`Unable to locate remote schedd (name=${q.name ?? ""}, pool=${q.pool ?? ""}).\n`);
     return 1;
   }
   const db = openDb();
@@ -374,6 +409,11 @@ export function condorStatus(argv: string[]): number {
   } catch (e) {
     if (e instanceof UsageError) { err(e.message + "\n"); return 1; }
     throw e;
+  }
+  // the only collector is this machine's: any other pool cannot be contacted (spec §5.1)
+  if (q.pool !== null && !acceptablePool(q.pool, cfg)) {
+    err(`Error: communication error\nError: Couldn't contact the condor_collector on ${q.pool}.\n`);
+    return 1;
   }
   const db = openDb();
   const runs = allRuns(db);

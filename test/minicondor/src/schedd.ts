@@ -8,7 +8,7 @@ import * as path from "node:path";
 import { Ad, evalExpr, isTrue, tryParse, unparse } from "./classad.ts";
 import { parseEnvV1, parseEnvV2Raw, parseV1Args, parseV2Raw } from "./argsenv.ts";
 import {
-  allRuns, BIN_DIR, bumpGen, deleteJob, getJob, homeDir, killByEnv, killGroup, loadConfig, loadFaults, MAIN_TS, metaGet, metaSet,
+  allRuns, BIN_DIR, bumpGen, deleteJob, getJob, homeDir, isFaultEnv, killByEnv, killGroup, loadConfig, loadFaults, MAIN_TS, metaGet, metaSet,
   nowSec, openDb, pidAlive, putJob, rowAd, setStatus, toHistory, tx, userHome, bunPath, type Config, type RunRow, scheddAddr,
 } from "./common.ts";
 import { freeResources, machineAd } from "./machine.ts";
@@ -35,9 +35,11 @@ export function ensureSchedd(db: Database): void {
   tx(db, () => {
     if (scheddRunning(db, home)) return;
     const logFd = fs.openSync(path.join(home, "schedd.log"), "a");
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !isFaultEnv(k)) env[k] = v;
     const p = Bun.spawn([bunPath(), MAIN_TS, "__schedd", home], {
       cwd: home,
-      env: { ...process.env, MINICONDOR_HOME: home },
+      env: { ...env, MINICONDOR_HOME: home },
       stdin: "ignore",
       stdout: logFd,
       stderr: logFd,
@@ -53,7 +55,22 @@ export function ensureSchedd(db: Database): void {
 export function maybeEnsureSchedd(db: Database): void {
   const r = db.query("SELECT COUNT(*) AS n FROM jobs WHERE status IN (1, 2, 3) OR (status = 5 AND ad LIKE '%\"HoldReasonCode\":\"16\"%')").get() as { n: number };
   const runs = (db.query("SELECT COUNT(*) AS n FROM running").get() as { n: number }).n;
-  if (r.n > 0 || runs > 0) ensureSchedd(db);
+  if (r.n > 0 || runs > 0 || lingeringJobs(db) > 0) ensureSchedd(db);
+}
+
+/** Spooled jobs whose output condor_transfer_data fetched, waiting to leave the queue. */
+function lingeringJobs(db: Database): number {
+  return (db.query("SELECT COUNT(*) AS n FROM jobs WHERE status = 4 AND ad LIKE '%StageOutFinish%'").get() as { n: number }).n;
+}
+
+/** Delete the spool directory of a spooled job that left the queue. */
+export function removeSpool(ad: Ad): void {
+  const iwd = ad.str("Iwd");
+  if (!ad.has("SUBMIT_Iwd") || !iwd) return;
+  // spool/<cluster>/<proc>/cluster<c>.proc<p>.subproc0: the proc's folder goes, the cluster's once empty
+  const procDir = path.dirname(iwd);
+  try { fs.rmSync(procDir, { recursive: true, force: true }); } catch { /* ignore */ }
+  try { fs.rmdirSync(path.dirname(procDir)); } catch { /* other procs still spooled */ }
 }
 
 // ---------------------------------------------------------------- the daemon
@@ -64,6 +81,30 @@ type Child = {
 };
 
 const SIGNUM = os.constants.signals as Record<string, number>;
+
+// MACHINE_MAX_VACATE_TIME's default: what a job without job_max_vacate_time gets
+const MACHINE_MAX_VACATE_TIME = 10;
+
+/** kill_sig / remove_kill_sig / hold_kill_sig of the job (SIGTERM when not set). */
+function stopSignal(ad: Ad | null, status: number): NodeJS.Signals | number {
+  const pick = status === 3 ? ["RemoveKillSig", "KillSig"] : status === 5 ? ["HoldKillSig", "KillSig"] : ["KillSig"];
+  for (const a of pick) {
+    const v = ad?.get(a);
+    if (v === undefined) continue;
+    const n = ad!.num(a);
+    if (n !== undefined) return n;
+    const name = (ad!.str(a) ?? "").toUpperCase();
+    const full = name.startsWith("SIG") ? name : "SIG" + name;
+    if (SIGNUM[full] !== undefined) return full as NodeJS.Signals;
+  }
+  return "SIGTERM";
+}
+
+/** What the starter does when JobMaxVacateTime is up: SIGKILL to everything of the job. */
+function hardKill(ch: Child): void {
+  killGroup(ch.pid, "SIGKILL");
+  killByEnv(`_CONDOR_SCRATCH_DIR=${ch.scratch}`);
+}
 
 export async function scheddMain(home: string): Promise<void> {
   process.env.MINICONDOR_HOME = home;
@@ -107,7 +148,7 @@ export async function scheddMain(home: string): Promise<void> {
     const now = Date.now();
     const timersDue = [...children.values()].some((c) => (c.killAt !== undefined && c.killAt <= now));
     const spoolPending = db.query("SELECT COUNT(*) AS n FROM jobs WHERE status = 5 AND ad LIKE '%\"HoldReasonCode\":\"16\"%'").get() as { n: number };
-    const lingering = cfg.stageOutLingerMs > 0 && (db.query("SELECT COUNT(*) AS n FROM jobs WHERE status = 4").get() as { n: number }).n > 0;
+    const lingering = lingeringJobs(db) > 0;
     if (gen !== lastGen || forcePass || timersDue || spoolPending.n > 0 || lingering || now - lastPeriodic > cfg.periodicIntervalS * 1000) {
       lastGen = gen;
       forcePass = false;
@@ -131,7 +172,7 @@ export async function scheddMain(home: string): Promise<void> {
           if (children.size > 0 || hasStartable(db, cfg)) return false;
           const rr = (db.query("SELECT COUNT(*) AS n FROM running").get() as { n: number }).n;
           const sp = (db.query("SELECT COUNT(*) AS n FROM jobs WHERE status = 5 AND ad LIKE '%\"HoldReasonCode\":\"16\"%'").get() as { n: number }).n;
-          if (rr > 0 || sp > 0) return false;
+          if (rr > 0 || sp > 0 || lingeringJobs(db) > 0) return false;
           if (metaGet(db, "schedd_pid") === me) metaSet(db, "schedd_pid", 0);
           return true;
         });
@@ -147,7 +188,7 @@ export async function scheddMain(home: string): Promise<void> {
 }
 
 function hasStartable(db: Database, cfg: Config): boolean {
-  if (loadFaults().scheddDown) return false;
+  if (loadFaults(homeDir(), false).scheddDown) return false;
   const rows = db.query("SELECT ad FROM jobs WHERE status = 1 ORDER BY cluster, proc LIMIT 200").all() as { ad: string }[];
   if (!rows.length) return false;
   const runs = allRuns(db);
@@ -209,7 +250,7 @@ export function finalizeRemoved(ad: Ad): void {
 }
 
 async function pass(db: Database, cfg: Config, children: Map<string, Child>, log: (s: string) => void, onExit: () => void): Promise<void> {
-  const faults = loadFaults();
+  const faults = loadFaults(homeDir(), false);
   const nowMs = Date.now();
   // 1. spool releases
   const spooled = db.query("SELECT ad FROM jobs WHERE status = 5 AND ad LIKE '%\"HoldReasonCode\":\"16\"%'").all() as { ad: string }[];
@@ -229,38 +270,46 @@ async function pass(db: Database, cfg: Config, children: Map<string, Child>, log
       putJob(db, cur);
     });
   }
-  // 2. running jobs whose status was changed by condor_rm / condor_hold: kill, escalate
+  // 2. running jobs whose status was changed by condor_rm / condor_hold: the starter soft-kills the job's own
+  // process once, and hard-kills the whole family after JobMaxVacateTime (a wrapper must forward the
+  // soft kill to its children itself)
   if (children.size) {
     for (const ch of children.values()) {
       if (ch.done) continue;
       const row = db.query("SELECT status, ad FROM jobs WHERE cluster = ? AND proc = ?").get(ch.c, ch.p) as { status: number; ad: string } | null;
       const st = row ? row.status : 3;
       if (st !== 2 && ch.termAt === undefined) {
-        const vac = row ? (rowAd(row).num("JobMaxVacateTime") ?? 10) : 10;
+        const ad = row ? rowAd(row) : null;
+        const vac = ad?.num("JobMaxVacateTime") ?? MACHINE_MAX_VACATE_TIME;
         ch.termAt = nowMs;
-        ch.killAt = nowMs + vac * 1000;
-        killGroup(ch.pid, "SIGTERM");
+        ch.killAt = nowMs + Math.max(0, vac) * 1000;
+        try { process.kill(ch.pid, stopSignal(ad, st)); } catch { /* already gone */ }
+        if (vac <= 0) { hardKill(ch); ch.killAt = nowMs + 1000; }
       } else if (ch.killAt !== undefined && ch.killAt <= nowMs) {
-        killGroup(ch.pid, "SIGKILL");
+        hardKill(ch);
         ch.killAt = nowMs + 1000;
       }
     }
   }
-  // 3. stage-out linger: spooled jobs whose output was fetched leave the queue
+  // 3. stage-out linger: spooled jobs whose output was fetched leave the queue (observed spool.txt q-after-transfer)
   const fetched = db.query("SELECT ad FROM jobs WHERE status = 4 AND ad LIKE '%StageOutFinish%'").all() as { ad: string }[];
   for (const r of fetched) {
     const ad = rowAd(r);
     const fin = ad.num("StageOutFinish") ?? 0;
     if (nowMs - fin * 1000 >= cfg.stageOutLingerMs) {
-      tx(db, () => {
+      const gone = tx(db, () => {
         const cur = getJob(db, ad.num("ClusterId")!, ad.num("ProcId")!);
-        if (cur && cur.num("JobStatus") === 4 && cur.has("StageOutFinish")) toHistory(db, cur);
+        if (!cur || cur.num("JobStatus") !== 4 || !cur.has("StageOutFinish")) return false;
+        toHistory(db, cur);
+        bumpGen(db);
+        return true;
       });
+      if (gone) removeSpool(ad);
     }
   }
   // 4. match idle jobs
   if (faults.scheddDown) return;
-  const claimed: { ad: Ad; run: RunRow; hold?: { code: number; sub: number; reason: string } }[] = [];
+  const claimed: ({ ad: Ad; run: RunRow; hold?: undefined } | { ad: Ad; run?: undefined; hold: Hold })[] = [];
   tx(db, () => {
     const rows = db.query("SELECT ad FROM jobs WHERE status = 1 ORDER BY cluster, proc").all() as { ad: string }[];
     if (!rows.length) return;
@@ -275,6 +324,20 @@ async function pass(db: Database, cfg: Config, children: Map<string, Child>, log
       const m = machineAd(cfg, free, runs);
       if (!fits(ad, free, m)) continue;
       const c = ad.num("ClusterId")!, p = ad.num("ProcId")!;
+      const now = nowSec();
+      const hold = injectedHold(db, ad, faults);
+      if (hold) {
+        // refused before it runs: nothing of a start (JobStartDate, JobRunCount, ...) is recorded (spec: htcondor-cli §6)
+        setStatus(ad, 5, now);
+        ad.set("HoldReason", hold.reason);
+        ad.set("HoldReasonCode", hold.code);
+        ad.set("HoldReasonSubCode", hold.sub);
+        ad.set("NumHolds", (ad.num("NumHolds") ?? 0) + 1);
+        ad.set("NumSystemHolds", (ad.num("NumSystemHolds") ?? 0) + 1);
+        putJob(db, ad);
+        claimed.push({ ad, hold });
+        continue;
+      }
       const cpus = ad.num("RequestCpus") ?? 1, mem = ad.num("RequestMemory") ?? 128, gpus = ad.num("RequestGPUs") ?? 0;
       let slot = 1;
       while (usedSlots.has(slot)) slot++;
@@ -284,18 +347,7 @@ async function pass(db: Database, cfg: Config, children: Map<string, Child>, log
       const n = metaGet(db, "next_dir") || 1;
       metaSet(db, "next_dir", n + 1);
       const dir = path.join(homeDir(), "execute", `dir_${n}`);
-      const now = nowSec();
       const run: RunRow = { cluster: c, proc: p, pid: 0, dir, scratch: path.join(dir, "scratch"), cpus, memory: mem, gpus, gpu_ids: gpuIds.join(","), slot, started: now };
-      // hold-on-start fault injection (submit attrs or faults.json)
-      let hold: { code: number; sub: number; reason: string } | undefined;
-      const hc = ad.num("MiniCondorHoldCode");
-      if (hc !== undefined) hold = { code: hc, sub: ad.num("MiniCondorHoldSubCode") ?? 0, reason: ad.str("MiniCondorHoldReason") ?? `Injected hold (code ${hc})` };
-      else if (faults.holdOnStart) {
-        const h = faults.holdOnStart;
-        let match = true;
-        if (h.constraint) { try { match = isTrue(evalExpr(h.constraint, ad)); } catch { match = false; } }
-        if (match) hold = { code: h.code, sub: h.subCode ?? 0, reason: h.reason ?? `Injected hold (code ${h.code})` };
-      }
       setStatus(ad, 2, now);
       if (!ad.has("JobStartDate")) ad.set("JobStartDate", now);
       ad.set("JobCurrentStartDate", now);
@@ -313,20 +365,6 @@ async function pass(db: Database, cfg: Config, children: Map<string, Child>, log
       ad.set("GPUsProvisioned", gpus);
       if (gpus) ad.set("AssignedGPUs", gpuIds.join(","));
       ad.setText("MemoryUsage", "((ResidentSetSize + 1023) / 1024)");
-      if (hold) {
-        releaseRemoteHost(ad);
-        setStatus(ad, 5, now);
-        ad.set("HoldReason", hold.reason);
-        ad.set("HoldReasonCode", hold.code);
-        ad.set("HoldReasonSubCode", hold.sub);
-        ad.set("NumHolds", (ad.num("NumHolds") ?? 0) + 1);
-        ad.set("NumSystemHolds", (ad.num("NumSystemHolds") ?? 0) + 1);
-        putJob(db, ad);
-        claimed.push({ ad, run, hold });
-        free.cpus += cpus; free.memory += mem; free.gpus += gpus;
-        usedSlots.delete(slot);
-        continue;
-      }
       putJob(db, ad);
       db.query("INSERT OR REPLACE INTO running (cluster, proc, pid, dir, scratch, cpus, memory, gpus, gpu_ids, slot, started) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
         .run(c, p, 0, dir, run.scratch, cpus, mem, gpus, run.gpu_ids, slot, now);
@@ -345,6 +383,30 @@ async function pass(db: Database, cfg: Config, children: Map<string, Child>, log
       holdAfterFailure(db, cl.run, 6, 0, `Error from slot1_${cl.run.slot}@${cfg.host}: Failed to execute '${cl.ad.str("Cmd")}': ${(e as Error).message}`);
     }
   }
+}
+
+type Hold = { code: number; sub: number; reason: string };
+
+/**
+ * Hold-on-start fault of a job, in order: captured from MINICONDOR_HOLD_ON_START by condor_submit,
+ * +MiniCondorHold* submit attributes, faults.json holdOnStart.
+ */
+function injectedHold(db: Database, ad: Ad, faults: ReturnType<typeof loadFaults>): Hold | undefined {
+  const row = db.query("SELECT hold FROM job_faults WHERE cluster = ? AND proc = ?").get(ad.num("ClusterId")!, ad.num("ProcId")!) as { hold: string | null } | null;
+  if (row?.hold) {
+    const h = JSON.parse(row.hold) as { code: number; subCode?: number; reason?: string };
+    return { code: h.code, sub: h.subCode ?? 0, reason: h.reason ?? `Injected hold (code ${h.code})` };
+  }
+  const hc = ad.num("MiniCondorHoldCode");
+  if (hc !== undefined) return { code: hc, sub: ad.num("MiniCondorHoldSubCode") ?? 0, reason: ad.str("MiniCondorHoldReason") ?? `Injected hold (code ${hc})` };
+  const h = faults.holdOnStart;
+  if (!h) return undefined;
+  if (h.constraint) {
+    let match = false;
+    try { match = isTrue(evalExpr(h.constraint, ad)); } catch { match = false; }
+    if (!match) return undefined;
+  }
+  return { code: h.code, sub: h.subCode ?? 0, reason: h.reason ?? `Injected hold (code ${h.code})` };
 }
 
 function holdAfterFailure(db: Database, run: RunRow, code: number, sub: number, reason: string): void {
@@ -534,7 +596,8 @@ function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<
       held = cur.num("JobStatus") !== 2;
     }
   });
-  if (held) killGroup(proc.pid, "SIGTERM");
+  // held or removed between the match and the start: the next pass stops it like any other
+  if (held) onExit();
   ulog(ad, 1, `Job executing on host: <127.0.0.1:9618?addrs=127.0.0.1-9618&alias=${cfg.host}&noUDP&sock=startd_1_1>`,
     `\tSlotName: slot1_${run.slot}@${cfg.host}\n\tCondorScratchDir = "${scratch}"\n\tCpus = ${run.cpus}\n\tMemory = ${run.memory}\n`);
   log(`started ${c}.${p} pid ${proc.pid} in ${cwd}`);
@@ -546,7 +609,9 @@ function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<
 }
 
 function transferOutput(ad: Ad, ch: Child, dest: string): string[] {
-  const remaps = parseRemaps(ad.str("TransferOutputRemaps"));
+  // a spooled job's output stays in the spool under its sandbox names (_condor_stdout, ...):
+  // condor_transfer_data applies TransferOutputRemaps when it fetches them (spec: htcondor-cli §1.3, §5.3)
+  const remaps = ad.has("SUBMIT_Iwd") ? new Map<string, string>() : parseRemaps(ad.str("TransferOutputRemaps"));
   const target = (name: string) => {
     const r = remaps.get(name);
     return r ? path.resolve(dest, r) : path.join(dest, path.basename(name));

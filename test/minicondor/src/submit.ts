@@ -1,11 +1,12 @@
 // condor_submit. spec: htcondor-cli §1, observed §7/§8
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { Ad, canonical } from "./classad.ts";
 import { envToV2Raw, parseEnvV1, parseEnvV2Raw, parseV2Raw, v2QuotedToRaw } from "./argsenv.ts";
 import {
   err, isOpt, loadConfig, metaGet, metaSet, nowSec, openDb, out, ownerName, PLATFORM, putJob, bumpGen, tx, VERSION,
-  homeDir, scheddAddr, type Config,
+  homeDir, scheddAddr, acceptableSchedd, acceptablePool, envHoldOnStart, type Config,
 } from "./common.ts";
 import { ulog } from "./userlog.ts";
 import { ensureSchedd } from "./schedd.ts";
@@ -149,57 +150,91 @@ export function parseSize(v: string, baseBytes: number): number | null {
 
 const truthy = (v: string | undefined) => v !== undefined && /^(true|yes|t|y|1)$/i.test(v.trim());
 
-// ---------------------------------------------------------------- main
-export async function condorSubmit(argv: string[]): Promise<number> {
-  const cwd = process.cwd();
-  const cfg = loadConfig();
-  let terse = false, spool = false, verbose = false, dryRun: string | null = null;
-  let file: string | null = null;
-  const appends: string[] = [];
-  const cmdMacros: [string, string][] = [];
-  let queueArg: string | null = null;
-  let batchName: string | null = null;
-  let scheddName: string | null = null;
+// ---------------------------------------------------------------- command line
+type SubmitArgs = {
+  terse: boolean; spool: boolean; verbose: boolean; dryRun: string | null; file: string | null; appends: string[];
+  cmdMacros: [string, string][]; queueArg: string | null; batchName: string | null; scheddName: string | null; pool: string | null;
+};
+
+const SUBMIT_USAGE = "Usage: condor_submit [options] [<attrib>=<value>] [- | <submit-file>]\n    [options] are\n" +
+  "\t-file <submit-file>\tRead Submit commands from <submit-file>\n\t-terse  \t\tDisplay terse output, jobid ranges only\n" +
+  "\t-verbose\t\tDisplay verbose output, jobid and full job ClassAd\n\t-debug  \t\tDisplay debugging output\n" +
+  "\t-append <line>\t\tadd line to submit file before processing\n\t              \t\t(overrides submit file; multiple -a lines ok)\n" +
+  "\t-queue <queue-opts>\tappend Queue statement to submit file before processing\n" +
+  "\t-batch-name <name>\tappend a line to submit file that sets the batch name\n\t-disable\t\tdisable file permission checks\n" +
+  "\t-name <name>\t\tsubmit to the specified schedd\n\t-remote <name>\t\tsubmit to the specified remote schedd\n\t              \t\t(implies -spool)\n" +
+  "\t-addr <ip:port>\t\tsubmit to schedd at given \"sinful string\"\n\t-spool\t\t\tspool all files to the schedd\n" +
+  "\t-pool <host>\t\tUse host as the central manager to query\n\t<attrib>=<value>\tSet <attrib>=<value> before reading the submit file.\n";
+
+/** The command line as src/condor_submit.V6/submit.cpp reads it; a number is the exit code of a call that ends here. */
+function parseSubmitArgs(argv: string[], quiet = false): SubmitArgs | number {
+  const say = (s: string, to: "out" | "err" = "err") => { if (!quiet) (to === "out" ? out : err)(s); };
+  const o: SubmitArgs = { terse: false, spool: false, verbose: false, dryRun: null, file: null, appends: [], cmdMacros: [], queueArg: null, batchName: null, scheddName: null, pool: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
-    const need = () => {
-      if (i + 1 >= argv.length) throw new SubmitError(`condor_submit: ${a} requires another argument\n`);
+    const need = (): string | null => {
+      if (i + 1 >= argv.length) { say(`condor_submit: ${a} requires another argument\n`); return null; }
       return argv[++i]!;
     };
-    if (a === "-") { file = "-"; continue; }
+    if (a === "-") { o.file = "-"; continue; }
     if (a.startsWith("-")) {
-      if (isOpt(a, "terse", 2)) terse = true;
-      else if (isOpt(a, "spool", 2)) spool = true;
-      else if (isOpt(a, "remote", 1)) { scheddName = need(); spool = true; }
-      else if (isOpt(a, "name", 1)) scheddName = need();
-      else if (isOpt(a, "pool", 1)) need();
-      else if (isOpt(a, "addr", 2)) need();
-      else if (isOpt(a, "append", 1)) appends.push(need());
-      else if (isOpt(a, "batch-name", 1)) batchName = need();
+      let v: string | null = "";
+      if (isOpt(a, "verbose", 1)) { o.verbose = true; o.terse = false; }
+      else if (isOpt(a, "terse", 3)) { o.terse = true; o.verbose = false; }
+      else if (isOpt(a, "spool", 1)) o.spool = true;
+      else if (isOpt(a, "remote", 1)) { v = o.scheddName = need(); o.spool = true; }
+      else if (isOpt(a, "name", 1)) v = o.scheddName = need();
+      else if (isOpt(a, "pool", 2)) v = o.pool = need();
+      else if (isOpt(a, "address", 2)) v = need();
+      else if (isOpt(a, "append", 1)) { v = need(); if (v !== null) o.appends.push(v); }
+      else if (isOpt(a, "batch-name", 1)) v = o.batchName = need();
+      else if (isOpt(a, "file", 2)) v = o.file = need();
       else if (isOpt(a, "queue", 1)) {
         const parts: string[] = [];
         while (i + 1 < argv.length && !argv[i + 1]!.startsWith("-")) parts.push(argv[++i]!);
-        queueArg = parts.join(" ");
-      } else if (isOpt(a, "verbose", 1)) verbose = true;
-      else if (isOpt(a, "dry-run", 3)) dryRun = need();
-      else if (isOpt(a, "disable", 2) || isOpt(a, "debug", 2) || isOpt(a, "factory", 1) || isOpt(a, "single-cluster", 2) || isOpt(a, "unused", 2)) { /* accepted */ }
-      else if (isOpt(a, "maxjobs", 2)) need();
-      else if (isOpt(a, "version", 3)) { out(VERSION + "\n" + PLATFORM + "\n"); return 0; }
-      else if (isOpt(a, "help", 1)) { out("Usage: condor_submit [options] [- | <submit-file>]\n"); return 0; }
-      else { err(`condor_submit: unknown option ${a}\n`); return 1; }
+        if (!parts.length) { say(`condor_submit: ${a} requires at least one argument\n`); return 1; }
+        o.queueArg = parts.join(" ");
+      } else if (isOpt(a, "dry-run", 3)) v = o.dryRun = need();
+      else if (isOpt(a, "disable", 3) || isOpt(a, "debug", 2) || isOpt(a, "factory", 2) || isOpt(a, "single-cluster", 3) || isOpt(a, "unused", 1)) { /* accepted */ }
+      else if (isOpt(a, "maxjobs", 3)) v = need();
+      else if (isOpt(a, "version", 3)) { say(VERSION + "\n" + PLATFORM + "\n", "out"); return 0; }
+      else if (isOpt(a, "help", 1)) { say(SUBMIT_USAGE, "out"); return 0; }
+      else { say(SUBMIT_USAGE); return 1; }
+      if (v === null) return 1;
       continue;
     }
     const eq = a.indexOf("=");
     if (eq > 0 && !a.startsWith("/")) {
       const name = a.slice(0, eq).trim();
-      if (name.startsWith("+")) { err(`condor_submit: invalid attribute name '${name}' for attrib=value assigment\n`); return 1; }
-      cmdMacros.push([name, a.slice(eq + 1).trim()]);
+      if (name.startsWith("+")) { say(`condor_submit: invalid attribute name '${name}' for attrib=value assigment\n`); return 1; }
+      o.cmdMacros.push([name, a.slice(eq + 1).trim()]);
       continue;
     }
-    file = a;
+    o.file = a;
   }
+  return o;
+}
 
-  if (scheddName !== null && !acceptableSchedd(scheddName, cfg)) {
+/**
+ * What stdout holds once condor_submit has opened the submit file and before it talks to the schedd:
+ * "Submitting job(s)" without a newline, unless -terse or the file is stdin (spec: htcondor-cli §1.1, §1.2).
+ */
+export function submitBanner(argv: string[]): string {
+  const o = parseSubmitArgs(argv, true);
+  if (typeof o === "number" || o.terse || o.file === "-") return "";
+  return o.dryRun !== null ? "Dry-Run job(s)" : "Submitting job(s)";
+}
+
+// ---------------------------------------------------------------- main
+export async function condorSubmit(argv: string[]): Promise<number> {
+  const cwd = process.cwd();
+  const cfg = loadConfig();
+  const parsed = parseSubmitArgs(argv);
+  if (typeof parsed === "number") return parsed;
+  const { terse, spool, dryRun, file, appends, cmdMacros, batchName, scheddName, pool } = parsed;
+  let { verbose, queueArg } = parsed;
+
+  if (scheddName !== null && (!acceptableSchedd(scheddName, cfg) || (pool !== null && !acceptablePool(pool, cfg)))) {
     err(`\nERROR: Can't find address of schedd ${scheddName}\n`);
     return 1;
   }
@@ -252,9 +287,10 @@ export async function condorSubmit(argv: string[]): Promise<number> {
 
     const db = dryRun === null ? openDb() : null;
     const owner = ownerName();
-    if (owner === "root" && process.env.MINICONDOR_ALLOW_ROOT !== "1") {
-      throw new SubmitError(`\nERROR: Failed to queue job.\nERROR: Owner (root) is not a valid submitter\n`, terse ? "" : "Submitting job(s)");
-    }
+    // src/condor_schedd.V6/qmgmt.cpp SetAttribute(Owner): 'Setting job owner to "root" is not permitted'. condor_submit
+    // sends attributes without waiting for acks (SUBMIT_NOACK_ON_SETATTRIBUTE), so the refusal only surfaces at the
+    // commit, after a dot per proc (src/condor_submit.V6/submit.cpp)
+    const rootRefused = owner === "root" && process.env.MINICONDOR_ALLOW_ROOT !== "1";
     const qdate = nowSec();
     const warnings: string[] = [];
     let cluster = 1;
@@ -301,8 +337,15 @@ export async function condorSubmit(argv: string[]): Promise<number> {
         cluster = metaGet(db, "next_cluster") || 1;
         build();
         if (ads.length === 0) return;
+        if (rootRefused) {
+          throw new SubmitError(`\nERROR: Failed to commit job submission into the queue.\nERROR: Setting job owner to "root" is not permitted\n`,
+            verbose ? ads.map((a) => `\n** Proc ${cluster}.${a.num("ProcId")}:\n` + longForm(a)).join("") : ".".repeat(ads.length));
+        }
         metaSet(db, "next_cluster", cluster + 1);
         for (const a of ads) putJob(db, a);
+        // a hold-on-start fault given to this call belongs to these jobs, whichever schedd runs them
+        const hold = envHoldOnStart();
+        if (hold) for (const a of ads) db.query("INSERT OR REPLACE INTO job_faults (cluster, proc, hold) VALUES (?, ?, ?)").run(cluster, a.num("ProcId")!, JSON.stringify(hold));
         // the submit event goes to the user log before the schedd can see (and start) the job
         for (const a of ads) ulog(a, 0, `Job submitted from host: ${scheddAddr(cfg)}`, "", qdate);
         bumpGen(db);
@@ -334,7 +377,9 @@ export async function condorSubmit(argv: string[]): Promise<number> {
     return 0;
   } catch (e) {
     if (e instanceof SubmitError) {
-      if (e.stdoutPrefix) out(e.stdoutPrefix + "\n");
+      // the banner is out before the file is parsed, so parse errors follow it too (src/condor_submit.V6/submit.cpp main)
+      if (!terse && file !== "-") out((dryRun !== null ? "Dry-Run job(s)" : "Submitting job(s)") + e.stdoutPrefix);
+      else if (verbose) out(e.stdoutPrefix.startsWith("\n**") ? e.stdoutPrefix : "");
       err(e.text);
       return 1;
     }
@@ -347,12 +392,6 @@ function longForm(a: Ad): string {
   return Object.keys(o).sort((x, y) => x.toLowerCase().localeCompare(y.toLowerCase())).map((k) => `${k} = ${o[k]}\n`).join("");
 }
 
-export function acceptableSchedd(name: string, cfg: Config): boolean {
-  const n = name.toLowerCase();
-  const ok = [cfg.host, "localhost", "127.0.0.1", ...(process.env.MINICONDOR_SCHEDD_NAMES ?? "").split(",")].map((x) => x.trim().toLowerCase()).filter(Boolean);
-  if (n.includes(":") || n.startsWith("<")) return true;
-  return ok.includes(n) || ok.some((h) => n.startsWith(h + ".") || n.endsWith("@" + h));
-}
 
 type Ctx = {
   cluster: number; proc: number; step: number; itemIndex: number; qdate: number; owner: string; cwd: string; cfg: Config;
@@ -459,7 +498,25 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   ad.set("ExecutableSize", exeKb); ad.set("ExecutableSize_RAW", exeKb);
   ad.set("ImageSize", exeKb); ad.set("ImageSize_RAW", exeKb);
   ad.set("DiskUsage", exeKb); ad.set("DiskUsage_RAW", exeKb);
-  ad.set("JobMaxVacateTime", Number(get("job_max_vacate_time") ?? 10) || 10);
+  // only when asked for: the schedd's default (MACHINE_MAX_VACATE_TIME) is not an attribute of the job
+  const jmvt = get("job_max_vacate_time");
+  if (jmvt !== undefined && jmvt !== "") {
+    if (/^\d+$/.test(jmvt)) ad.set("JobMaxVacateTime", Number(jmvt));
+    else {
+      const ex = canonical(jmvt);
+      if (ex === null) throw new SubmitError(`\nERROR: Parse error in expression: \n\tJobMaxVacateTime = ${jmvt}\n`);
+      ad.setText("JobMaxVacateTime", ex);
+    }
+  }
+  // kill_sig, remove_kill_sig, hold_kill_sig: the signal the starter's soft kill sends (SIGTERM when unset)
+  for (const [k, attr] of [["kill_sig", "KillSig"], ["remove_kill_sig", "RemoveKillSig"], ["hold_kill_sig", "HoldKillSig"]] as const) {
+    const v = get(k);
+    if (v === undefined || v === "") continue;
+    const names = os.constants.signals as Record<string, number>;
+    const up = v.toUpperCase();
+    const named = /^\d+$/.test(v) ? Object.keys(names).find((n) => names[n] === Number(v)) : up.startsWith("SIG") ? up : "SIG" + up;
+    ad.set(attr, named ?? v);
+  }
 
   // arguments (spec §1.4)
   const argsRaw = get("arguments") ?? get("args");
@@ -519,7 +576,8 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   ad.set("ShouldTransferFiles", stf);
   ad.set("WhenToTransferOutput", wtto);
   if (!transferExe) ad.set("TransferExecutable", false);
-  ad.set("FileSystemDomain", cfg.host);
+  // the requirements of NO and IF_NEEDED refer to MY.FileSystemDomain; a YES job has none (observed hello.txt)
+  if (stf !== "YES") ad.set("FileSystemDomain", cfg.host);
   let inputBytes = 0;
   for (const f of (tif ? normList(tif).split(",") : [])) {
     try { inputBytes += fs.statSync(path.resolve(iwd, f)).size; } catch { /* checked at run time */ }
@@ -679,8 +737,6 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
       const old = ad.str("TransferOutputRemaps");
       ad.set("TransferOutputRemaps", [old, ...remap].filter(Boolean).join(";"));
     }
-    if (ad.str("Out") !== "/dev/null") ad.set("SUBMIT_Out", outF);
-    if (ad.str("Err") !== "/dev/null") ad.set("SUBMIT_Err", errF);
   }
   return ad;
 }

@@ -2,7 +2,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { BIN_DIR, LIBEXEC_DIR, killByEnv, killGroup, pidAlive, pidsWithEnv } from "./common.ts";
+import { BIN_DIR, LIBEXEC_DIR, killByEnv, killGroup, pidAlive, pidsWithEnv, pidsWithEnvEntry } from "./common.ts";
 
 export { BIN_DIR, LIBEXEC_DIR };
 export const TOOLS = ["condor_submit", "condor_q", "condor_history", "condor_rm", "condor_hold", "condor_release", "condor_status",
@@ -54,9 +54,13 @@ export function setConfig(home: string, cfg: HomeOptions): void {
   fs.writeFileSync(path.join(home, "config.json"), JSON.stringify(cfg));
 }
 
-/** Pids of every process belonging to this home (schedd + job trees). */
+/**
+ * Pids of every process belonging to this home: the schedd, the job trees, and any tool still running
+ * with MINICONDOR_HOME=<home> (a hung tool orphaned by a killed caller). Never this process or its ancestors.
+ */
 export function homePids(home: string): number[] {
   const byEnv = pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).filter(pidAlive);
+  const tools = pidsWithEnvEntry(`MINICONDOR_HOME=${home}`).filter(pidAlive);
   const sched: number[] = [];
   for (const e of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(e)) continue;
@@ -65,11 +69,13 @@ export function homePids(home: string): number[] {
       if (cmd.includes("__schedd") && cmd.includes(home) && pidAlive(Number(e))) sched.push(Number(e));
     } catch { /* gone */ }
   }
-  return [...new Set([...byEnv, ...sched])];
+  return [...new Set([...byEnv, ...tools, ...sched])];
 }
 
-/** Kill every job process and the schedd of `home`; optionally delete the directory. */
+/** Kill the schedd, every job process and every tool process of `home`; optionally delete the directory. */
 export function cleanup(home: string, removeDir = false): void {
+  // a tool is not the leader of its group (its caller's group): kill it alone, never the group
+  for (const pid of pidsWithEnvEntry(`MINICONDOR_HOME=${home}`)) { try { process.kill(pid, "SIGKILL"); } catch { /* gone */ } }
   for (const pid of homePids(home)) killGroup(pid, "SIGKILL");
   killByEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`);
   for (let i = 0; i < 50 && homePids(home).length; i++) Bun.sleepSync(20);
