@@ -794,14 +794,19 @@ function planHandler(h: Probe | LifecycleHandler, c: Container, path: PathSeg[],
   return { kind: "sleep", seconds };
 }
 
-/** Kubernetes' defaults (SetDefaults_Probe): an unset or zero field takes the default. */
-function planProbe(p: Probe, c: Container, path: PathSeg[], ctx: Ctx): ProbePlan {
+/**
+ * Kubernetes' defaults (SetDefaults_Probe): an unset or zero field takes the default. And its
+ * validation (validateProbe, validateLivenessProbe/StartupProbe/ReadinessProbe): liveness and
+ * startup probes need successThreshold 1; a probe's own terminationGracePeriodSeconds is > 0 and
+ * only for liveness and startup probes, whose failure kills the container.
+ */
+function planProbe(p: Probe, kind: "startupProbe" | "readinessProbe" | "livenessProbe", c: Container, path: PathSeg[], ctx: Ctx): ProbePlan {
   const num = (key: "initialDelaySeconds" | "periodSeconds" | "timeoutSeconds" | "successThreshold" | "failureThreshold", dflt: number) => {
     const v = p[key];
     if (v !== undefined && v < 0) fail(ctx, [...path, key], `${v} must be >= 0`);
     return v ? v : dflt;
   };
-  return {
+  const plan: ProbePlan = {
     handler: planHandler(p, c, path, ctx),
     initialDelaySeconds: num("initialDelaySeconds", 0),
     periodSeconds: num("periodSeconds", 10),
@@ -809,6 +814,16 @@ function planProbe(p: Probe, c: Container, path: PathSeg[], ctx: Ctx): ProbePlan
     successThreshold: num("successThreshold", 1),
     failureThreshold: num("failureThreshold", 3),
   };
+  if (kind !== "readinessProbe" && plan.successThreshold !== 1) {
+    fail(ctx, [...path, "successThreshold"], `${plan.successThreshold} must be 1 for a ${kind}`);
+  }
+  const grace = p.terminationGracePeriodSeconds;
+  if (grace !== undefined) {
+    if (kind === "readinessProbe") fail(ctx, [...path, "terminationGracePeriodSeconds"], "must not be set for a readinessProbe");
+    if (grace <= 0) fail(ctx, [...path, "terminationGracePeriodSeconds"], `${grace} must be greater than 0`);
+    plan.terminationGracePeriodSeconds = grace;
+  }
+  return plan;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1067,7 +1082,7 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
     if (c.workingDir) plan.workingDir = c.workingDir;
     for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"] as const) {
       const p = c[probe];
-      if (p) plan[probe] = planProbe(p, c, [...base, probe], ctx);
+      if (p) plan[probe] = planProbe(p, probe, c, [...base, probe], ctx);
     }
     if (c.lifecycle?.postStart) plan.postStart = planHandler(c.lifecycle.postStart, c, [...base, "lifecycle", "postStart"], ctx);
     if (c.lifecycle?.preStop) plan.preStop = planHandler(c.lifecycle.preStop, c, [...base, "lifecycle", "preStop"], ctx);

@@ -62,6 +62,8 @@ export interface ProbePlan {
   timeoutSeconds: number;
   successThreshold: number;
   failureThreshold: number;
+  /** Liveness and startup probes: the grace period when their failure kills the container (else the pod's). */
+  terminationGracePeriodSeconds?: number;
 }
 
 export interface MountPlan {

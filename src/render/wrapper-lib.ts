@@ -440,11 +440,12 @@ run_handler() {
   esac
 }
 
-# probe_loop <startup|readiness|liveness> <delay> <period> <timeout> <success> <failure> <handler...>
-# Runs in the background for one run of the container; results are files in .wrapper/.
+# probe_loop <startup|readiness|liveness> <delay> <period> <timeout> <success> <failure> <grace> <handler...>
+# Runs in the background for one run of the container; results are files in .wrapper/ (a failed
+# startup or liveness probe writes the grace period its kill gets).
 probe_loop() {
-  local kind=$1 delay=$2 period=$3 tmo=$4 sthr=$5 fthr=$6 ok=0 bad=0 ready=-1
-  shift 6
+  local kind=$1 delay=$2 period=$3 tmo=$4 sthr=$5 fthr=$6 grace=$7 ok=0 bad=0 ready=-1 t0 left pause
+  shift 7
   trap - TERM INT
   WHO="$C_KEY $kind"
   now_ms
@@ -453,6 +454,8 @@ probe_loop() {
     until [[ -e $RUN_DIR/$C_KEY.startup-ok ]]; do nap "$TICK"; done
   fi
   while :; do
+    now_ms
+    t0=$NOW_MS
     if run_handler "$tmo" "$@" >/dev/null 2>&1; then
       ((++ok)); bad=0
     else
@@ -462,9 +465,9 @@ probe_loop() {
     case $kind in
       startup)
         if ((ok >= sthr)); then : >"$RUN_DIR/$C_KEY.startup-ok"; exit 0; fi
-        if ((bad >= fthr)); then : >"$RUN_DIR/$C_KEY.startup-failed"; exit 0; fi ;;
+        if ((bad >= fthr)); then echo "$grace" >"$RUN_DIR/$C_KEY.startup-failed"; exit 0; fi ;;
       liveness)
-        if ((bad >= fthr)); then : >"$RUN_DIR/$C_KEY.liveness-failed"; exit 0; fi ;;
+        if ((bad >= fthr)); then echo "$grace" >"$RUN_DIR/$C_KEY.liveness-failed"; exit 0; fi ;;
       readiness)
         if ((ok >= sthr && ready != 1)); then
           ready=1
@@ -474,7 +477,13 @@ probe_loop() {
           echo 0 >"$RUN_DIR/$C_KEY.ready.tmp" && mv -f -- "$RUN_DIR/$C_KEY.ready.tmp" "$RUN_DIR/$C_KEY.ready"
         fi ;;
     esac
-    nap "$period"
+    # periodSeconds runs from the start of one probe to the start of the next, as the kubelet's.
+    now_ms
+    left=$((t0 + period * 1000 - NOW_MS))
+    if ((left > 0)); then
+      printf -v pause '%d.%03d' $((left / 1000)) $((left % 1000))
+      nap "$pause"
+    fi
   done
 }
 
@@ -611,14 +620,15 @@ launch_main() {
   MAIN_PID=$!
 }
 
-# Stops the main process within the grace period: preStop, SIGTERM, SIGKILL when time is up.
+# stop_main [grace]: stops the main process within the grace period (the pod's by default):
+# preStop, SIGTERM, SIGKILL when time is up.
 stop_main() {
-  local deadline
+  local deadline grace=\${1:-$GRACE_SECONDS}
   now_ms
-  deadline=$((NOW_MS + GRACE_SECONDS * 1000))
+  deadline=$((NOW_MS + grace * 1000))
   if ((\${#C_PRE_STOP[@]})); then
     wlog "preStop: running"
-    run_handler "$((GRACE_SECONDS > 0 ? GRACE_SECONDS : 1))" "\${C_PRE_STOP[@]}" > >(log_lines_as "$C_KEY preStop" >>"$WLOG") 2>&1
+    run_handler "$((grace > 0 ? grace : 1))" "\${C_PRE_STOP[@]}" > >(log_lines_as "$C_KEY preStop" >>"$WLOG") 2>&1
     wlog "preStop: exit $?"
   fi
   SENT_SIGNAL=15
@@ -689,8 +699,12 @@ run_once() {
       if [[ -e $RUN_DIR/$C_KEY.\${v%%:*} ]]; then KILL_REASON=\${v#*:}; break; fi
     done
     if [[ -n $KILL_REASON ]]; then
-      wlog "stopping the container: $KILL_REASON"
-      stop_main
+      # A failed probe's file holds its grace period (the probe's own, else the pod's).
+      p=
+      read -r p <"$RUN_DIR/$C_KEY.\${v%%:*}" 2>/dev/null
+      [[ $p =~ ^[0-9]+$ ]] || p=$GRACE_SECONDS
+      wlog "stopping the container: $KILL_REASON (grace \${p}s)"
+      stop_main "$p"
       break
     fi
     v=$S_READY

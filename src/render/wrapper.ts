@@ -65,12 +65,18 @@ function handlerComment(h: Handler): string {
   }
 }
 
-function probeLine(name: string, p: ProbePlan | undefined): string {
+/**
+ * One probe: `(delay period timeout success failure grace handler…)`. `grace` is the time a
+ * container killed by this probe's failure gets: the probe's own, else the pod's.
+ */
+function probeLine(name: string, p: ProbePlan | undefined, podGrace: number): string {
   if (p === undefined) return `  ${name}=()`;
-  const nums = [p.initialDelaySeconds, p.periodSeconds, p.timeoutSeconds, p.successThreshold, p.failureThreshold];
+  const grace = p.terminationGracePeriodSeconds ?? podGrace;
+  const nums = [p.initialDelaySeconds, p.periodSeconds, p.timeoutSeconds, p.successThreshold, p.failureThreshold, grace];
   return [
     `  # ${handlerComment(p.handler)}: first after ${p.initialDelaySeconds}s, every ${p.periodSeconds}s, ` +
-    `timeout ${p.timeoutSeconds}s, ${p.successThreshold} success(es) / ${p.failureThreshold} failure(s) in a row`,
+    `timeout ${p.timeoutSeconds}s, ${p.successThreshold} success(es) / ${p.failureThreshold} failure(s) in a row` +
+    (p.terminationGracePeriodSeconds !== undefined ? `; killed with ${grace}s grace` : ""),
     `  ${name}=(${sh`${nums}`} ${handlerWords(p.handler)})`,
   ].join("\n");
 }
@@ -127,7 +133,7 @@ function arrayLines(name: string, words: readonly string[], indent = ""): string
   return [`${indent}${name}=(`, ...words.map((w) => `${indent}  ${sh`${w}`}`), `${indent})`].join("\n");
 }
 
-function containerSection(c: ContainerPlan): string {
+function containerSection(c: ContainerPlan, podGrace: number): string {
   const key = containerKey(c.name, c.init);
   const where = `${c.init ? "spec.initContainers" : "spec.containers"}[${c.index}]`;
   const image = c.image;
@@ -152,9 +158,9 @@ function containerSection(c: ContainerPlan): string {
     c.gpus > 0
       ? sh`  C_GPU_FLAGS=(${gpuFlags(c)})  # ${c.gpus} GPU(s): --rocm for amd.com/gpu, --nv for the others`
       : sh`  C_GPU_FLAGS=(${gpuFlags(c)})`,
-    probeLine("C_STARTUP_PROBE", c.startupProbe),
-    probeLine("C_READINESS_PROBE", c.readinessProbe),
-    probeLine("C_LIVENESS_PROBE", c.livenessProbe),
+    probeLine("C_STARTUP_PROBE", c.startupProbe, podGrace),
+    probeLine("C_READINESS_PROBE", c.readinessProbe, podGrace),
+    probeLine("C_LIVENESS_PROBE", c.livenessProbe, podGrace),
     hookLine("C_POST_START", c.postStart),
     hookLine("C_PRE_STOP", c.preStop),
     "}",
@@ -208,7 +214,7 @@ function planSection(plan: JobPlan, opts: WrapperOptions): string {
     `INIT_CONTAINERS=(${plan.initContainers.map(planFunction).join(" ")})`,
     `CONTAINERS=(${plan.containers.map(planFunction).join(" ")})`,
     "",
-    ...all.flatMap((c) => [containerSection(c), ""]),
+    ...all.flatMap((c) => [containerSection(c, plan.terminationGracePeriodSeconds), ""]),
   ].join("\n");
 }
 

@@ -631,8 +631,8 @@ describe("probes and lifecycle", () => {
     ["exec with defaults", { exec: { command: ["true"] } }, { handler: { kind: "exec", command: ["true"] }, ...defaults }],
     [
       "httpGet with a named port and every field",
-      { httpGet: { path: "/healthz", port: "web", scheme: "HTTPS", host: "10.0.0.1", httpHeaders: [{ name: "Host", value: "x" }] }, initialDelaySeconds: 3, periodSeconds: 5, timeoutSeconds: 2, successThreshold: 2, failureThreshold: 7 },
-      { handler: { kind: "httpGet", scheme: "HTTPS", host: "10.0.0.1", port: 8080, path: "/healthz", headers: [["Host", "x"]] }, initialDelaySeconds: 3, periodSeconds: 5, timeoutSeconds: 2, successThreshold: 2, failureThreshold: 7 },
+      { httpGet: { path: "/healthz", port: "web", scheme: "HTTPS", host: "10.0.0.1", httpHeaders: [{ name: "Host", value: "x" }] }, initialDelaySeconds: 3, periodSeconds: 5, timeoutSeconds: 2, successThreshold: 1, failureThreshold: 7 },
+      { handler: { kind: "httpGet", scheme: "HTTPS", host: "10.0.0.1", port: 8080, path: "/healthz", headers: [["Host", "x"]] }, initialDelaySeconds: 3, periodSeconds: 5, timeoutSeconds: 2, successThreshold: 1, failureThreshold: 7 },
     ],
     ["httpGet defaults: 127.0.0.1, /, HTTP", { httpGet: { port: 80 } }, { handler: { kind: "httpGet", scheme: "HTTP", host: "127.0.0.1", port: 80, path: "/", headers: [] }, ...defaults }],
     ["tcpSocket, numeric string port", { tcpSocket: { port: "5432" } }, { handler: { kind: "tcpSocket", host: "127.0.0.1", port: 5432 }, ...defaults }],
@@ -643,6 +643,21 @@ describe("probes and lifecycle", () => {
       const p = only(plan(pod1({ ports: [{ name: "web", containerPort: 8080 }], [kind]: probe })));
       expect(p[kind]).toEqual(expected);
     }
+  });
+
+  test("a readiness probe may need several successes; liveness and startup keep their own grace period", () => {
+    const p = only(
+      plan(
+        pod1({
+          readinessProbe: { exec: { command: ["r"] }, successThreshold: 2 },
+          livenessProbe: { exec: { command: ["l"] }, terminationGracePeriodSeconds: 5 },
+          startupProbe: { exec: { command: ["s"] }, terminationGracePeriodSeconds: 7 },
+        }),
+      ),
+    );
+    expect(p.readinessProbe).toMatchObject({ successThreshold: 2 });
+    expect(p.readinessProbe?.terminationGracePeriodSeconds).toBeUndefined();
+    expect([p.livenessProbe?.terminationGracePeriodSeconds, p.startupProbe?.terminationGracePeriodSeconds]).toEqual([5, 7]);
   });
 
   test("postStart and preStop", () => {
@@ -789,6 +804,12 @@ const badPlans: [string, Json, Partial<PlanConfig>, string][] = [
   ["htcondor pre-exec disabled", ann({ "htcondor-job.vk.io/pre-exec": "x" }), { allowPreExec: false }, 'metadata.annotations["htcondor-job.vk.io/pre-exec"]'],
   ["wstunnel disabled", ann({ "interlink.eu/wstunnel-client-commands": "x" }), { allowWstunnel: false }, "wstunnel client commands are disabled on this site"],
   ["singularity-options disabled", ann({ "htcondor-job.vk.io/singularity-options": "--fakeroot" }), {}, 'metadata.annotations["htcondor-job.vk.io/singularity-options"]: singularity-options are disabled on this site'],
+  // Kubernetes' probe validation: successThreshold must be 1 for liveness and startup probes; a
+  // probe's terminationGracePeriodSeconds is > 0 and not for readiness probes.
+  ["liveness successThreshold 2", pod1({ livenessProbe: { exec: { command: ["true"] }, successThreshold: 2 } }), {}, "spec.containers[0].livenessProbe.successThreshold: 2 must be 1 for a livenessProbe"],
+  ["startup successThreshold 3", pod1({ startupProbe: { tcpSocket: { port: 80 }, successThreshold: 3 } }), {}, "spec.containers[0].startupProbe.successThreshold: 3 must be 1 for a startupProbe"],
+  ["readiness terminationGracePeriodSeconds", pod1({ readinessProbe: { exec: { command: ["true"] }, terminationGracePeriodSeconds: 5 } }), {}, "spec.containers[0].readinessProbe.terminationGracePeriodSeconds: must not be set for a readinessProbe"],
+  ["liveness terminationGracePeriodSeconds 0", pod1({ livenessProbe: { exec: { command: ["true"] }, terminationGracePeriodSeconds: 0 } }), {}, "spec.containers[0].livenessProbe.terminationGracePeriodSeconds: 0 must be greater than 0"],
   // Allowed flags with values that undo the wrapper's own flags cannot work: refused, named.
   ["singularity-options --cleanenv=false", ann({ "htcondor-job.vk.io/singularity-options": "--cleanenv=false" }), { singularityOptionsAllow: ["--cleanenv"] }, 'flag "--cleanenv=false" cannot work: the wrapper runs every container with --cleanenv'],
   ["singularity-options --no-eval=false", ann({ "htcondor-job.vk.io/singularity-options": "--no-eval=false" }), { singularityOptionsAllow: ["--no-eval"] }, 'flag "--no-eval=false" cannot work: the wrapper passes --no-eval'],

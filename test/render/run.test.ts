@@ -500,6 +500,38 @@ const termDuringPreExec = scenario(
   { termWhen: (dir) => existsSync(join(dir, "pre-up")) },
 );
 
+// A liveness probe with its own terminationGracePeriodSeconds (1 s) kills a container that
+// ignores SIGTERM long before the pod's 30 s grace.
+const probeGrace = scenario(
+  plan({
+    terminationGracePeriodSeconds: 30,
+    containers: [
+      sh("stuck", "trap '' TERM; echo up; sleep 60 & wait; sleep 60", {
+        livenessProbe: {
+          handler: { kind: "exec", command: ["test", "-e", "/tmp/never"] },
+          initialDelaySeconds: 0, periodSeconds: 1, timeoutSeconds: 2, successThreshold: 1, failureThreshold: 1,
+          terminationGracePeriodSeconds: 1,
+        },
+      }),
+    ],
+  }),
+);
+
+// periodSeconds is measured from start to start (the kubelet's ticker), not from the end of one
+// probe to the start of the next: a 1.5 s probe every 2 s starts every 2 s, not every 3.5 s.
+const probePeriod = scenario(
+  plan({
+    containers: [
+      sh("ticked", "sleep 7.5", {
+        readinessProbe: {
+          handler: { kind: "exec", command: ["bash", "-c", "date +%s%N >> /shared/probe.starts; sleep 1.5"] },
+          initialDelaySeconds: 0, periodSeconds: 2, timeoutSeconds: 5, successThreshold: 1, failureThreshold: 3,
+        },
+      }),
+    ],
+  }),
+);
+
 /** NAME=value records of `env -0` output. */
 function envRecords(text: string): Map<string, string> {
   const m = new Map<string, string>();
@@ -767,6 +799,24 @@ describe("restarts", () => {
 });
 
 describe("probes", () => {
+  test("a failed liveness probe kills with the probe's own terminationGracePeriodSeconds", async () => {
+    const o = await probeGrace;
+    expect(readState(o.dir, "stuck")).toMatchObject({ state: "terminated", reason: "LivenessProbeFailed", exitCode: 137, signal: 9 });
+    // The pod's grace is 30 s: a kill that waited for it would take that long.
+    expect(o.ms).toBeLessThan(20_000);
+    expect(wrapperLog(o.dir)).toContain("stopping the container: LivenessProbeFailed (grace 1s)");
+  });
+
+  test("periodSeconds runs from the start of one probe to the start of the next", async () => {
+    const o = await probePeriod;
+    expect(o.code).toBe(0);
+    const starts = file(o, "emptydir/shared/probe.starts").trim().split("\n").map((n) => Number(BigInt(n) / 1_000_000n));
+    expect(starts.length).toBeGreaterThanOrEqual(3);
+    const gaps = starts.slice(1).map((t, i) => t - starts[i]!);
+    // Start to start: 2 s each; end to start would be 1.5 s + 2 s.
+    for (const g of gaps) expect(g).toBeLessThan(3000);
+  });
+
   test("readiness follows an httpGet probe after the tcpSocket startup probe", async () => {
     const o = await probes;
     const ready = states(o, "c.ready");
