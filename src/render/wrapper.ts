@@ -76,7 +76,8 @@ function probeLine(name: string, p: ProbePlan | undefined, podGrace: number): st
   return [
     `  # ${handlerComment(p.handler)}: first after ${p.initialDelaySeconds}s, every ${p.periodSeconds}s, ` +
     `timeout ${p.timeoutSeconds}s, ${p.successThreshold} success(es) / ${p.failureThreshold} failure(s) in a row` +
-    (p.terminationGracePeriodSeconds !== undefined ? `; killed with ${grace}s grace` : ""),
+    // A readiness probe's failure kills nothing (its grace column is not read).
+    (name === "C_READINESS_PROBE" ? "" : `; failing, kills with ${grace}s grace`),
     `  ${name}=(${sh`${nums}`} ${handlerWords(p.handler)})`,
   ].join("\n");
 }

@@ -122,11 +122,11 @@ ctr_0() {
   C_RUNTIME_OPTIONS=('--writable-tmpfs')  # instance start
   C_EXEC_OPTIONS=()  # every exec/run into the instance
   C_GPU_FLAGS=('--nv')  # 1 GPU(s): --rocm for amd.com/gpu, --nv for the others
-  # exec in the container: first after 0s, every 2s, timeout 1s, 1 success(es) / 30 failure(s) in a row
+  # exec in the container: first after 0s, every 2s, timeout 1s, 1 success(es) / 30 failure(s) in a row; failing, kills with 45s grace
   C_STARTUP_PROBE=(0 2 1 1 30 45 exec 'cat' '/work/fetched')
   # HTTP GET (HTTP): first after 0s, every 10s, timeout 1s, 1 success(es) / 3 failure(s) in a row
   C_READINESS_PROBE=(0 10 1 1 3 45 httpGet 'HTTP' '127.0.0.1' 8080 '/ready' 1 'X-Probe' '1')
-  # TCP connect: first after 5s, every 10s, timeout 1s, 1 success(es) / 3 failure(s) in a row
+  # TCP connect: first after 5s, every 10s, timeout 1s, 1 success(es) / 3 failure(s) in a row; failing, kills with 45s grace
   C_LIVENESS_PROBE=(5 10 1 1 3 45 tcpSocket '127.0.0.1' 8080)
   C_POST_START=(exec 'sh' '-c' 'echo started > /work/started')  # exec in the container
   C_PRE_STOP=(sleep 2)  # sleep

@@ -94,11 +94,11 @@ ctr_0() {
   C_RUNTIME_OPTIONS=('--writable-tmpfs')  # instance start
   C_EXEC_OPTIONS=('--env=FROM_SITE=1')  # every exec/run into the instance
   C_GPU_FLAGS=('--nv')  # 1 GPU(s): --rocm for amd.com/gpu, --nv for the others
-  # TCP connect: first after 0s, every 2s, timeout 1s, 1 success(es) / 30 failure(s) in a row
+  # TCP connect: first after 0s, every 2s, timeout 1s, 1 success(es) / 30 failure(s) in a row; failing, kills with 20s grace
   C_STARTUP_PROBE=(0 2 1 1 30 20 tcpSocket '127.0.0.1' 8080)
   # HTTP GET (HTTP): first after 5s, every 10s, timeout 1s, 1 success(es) / 3 failure(s) in a row
   C_READINESS_PROBE=(5 10 1 1 3 20 httpGet 'HTTP' '127.0.0.1' 8080 '/healthz' 1 'X-Probe' 'ready; it'\''s me')
-  # exec in the container: first after 10s, every 10s, timeout 2s, 1 success(es) / 3 failure(s) in a row
+  # exec in the container: first after 10s, every 10s, timeout 2s, 1 success(es) / 3 failure(s) in a row; failing, kills with 20s grace
   C_LIVENESS_PROBE=(10 10 2 1 3 20 exec 'cat' '/tmp/healthy')
   C_POST_START=(exec 'sh' '-c' 'echo started > /tmp/healthy')  # exec in the container
   C_PRE_STOP=(sleep 2)  # sleep
