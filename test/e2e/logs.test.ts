@@ -21,6 +21,32 @@ function pod(name: string, script: string, spec: Json = {}) {
   });
 }
 
+/** getLogs with the raw bytes of the body and when each chunk arrived (ms after the request). */
+function rawLogs(pod: Json, container: string, opts: Partial<typeof OPTS> = {}, on?: { data?: (text: string) => void; req?: (r: ReturnType<typeof request>) => void }, target: Sidecar = sc) {
+  return new Promise<{ status: number; bytes: Buffer; body: string; arrivals: { at: number; n: number }[]; ms: number }>((resolve, reject) => {
+    const body = JSON.stringify({ Namespace: pod.metadata.namespace, PodUID: pod.metadata.uid, PodName: pod.metadata.name, ContainerName: container, Opts: { ...OPTS, ...opts } });
+    const t0 = Date.now();
+    const chunks: Buffer[] = [];
+    const arrivals: { at: number; n: number }[] = [];
+    const req = request({ host: "127.0.0.1", port: target.port, method: "GET", path: "/getLogs", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      res.on("data", (c: Buffer) => {
+        chunks.push(c);
+        arrivals.push({ at: Date.now() - t0, n: c.length });
+        on?.data?.(c.toString());
+      });
+      const done = () => {
+        const bytes = Buffer.concat(chunks);
+        resolve({ status: res.statusCode ?? 0, bytes, body: bytes.toString("utf8"), arrivals, ms: Date.now() - t0 });
+      };
+      res.on("end", done);
+      res.on("aborted", done);
+    });
+    req.on("error", reject);
+    on?.req?.(req);
+    req.end(body);
+  });
+}
+
 async function statusOf(p: Json) {
   const r = await sc.call("GET", "/status", [p]);
   return (JSON.parse(r.body) as Json[])[0];
@@ -173,6 +199,48 @@ describe("running pod", () => {
   }, 90_000);
 });
 
+describe("running pod: every option (spec: interlink §7, §11.25)", () => {
+  test("spec: interlink §7 SinceTime and SinceSeconds on a running pod", async () => {
+    const p = pod("live-since", "echo early; sleep 5; echo late; sleep 60");
+    expect((await sc.call("POST", "/create", p)).status).toBe(200);
+    await running(p.pod);
+    const stamped = await eventually(async () => {
+      const lines = (await logs(p.pod, "main", { Timestamps: true })).body.trimEnd().split("\n");
+      return lines.length === 2 ? lines : undefined;
+    }, 30_000, "both lines");
+    const lateAt = stamped[1]!.split(" ")[0]!;
+    expect((await logs(p.pod, "main", { SinceTime: lateAt })).body).toBe("late\n");
+    expect((await logs(p.pod, "main", { SinceSeconds: 3600 })).body).toBe("early\nlate\n");
+    // A window that starts ~2 s before "late" and so 3 s after "early".
+    const seconds = Math.ceil((Date.now() - Date.parse(lateAt)) / 1000) + 2;
+    expect((await logs(p.pod, "main", { SinceSeconds: seconds })).body).toBe("late\n");
+    await sc.call("POST", "/delete", p.pod);
+  }, 90_000);
+
+  test("spec: interlink §7 Previous on a running pod: the instance before the last restart", async () => {
+    // /tmp is the job's own (sandbox/tmp): it survives a restart of the container.
+    const p = pod("live-prev", "if [ -e /tmp/ran ]; then echo second run; sleep 60; fi; touch /tmp/ran; echo first run; exit 1", { restartPolicy: "OnFailure" });
+    expect((await sc.call("POST", "/create", p)).status).toBe(200);
+    await eventually(async () => {
+      const c = (await statusOf(p.pod))?.containers[0];
+      return c?.restartCount === 1 && c.state.running ? true : undefined;
+    }, 60_000, "second run");
+    expect((await logs(p.pod, "main", { Previous: true })).body).toBe("first run\n");
+    await eventually(async () => ((await logs(p.pod, "main")).body === "second run\n" ? true : undefined), 20_000, "current log");
+    await sc.call("POST", "/delete", p.pod);
+  }, 90_000);
+
+  test("spec: interlink §7 a running container that printed nothing yet: 200, empty body", async () => {
+    const p = pod("live-quiet", "sleep 60");
+    expect((await sc.call("POST", "/create", p)).status).toBe(200);
+    await running(p.pod);
+    const r = await logs(p.pod, "main");
+    expect(r.status).toBe(200);
+    expect(r.body).toBe("");
+    await sc.call("POST", "/delete", p.pod);
+  }, 90_000);
+});
+
 describe("errors and edge cases", () => {
   test("§11.27 unknown pod → 404 plain text", async () => {
     const r = await logs({ metadata: { namespace: "default", uid: "9999aaaa-0000-4000-8000-000000000000", name: "ghost" } }, "main");
@@ -191,6 +259,7 @@ describe("errors and edge cases", () => {
     await sc.call("POST", "/create", p);
     const r = await logs(p.pod, "main");
     expect(r.status).toBe(200);
+    expect(r.body).toBe("");
   });
   test("Previous: the log of the instance before the last restart", async () => {
     const p = pod("restarts", "if [ -e /tmp/again ]; then echo second run; exit 0; fi; touch /tmp/again; echo first run; exit 1", { restartPolicy: "OnFailure" });
@@ -200,6 +269,30 @@ describe("errors and edge cases", () => {
     expect((await logs(p.pod, "main")).body).toBe("second run\n");
     const s = await statusOf(p.pod);
     expect(s.containers[0].restartCount).toBe(1);
+  }, 120_000);
+});
+
+describe("shutdown", () => {
+  test("spec: interlink §7 the sidecar's shutdown closes follow streams", async () => {
+    const own = await startSidecar();
+    try {
+      const p = pod("endless", "while true; do echo x; sleep 0.5; done");
+      expect((await own.call("POST", "/create", p)).status).toBe(200);
+      await eventually(async () => {
+        const s = JSON.parse((await own.call("GET", "/status", [p.pod])).body)[0];
+        return s?.containers[0].state.running ? true : undefined;
+      }, 60_000, "running");
+      let got = false;
+      const follow = rawLogs(p.pod, "main", { Follow: true }, { data: () => (got = true) }, own);
+      await eventually(() => (got ? true : undefined), 20_000, "first bytes");
+      await own.stop();
+      // The stream ended (the sidecar did not wait for the job, which runs on).
+      const r = await follow;
+      expect(r.status).toBe(200);
+      expect(r.body).toMatch(/^(x\n)+/);
+    } finally {
+      await own.destroy();
+    }
   }, 120_000);
 });
 
