@@ -133,7 +133,7 @@ export function createLogService(d: LogDeps) {
 }
 
 interface Limiter {
-  /** Sends text (cut at the byte budget); resolves when the reader wants more. */
+  /** Sends text, cut at the byte budget; resolves when the reader wants more. */
   push(s: string): Promise<void>;
   /** The budget is spent or the reader went away. */
   full(): boolean;
@@ -142,7 +142,7 @@ interface Limiter {
 /**
  * A byte stream produced at the reader's pace: `produce` awaits each push until the consumer
  * (the HTTP response, itself paced by the socket) asks for more, so a 100 MB log never queues
- * up in memory. `maxBytes` is the `Bytes` budget (0: none).
+ * up in memory. `maxBytes` is the `Bytes` budget (0: none), counted and cut in bytes.
  */
 function pacedStream(maxBytes: number, produce: (out: Limiter) => Promise<void>): ReadableStream<Uint8Array> {
   const enc = new TextEncoder();
@@ -159,7 +159,7 @@ function pacedStream(maxBytes: number, produce: (out: Limiter) => Promise<void>)
         const out: Limiter = {
           async push(s) {
             if (s === "" || left <= 0 || cancelled) return;
-            const bytes = enc.encode(left < Infinity ? truncateBytes(s, left) : s);
+            const bytes = truncateBytes(enc.encode(s), left);
             left -= bytes.byteLength;
             controller.enqueue(bytes);
             if ((controller.desiredSize ?? 1) <= 0 && !cancelled) await new Promise<void>((r) => (wake = r));

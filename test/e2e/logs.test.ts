@@ -200,6 +200,20 @@ describe("running pod", () => {
 });
 
 describe("running pod: every option (spec: interlink §7, §11.25)", () => {
+  test("spec: interlink §7 Bytes is a byte limit on a running pod: a multibyte character is cut, not replaced", async () => {
+    const p = pod("live-bytes", "printf '\\303\\251 one\\n'; echo two; sleep 60");
+    expect((await sc.call("POST", "/create", p)).status).toBe(200);
+    await running(p.pod);
+    await eventually(async () => ((await logs(p.pod, "main")).body === "é one\ntwo\n" ? true : undefined), 20_000, "live log");
+    // "é" is two bytes (c3 a9): one byte of it is one byte, never a 3-byte replacement character.
+    expect([...(await rawLogs(p.pod, "main", { Bytes: 1 })).bytes]).toEqual([0xc3]);
+    expect([...(await rawLogs(p.pod, "main", { Bytes: 3 })).bytes]).toEqual([0xc3, 0xa9, 0x20]);
+    expect((await rawLogs(p.pod, "main", { Bytes: 9 })).body).toBe("é one\ntw");
+    // Follow honours the same budget and then ends, though the container runs on.
+    expect([...(await rawLogs(p.pod, "main", { Bytes: 1, Follow: true })).bytes]).toEqual([0xc3]);
+    await sc.call("POST", "/delete", p.pod);
+  }, 90_000);
+
   test("spec: interlink §7 SinceTime and SinceSeconds on a running pod", async () => {
     const p = pod("live-since", "echo early; sleep 5; echo late; sleep 60");
     expect((await sc.call("POST", "/create", p)).status).toBe(200);

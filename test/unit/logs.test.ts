@@ -1,10 +1,12 @@
 // kubectl logs options on the wrapper's stamped lines (spec: interlink §7, §11.25).
 import { describe, expect, test } from "bun:test";
-import { LogRequestSchema, applyLogOptions } from "../../src/core/logs.ts";
+import { LogRequestSchema, applyLogOptions, truncateBytes } from "../../src/core/logs.ts";
 
 const log = ["2026-11-22T10:00:00.000001Z one", "2026-11-22T10:00:10.000002Z two", "2026-11-22T10:00:20.000003Z three é", ""].join("\n");
 const now = Date.parse("2026-11-22T10:00:25Z");
 const opts = (o: Record<string, unknown> = {}) => LogRequestSchema.parse({ Namespace: "n", PodUID: "u", PodName: "p", ContainerName: "c", Opts: { SinceTime: "0001-01-01T00:00:00Z", ...o } }).Opts;
+const enc = (s: string) => new TextEncoder().encode(s);
+const text = (b: Uint8Array) => new TextDecoder().decode(b);
 
 describe("applyLogOptions", () => {
   const table: [string, Record<string, unknown>, string][] = [
@@ -17,7 +19,16 @@ describe("applyLogOptions", () => {
     ["zero SinceTime means unset", { SinceTime: "0001-01-01T00:00:00Z" }, "one\ntwo\nthree é\n"],
     ["Tail then Bytes", { Tail: 1, Bytes: 3 }, "thr"],
   ];
-  for (const [name, o, want] of table) test(name, () => expect(applyLogOptions(log, opts(o), now)).toBe(want));
-  test("empty log → empty body", () => expect(applyLogOptions("", opts(), now)).toBe(""));
-  test("a partial last line is kept", () => expect(applyLogOptions("2026-11-22T10:00:00.000001Z partial", opts(), now)).toBe("partial\n"));
+  for (const [name, o, want] of table) test(name, () => expect(text(applyLogOptions(log, opts(o), now))).toBe(want));
+  test("empty log → empty body", () => expect(applyLogOptions("", opts(), now).byteLength).toBe(0));
+  test("a partial last line is kept", () => expect(text(applyLogOptions("2026-11-22T10:00:00.000001Z partial", opts(), now))).toBe("partial\n"));
+  test("spec: interlink §7 Bytes is a byte limit: one byte of é is one byte", () => {
+    expect([...applyLogOptions("2026-11-22T10:00:00.000001Z é", opts({ Bytes: 1 }), now)]).toEqual([0xc3]);
+    expect([...applyLogOptions("2026-11-22T10:00:00.000001Z é", opts({ Bytes: 2 }), now)]).toEqual([0xc3, 0xa9]);
+  });
+});
+
+describe("truncateBytes", () => {
+  test("cuts raw bytes, never re-encodes", () => expect([...truncateBytes(enc("éa"), 1)]).toEqual([0xc3]));
+  test("shorter input is returned as is", () => expect(text(truncateBytes(enc("ab"), 5))).toBe("ab"));
 });
