@@ -5,17 +5,29 @@
  * (listed in transfer_output_files, so the starter may send it; always with a timeout, since
  * condor_tail waits forever on a job that is not running); a finished job → the file that came
  * back with the output (fetched once with condor_transfer_data for spooled jobs); a shared
- * filesystem → the file, read directly. Finished logs are streamed from disk, never loaded whole.
+ * filesystem → the file, read directly. Finished logs are streamed from disk, never loaded whole;
+ * a one-off read of a running job's log returns its last 16 MiB at most.
+ *
+ * Follow polls every second with a small tail window and finds what is new by overlap with the
+ * last complete line already seen (see findAfterAnchor), so neither a window that moves nor the
+ * job ending (live tail → returned file) loses or repeats lines. It ends, after a last read, when
+ * the container's own state line reads terminated (the wrapper writes that only once the log is
+ * complete and the container will not be restarted), when the container restarts (the instance
+ * ended, as kubectl logs -f on a kubelet; the rest of it is read from the rotated file), when the
+ * job has ended, when the byte budget is spent, or when the client or the sidecar goes away.
  */
 import type { Condor } from "./condor/cli.ts";
 import type { JobId } from "./condor/parse.ts";
 import type { FileConfig } from "./config.ts";
 import { SidecarError } from "./core/errors.ts";
-import { type LogOpts, LogRequestSchema, formatLines, sinceMs, truncateBytes } from "./core/logs.ts";
+import { type LogOpts, LogRequestSchema, completeEnd, findAfterAnchor, firstLineStart, formatLines, lastCompleteLine, sinceMs, truncateBytes } from "./core/logs.ts";
+import type { StateLine } from "./core/state-line.ts";
 import { logFileName } from "./core/types.ts";
 import type { Logger } from "./log.ts";
 import { fileSize, readRange } from "./store/files.ts";
 import type { PodRecord, Store } from "./store/store.ts";
+
+export type Container = { name: string; init: boolean };
 
 export interface LogDeps {
   store: Store;
@@ -25,6 +37,12 @@ export interface LogDeps {
   now: () => number;
   /** JobStatus from the shared condor_q snapshot, or undefined when the job is not in the queue. */
   jobStatus(r: PodRecord): Promise<number | undefined>;
+  /**
+   * The container's own state line: chirped into the job ad while the job is in the queue (the
+   * shared condor_q snapshot), the returned podstate file once it has left; undefined when not
+   * known (yet).
+   */
+  containerState(r: PodRecord, c: Container): Promise<StateLine | undefined>;
   /** Brings the record up to date (finalizes a job that has ended). */
   refresh(r: PodRecord): Promise<void>;
   fetchOutput(r: PodRecord): Promise<void>;
@@ -32,32 +50,86 @@ export interface LogDeps {
 
 /** What condor_tail may bring back of a running job's log in one call. */
 const LIVE_MAX_BYTES = 16 * 1024 * 1024;
+/** Follow starts with this window and grows it (up to LIVE_MAX_BYTES) until it overlaps what was seen. */
+const FOLLOW_MIN_WINDOW = 64 * 1024;
 const CHUNK = 64 * 1024;
 const FOLLOW_POLL_MS = 1000;
 
-type Container = { name: string; init: boolean };
+/** The last bytes of a log; `whole` when they are the whole file. */
+type Window = { bytes: Uint8Array; whole: boolean };
+/** Where the log is now: a live tail window, a local file, or nowhere yet (queued, not running). */
+type Source = { kind: "live"; window: Window } | { kind: "file"; path: string } | { kind: "none" };
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
 
 export function createLogService(d: LogDeps) {
   const jobId = (r: PodRecord): JobId => ({ cluster: r.cluster!, proc: r.proc! });
 
-  /** Where the log is now: the bytes of a live tail, or a local file to stream. */
-  async function source(r: PodRecord, c: Container, previous: boolean): Promise<{ kind: "bytes"; text: string } | { kind: "file"; path: string }> {
-    const file = logFileName(c.name, c.init, previous);
-    const path = `${r.dir}/${file}`;
+  async function source(uid: string, file: string, maxBytes: number): Promise<Source> {
+    let r = d.store.get(uid);
+    if (!r || r.phase === "creating") return { kind: "none" };
     if (r.terminal === undefined && r.cluster !== undefined && !d.config.SharedFilesystem) {
       if ((await d.jobStatus(r)) === 2) {
-        const res = await d.condor.tail(jobId(r), file, LIVE_MAX_BYTES, d.config.QueryTimeoutSeconds * 1000);
-        if (res.code === 0 && !res.timedOut) return { kind: "bytes", text: dropPartialFirstLine(res.stdout, LIVE_MAX_BYTES) };
-        d.log.debug("condor_tail gave nothing", { uid: r.uid, code: res.code, stderr: res.stderr.slice(0, 200) });
+        const res = await d.condor.tail(jobId(r), file, maxBytes, d.config.QueryTimeoutSeconds * 1000);
+        if (res.code === 0 && !res.timedOut) {
+          // condor_tail's output arrives decoded; valid UTF-8 re-encodes to the same bytes, and
+          // anything else only grows, so a short result is surely the whole file.
+          const bytes = enc.encode(res.stdout);
+          return { kind: "live", window: { bytes, whole: bytes.byteLength < maxBytes } };
+        }
+        d.log.debug("condor_tail gave nothing", { uid, code: res.code, stderr: res.stderr.slice(0, 200) });
       }
       // Not running, or it stopped just now: if the job has ended, finalizing it puts its output in place.
       await d.refresh(r);
-      r = d.store.get(r.uid) ?? r;
+      r = d.store.get(uid) ?? r;
       // Still queued (idle, held, transferring output): nothing to show yet.
-      if (r.terminal === undefined) return { kind: "bytes", text: "" };
+      if (r.terminal === undefined) return { kind: "none" };
     }
     if (r.spooled && r.terminal !== undefined) await d.fetchOutput(r).catch(() => undefined);
-    return { kind: "file", path };
+    return { kind: "file", path: `${r.dir}/${file}` };
+  }
+
+  /** The last `maxBytes` of a log wherever it is; undefined when it is nowhere yet. */
+  async function tailWindow(uid: string, file: string, maxBytes: number): Promise<Window | undefined> {
+    const src = await source(uid, file, maxBytes);
+    if (src.kind === "none") return undefined;
+    if (src.kind === "live") return src.window;
+    const size = fileSize(src.path) ?? 0;
+    const start = Math.max(0, size - maxBytes);
+    // Decoded and encoded as condor_tail's output is, so that a line seen live matches in the file.
+    const bytes = size > start ? enc.encode(dec.decode(readRange(src.path, start, size - start))) : new Uint8Array();
+    return { bytes, whole: start === 0 };
+  }
+
+  /**
+   * The complete lines written after `anchor` (and the partial last line too when `final`).
+   * "none": the log is nowhere yet; "rotated": the file no longer holds the anchor.
+   */
+  async function readNew(uid: string, file: string, anchor: Uint8Array | undefined, hint: number, final: boolean): Promise<"none" | "rotated" | { bytes: Uint8Array; anchor: Uint8Array | undefined; hint: number }> {
+    let max = hint;
+    for (;;) {
+      const w = await tailWindow(uid, file, max);
+      if (!w) return "none";
+      // A job that ended with no log file (lost): nothing more will come.
+      if (final && w.whole && w.bytes.byteLength === 0) return { bytes: w.bytes, anchor, hint };
+      let at = findAfterAnchor(w.bytes, anchor, w.whole);
+      if (at === undefined && !w.whole && max < LIVE_MAX_BYTES) {
+        // Each try is one more condor_tail: grow fast (64 KiB → 16 MiB in four steps).
+        max = Math.min(max * 4, LIVE_MAX_BYTES);
+        continue;
+      }
+      if (at === undefined && w.whole) return "rotated";
+      if (at === undefined) {
+        d.log.warn("log follow skipped lines: more than 16 MiB arrived between two polls", { uid, file });
+        at = firstLineStart(w.bytes);
+      }
+      const fresh = w.bytes.subarray(at);
+      const complete = fresh.subarray(0, completeEnd(fresh));
+      // The next poll starts with a window that fits what arrived in this one.
+      const next = fresh.byteLength > max / 4 ? max : Math.max(FOLLOW_MIN_WINDOW, max / 2);
+      return { bytes: final ? fresh : complete, anchor: lastCompleteLine(complete) ?? anchor, hint: next };
+    }
   }
 
   return {
@@ -74,60 +146,76 @@ export function createLogService(d: LogDeps) {
       }
       const c = r.containers.find((x) => x.name === req.ContainerName) ?? (req.ContainerName === "" && r.containers.filter((x) => !x.init).length === 1 ? r.containers.find((x) => !x.init) : undefined);
       if (!c) throw new SidecarError("not_found", `Pod ${r.namespace}/${r.name} has no container "${req.ContainerName}"`);
-      if (r.phase === "creating") return "";
-
       const opts = req.Opts;
-      const since = sinceMs(opts, d.now());
-      const src = await source(r, c, opts.Previous);
       const follow = opts.Follow && !opts.Previous;
+      if (r.phase === "creating" && !follow) return "";
+
+      const since = sinceMs(opts, d.now());
+      // Read before the log: a container that reads terminated has its whole log written.
+      const state = follow && r.terminal === undefined ? await d.containerState(r, c).catch(() => undefined) : undefined;
+      const src = await source(r.uid, logFileName(c.name, c.init, opts.Previous), LIVE_MAX_BYTES);
+      const ended = () => state?.state === "terminated" || d.store.get(r.uid)?.terminal !== undefined;
       return pacedStream(opts.Bytes, async (out) => {
-        let offset = 0;
-        if (src.kind === "bytes") {
-          await emitText(src.text, opts, since, out);
-          offset = byteLength(src.text.slice(0, src.text.lastIndexOf("\n") + 1));
-        } else {
-          offset = await emitFile(src.path, opts, since, out);
+        let anchor: Uint8Array | undefined;
+        if (src.kind === "live") {
+          const w = src.window;
+          const bytes = w.whole ? w.bytes : w.bytes.subarray(firstLineStart(w.bytes));
+          // While following, a partial last line waits until it is complete.
+          const complete = bytes.subarray(0, completeEnd(bytes));
+          await emitText(dec.decode(follow && !ended() ? complete : bytes), opts, since, out);
+          anchor = lastCompleteLine(complete);
+        } else if (src.kind === "file") {
+          const final = !follow || ended();
+          const offset = await emitFile(src.path, opts, since, out, !final);
+          if (!final) anchor = lastLineBefore(src.path, offset);
         }
-        if (follow) await followLog(r.uid, c, opts, offset, src.kind === "bytes", out, signal);
+        if (!follow || (src.kind !== "none" && ended())) return;
+        await followLog(r.uid, c, opts, anchor, state?.restartCount, out, signal);
       });
     },
   };
 
-  /**
-   * Follow: every second, send the complete lines written since; end when the pod has ended
-   * (after a last read), is deleted, the byte budget is spent, or the client goes away.
-   */
-  async function followLog(uid: string, c: Container, opts: LogOpts, offset: number, live: boolean, out: Limiter, signal: AbortSignal) {
-    // A live tail counts bytes of condor_tail's window, a file counts bytes of the file.
-    let liveSeen = offset;
+  /** Follow: every second, send the complete lines written since; see the module comment for the end. */
+  async function followLog(uid: string, c: Container, opts: LogOpts, anchor: Uint8Array | undefined, restarts: number | undefined, out: Limiter, signal: AbortSignal) {
+    const current = logFileName(c.name, c.init);
+    let hint = FOLLOW_MIN_WINDOW;
+    const send = (bytes: Uint8Array) => emitText(dec.decode(bytes), opts, undefined, out);
+    // The instance ended by a restart: the wrapper moved its log to the previous file first.
+    const finishInstance = async () => {
+      const got = await readNew(uid, logFileName(c.name, c.init, true), anchor, hint, true);
+      if (typeof got === "object") await send(got.bytes);
+      else if (got === "rotated") d.log.warn("log follow: the container restarted again before its log was read; lines may be missing", { uid, container: c.name });
+    };
     while (!out.full() && !signal.aborted) {
       await sleep(FOLLOW_POLL_MS, signal);
-      let r = d.store.get(uid);
+      const r = d.store.get(uid);
       if (signal.aborted || !r || r.phase === "deleted" || r.phase === "removing") return;
-      if (r.terminal === undefined) {
-        await d.refresh(r);
-        r = d.store.get(uid) ?? r;
-      }
-      const src = await source(r, c, false).catch(() => undefined);
-      if (src?.kind === "bytes") {
-        // condor_tail returns the last bytes of a growing file: what is new is beyond what was seen.
-        const bytes = new TextEncoder().encode(src.text);
-        const fresh = new TextDecoder().decode(bytes.subarray(Math.min(liveSeen, bytes.byteLength)));
-        const cut = fresh.lastIndexOf("\n");
-        if (cut >= 0) {
-          await emitText(fresh.slice(0, cut + 1), opts, undefined, out);
-          liveSeen += byteLength(fresh.slice(0, cut + 1));
-        }
-        live = true;
-      } else if (src?.kind === "file") {
-        if (live) {
-          // The job ended while we followed it live: continue in the returned file where the tail was.
-          offset = liveSeen;
-          live = false;
-        }
-        offset = await emitFileFrom(src.path, offset, opts, out);
-      }
-      if (r.terminal !== undefined) return;
+      const st = await d.containerState(r, c).catch(() => undefined);
+      restarts ??= st?.restartCount;
+      if (st && restarts !== undefined && st.restartCount > restarts) return finishInstance();
+      const final = st?.state === "terminated" || r.terminal !== undefined;
+      const got = await readNew(uid, current, anchor, hint, final);
+      // Not running and not ended (queued again, or between queue and history): try again.
+      if (got === "none") continue;
+      // Rotated before the state line said so.
+      if (got === "rotated") return finishInstance();
+      await send(got.bytes);
+      anchor = got.anchor;
+      hint = got.hint;
+      if (final) return;
+    }
+  }
+
+  /** The last complete line of a file before `offset` (a line of up to 16 MiB), or undefined. */
+  function lastLineBefore(path: string, offset: number): Uint8Array | undefined {
+    if (offset === 0) return undefined;
+    for (let len = CHUNK; ; len *= 2) {
+      const start = Math.max(0, offset - len);
+      const bytes = enc.encode(dec.decode(readRange(path, start, offset - start)));
+      const line = lastCompleteLine(bytes);
+      // A line that starts at the window's edge may be cut, unless the window is the file's start.
+      if (line && (start === 0 || line.byteLength + 1 < bytes.byteLength)) return line;
+      if (start === 0 || len >= LIVE_MAX_BYTES) return line;
     }
   }
 }
@@ -145,7 +233,6 @@ interface Limiter {
  * up in memory. `maxBytes` is the `Bytes` budget (0: none), counted and cut in bytes.
  */
 function pacedStream(maxBytes: number, produce: (out: Limiter) => Promise<void>): ReadableStream<Uint8Array> {
-  const enc = new TextEncoder();
   let left = maxBytes > 0 ? maxBytes : Infinity;
   let cancelled = false;
   let wake: (() => void) | undefined;
@@ -182,17 +269,6 @@ function pacedStream(maxBytes: number, produce: (out: Limiter) => Promise<void>)
   );
 }
 
-function byteLength(s: string): number {
-  return new TextEncoder().encode(s).byteLength;
-}
-
-/** condor_tail returns the last N bytes: the first line may be cut in the middle. */
-function dropPartialFirstLine(text: string, max: number): string {
-  if (byteLength(text) < max) return text;
-  const nl = text.indexOf("\n");
-  return nl < 0 ? "" : text.slice(nl + 1);
-}
-
 function splitLines(text: string): string[] {
   if (text === "") return [];
   return (text.endsWith("\n") ? text.slice(0, -1) : text).split("\n");
@@ -205,49 +281,46 @@ async function emitText(text: string, opts: LogOpts, since: number | undefined, 
 }
 
 /**
- * Streams a finished log file through the options without loading it: the start offset for
- * `Tail` is found by scanning backwards; the rest is read forward in chunks. Returns the offset
- * just past the last complete line sent.
+ * Streams a log file through the options without loading it: the start offset for `Tail` is
+ * found by scanning backwards; the rest is read forward in chunks. Returns the offset just past
+ * the last line sent; with `completeOnly` a partial last line is held back.
  */
-async function emitFile(path: string, opts: LogOpts, since: number | undefined, out: Limiter): Promise<number> {
+async function emitFile(path: string, opts: LogOpts, since: number | undefined, out: Limiter, completeOnly = false): Promise<number> {
   const size = fileSize(path) ?? 0;
   if (size === 0) return 0;
   let start = 0;
   // Lines are in time order, so the since-filtered lines are a suffix: tail first, then filter.
   if (opts.Tail > 0) start = tailStart(path, size, opts.Tail);
-  return emitRange(path, start, size, opts, since, out);
+  return emitRange(path, start, size, opts, since, out, completeOnly);
 }
 
-async function emitFileFrom(path: string, from: number, opts: LogOpts, out: Limiter): Promise<number> {
-  const size = fileSize(path) ?? 0;
-  if (size <= from) return from;
-  return emitRange(path, from, size, { ...opts, Tail: 0 }, undefined, out, true);
-}
-
-async function emitRange(path: string, from: number, to: number, opts: LogOpts, since: number | undefined, out: Limiter, completeOnly = false): Promise<number> {
+async function emitRange(path: string, from: number, to: number, opts: LogOpts, since: number | undefined, out: Limiter, completeOnly: boolean): Promise<number> {
   let pos = from;
-  let carry = "";
-  const dec = new TextDecoder();
+  let carry = new Uint8Array();
   while (pos < to && !out.full()) {
     const chunk = readRange(path, pos, Math.min(CHUNK, to - pos));
     if (chunk.byteLength === 0) break;
     pos += chunk.byteLength;
-    const text = carry + dec.decode(chunk, { stream: true });
-    const cut = text.lastIndexOf("\n");
-    if (cut < 0) {
-      carry = text;
-      continue;
-    }
-    carry = text.slice(cut + 1);
-    const lines = formatLines(text.slice(0, cut).split("\n"), opts, since);
+    const bytes = carry.byteLength ? concat(carry, chunk) : chunk;
+    const cut = completeEnd(bytes);
+    carry = bytes.slice(cut);
+    if (cut === 0) continue;
+    const lines = formatLines(dec.decode(bytes.subarray(0, cut - 1)).split("\n"), opts, since);
     if (lines.length) await out.push(`${lines.join("\n")}\n`);
   }
-  if (carry !== "" && !completeOnly) {
-    const lines = formatLines([carry], opts, since);
+  if (carry.byteLength && !completeOnly) {
+    const lines = formatLines([dec.decode(carry)], opts, since);
     if (lines.length) await out.push(`${lines.join("\n")}\n`);
     return pos;
   }
-  return pos - byteLength(carry);
+  return pos - carry.byteLength;
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.byteLength + b.byteLength);
+  out.set(a);
+  out.set(b, a.byteLength);
+  return out;
 }
 
 /** Byte offset where the last `n` lines begin. */

@@ -535,6 +535,12 @@ export function createService(d: ServiceDeps): Service {
       const ad = (await queueSnapshot().catch(() => undefined))?.ads.get(r.uid);
       return ad ? adNumber(ad, "JobStatus") : undefined;
     },
+    async containerState(r, c) {
+      const k = containerKey(c.name, c.init);
+      const ad = (await queueSnapshot().catch(() => undefined))?.ads.get(r.uid);
+      // In the queue: the chirped line; gone: the podstate file that came back with the output.
+      return ad ? linesFromAd(ad, r.containers).get(k) : readStateFiles(r.dir, [k]).get(k);
+    },
     async refresh(r) {
       await statusOf([r]).catch(() => undefined);
     },

@@ -78,3 +78,62 @@ export function applyLogOptions(text: string, opts: LogOpts, nowMs: number): Uin
 export function truncateBytes(bytes: Uint8Array, max: number): Uint8Array {
   return bytes.byteLength <= max ? bytes : bytes.subarray(0, max);
 }
+
+const NL = 0x0a;
+
+function startsWith(hay: Uint8Array, prefix: Uint8Array): boolean {
+  if (hay.byteLength < prefix.byteLength) return false;
+  for (let i = 0; i < prefix.byteLength; i++) if (hay[i] !== prefix[i]) return false;
+  return true;
+}
+
+/** Last index of `needle` in `hay` that starts at or before `from`, or -1. */
+function lastIndexOfBytes(hay: Uint8Array, needle: Uint8Array, from = hay.byteLength - needle.byteLength): number {
+  const n = needle.byteLength;
+  outer: for (let i = Math.min(from, hay.byteLength - n); i >= 0; i--) {
+    for (let j = n - 1; j >= 0; j--) if (hay[i + j] !== needle[j]) continue outer;
+    return i;
+  }
+  return -1;
+}
+
+/**
+ * Where the bytes not yet seen begin in the tail window of a growing log, found by overlap: just
+ * after the last complete line already seen (`anchor`, without its newline). Lines carry a
+ * microsecond timestamp, so a line is as good as an offset, and unlike an offset it survives a
+ * window whose start moves. `whole`: the window holds the whole file.
+ *
+ * Returns the index, or undefined when the anchor is not in the window: a bigger window may find
+ * it (not whole), or the file is not the one the anchor came from (whole: it was rotated).
+ */
+export function findAfterAnchor(tail: Uint8Array, anchor: Uint8Array | undefined, whole: boolean): number | undefined {
+  if (anchor === undefined) return whole ? 0 : undefined;
+  const needle = new Uint8Array(anchor.byteLength + 2);
+  needle[0] = NL;
+  needle.set(anchor, 1);
+  needle[needle.byteLength - 1] = NL;
+  const at = lastIndexOfBytes(tail, needle);
+  if (at >= 0) return at + needle.byteLength;
+  // The anchor is the file's first line: only a whole window proves the line starts there.
+  if (whole && startsWith(tail, needle.subarray(1))) return needle.byteLength - 1;
+  return undefined;
+}
+
+/** The index just past the last newline (0 when there is none): where a partial last line starts. */
+export function completeEnd(bytes: Uint8Array): number {
+  return bytes.lastIndexOf(NL) + 1;
+}
+
+/** The last complete line (without its newline) of bytes, or undefined when there is none. */
+export function lastCompleteLine(bytes: Uint8Array): Uint8Array | undefined {
+  const end = completeEnd(bytes);
+  if (end === 0) return undefined;
+  // (A negative fromIndex would count from the end.)
+  const start = end >= 2 ? bytes.lastIndexOf(NL, end - 2) + 1 : 0;
+  return bytes.slice(start, end - 1);
+}
+
+/** Index of the first line start in a window whose first line may be cut (after the first newline). */
+export function firstLineStart(bytes: Uint8Array): number {
+  return bytes.indexOf(NL) + 1;
+}

@@ -255,6 +255,116 @@ describe("running pod: every option (spec: interlink §7, §11.25)", () => {
   }, 90_000);
 });
 
+describe("follow ends when the container terminates (spec: interlink §7, §11.26)", () => {
+  test("spec: interlink §7 a side container's follow ends when it ends, while its sibling runs on", async () => {
+    const p = makeCreateRequest({
+      metadata: { name: "two-ctr", uid: uid() },
+      spec: {
+        containers: [
+          { name: "side", image: "busybox", command: ["sh", "-c", "echo s1; sleep 2; echo s2"], resources: {} },
+          { name: "main", image: "busybox", command: ["sh", "-c", "sleep 90"], resources: {} },
+        ],
+      },
+    });
+    expect((await sc.call("POST", "/create", p)).status).toBe(200);
+    await eventually(async () => ((await statusOf(p.pod))?.containers.some((c: Json) => c.state.running) ? true : undefined), 60_000, "running");
+    const r = await rawLogs(p.pod, "side", { Follow: true });
+    expect(r.status).toBe(200);
+    expect(r.body).toBe("s1\ns2\n");
+    // It ended with its container, not with the job.
+    const main = (await statusOf(p.pod)).containers.find((c: Json) => c.name === "main");
+    expect(main.state.running).toBeTruthy();
+    await sc.call("POST", "/delete", p.pod);
+  }, 150_000);
+
+  test("spec: interlink §7 an init container's follow ends when it ends", async () => {
+    const p = makeCreateRequest({
+      metadata: { name: "init-ctr", uid: uid() },
+      spec: {
+        initContainers: [{ name: "setup", image: "busybox", command: ["sh", "-c", "echo i1; sleep 2; echo i2"], resources: {} }],
+        containers: [{ name: "main", image: "busybox", command: ["sh", "-c", "sleep 90"], resources: {} }],
+      },
+    });
+    expect((await sc.call("POST", "/create", p)).status).toBe(200);
+    const r = await rawLogs(p.pod, "setup", { Follow: true });
+    expect(r.status).toBe(200);
+    expect(r.body).toBe("i1\ni2\n");
+    const s = await statusOf(p.pod);
+    expect(s.initContainers[0].state.terminated).toBeTruthy();
+    expect(s.containers[0].state.terminated).toBeFalsy();
+    await sc.call("POST", "/delete", p.pod);
+  }, 150_000);
+
+  test("spec: interlink §7 a restart ends the follow after the whole instance (as kubectl logs -f on a kubelet), never hangs", async () => {
+    // Exits 1 and restarts (MaxRestarts 3, 1-2 s backoff): the job outlives each instance.
+    const p = pod("crashloop", "echo first; sleep 3; echo last; exit 1", { restartPolicy: "Always" });
+    expect((await sc.call("POST", "/create", p)).status).toBe(200);
+    await running(p.pod);
+    const r = await rawLogs(p.pod, "main", { Follow: true });
+    expect(r.status).toBe(200);
+    // "last" is written just before the exit, then the log is rotated: it comes from the previous file.
+    expect(r.body).toBe("first\nlast\n");
+    const c = (await statusOf(p.pod)).containers[0];
+    expect(c.state.terminated).toBeFalsy();
+    await sc.call("POST", "/delete", p.pod);
+  }, 150_000);
+
+  test("spec: interlink §7 follow on a finished pod closes right after sending", async () => {
+    const p = pod("follow-done", "echo a; echo b");
+    expect((await sc.call("POST", "/create", p)).status).toBe(200);
+    await done(p.pod);
+    // Ten in a row: one poll interval (1 s) of waiting each would take 10 s.
+    const t0 = Date.now();
+    for (let i = 0; i < 10; i++) expect((await rawLogs(p.pod, "main", { Follow: true })).body).toBe("a\nb\n");
+    expect(Date.now() - t0).toBeLessThan(6000);
+  }, 90_000);
+
+  test("spec: interlink §7 follow keeps every line of a log that grows fast and past 16 MiB", async () => {
+    const p = pod("torrent", "echo start; while [ ! -e /tmp/stop ]; do sleep 0.2; done; echo done");
+    expect((await sc.call("POST", "/create", p)).status).toBe(200);
+    await running(p.pod);
+    await eventually(async () => ((await logs(p.pod, "main")).body === "start\n" ? true : undefined), 20_000, "start");
+    const box = sandboxOf(p.pod.metadata.uid);
+    const fs = require("node:fs");
+    let received = 0;
+    const follow = rawLogs(p.pod, "main", { Follow: true }, { data: (t) => (received += t.length) });
+    await eventually(() => (received > 0 ? true : undefined), 20_000, "first bytes");
+    // The wrapper's logger writes ~2 MB/s; appending stamped lines to the job's log file as the
+    // logger would reaches 20 MiB in ten seconds: about 2 MiB, far more than 64 KiB, between two
+    // polls, and so far below 16 MiB that a slow poll on a busy machine still sees it all.
+    const expected: string[] = ["start"];
+    const pad = "y".repeat(100);
+    const base = Date.now() * 1000;
+    const fd = fs.openSync(`${box}/c.main.log`, "a");
+    let k = 0;
+    for (let chunk = 0; chunk < 40; chunk++) {
+      let block = "";
+      for (let i = 0; i < 4096; i++, k++) {
+        const us = base + k;
+        const text = `n=${k} ${pad}`;
+        block += `${new Date(Math.floor(us / 1000)).toISOString().slice(0, 23)}${String(us % 1000).padStart(3, "0")}Z ${text}\n`;
+        expected.push(text);
+      }
+      fs.writeSync(fd, block);
+      await Bun.sleep(250);
+    }
+    fs.closeSync(fd);
+    expect(fs.statSync(`${box}/c.main.log`).size).toBeGreaterThan(16 * 1024 * 1024 + 1024 * 1024);
+    fs.writeFileSync(`${box}/tmp/stop`, "");
+    expected.push("done");
+    const r = await follow;
+    const got = r.body.split("\n");
+    expect(got.pop()).toBe("");
+    // Every line, once, in order (compared by count and ends first to keep a failure readable).
+    // More than 16 MiB between two polls would skip lines (with a warning): not at this rate.
+    expect(sc.log().split("\n").filter((l) => l.includes("log follow skipped lines"))).toEqual([]);
+    expect(got.length).toBe(expected.length);
+    expect(got.slice(-2)).toEqual(expected.slice(-2));
+    expect(got.findIndex((l, i) => l !== expected[i])).toBe(-1);
+    await sc.call("POST", "/delete", p.pod);
+  }, 180_000);
+});
+
 describe("errors and edge cases", () => {
   test("§11.27 unknown pod → 404 plain text", async () => {
     const r = await logs({ metadata: { namespace: "default", uid: "9999aaaa-0000-4000-8000-000000000000", name: "ghost" } }, "main");
@@ -309,6 +419,19 @@ describe("shutdown", () => {
     }
   }, 120_000);
 });
+
+/** A running job's sandbox in minicondor (execute/dir_<n>/scratch), found by the pod UID. */
+function sandboxOf(podUid: string): string {
+  const fs = require("node:fs");
+  const root = `${sc.home}/execute`;
+  for (const d of fs.readdirSync(root)) {
+    const box = `${root}/${d}/scratch`;
+    try {
+      if (fs.readFileSync(`${box}/podstate/wrapper.log`, "utf8").includes(podUid)) return box;
+    } catch {}
+  }
+  throw new Error(`no sandbox for ${podUid}`);
+}
 
 function countTails(): number {
   try {

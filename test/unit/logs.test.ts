@@ -1,6 +1,7 @@
-// kubectl logs options on the wrapper's stamped lines (spec: interlink §7, §11.25).
+// kubectl logs options on the wrapper's stamped lines (spec: interlink §7, §11.25), and the byte
+// helpers of log follow.
 import { describe, expect, test } from "bun:test";
-import { LogRequestSchema, applyLogOptions, truncateBytes } from "../../src/core/logs.ts";
+import { LogRequestSchema, applyLogOptions, completeEnd, findAfterAnchor, firstLineStart, lastCompleteLine, truncateBytes } from "../../src/core/logs.ts";
 
 const log = ["2026-11-22T10:00:00.000001Z one", "2026-11-22T10:00:10.000002Z two", "2026-11-22T10:00:20.000003Z three é", ""].join("\n");
 const now = Date.parse("2026-11-22T10:00:25Z");
@@ -31,4 +32,46 @@ describe("applyLogOptions", () => {
 describe("truncateBytes", () => {
   test("cuts raw bytes, never re-encodes", () => expect([...truncateBytes(enc("éa"), 1)]).toEqual([0xc3]));
   test("shorter input is returned as is", () => expect(text(truncateBytes(enc("ab"), 5))).toBe("ab"));
+});
+
+describe("findAfterAnchor: what is new in a tail window", () => {
+  const l = (n: number) => `2026-11-22T10:00:00.00000${n}Z line ${n}`;
+  const file = `${l(1)}\n${l(2)}\n${l(3)}\n${l(4)}\npart`;
+  const table: [string, string, string | undefined, boolean, string | undefined][] = [
+    ["after the anchor in the middle", file, l(2), true, `${l(3)}\n${l(4)}\npart`],
+    ["anchor is the last complete line: only the partial line is new", file, l(4), true, "part"],
+    ["anchor is the first line of a whole file", file, l(1), true, `${l(2)}\n${l(3)}\n${l(4)}\npart`],
+    ["first line of a cut window is not trusted", file.slice(5), l(1).slice(5), false, undefined],
+    ["a line that only ends like the anchor does not match", `x${l(2)}\n${l(3)}\n`, l(2), true, undefined],
+    ["not in a cut window: a bigger one may find it", file.slice(40), l(1), false, undefined],
+    ["not in a whole file: the file was rotated", `${l(5)}\n`, l(2), true, undefined],
+    ["no anchor, whole: everything is new", file, undefined, true, file],
+    ["no anchor, cut window: a bigger one is needed", file, undefined, false, undefined],
+    ["the last occurrence wins (a repeated line)", `${l(1)}\nA\n${l(1)}\nB\n`, l(1), true, "B\n"],
+  ];
+  for (const [name, win, anchor, whole, want] of table) {
+    test(name, () => {
+      const w = enc(win);
+      const at = findAfterAnchor(w, anchor === undefined ? undefined : enc(anchor), whole);
+      expect(at === undefined ? undefined : text(w.subarray(at))).toBe(want);
+    });
+  }
+});
+
+describe("line helpers", () => {
+  test("completeEnd", () => {
+    expect(completeEnd(enc("a\nb"))).toBe(2);
+    expect(completeEnd(enc("ab"))).toBe(0);
+    expect(completeEnd(enc("a\n"))).toBe(2);
+  });
+  test("lastCompleteLine", () => {
+    expect(text(lastCompleteLine(enc("a\nbc\nd"))!)).toBe("bc");
+    expect(text(lastCompleteLine(enc("bc\n"))!)).toBe("bc");
+    expect(text(lastCompleteLine(enc("\n"))!)).toBe("");
+    expect(lastCompleteLine(enc("partial"))).toBeUndefined();
+  });
+  test("firstLineStart", () => {
+    expect(firstLineStart(enc("ut\nnext\n"))).toBe(3);
+    expect(firstLineStart(enc("no newline"))).toBe(0);
+  });
 });
