@@ -205,6 +205,8 @@ find_runtime() {
     wlog "no container runtime: looked for \${cands[*]}"
     return 1
   fi
+  # The runtime is started from / (see in_root): a path relative to the sandbox must not break.
+  [[ $RT == /* ]] || RT=$SANDBOX/$RT
   local out major minor flavour
   out=$(timeout -k 5 120 "$RT" --version 2>&1 </dev/null)
   wlog "container runtime: $RT ($out)"
@@ -431,7 +433,7 @@ run_handler() {
       if [[ $C_IMAGE_KIND == host ]]; then
         (cd -- "\${C_WORKDIR:-$SANDBOX}" && exec \${tl[@]+"\${tl[@]}"} env -i -- \${HOST_ENV[@]+"\${HOST_ENV[@]}"} "$@") </dev/null
       else
-        \${tl[@]+"\${tl[@]}"} env \${RT_ENV[@]+"\${RT_ENV[@]}"} "$RT" exec \${EXEC_FLAGS[@]+"\${EXEC_FLAGS[@]}"} "instance://$INST" \${CTR_ENV[@]+"\${CTR_ENV[@]}"} "$@" </dev/null
+        (in_root \${tl[@]+"\${tl[@]}"} env \${RT_ENV[@]+"\${RT_ENV[@]}"} "$RT" exec \${EXEC_FLAGS[@]+"\${EXEC_FLAGS[@]}"} "instance://$INST" \${CTR_ENV[@]+"\${CTR_ENV[@]}"} "$@") </dev/null
       fi ;;
     httpGet) http_get "$tmo" "$@" ;;
     tcpSocket) \${tl[@]+"\${tl[@]}"} "$BASH" -c 'exec 3<>"/dev/tcp/$1/$2"' tcp "$1" "$2" </dev/null ;;
@@ -566,6 +568,14 @@ stop_requested() {
   return 1
 }
 
+# in_root <command...>: runs a command from /. Apptainer binds the caller's working directory into
+# the container (all but / and a few system directories), and the sandbox holds every container's
+# env file: the runtime is never started from there. A container without workingDir then starts in
+# /, as the image's default would be, not in the sandbox.
+in_root() {
+  cd / && exec "$@"
+}
+
 # watched <label> <command...>: runs a command in the background (output to wrapper.log),
 # killing it on a stop.
 watched() {
@@ -614,7 +624,7 @@ launch_main() {
     fi
     (
       [[ -n \${NAP_FD:-} ]] && exec {NAP_FD}>&-
-      exec env \${RT_ENV[@]+"\${RT_ENV[@]}"} "\${argv[@]}"
+      in_root env \${RT_ENV[@]+"\${RT_ENV[@]}"} "\${argv[@]}"
     ) </dev/null >"$fifo" 2>&1 &
   fi
   MAIN_PID=$!
@@ -653,7 +663,7 @@ run_once() {
   KILL_REASON= SENT_SIGNAL= END_REASON= RC=0
   if [[ $C_IMAGE_KIND != host ]]; then
     wlog "instance start $INST"
-    watched "$C_KEY runtime" env \${RT_ENV[@]+"\${RT_ENV[@]}"} "$RT" instance start "\${START_FLAGS[@]}" "$C_IMAGE" "$INST"
+    watched "$C_KEY runtime" in_root env \${RT_ENV[@]+"\${RT_ENV[@]}"} "$RT" instance start "\${START_FLAGS[@]}" "$C_IMAGE" "$INST"
     RC=$?
     if ((RC != 0)); then
       wlog "instance start failed (exit $RC)"

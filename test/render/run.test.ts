@@ -283,7 +283,8 @@ const deadline = scenario(
 );
 
 const dummy = scenario(plan({ dummy: true, containers: [sh("main", "exit 9"), sh("side", "exit 9", { index: 1 })] }), {
-  dummySeconds: 1,
+  // Long enough for the 50 ms snapshots to see "running" on a loaded machine.
+  dummySeconds: 3,
 });
 
 const noRuntime = scenario(
@@ -348,7 +349,7 @@ const postStartOk = scenario(
     containers: [
       sh(
         "hooked",
-        't="main-$$-$RANDOM"; echo "$t" > /shared/token; echo "$t" > /tmp/token; ' +
+        't="main-$$-$RANDOM"; echo "$t" > /shared/token; echo "$t" > /tmp/token.tmp && mv /tmp/token.tmp /tmp/token; ' +
           "for i in $(seq 300); do [ -e /tmp/hooked ] && break; sleep 0.1; done; cat /tmp/hooked > /shared/hooked",
         {
           postStart: {
@@ -532,6 +533,21 @@ const probePeriod = scenario(
   }),
 );
 
+// Apptainer binds the caller's working directory into the container unless it is / (or another
+// system directory): the runtime must never be started from the sandbox, where env/*.env of every
+// container lies. Without workingDir a container starts in / (the image's default), not there.
+const cwdRuns = scenario(
+  plan({
+    initContainers: [initContainer("first", 0, { command: ["bash", "-c", "pwd > /shared/pwd.init"], mounts: [shared] })],
+    containers: [
+      sh("nowd", "pwd > /shared/pwd.main; for i in $(seq 300); do [ -e /shared/pwd.hook ] && break; sleep 0.1; done", {
+        postStart: { kind: "exec", command: ["bash", "-c", "pwd > /shared/pwd.tmp && mv /shared/pwd.tmp /shared/pwd.hook"] },
+      }),
+      sh("withwd", "pwd > /shared/pwd.wd", { index: 1, workingDir: "/shared" }),
+    ],
+  }),
+);
+
 /** NAME=value records of `env -0` output. */
 function envRecords(text: string): Map<string, string> {
   const m = new Map<string, string>();
@@ -611,6 +627,12 @@ describe("a pod runs as one job", () => {
     const o = await nested;
     expect(o.code).toBe(0);
     expect([file(o, "emptydir/sub/f"), file(o, "emptydir/data/g"), file(o, "emptydir/t/h")]).toEqual(["s\n", "d\n", "t\n"]);
+  });
+
+  test("the runtime runs from /, never from the sandbox: no workingDir means /, in every container and hook", async () => {
+    const o = await cwdRuns;
+    expect(o.code).toBe(0);
+    expect(["pwd.init", "pwd.main", "pwd.hook", "pwd.wd"].map((f) => file(o, `emptydir/shared/${f}`))).toEqual(["/\n", "/\n", "/\n", "/shared\n"]);
   });
 
   test("args without command: the image's entrypoint runs with them", async () => {
@@ -801,10 +823,13 @@ describe("restarts", () => {
 describe("probes", () => {
   test("a failed liveness probe kills with the probe's own terminationGracePeriodSeconds", async () => {
     const o = await probeGrace;
-    expect(readState(o.dir, "stuck")).toMatchObject({ state: "terminated", reason: "LivenessProbeFailed", exitCode: 137, signal: 9 });
-    // The pod's grace is 30 s: a kill that waited for it would take that long.
-    expect(o.ms).toBeLessThan(20_000);
-    expect(wrapperLog(o.dir)).toContain("stopping the container: LivenessProbeFailed (grace 1s)");
+    const end = readState(o.dir, "stuck")!;
+    expect(end).toMatchObject({ state: "terminated", reason: "LivenessProbeFailed", exitCode: 137, signal: 9 });
+    // From the decision to the end: the probe's 1 s (and the SIGKILL), not the pod's 30 s.
+    const line = wrapperLog(o.dir).split("\n").find((l) => l.includes("stopping the container: LivenessProbeFailed (grace 1s)"));
+    expect(line).toBeDefined();
+    const decided = Date.parse(line!.split(" ")[0]!);
+    expect(end.finishedAt! * 1000 - decided).toBeLessThan(15_000);
   });
 
   test("periodSeconds runs from the start of one probe to the start of the next", async () => {
