@@ -136,6 +136,8 @@ export async function scheddMain(home: string): Promise<void> {
 
   for (;;) {
     const cfg = loadConfig(home);
+    // a test that deleted the home is over: nobody will ever ask for these jobs again
+    if (!fs.existsSync(path.join(home, "state.db"))) { stopping = true; log("home deleted"); }
     if (stopping) {
       for (const ch of children.values()) killGroup(ch.pid, "SIGKILL");
       for (const ch of children.values()) killByEnv(`_CONDOR_SCRATCH_DIR=${ch.scratch}`);
