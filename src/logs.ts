@@ -54,9 +54,11 @@ const LIVE_MAX_BYTES = 16 * 1024 * 1024;
 const FOLLOW_MIN_WINDOW = 64 * 1024;
 const CHUNK = 64 * 1024;
 const FOLLOW_POLL_MS = 1000;
+/** Polls in a row where the last line sent is in neither log file before follow gives up. */
+const ROTATION_RETRIES = 5;
 
 /** The last bytes of a log; `whole` when they are the whole file. */
-type Window = { bytes: Uint8Array; whole: boolean };
+type Window = { bytes: Uint8Array; whole: boolean; missing?: boolean };
 /** Where the log is now: a live tail window, a local file, or nowhere yet (queued, not running). */
 type Source = { kind: "live"; window: Window } | { kind: "file"; path: string } | { kind: "none" };
 
@@ -95,7 +97,8 @@ export function createLogService(d: LogDeps) {
     const src = await source(uid, file, maxBytes);
     if (src.kind === "none") return undefined;
     if (src.kind === "live") return src.window;
-    const size = fileSize(src.path) ?? 0;
+    const size = fileSize(src.path);
+    if (size === undefined) return { bytes: new Uint8Array(), whole: true, missing: true };
     const start = Math.max(0, size - maxBytes);
     // Decoded and encoded as condor_tail's output is, so that a line seen live matches in the file.
     const bytes = size > start ? enc.encode(dec.decode(readRange(src.path, start, size - start))) : new Uint8Array();
@@ -111,8 +114,8 @@ export function createLogService(d: LogDeps) {
     for (;;) {
       const w = await tailWindow(uid, file, max);
       if (!w) return "none";
-      // A job that ended with no log file (lost): nothing more will come.
-      if (final && w.whole && w.bytes.byteLength === 0) return { bytes: w.bytes, anchor, hint };
+      // No file: not written yet (shared filesystem), or a job that ended without it (lost).
+      if (w.missing) return final ? { bytes: w.bytes, anchor, hint } : "none";
       let at = findAfterAnchor(w.bytes, anchor, w.whole);
       if (at === undefined && !w.whole && max < LIVE_MAX_BYTES) {
         // Each try is one more condor_tail: grow fast (64 KiB → 16 MiB in four steps).
@@ -178,31 +181,43 @@ export function createLogService(d: LogDeps) {
   /** Follow: every second, send the complete lines written since; see the module comment for the end. */
   async function followLog(uid: string, c: Container, opts: LogOpts, anchor: Uint8Array | undefined, restarts: number | undefined, out: Limiter, signal: AbortSignal) {
     const current = logFileName(c.name, c.init);
+    const previous = logFileName(c.name, c.init, true);
     let hint = FOLLOW_MIN_WINDOW;
+    let misses = 0;
     const send = (bytes: Uint8Array) => emitText(dec.decode(bytes), opts, undefined, out);
-    // The instance ended by a restart: the wrapper moved its log to the previous file first.
-    const finishInstance = async () => {
-      const got = await readNew(uid, logFileName(c.name, c.init, true), anchor, hint, true);
-      if (typeof got === "object") await send(got.bytes);
-      else if (got === "rotated") d.log.warn("log follow: the container restarted again before its log was read; lines may be missing", { uid, container: c.name });
-    };
     while (!out.full() && !signal.aborted) {
       await sleep(FOLLOW_POLL_MS, signal);
       const r = d.store.get(uid);
       if (signal.aborted || !r || r.phase === "deleted" || r.phase === "removing") return;
       const st = await d.containerState(r, c).catch(() => undefined);
       restarts ??= st?.restartCount;
-      if (st && restarts !== undefined && st.restartCount > restarts) return finishInstance();
+      const restarted = st !== undefined && restarts !== undefined && st.restartCount > restarts;
       const final = st?.state === "terminated" || r.terminal !== undefined;
-      const got = await readNew(uid, current, anchor, hint, final);
+      const got = restarted ? "rotated" : await readNew(uid, current, anchor, hint, final);
       // Not running and not ended (queued again, or between queue and history): try again.
       if (got === "none") continue;
-      // Rotated before the state line said so.
-      if (got === "rotated") return finishInstance();
+      if (got === "rotated") {
+        // The instance ended (a restart, or the current file no longer holds the last line sent):
+        // the wrapper moved its log to the previous file, which must hold that line. If it does
+        // not, the read was torn (a sandbox going away as the job ends): look again.
+        const rest = await readNew(uid, previous, anchor, hint, true);
+        if (typeof rest === "object") {
+          await send(rest.bytes);
+          d.log.debug("log follow ends with the container instance (restarted)", { uid, container: c.name, restarts: st?.restartCount });
+          return;
+        }
+        if (++misses < ROTATION_RETRIES) continue;
+        d.log.warn("log follow: the last line sent is in neither log file (restarted twice between two polls?); lines may be missing", { uid, container: c.name });
+        return;
+      }
+      misses = 0;
       await send(got.bytes);
       anchor = got.anchor;
       hint = got.hint;
-      if (final) return;
+      if (final) {
+        d.log.debug("log follow ends: the container terminated or the job ended", { uid, container: c.name, state: st?.state, jobEnded: r.terminal !== undefined });
+        return;
+      }
     }
   }
 

@@ -169,6 +169,9 @@ describe("running pod", () => {
       req.end(body);
     });
     expect(status).toBe(200);
+    // (A container that did not run to its end would explain missing ticks: say so first.)
+    await done(p.pod);
+    expect((await statusOf(p.pod)).containers[0].state.terminated).toMatchObject({ exitCode: 0, reason: "Completed" });
     expect(arrivals.map((a) => a.text).join("")).toBe("tick 1\ntick 2\ntick 3\ntick 4\n");
     // Streamed, not buffered until the end: the first bytes came well before the last.
     expect(arrivals.length).toBeGreaterThan(1);
