@@ -399,6 +399,27 @@ describe("errors and edge cases", () => {
   }, 120_000);
 });
 
+describe("SharedFilesystem: the log files are read in the pod folder", () => {
+  test("spec: interlink §7 follow reads the growing file, ends after the whole instance at a restart", async () => {
+    const own = await startSidecar({ config: "SharedFilesystem: true", env: { MINICONDOR_SHARED_FS: "1" } });
+    try {
+      const p = pod("shared", "echo first; sleep 3; echo last; exit 1", { restartPolicy: "Always" });
+      expect((await own.call("POST", "/create", p)).status).toBe(200);
+      const st = async () => JSON.parse((await own.call("GET", "/status", [p.pod])).body)[0]?.containers[0];
+      await eventually(async () => ((await st())?.state.running ? true : undefined), 60_000, "running");
+      const r = await rawLogs(p.pod, "main", { Follow: true }, undefined, own);
+      expect(r.body).toBe("first\nlast\n");
+      expect((await st()).state.terminated).toBeFalsy();
+      // Read from the pod folder, never through condor_tail.
+      const calls = require("node:fs").readFileSync(`${own.home}/calls.log`, "utf8");
+      expect(calls).not.toContain("condor_tail");
+      await own.call("POST", "/delete", p.pod);
+    } finally {
+      await own.destroy();
+    }
+  }, 120_000);
+});
+
 describe("shutdown", () => {
   test("spec: interlink §7 the sidecar's shutdown closes follow streams", async () => {
     const own = await startSidecar();
