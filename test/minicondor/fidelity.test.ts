@@ -912,7 +912,7 @@ describe("hung tools do not outlive their caller (issue 3: no stray processes)",
     // JobStatus 2 is set when the job is matched, a moment before its process exists
     const pids = await waitFor(() => { const p = homePids(h4); return p.length > 1 ? p : undefined; }, 5000, 50);
     fs.rmSync(h4, { recursive: true, force: true });
-    await waitFor(() => pids.every((p) => !pidAlive(p)), 5000, 50);
+    await waitFor(() => pids!.every((p) => !pidAlive(p)), 5000, 50);
     // cleanup() finds a hung tool by its MINICONDOR_HOME
     const h3 = newHome();
     const held = Bun.spawn([toolPath("condor_q")], { env: { ...env, MINICONDOR_HOME: h3, MINICONDOR_FAULT_CONDOR_Q: "hang" }, stdout: "ignore", stderr: "ignore" });

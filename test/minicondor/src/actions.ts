@@ -206,7 +206,7 @@ function rmMain(tool: string, argv: string[]): number {
     try { node = parse(constraint); } catch { node = parse("false"); }
     const cmsg = ctype === "user" ? ` of user ${constraint.slice(constraint.indexOf(" == ") + 4)}`
       : ctype === "cluster" ? ` in cluster ${constraint.slice(constraint.indexOf(" == ") + 4)}`
-      : ctype === "all" ? "" : ` matching constraint (${constraint})`;
+      : (ctype as CT) === "all" ? "" : ` matching constraint (${constraint})`;
     const n = { ok: 0, notFound: 0, bad: 0, already: 0 };
     let queued = 0;
     tx(db, () => {
