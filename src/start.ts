@@ -162,14 +162,21 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
   for (const w of access.warnings) log.warn(w);
   if (o.proxy && !existsSync(o.proxy)) log.warn(`--proxy ${o.proxy} does not exist (yet): the ping answers 503 until it does`);
 
+  const spoolMode = o.given.has("spool") ? o.spool : config.Spool;
+  const spool = spoolMode === "always" || (spoolMode === "auto" && access.remoteSchedd);
+  if (spool && config.SharedFilesystem) {
+    // A spooled job's _CONDOR_JOB_IWD is the schedd's spool, not the pod folder the logs are read from.
+    throw new ConfigError(
+      `SidecarConfig.yaml: SharedFilesystem: cannot be used with spooling (${spoolMode === "always" ? "Spool/--spool always" : "a remote schedd"}): a spooled job runs from the schedd's spool, not from the pod folder`,
+    );
+  }
+
   const dataRoot = isAbsolute(config.DataRootFolder) ? config.DataRootFolder : resolve(dir, config.DataRootFolder);
   ensureDir(dataRoot);
   ensureDir(join(dataRoot, "pods"));
   const storePath = join(dataRoot, "state.db");
   const store = openStore(runtime.openSqlite(storePath), storePath);
 
-  const spoolMode = o.given.has("spool") ? o.spool : config.Spool;
-  const spool = spoolMode === "always" || (spoolMode === "auto" && access.remoteSchedd);
   const condor = createCondor({
     runtime,
     bin,

@@ -306,6 +306,32 @@ describe("create, status, delete", () => {
 });
 
 describe("server basics (issue: foundation)", () => {
+  test("bad start-up settings exit 2 with one line naming the problem, before anything is created", async () => {
+    const { mkdtempSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const dir = mkdtempSync(join(tmpdir(), "sidecar-start-"));
+    try {
+      const cases: [string, string[], RegExp][] = [
+        ["SharedFilesystem: true\n", ["--spool", "always"], /^htcondor-sidecar: SidecarConfig\.yaml: SharedFilesystem: cannot be used with spooling/],
+        ["", ["--condor-config", join(dir, "missing.config")], /^htcondor-sidecar: --condor-config: .*missing\.config does not exist$/],
+        ["", ["--certfile", dir], /^htcondor-sidecar: --certfile: .* is not a file$/],
+      ];
+      for (const [config, args, message] of cases) {
+        writeFileSync(join(dir, "c.yaml"), `DataRootFolder: ./data\n${config}`);
+        const p = Bun.spawnSync([process.execPath, join(import.meta.dir, "../../src/main.bun.ts"), "--config", join(dir, "c.yaml"), "--condor-bin", join(import.meta.dir, "../minicondor/bin"), ...args], {
+          env: { PATH: process.env.PATH ?? "/usr/bin:/bin", MINICONDOR_HOME: join(dir, "mc") },
+        });
+        const lines = p.stderr.toString().trim().split("\n").filter((l) => !l.includes('"level":"warn"'));
+        expect(p.exitCode).toBe(2);
+        expect(lines.length).toBe(1);
+        expect(lines[0]).toMatch(message);
+        expect(existsSync(join(dir, "data"))).toBe(false);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
   test("one log line per request: method, path, status, duration and interLink's session header; a 413 too", async () => {
     const own = await startSidecar({ config: "BodyLimit: 1024\n" });
     try {
