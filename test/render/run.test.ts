@@ -83,17 +83,34 @@ function file(o: Outcome, rel: string): string {
 // ---------------------------------------------------------------------------------------------
 // Scenarios
 
-/** A fake condor_chirp that records its arguments (NUL-separated, one call per line). */
-function fakeCondor(): string {
+/**
+ * A fake condor_chirp that records its arguments (NUL-separated, one call per line); with `fail`,
+ * it then fails as condor_chirp does when it cannot reach the starter.
+ */
+function fakeCondor(fail = false): string {
   const root = tempDir("fake-condor-");
   mkdirSync(join(root, "bin"));
   mkdirSync(join(root, "libexec"));
   writeFileSync(
     join(root, "libexec/condor_chirp"),
-    `#!/bin/bash\n[[ -n $PATH ]] || exit 99\nprintf '%s\\0' "$@" >>"${root}/chirp.calls"\necho >>"${root}/chirp.calls"\n`,
+    `#!/bin/bash\n[[ -n $PATH ]] || exit 99\nprintf '%s\\0' "$@" >>"${root}/chirp.calls"\necho >>"${root}/chirp.calls"\n` +
+      (fail ? "echo 'cannot connect to the starter' >&2\nexit 1\n" : ""),
     { mode: 0o755 },
   );
+  writeFileSync(join(root, "chirp.config"), "fake");
   return root;
+}
+
+/** The job environment that makes the wrapper use a fake condor from fakeCondor(). */
+function chirpEnv(root: string): Record<string, string> {
+  return { _CONDOR_BIN: join(root, "bin"), _CONDOR_CHIRP_CONFIG: join(root, "chirp.config") };
+}
+
+/** The calls a fake condor_chirp recorded: each its arguments, or ["MARK", text] for a line a test wrote. */
+function chirpCalls(root: string): string[][] {
+  const p = join(root, "chirp.calls");
+  if (!existsSync(p)) return [];
+  return readFileSync(p, "utf8").split("\n").filter(Boolean).map((l) => (l.startsWith("MARK ") ? ["MARK", l.slice(5)] : l.split("\0").slice(0, -1)));
 }
 const condor = fakeCondor();
 
@@ -151,11 +168,26 @@ const basics = scenario(
       }),
     ],
   }),
-  {
-    env: { _CONDOR_BIN: join(condor, "bin"), _CONDOR_CHIRP_CONFIG: join(condor, "chirp.config") },
-    prepare: () => writeFileSync(join(condor, "chirp.config"), "fake"),
-  },
+  { env: chirpEnv(condor) },
 );
+
+// After an eviction HTCondor runs the whole job again, on another slot, and the job ad still holds
+// the last states the previous run chirped (often "terminated"): the fresh states are chirped at
+// setup, before anything of the pod runs (the CommandPrefix marks that moment in the call list),
+// the init container's and the waiting containers' alike.
+const rerunCondor = fakeCondor();
+const rerun = scenario(
+  plan({
+    commandPrefix: `echo 'MARK prefix' >> ${shQuote(join(rerunCondor, "chirp.calls"))}`,
+    initContainers: [initContainer("prep", 0, { command: ["true"] })],
+    containers: [sh("main", "true"), sh("side", "true", { index: 1 })],
+  }),
+  { env: chirpEnv(rerunCondor) },
+);
+
+// A condor_chirp that fails on every call (the starter unreachable) from the first, setup's, on.
+const chirpFailsCondor = fakeCondor(true);
+const chirpFails = scenario(plan({ containers: [sh("main", "echo ran")] }), { env: chirpEnv(chirpFailsCondor) });
 
 const initFails = scenario(
   plan({
@@ -674,7 +706,7 @@ describe("a pod runs as one job", () => {
     expect(seen[0]).toBe("waiting");
     expect(seen.at(-1)).toBe("terminated");
     expect(seen).toContain("running");
-    const calls = readFileSync(join(condor, "chirp.calls"), "utf8").split("\n").filter(Boolean).map((l) => l.split("\0").slice(0, -1));
+    const calls = chirpCalls(condor);
     for (const c of calls) {
       expect(c[0]).toBe("set_job_attr");
       expect(c[1]).toMatch(/^InterLink(Init|Ctr)\d+State$/);
@@ -683,6 +715,39 @@ describe("a pod runs as one job", () => {
     const last = (attr: string) => calls.filter((c) => c[1] === attr).at(-1)?.[2];
     expect(last("InterLinkCtr1State")).toBe(`"${file(o, "podstate/c.b").trim()}"`);
     expect(last("InterLinkInit0State")).toBe(`"${file(o, "podstate/i.one").trim()}"`);
+  });
+
+  test("a run chirps every container's fresh state at setup, replacing what a previous run left in the job ad", async () => {
+    const o = await rerun;
+    expect(o.code).toBe(0);
+    const calls = chirpCalls(rerunCondor);
+    const mark = calls.findIndex((c) => c[0] === "MARK");
+    expect(mark).toBeGreaterThan(0);
+    const early = calls.slice(0, mark);
+    expect(early.map((c) => [c[0], c[1]])).toEqual([
+      ["set_job_attr", "InterLinkInit0State"],
+      ["set_job_attr", "InterLinkCtr0State"],
+      ["set_job_attr", "InterLinkCtr1State"],
+    ]);
+    for (const c of early) {
+      expect(c[2]).toMatch(/^"[^"]*"$/);
+      expect(parseStateLine(c[2]!.slice(1, -1))).toMatchObject({ state: "waiting", reason: "ContainerCreating", restartCount: 0, ready: false });
+    }
+    // …and the run's own states follow as usual.
+    const last = (attr: string) => calls.filter((c) => c[1] === attr).at(-1)?.[2];
+    expect(last("InterLinkCtr1State")).toBe(`"${file(o, "podstate/c.side").trim()}"`);
+    expect(readState(o.dir, "side")).toMatchObject({ state: "terminated", reason: "Completed" });
+  });
+
+  test("a condor_chirp that fails from setup on never fails the job: the state files still come back", async () => {
+    const o = await chirpFails;
+    expect(o.code).toBe(0);
+    expect(logText(o.dir, "main")).toEqual(["ran"]);
+    expect(readState(o.dir, "main")).toMatchObject({ state: "terminated", reason: "Completed", exitCode: 0 });
+    const calls = chirpCalls(chirpFailsCondor);
+    expect(calls[0]?.[1]).toBe("InterLinkCtr0State");
+    expect(calls.length).toBeGreaterThanOrEqual(3); // setup, running, terminated
+    expect(wrapperLog(o.dir)).toContain("condor_chirp set_job_attr InterLinkCtr0State failed (exit 1): cannot connect to the starter");
   });
 
   test("background commands are stopped when the pod ends", async () => {

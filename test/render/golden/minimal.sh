@@ -196,13 +196,13 @@ state_line() {
     "${L_STARTED:--}" "${L_FINISHED:--}" "${S_SIGNAL:--}"
 }
 
-# write_state <key> <attr> <line> [chirp: 1|0]: atomic file update, then chirp.
+# write_state <key> <attr> <line>: atomic file update, then chirp.
 write_state() {
   local tmp=$RUN_DIR/state.$1.$BASHPID
   if printf '%s\n' "$3" >"$tmp" && mv -f -- "$tmp" "$STATE_DIR/$1"; then :; else
     wlog "cannot write $STATE_DIR/$1"
   fi
-  if [[ ${4:-1} == 1 ]]; then chirp_attr "$2" "\"$3\""; fi
+  chirp_attr "$2" "\"$3\""
 }
 
 report() {
@@ -326,14 +326,16 @@ setup() {
   for i in ${EMPTY_DIRS[@]+"${EMPTY_DIRS[@]}"}; do
     mkdir -p -- "emptydir/$i" || wlog "cannot create emptydir/$i"
   done
-  # Everything listed in transfer_output_files exists from the start.
+  # Everything listed in transfer_output_files exists from the start. The fresh states are
+  # chirped too: after an eviction HTCondor runs the job again from scratch, and the job ad still
+  # holds the previous run's last states (often "terminated") until this run reports each one.
   for fn in ${INIT_CONTAINERS[@]+"${INIT_CONTAINERS[@]}"} ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
     "$fn"
     : >>"$LOG_DIR/$C_KEY.log"
     : >>"$LOG_DIR/$C_KEY.prev.log"
     reset_state
     state_line
-    write_state "$C_KEY" "$C_ATTR" "$LINE" 0
+    write_state "$C_KEY" "$C_ATTR" "$LINE"
   done
   CURL=$(type -P curl || :)
   # What HTCondor set for the slot and the containers keep.
@@ -929,8 +931,9 @@ main() {
   fi
   wrapper_init
   trap 'request_stop Killed' TERM INT HUP
-  setup
+  # Before setup, which chirps the containers' first states.
   find_chirp
+  setup
   ((DUMMY)) && dummy_pod
 
   local rc fn code
