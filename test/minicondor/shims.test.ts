@@ -354,6 +354,40 @@ describe("bind mounts", () => {
       fs.rmSync(`/tmp/${uniq}-visible`);
     }
   });
+
+  // Apptainer binds the caller's working directory at its own path (addCwdMount) unless it is / or
+  // an operating-system directory (or under /sys, /proc, /dev), or -c/-C or --no-mount cwd is given;
+  // the shim records the bind as MINICONDOR_CWD_BOUND (see shims/README.md, "Mounts").
+  test("the caller's working directory is bound, except from / and system directories, with -c/-C or --no-mount cwd", async () => {
+    const show = ["sh", "-c", 'echo "[${MINICONDOR_CWD_BOUND-}]"'];
+    const bound = async (args: string[], cwd: string) => {
+      const r = await app(args, { cwd, env: { MINICONDOR_CWD_BOUND: "from-the-caller" } });
+      expect([args, r.stderr, r.code]).toEqual([args, "", 0]);
+      return r.stdout.trim().slice(1, -1);
+    };
+    expect(await bound(["exec", "docker://busybox", ...show], work)).toBe(work);
+    expect(await bound(["run", "--no-eval", "docker://busybox", ...show], work)).toBe(work);
+    for (const dir of ["/", "/usr", "/etc", "/proc/self"]) expect([dir, await bound(["exec", "docker://busybox", ...show], dir)]).toEqual([dir, ""]);
+    for (const flags of [["-c"], ["--containall"], ["--no-mount", "home,cwd"], ["--no-mount=cwd"]]) {
+      expect([flags, await bound(["exec", ...flags, "docker://busybox", ...show], work)]).toEqual([flags, ""]);
+    }
+    // The bind is real: a scratch tmpfs over its parent hides everything there but the cwd.
+    fs.writeFileSync(path.join(work, "cwd-marker"), "here\n");
+    const parent = path.dirname(work);
+    let r = await app(["exec", "-S", parent, "docker://busybox", "sh", "-c", `cat ${work}/cwd-marker; ls -A ${parent}`]);
+    expect(r.stdout).toBe(`here\n${path.basename(work)}\n`);
+    r = await app(["exec", "--no-mount", "cwd", "-S", parent, "docker://busybox", "sh", "-c", `test -e ${work} || echo hidden`]);
+    expect(r.stdout).toBe("hidden\n");
+    // An instance's mounts are those of its start: an exec into it adds no bind of its own cwd.
+    expect((await app(["instance", "start", "docker://busybox", "cwd-from-work"], { cwd: work })).code).toBe(0);
+    expect((await app(["instance", "start", "docker://busybox", "cwd-from-root"], { cwd: "/" })).code).toBe(0);
+    try {
+      expect(await bound(["exec", "instance://cwd-from-work", ...show], "/")).toBe(work);
+      expect(await bound(["exec", "instance://cwd-from-root", ...show], work)).toBe("");
+    } finally {
+      await app(["instance", "stop", "-t", "1", "cwd-from-work", "cwd-from-root"]);
+    }
+  });
 });
 
 describe("instances", () => {

@@ -568,14 +568,23 @@ const probePeriod = scenario(
 // Apptainer binds the caller's working directory into the container unless it is / (or another
 // system directory): the runtime must never be started from the sandbox, where env/*.env of every
 // container lies. Without workingDir a container starts in / (the image's default), not there.
+// Every process also writes the cwd bind the shim recorded for its container (MINICONDOR_CWD_BOUND).
+const BOUND = 'printf "%s" "${MINICONDOR_CWD_BOUND-}" > /shared/bound.';
 const cwdRuns = scenario(
   plan({
-    initContainers: [initContainer("first", 0, { command: ["bash", "-c", "pwd > /shared/pwd.init"], mounts: [shared] })],
+    initContainers: [initContainer("first", 0, { command: ["bash", "-c", `pwd > /shared/pwd.init; ${BOUND}init`], mounts: [shared] })],
     containers: [
-      sh("nowd", "pwd > /shared/pwd.main; for i in $(seq 300); do [ -e /shared/pwd.hook ] && break; sleep 0.1; done", {
-        postStart: { kind: "exec", command: ["bash", "-c", "pwd > /shared/pwd.tmp && mv /shared/pwd.tmp /shared/pwd.hook"] },
+      sh("nowd", `pwd > /shared/pwd.main; ${BOUND}main; for i in $(seq 300); do [ -e /shared/pwd.hook ] && break; sleep 0.1; done`, {
+        postStart: { kind: "exec", command: ["bash", "-c", `${BOUND}hook; pwd > /shared/pwd.tmp && mv /shared/pwd.tmp /shared/pwd.hook`] },
       }),
-      sh("withwd", "pwd > /shared/pwd.wd", { index: 1, workingDir: "/shared" }),
+      sh("withwd", `pwd > /shared/pwd.wd; ${BOUND}wd`, { index: 1, workingDir: "/shared" }),
+      // args only: `apptainer run` (the image's entrypoint, python3 in minicondor's image table).
+      container("runs", {
+        index: 2,
+        image: { kind: "container", uri: "docker://python:3.12" },
+        args: ["-c", "import os; open('/shared/bound.run', 'w').write(os.environ.get('MINICONDOR_CWD_BOUND', ''))"],
+        mounts: [shared],
+      }),
     ],
   }),
 );
@@ -665,6 +674,15 @@ describe("a pod runs as one job", () => {
     const o = await cwdRuns;
     expect(o.code).toBe(0);
     expect(["pwd.init", "pwd.main", "pwd.hook", "pwd.wd"].map((f) => file(o, `emptydir/shared/${f}`))).toEqual(["/\n", "/\n", "/\n", "/shared\n"]);
+  });
+
+  // The sandbox holds env/*.env of every container (secrets included): no instance start, exec or
+  // run of any container, init container or hook may bind it as the runtime's working directory.
+  test("no container sees a bind of the runtime's working directory (the sandbox)", async () => {
+    const o = await cwdRuns;
+    expect(o.code).toBe(0);
+    const marks = ["init", "main", "hook", "wd", "run"].map((k) => [k, file(o, `emptydir/shared/bound.${k}`)]);
+    expect(marks).toEqual(["init", "main", "hook", "wd", "run"].map((k) => [k, ""]));
   });
 
   test("args without command: the image's entrypoint runs with them", async () => {
