@@ -856,6 +856,33 @@ describe("fault injection (observed §7 pool down)", () => {
   });
 });
 
+describe("condor_submit slowafter (a submit killed by its caller's timeout after the commit)", () => {
+  test("the job is queued before the sleep; killed during it, nothing is printed; otherwise the normal output follows", async () => {
+    const h = newHome();
+    const o = { home: h };
+    writeFile("slow.sub", "executable = sleeper.sh\nshould_transfer_files = YES\nqueue\n");
+    const env = { ...ENV, MINICONDOR_FAULT_CONDOR_SUBMIT: "slowafter:5000" };
+    const t0 = Date.now();
+    const killed = await runTool(h, "condor_submit", ["-terse", "-batch-name", "slow-killed", path.join(work, "slow.sub")], { cwd: work, env, timeoutMs: 1500 });
+    expect(Date.now() - t0).toBeLessThan(4500);
+    expect(killed).toEqual({ code: 143, stdout: "", stderr: "" });
+    // the schedd has it and runs it, though its submitter never said so
+    const ids = (await run("condor_q", ["-constraint", 'JobBatchName == "slow-killed"', "-af", "ClusterId"], o)).stdout.trim().split("\n");
+    expect(ids).toHaveLength(1);
+    await waitQ(`${ids[0]}.0`, ["JobStatus"], "2", o);
+    const log = fs.readFileSync(path.join(h, "calls.log"), "utf8");
+    expect(log).toMatch(/ condor_submit \[.*"slow-killed".*\] \d+ 143\n/);
+    // not killed: the usual output, after the sleep
+    const t1 = Date.now();
+    const r = await runTool(h, "condor_submit", ["-terse", "-batch-name", "slow-done", path.join(work, "slow.sub")], { cwd: work, env: { ...ENV, MINICONDOR_FAULT_CONDOR_SUBMIT: "slowafter:800" } });
+    expect(Date.now() - t1).toBeGreaterThanOrEqual(800);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^(\d+)\.0 - \1\.0\n$/);
+    expect(await qAf(r.stdout.split(".")[0]!, ["JobBatchName"], o)).toBe("slow-done");
+    await run("condor_rm", ["-all"], o);
+  }, 20_000);
+});
+
 describe("faults reach the jobs they were given for", () => {
   test("a job held at start never ran: no JobStartDate, JobRunCount, NumShadowStarts, FirstJobMatchDate (cli §6)", async () => {
     const c = await submit('executable = /bin/true\n+MiniCondorHoldCode = 34\n+MiniCondorHoldSubCode = 102\n+MiniCondorHoldReason = "Job has gone over memory limit"\nqueue\n');

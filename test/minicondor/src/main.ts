@@ -78,6 +78,9 @@ async function main(): Promise<number> {
     }
   }
   if (mode.startsWith("slow:")) await Bun.sleep(Number(mode.slice(5)) || 0);
+  // slowafter:<ms> (condor_submit): the jobs are queued first, then the tool sleeps before it prints and
+  // exits, as a condor_submit killed by its caller's timeout after the schedd committed the job
+  const slowAfter = tool === "condor_submit" && mode.startsWith("slowafter:") ? Number(mode.slice(10)) || 0 : 0;
   if (faults.scheddDown && DOWN[tool]) {
     const [text, code] = DOWN[tool]!;
     err(text);
@@ -93,7 +96,7 @@ async function main(): Promise<number> {
   if (mode === "warn") err(`WARNING: Saw slow DNS query, which may impact entire system: getaddrinfo(${loadConfig().host}) took 2.000000 seconds.\n`);
 
   switch (tool) {
-    case "condor_submit": return (await import("./submit.ts")).condorSubmit(argv);
+    case "condor_submit": return (await import("./submit.ts")).condorSubmit(argv, slowAfter > 0 ? () => sleepAfterCommit(slowAfter) : undefined);
     case "condor_q": return (await import("./query.ts")).condorQ(argv);
     case "condor_history": return (await import("./query.ts")).condorHistory(argv);
     case "condor_status": return (await import("./query.ts")).condorStatus(argv);
@@ -103,6 +106,18 @@ async function main(): Promise<number> {
     case "condor_chirp": return (await import("./chirp.ts")).condorChirp(argv);
     case "condor_version": return condorVersion(argv);
     default: err(`minicondor: unknown tool '${tool}'\n`); return 1;
+  }
+}
+
+/** The sleep of fault slowafter: a kill is logged as such; a deleted home (test over) ends it early. */
+async function sleepAfterCommit(ms: number): Promise<void> {
+  process.on("SIGTERM", () => finish(143));
+  process.on("SIGINT", () => finish(130));
+  const home = homeDir();
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    await Bun.sleep(Math.min(250, end - Date.now()));
+    if (!fs.existsSync(home)) finish(143);
   }
 }
 

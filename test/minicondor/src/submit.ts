@@ -226,7 +226,12 @@ export function submitBanner(argv: string[]): string {
 }
 
 // ---------------------------------------------------------------- main
-export async function condorSubmit(argv: string[]): Promise<number> {
+/**
+ * `afterCommit` runs once the jobs are in the queue (and spooled, and a schedd runs them), before
+ * anything is printed: fault `slowafter:<ms>`, a condor_submit its caller kills after the schedd
+ * committed the job.
+ */
+export async function condorSubmit(argv: string[], afterCommit?: () => Promise<void>): Promise<number> {
   const cwd = process.cwd();
   const cfg = loadConfig();
   const parsed = parseSubmitArgs(argv);
@@ -365,6 +370,8 @@ export async function condorSubmit(argv: string[]): Promise<number> {
     }
     // spool the input sandbox (job is held with code 16 until the schedd sees the marker)
     if (spool) for (const a of ads) spoolInput(a);
+    ensureSchedd(db!);
+    if (afterCommit) await afterCommit();
     const last = ads[ads.length - 1]!.num("ProcId")!;
     if (terse) out(`${cluster}.0 - ${cluster}.${last}\n`);
     else if (verbose) {
@@ -373,7 +380,6 @@ export async function condorSubmit(argv: string[]): Promise<number> {
       out(`Submitting job(s)${".".repeat(ads.length)}\n${ads.length} job(s) submitted to cluster ${cluster}.\n`);
       err(`To monitor your job(s), run: condor_watch_q -clusters ${cluster}\n`);
     }
-    ensureSchedd(db!);
     return 0;
   } catch (e) {
     if (e instanceof SubmitError) {
