@@ -101,6 +101,36 @@ describe("tools that fail, hang or warn", () => {
     faults(sc, {});
   }, 30_000);
 
+  // A condor_submit killed at its timeout after the schedd committed the job: the sidecar asks the
+  // schedd by pod UID (settleTimedOut) and answers with the job that exists, never a second one.
+  test("condor_submit killed at its timeout after the commit: the create answers the queued job, once", async () => {
+    const sc = await start({ config: "SubmitTimeoutSeconds: 2\n" });
+    faults(sc, { tools: { condor_submit: "slowafter:4000" } });
+    const r = pod("committed", "sleep 30");
+    const res = await sc.call("POST", "/create", r);
+    expect(res.status).toBe(200);
+    const jid = JSON.parse(res.body).PodJID;
+    expect(jid).toMatch(/^\d+\.\d+$/);
+    const again = await sc.call("POST", "/create", r);
+    expect([again.status, JSON.parse(again.body).PodJID]).toEqual([200, jid]);
+    // One condor_submit, the killed one (SIGTERM: exit 143 in calls.log); the repeat submitted nothing.
+    const submits = callsOf(sc, "condor_submit");
+    expect(submits).toHaveLength(1);
+    expect(submits[0]).toMatch(/ 143$/);
+    expect(sc.log()).toContain("condor_submit timed out but the job was queued");
+    const tool = (name: string, args: string[]) =>
+      Bun.spawnSync([join(import.meta.dir, "../minicondor/bin", name), ...args], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } })
+        .stdout.toString().split("\n").filter(Boolean);
+    const constraint = `InterLinkPodUID == "${r.pod.metadata.uid}"`;
+    const jobs = [
+      ...tool("condor_q", ["-allusers", "-constraint", constraint, "-af", "ClusterId", "ProcId"]),
+      ...tool("condor_history", ["-constraint", constraint, "-af", "ClusterId", "ProcId"]),
+    ].map((l) => l.replace(" ", "."));
+    expect(jobs).toEqual([jid]);
+    faults(sc, {});
+    await sc.call("POST", "/delete", r.pod);
+  }, 60_000);
+
   test("condor_submit printing a warning on stderr still succeeds", async () => {
     const sc = await start();
     faults(sc, { tools: { condor_submit: "warn" } });
