@@ -720,6 +720,28 @@ describe("condor_tail (cli §5.2, observed sleeper.txt / tail_f.txt / tail_idle.
     expect(r).toEqual({ code: 143, stdout: "", stderr: "" });
     await run("condor_rm", [`${h}.0`]);
   });
+
+  // The job ends (its starter, and with it the sandbox, gone) after condor_tail looked it up: the
+  // peek finds no starter. Never a silent success (cli §5.2: other failures print a message, exit 1;
+  // tail.cpp: "Failed to peek at file from starter: <error>"). Staged here by deleting the sandbox
+  // of a job the queue still shows running, the state condor_tail sees in that race.
+  test("a sandbox gone between the lookup and the read: an error, exit 1, also with -f", async () => {
+    const h = newHome();
+    const o = { home: h };
+    const c = await submit("executable = sleeper.sh\noutput = race.out\nshould_transfer_files = YES\nqueue\n", [], o);
+    await waitQ(`${c}.0`, ["JobStatus"], "2", o);
+    const scratch = await waitFor(() => {
+      const dirs = fs.readdirSync(path.join(h, "execute")).map((d) => path.join(h, "execute", d, "scratch"));
+      return dirs.find((d) => fs.existsSync(path.join(d, "_condor_stdout")));
+    }, 5000, 50);
+    expect((await run("condor_tail", [`${c}.0`], o)).code).toBe(0);
+    fs.rmSync(scratch!, { recursive: true, force: true });
+    expect(await qAf(`${c}.0`, ["JobStatus"], o)).toBe("2");
+    const failed = { code: 1, stdout: "", stderr: "Failed to peek at file from starter: Failed to connect to starter\n" };
+    expect(await run("condor_tail", [`${c}.0`], o)).toEqual(failed);
+    expect(await run("condor_tail", ["-f", `${c}.0`], { ...o, timeoutMs: 3000 })).toEqual(failed);
+    await run("condor_rm", [`${c}.0`], o);
+  }, 20_000);
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -452,7 +452,16 @@ export async function condorTail(argv: string[]): Promise<number> {
     } finally { fs.closeSync(fd); }
   };
   const emit = (s: string) => { if (s) fs.writeSync(1, Buffer.from(s, "latin1")); };
-  for (const t of targets) emit(readTail(t, false));
+  // One peek answers for every file at once (src/condor_tools/tail.cpp). The starter removes the
+  // sandbox when it exits: a sandbox gone by now means the job ended after it was looked up, and the
+  // peek would have found no starter. Before any success that is an error (spec htcondor-cli §5.2:
+  // other failures print a message and exit 1); later in a follow, tail.cpp exits quietly (below).
+  const first = targets.map((t) => readTail(t, false));
+  if (!fs.existsSync(run.scratch)) {
+    err("Failed to peek at file from starter: Failed to connect to starter\n");
+    return 1;
+  }
+  for (const s of first) emit(s);
   if (!follow) return 0;
   for (;;) {
     await Bun.sleep(pollMs);
