@@ -1,4 +1,4 @@
-/** Golden files: compare, or rewrite them with UPDATE_GOLDEN=1. */
+/** Golden files: compare, or rewrite them with UPDATE_GOLDEN=1; and reading a rendered submit file back. */
 import { expect } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -13,4 +13,15 @@ export function expectGolden(name: string, actual: string): void {
   }
   if (!existsSync(path)) throw new Error(`Golden file ${path} is missing: run the tests with UPDATE_GOLDEN=1`);
   expect(actual).toBe(readFileSync(path, "utf8"));
+}
+
+/** The commands of a rendered submit file as [key, value] (comments, blank lines and queue dropped). */
+export function submitCommands(text: string): [string, string][] {
+  return text
+    .split("\n")
+    .filter((l) => l !== "" && !l.startsWith("#") && l !== "queue 1")
+    .map((l) => {
+      const i = l.indexOf(" = ");
+      return [l.slice(0, i), l.slice(i + 3)];
+    });
 }

@@ -9,20 +9,9 @@ import { renderWrapper } from "../../src/render/wrapper.ts";
 import { WRAPPER_LIB } from "../../src/render/wrapper-lib.ts";
 import { richPlanConfig } from "../fixtures/config.ts";
 import { richCreateRequest } from "../fixtures/pods.ts";
-import { expectGolden } from "./golden.ts";
+import { expectGolden, submitCommands as commands } from "./golden.ts";
 
 const plan = () => planJob(parseCreateRequest(richCreateRequest()), richPlanConfig());
-
-/** Submit commands as [key, value] (comments and blank lines dropped). */
-function commands(text: string): [string, string][] {
-  return text
-    .split("\n")
-    .filter((l) => l !== "" && !l.startsWith("#") && l !== "queue 1")
-    .map((l) => {
-      const i = l.indexOf(" = ");
-      return [l.slice(0, i), l.slice(i + 3)];
-    });
-}
 
 describe("planJob → renderSubmit / renderWrapper (the rich example and its site config)", () => {
   test("the submit file (golden)", () => expectGolden("planned-rich.sub", renderSubmit(plan())));

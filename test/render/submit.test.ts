@@ -4,18 +4,7 @@ import { SidecarError } from "../../src/core/errors.ts";
 import { parseStateLine } from "../../src/core/state-line.ts";
 import type { JobPlan } from "../../src/core/types.ts";
 import { basePlan, container, minimalPlan, richPlan, withEnvFiles } from "./plans.ts";
-import { expectGolden } from "./golden.ts";
-
-/** Submit commands as [key, value] (comments and blank lines dropped). */
-function commands(text: string): [string, string][] {
-  return text
-    .split("\n")
-    .filter((l) => l !== "" && !l.startsWith("#") && l !== "queue 1")
-    .map((l) => {
-      const i = l.indexOf(" = ");
-      return [l.slice(0, i), l.slice(i + 3)];
-    });
-}
+import { expectGolden, submitCommands as commands } from "./golden.ts";
 
 function get(text: string, key: string): string | undefined {
   return commands(text).find(([k]) => k === key)?.[1];
