@@ -68,6 +68,8 @@ const BASE_ATTRS = [
 ] as const;
 
 const TOMBSTONE_TTL_MS = 24 * 3600 * 1000;
+/** How long the ping waits for the schedd's answer (condor_q) before answering without it. */
+const PING_SCHEDD_WAIT_MS = 5_000;
 /** A job in neither queue nor history for this long is lost (between the two is normal briefly). */
 const LOST_AFTER_MS = 60_000;
 /** condor_transfer_data runs before a spooled job is finalized with whatever came back. */
@@ -447,25 +449,30 @@ export function createService(d: ServiceDeps): Service {
     return ad && typeof ad.ClusterId === "number" && typeof ad.ProcId === "number" ? { cluster: ad.ClusterId, proc: ad.ProcId } : undefined;
   }
 
-  async function removeJob(r: PodRecord): Promise<"removed" | "ended" | "pending"> {
+  /** Removes the pod's job and files; `job` is the job id when there was one. */
+  async function removeJob(r: PodRecord): Promise<{ outcome: "removed" | "ended" | "pending"; job?: string }> {
     // Recorded first: a sidecar killed between condor_rm and the cleanup finds the removal
     // pending at start and finishes it, instead of keeping the pod's files (secrets) forever.
     if (r.phase !== "removing") d.store.update(r.uid, { phase: "removing" }, d.now());
     let outcome: "removed" | "ended" = "ended";
+    let job = jid(r) || undefined;
     if (r.terminal === undefined) {
       try {
         // A create interrupted before its job id was recorded: the schedd knows the job.
         const id = r.cluster !== undefined ? jobId(r) : await findJobByUid(r.uid);
-        if (id) outcome = (await d.condor.remove(id, "interLink deleted the pod")) === "removed" ? "removed" : "ended";
+        if (id) {
+          job = jobIdString(id);
+          outcome = (await d.condor.remove(id, "interLink deleted the pod")) === "removed" ? "removed" : "ended";
+        }
       } catch (err) {
-        d.log.warn("condor_rm failed; the reaper will retry", { uid: r.uid, jid: jid(r), error: message(err) });
-        return "pending";
+        d.log.warn("condor_rm failed; the reaper will retry", { uid: r.uid, jid: job, error: message(err) });
+        return { outcome: "pending", job };
       }
     }
     removePodDir(r.dir, secretPaths(r));
     d.store.update(r.uid, { phase: "deleted" }, d.now());
     lastFetch.delete(r.uid);
-    return outcome;
+    return { outcome, job };
   }
 
   function podMeta(body: unknown): { uid: string; name: string; namespace: string } | undefined {
@@ -618,9 +625,8 @@ export function createService(d: ServiceDeps): Service {
         return `Pod ${meta.uid} is not known here; nothing to remove`;
       }
       if (r.phase === "deleted") return `Pod ${meta.uid} was already deleted`;
-      const outcome = await removeJob(r);
-      const job = jid(d.store.get(r.uid) ?? r) || jid(r);
-      if (outcome === "pending") return `Pod ${r.namespace}/${r.name}: removal of job ${job || "(not yet known)"} is pending; it is retried until HTCondor confirms`;
+      const { outcome, job } = await removeJob(r);
+      if (outcome === "pending") return `Pod ${r.namespace}/${r.name}: removal of job ${job ?? "(not yet known)"} is pending; it is retried until HTCondor confirms`;
       return `Pod ${r.namespace}/${r.name} deleted${job ? (outcome === "removed" ? ` (job ${job} removed)` : ` (job ${job} had already ended)`) : ""}`;
     },
 
@@ -655,7 +661,11 @@ export function createService(d: ServiceDeps): Service {
             return undefined;
           },
         ),
-        queueSnapshot().catch((err) => d.log.warn("ping: condor_q failed", { failures: schedd.failures, error: message(err) })),
+        // A slow condor_q must not hold the ping: it counts for the schedd when it ends.
+        Promise.race([
+          queueSnapshot().catch((err) => d.log.warn("ping: condor_q failed", { failures: schedd.failures, error: message(err) })),
+          new Promise<void>((r) => setTimeout(r, PING_SCHEDD_WAIT_MS).unref?.()),
+        ]),
       ]);
       const limit = d.config.PingFailureThreshold;
       const down = [schedd.failures >= limit ? `schedd: ${schedd.error}` : "", collector.failures >= limit ? `collector: ${collector.error}` : ""].filter(Boolean);

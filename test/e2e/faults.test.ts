@@ -152,6 +152,18 @@ describe("tools that fail, hang or warn", () => {
     faults(sc, {});
   }, 30_000);
 
+  test("a condor_q that hangs (within its 20 s timeout) holds the ping for 5 s at most (spec: interlink §6: answer well within 120 s)", async () => {
+    const sc = await start();
+    expect((await sc.call("GET", "/status", [])).status).toBe(200); // condor_status has answered once
+    faults(sc, { tools: { condor_q: "hang" } });
+    await Bun.sleep(300); // past StatusCacheSeconds
+    const t0 = Date.now();
+    const ping = await sc.call("GET", "/status", []);
+    expect(ping.status).toBe(200);
+    expect(Date.now() - t0).toBeLessThan(9_000);
+    faults(sc, {});
+  }, 60_000);
+
   test("schedd down: status still answers 200 and leaves the pod out, so interLink keeps its last state (spec: interlink §5.3)", async () => {
     const sc = await start();
     const r = pod("steady", "sleep 20");
