@@ -6,7 +6,7 @@ import type { Api, StatusAnswer } from "./app.ts";
 import type { Condor } from "./condor/cli.ts";
 import { type JobAd, type JobId, adNumber, classAdString, jobIdString } from "./condor/parse.ts";
 import { SidecarError } from "./core/errors.ts";
-import { parseCreateRequest } from "./core/pod.ts";
+import { isPodUid, parseCreateRequest } from "./core/pod.ts";
 import { tryParseQuantity } from "./core/quantity.ts";
 import { planJob } from "./core/plan.ts";
 import type { StateLine } from "./core/state-line.ts";
@@ -91,9 +91,6 @@ interface Streak {
   since?: number;
   error?: string;
 }
-
-/** Kubernetes' own rule for UIDs (the create path applies it through the pod schema). */
-const POD_UID = /^[A-Za-z0-9-]{1,128}$/;
 
 export function createService(d: ServiceDeps): Service {
   const sidecarConstraint = `InterLinkSidecarId == ${classAdString(d.planConfig.sidecarId)}`;
@@ -614,7 +611,7 @@ export function createService(d: ServiceDeps): Service {
     async remove(body) {
       const meta = podMeta(body);
       if (!meta) throw new SidecarError("invalid", "delete: metadata.uid is missing");
-      if (!POD_UID.test(meta.uid)) throw new SidecarError("invalid", `delete: metadata.uid ${JSON.stringify(meta.uid.slice(0, 64))} must be 1-128 letters, digits or '-'`);
+      if (!isPodUid(meta.uid)) throw new SidecarError("invalid", `delete: metadata.uid ${JSON.stringify(meta.uid.slice(0, 64))} must be 1-128 letters, digits or '-'`);
       await inflight.get(meta.uid)?.catch(() => undefined);
       const r = d.store.get(meta.uid);
       if (!r) {

@@ -341,6 +341,11 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const CONFIG_MAP_KEY = /^[-._a-zA-Z0-9]+$/;
 const UID = /^[A-Za-z0-9-]{1,128}$/;
+
+/** Kubernetes' rule for `metadata.uid` (the create path applies it through checkIdentity; delete alone). */
+export function isPodUid(uid: string): boolean {
+  return UID.test(uid);
+}
 /**
  * A name a shell (and Apptainer's APPTAINERENV_<NAME>) can carry. Other valid env names reach a
  * container through `env NAME=value` inside it (render/wrapper-lib.ts, load_env).
@@ -410,7 +415,7 @@ function checkIdentity(pod: Pod, label: string): void {
     );
   }
   if (!uid) throw podError(label, ["metadata", "uid"], "must not be empty");
-  if (!UID.test(uid)) {
+  if (!isPodUid(uid)) {
     throw podError(label, ["metadata", "uid"], `${quote(uid)} must be 1-128 letters, digits or '-'`);
   }
   const seen = new Set<string>();

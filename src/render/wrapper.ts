@@ -13,6 +13,7 @@
 import type { ContainerPlan, Handler, JobPlan, MountPlan, ProbePlan } from "../core/types.ts";
 import { containerKey, stateAttrName } from "../core/types.ts";
 import { invalid } from "../core/errors.ts";
+import { normalizeAbsolute } from "../core/pod.ts";
 import { sh } from "./sh.ts";
 import { WRAPPER_LIB } from "./wrapper-lib.ts";
 
@@ -100,20 +101,17 @@ function mountWords(m: MountPlan): string {
   return sh`    ${m.source.kind} ${m.source.path} ${m.target} ${m.readOnly ? "ro" : "rw"}`;
 }
 
-/** `/a//b/./c/` → `/a/b/c`: one spelling per mount point, for the order and the nesting checks. */
-function normalizeTarget(p: string): string {
-  return "/" + p.split("/").filter((s) => s !== "" && s !== ".").join("/");
-}
-
 /**
  * The order binds are made in: parent before child (fewer path elements first, pod order among
  * equals), as containerd's CRI sorts a container's mounts. Binds are made in order, so a parent
  * bound after its child would hide it (`/data/sub` then `/data`).
  */
 export function bindOrder(mounts: readonly MountPlan[]): MountPlan[] {
-  const depth = (m: MountPlan) => normalizeTarget(m.target).split("/").length;
+  // One spelling per mount point (`/a//b/./` → `/a/b`), for the order and the wrapper's nesting check.
+  const depth = (m: MountPlan) => m.target.split("/").length;
   return mounts
-    .map((m) => ({ ...m, target: m.target.startsWith("/") ? normalizeTarget(m.target) : m.target }))
+    // A relative target stays as it is, for mountWords to refuse (the plan makes them absolute).
+    .map((m) => ({ ...m, target: m.target.startsWith("/") ? normalizeAbsolute(m.target) : m.target }))
     .map((m, i) => ({ m, i }))
     .sort((a, b) => depth(a.m) - depth(b.m) || a.i - b.i)
     .map(({ m }) => m);
