@@ -34,8 +34,8 @@
  * code        Outside R, no `eval`, no `Function` value, no `.constructor` access (the way to
  *             Function without naming it), no `Worker`: code from strings or on other threads
  *             escapes the check.
- * spawn-call  Outside C and R, the names of the runtime's spawn entry points (Runtime.spawn and
- *             Runtime.spawnStream in src/runtime/types.ts) occur nowhere: not as identifiers,
+ * spawn-call  Outside C and R, the names of the runtime's spawn entry point (Runtime.spawn in
+ *             src/runtime/types.ts, and spawnStream, a streaming variant's name) occur nowhere: not as identifiers,
  *             member names, destructured names, import names or string literals. A member access
  *             with a computed key, and an Object.* / Reflect.* call taking the value as an
  *             argument (except those that answer only names: keys, ownKeys, has, …), are refused

@@ -204,7 +204,7 @@ export interface CondorAccess {
   env: Record<string, string>;
   /** Schedd selection (-name, -pool) for the tools that talk to the schedd. */
   scheddArgs: string[];
-  /** -debug, which every tool but condor_version takes. */
+  /** -debug, which every tool the sidecar runs takes. */
   debugArgs: string[];
   /** The credential file that must exist for the sidecar to be healthy, if any. */
   credentialFile?: string;

@@ -5,7 +5,7 @@
 import type { CondorAccess } from "../cli.ts";
 import { SidecarError } from "../core/errors.ts";
 import type { Logger } from "../log.ts";
-import type { Runtime, SpawnedStream, SpawnResult } from "../runtime/types.ts";
+import type { Runtime, SpawnResult } from "../runtime/types.ts";
 import {
   type JobAd,
   type JobId,
@@ -25,7 +25,6 @@ export const CONDOR_TOOLS = [
   "condor_status",
   "condor_tail",
   "condor_transfer_data",
-  "condor_version",
 ] as const;
 export type CondorTool = (typeof CONDOR_TOOLS)[number];
 
@@ -51,20 +50,16 @@ export interface Condor {
   transferData(id: JobId): Promise<void>;
   /** condor_tail -no-stdout of one sandbox file; resolves with its bytes. */
   tail(id: JobId, file: string, maxBytes: number, timeoutMs: number): Promise<SpawnResult>;
-  tailFollow(id: JobId, file: string, maxBytes: number): SpawnedStream;
   machines(attributes: readonly string[]): Promise<JobAd[]>;
-  version(): Promise<string>;
 }
 
 /**
  * The flags each tool gets before its own arguments. Schedd selection (`-name`, `-pool`) only
  * for the tools that talk to a schedd: condor_status has no `-name` (it exits 1 with
- * "Unknown option"), and condor_version takes no options at all.
+ * "Unknown option").
  */
 export function toolArgs(access: Pick<CondorAccess, "scheddArgs" | "debugArgs">, tool: CondorTool): string[] {
   switch (tool) {
-    case "condor_version":
-      return [];
     case "condor_status":
       return [...access.debugArgs];
     default:
@@ -155,19 +150,11 @@ export function createCondor(o: CondorOptions): Condor {
       return o.runtime.spawn({ argv: command("condor_tail", ["-no-stdout", "-maxbytes", String(maxBytes), jobIdString(id), file]), env, timeoutMs });
     },
 
-    tailFollow(id, file, maxBytes) {
-      return o.runtime.spawnStream({ argv: command("condor_tail", ["-no-stdout", "-maxbytes", String(maxBytes), "-f", jobIdString(id), file]), env });
-    },
 
     async machines(attributes) {
       const r = await run("condor_status", ["-json", "-attributes", attributes.join(",")], { timeoutMs: o.queryTimeoutMs });
       return ads("condor_status", r);
     },
 
-    async version() {
-      const r = await run("condor_version", [], { timeoutMs: o.queryTimeoutMs });
-      if (r.code !== 0) fail("condor_version", r, "Cannot read the HTCondor version");
-      return (/\$CondorVersion: (\S+)/.exec(r.stdout)?.[1]) ?? r.stdout.trim();
-    },
   };
 }

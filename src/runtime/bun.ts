@@ -1,7 +1,7 @@
 /** The Bun runtime adapter: Bun.spawn and bun:sqlite. */
 import { Database } from "bun:sqlite";
 import { hostname } from "node:os";
-import type { Runtime, SpawnedStream, SpawnOptions, SpawnResult, Sqlite, SqlValue } from "./types.ts";
+import type { Runtime, SpawnOptions, SpawnResult, Sqlite, SqlValue } from "./types.ts";
 import { DEFAULT_MAX_OUTPUT, KILL_GRACE_MS, readCapped, toBytes } from "./spawn-util.ts";
 
 async function spawn(opts: SpawnOptions): Promise<SpawnResult> {
@@ -38,19 +38,6 @@ async function spawn(opts: SpawnOptions): Promise<SpawnResult> {
   };
 }
 
-function spawnStream(opts: Omit<SpawnOptions, "stdin" | "maxOutputBytes">): SpawnedStream {
-  const proc = Bun.spawn([...opts.argv], { env: opts.env ?? {}, cwd: opts.cwd, stdin: "ignore", stdout: "pipe", stderr: "ignore" });
-  const timer = opts.timeoutMs === undefined ? undefined : setTimeout(() => proc.kill("SIGTERM"), opts.timeoutMs);
-  return {
-    stdout: proc.stdout,
-    exited: proc.exited.then(() => {
-      clearTimeout(timer);
-      return proc.signalCode ? null : proc.exitCode;
-    }),
-    kill: (signal = "SIGTERM") => proc.kill(signal),
-  };
-}
-
 function openSqlite(path: string): Sqlite {
   const db = new Database(path, { create: true, strict: true });
   return {
@@ -67,7 +54,6 @@ export const bunRuntime: Runtime = {
   name: "bun",
   version: Bun.version,
   spawn,
-  spawnStream,
   openSqlite,
   env: () => ({ ...(process.env as Record<string, string>) }),
   hostname: () => hostname(),

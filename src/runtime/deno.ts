@@ -1,25 +1,21 @@
 /** The Deno runtime adapter: Deno.Command and node:sqlite. */
 import { DatabaseSync } from "node:sqlite";
-import type { Runtime, SpawnedStream, SpawnOptions, SpawnResult, Sqlite, SqlValue } from "./types.ts";
+import type { Runtime, SpawnOptions, SpawnResult, Sqlite, SqlValue } from "./types.ts";
 import { DEFAULT_MAX_OUTPUT, KILL_GRACE_MS, readCapped, toBytes } from "./spawn-util.ts";
 
-function command(opts: Omit<SpawnOptions, "maxOutputBytes">, stdin: "piped" | "null", stderr: "piped" | "null") {
+async function spawn(opts: SpawnOptions): Promise<SpawnResult> {
+  const started = performance.now();
   const [cmd, ...args] = opts.argv;
   if (cmd === undefined) throw new Error("spawn: empty argv");
-  return new Deno.Command(cmd, {
+  const proc = new Deno.Command(cmd, {
     args,
     env: opts.env ?? {},
     clearEnv: true,
     cwd: opts.cwd,
-    stdin,
+    stdin: opts.stdin === undefined ? "null" : "piped",
     stdout: "piped",
-    stderr,
+    stderr: "piped",
   }).spawn();
-}
-
-async function spawn(opts: SpawnOptions): Promise<SpawnResult> {
-  const started = performance.now();
-  const proc = command(opts, opts.stdin === undefined ? "null" : "piped", "piped");
   if (opts.stdin !== undefined) {
     const w = proc.stdin.getWriter();
     await w.write(toBytes(opts.stdin)).catch(() => {});
@@ -54,24 +50,6 @@ async function spawn(opts: SpawnOptions): Promise<SpawnResult> {
   };
 }
 
-function spawnStream(opts: Omit<SpawnOptions, "stdin" | "maxOutputBytes">): SpawnedStream {
-  const proc = command(opts, "null", "null");
-  const kill = (s: Deno.Signal) => {
-    try {
-      proc.kill(s);
-    } catch { /* already gone */ }
-  };
-  const timer = opts.timeoutMs === undefined ? undefined : setTimeout(() => kill("SIGTERM"), opts.timeoutMs);
-  return {
-    stdout: proc.stdout,
-    exited: proc.status.then((s) => {
-      clearTimeout(timer);
-      return s.signal ? null : s.code;
-    }),
-    kill: (signal = "SIGTERM") => kill(signal),
-  };
-}
-
 function openSqlite(path: string): Sqlite {
   const db = new DatabaseSync(path);
   const bind = (params: readonly SqlValue[]) => params as SqlValue[];
@@ -103,7 +81,6 @@ export const denoRuntime: Runtime = {
   name: "deno",
   version: Deno.version.deno,
   spawn,
-  spawnStream,
   openSqlite,
   env: () => Deno.env.toObject(),
   hostname: () => Deno.hostname(),

@@ -33,14 +33,6 @@ export interface SpawnResult {
   durationMs: number;
 }
 
-/** A child whose stdout is read as it arrives (condor_tail -f). */
-export interface SpawnedStream {
-  stdout: ReadableStream<Uint8Array>;
-  /** Resolves with the exit code (null when killed by a signal). */
-  exited: Promise<number | null>;
-  kill(signal?: "SIGTERM" | "SIGKILL"): void;
-}
-
 /** A tiny synchronous SQLite surface that both `bun:sqlite` and `node:sqlite` provide. */
 export type SqlValue = string | number | bigint | null | Uint8Array;
 
@@ -58,7 +50,6 @@ export interface Runtime {
   readonly name: "bun" | "deno";
   readonly version: string;
   spawn(opts: SpawnOptions): Promise<SpawnResult>;
-  spawnStream(opts: Omit<SpawnOptions, "stdin" | "maxOutputBytes">): SpawnedStream;
   openSqlite(path: string): Sqlite;
   /** The process environment (a copy). */
   env(): Record<string, string>;

@@ -99,23 +99,6 @@ export const contractCases: ContractCase[] = [
     },
   },
   {
-    name: "spawnStream: stdout is read as it is written",
-    async run(rt) {
-      const s = rt.spawnStream({ argv: ["/bin/sh", "-c", "echo one; sleep 0.3; echo two"] });
-      const reader = s.stdout.getReader();
-      const first = await reader.read();
-      assert.equal(new TextDecoder().decode(first.value), "one\n");
-      let rest = "";
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        rest += new TextDecoder().decode(value);
-      }
-      assert.equal(rest, "two\n");
-      assert.equal(await s.exited, 0);
-    },
-  },
-  {
     name: "sqlite: statements, parameters and transactions (rollback on throw)",
     async run(rt) {
       const dir = mkdtempSync(join(tmpdir(), "contract-"));

@@ -85,8 +85,7 @@ describe("condorAccess: flags → what current HTCondor reads", () => {
       expect(toolArgs(a, tool)).toEqual(["-name", "s", "-pool", "cm", "-debug"]);
     }
     expect(toolArgs(a, "condor_status")).toEqual(["-debug"]);
-    expect(toolArgs(a, "condor_version")).toEqual([]);
-    expect(CONDOR_TOOLS.length).toBe(8);
+    expect(CONDOR_TOOLS.length).toBe(7);
   });
   test("--proxy without --auth-method: a JWT is a SciToken, anything else an X.509 proxy", () => {
     expect(condorAccess(run(["--proxy", "/t"]), "h", "token").env).toEqual({ _condor_SCITOKENS_FILE: "/t" });
