@@ -73,7 +73,7 @@ test("kill -9 during a burst of creates: zero lost pods, zero duplicate jobs", a
 }, 180_000);
 
 test("a lost store file is rebuilt from the schedd on start", async () => {
-  await sc?.stop();
+  await sc?.destroy();
   sc = await startSidecar();
   const r = pod(100, "sleep 3; exit 5");
   const jid = JSON.parse((await sc.call("POST", "/create", r)).body).PodJID;
@@ -90,7 +90,7 @@ test("a lost store file is rebuilt from the schedd on start", async () => {
 }, 120_000);
 
 test("kill -9 during a delete: after the restart the job is removed and the pod's files are gone", async () => {
-  await sc?.stop();
+  await sc?.destroy();
   sc = await startSidecar();
   const r = pod(200, "sleep 300");
   await sc.call("POST", "/create", r);
@@ -119,7 +119,7 @@ function jobsInQueue(home: string, uid: string): number {
 }
 
 test("a lost store after the job has finished: the pod is adopted from the history; status and logs come back", async () => {
-  await sc?.stop();
+  await sc?.destroy();
   sc = await startSidecar();
   const r = pod(300, "echo done-before-the-loss; exit 7");
   const jid = JSON.parse((await sc.call("POST", "/create", r)).body).PodJID;
@@ -135,7 +135,7 @@ test("a lost store after the job has finished: the pod is adopted from the histo
 }, 120_000);
 
 test("kill -9 mid-create, restarted while the schedd is down: reconcile runs when it is back; a delete removes the job", async () => {
-  await sc?.stop();
+  await sc?.destroy();
   sc = await startSidecar();
   const { writeFileSync } = await import("node:fs");
   // condor_submit sleeps, then queues the job: the sidecar dies before it records the job id.
@@ -168,7 +168,7 @@ test("kill -9 mid-create, restarted while the schedd is down: reconcile runs whe
 }, 120_000);
 
 test("a lost store, the schedd down at start, and a delete for the pod meanwhile: its job is removed when the schedd is back", async () => {
-  await sc?.stop();
+  await sc?.destroy();
   sc = await startSidecar();
   const r = pod(500, "sleep 300");
   await sc.call("POST", "/create", r);
