@@ -2,7 +2,8 @@
  * Runs generated wrappers with real bash and minicondor's apptainer shim, as an execution point
  * would: `env -i` (no PATH), `_CONDOR_SCRATCH_DIR`, the files of the plan in the sandbox.
  *
- * Every scenario starts when this file loads, so they run side by side; each test awaits its own.
+ * Every scenario is queued when this file loads and they run side by side, a few at a time; each
+ * test awaits its own.
  */
 import { shQuote } from "../../src/render/sh.ts";
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
@@ -50,8 +51,30 @@ interface Outcome extends RunResult {
   seen: Map<string, string[]>;
 }
 
-/** Starts a scenario now; the returned promise resolves when its wrapper exits. */
+/**
+ * At most this many wrappers run at once. Each one is a bash supervisor per container plus shim
+ * processes polling every 0.2 s: all of them at once on two cores starve the timings they check.
+ */
+const MAX_RUNNING = 3;
+let running = 0;
+const waiting: (() => void)[] = [];
+async function slot<T>(fn: () => Promise<T>): Promise<T> {
+  if (running >= MAX_RUNNING) await new Promise<void>((r) => waiting.push(r));
+  running++;
+  try {
+    return await fn();
+  } finally {
+    running--;
+    waiting.shift()?.();
+  }
+}
+
+/** Queues a scenario now (started in file order, MAX_RUNNING at a time); resolves when its wrapper exits. */
 function scenario(p: JobPlan, opts: RunOptions & { prepare?: (dir: string) => void; dummySeconds?: number } = {}): Promise<Outcome> {
+  return slot(() => runScenario(p, opts));
+}
+
+function runScenario(p: JobPlan, opts: RunOptions & { prepare?: (dir: string) => void; dummySeconds?: number }): Promise<Outcome> {
   const dir = materialize(p, { dummySeconds: opts.dummySeconds });
   opts.prepare?.(dir);
   const seen = new Map<string, string[]>();
