@@ -56,6 +56,7 @@ const BASE_ATTRS = [
   "ProcId",
   "JobStatus",
   "InterLinkPodUID",
+  "InterLinkSidecarId",
   "HoldReasonCode",
   "HoldReasonSubCode",
   "HoldReason",
@@ -75,11 +76,20 @@ const LOST_AFTER_MS = 60_000;
 /** condor_transfer_data runs before a spooled job is finalized with whatever came back. */
 const MAX_FETCH_ATTEMPTS = 10;
 const FETCH_RETRY_MS = 10_000;
+/**
+ * A search by pod UID trusts an attribute the job can rewrite (condor_chirp set_job_attr), so it
+ * only takes jobs queued at or after the submit began: such a job cannot have run and rewritten
+ * anything yet. The slack allows for a schedd clock behind the sidecar's (a remote schedd).
+ */
+const QDATE_SLACK_SECONDS = 5;
 /** How far back the history is searched for the jobs of pods whose record was lost. */
 const ADOPT_HISTORY_LIMIT = 10_000;
 const ADOPT_HISTORY_SCAN = 200_000;
 
-/** A snapshot of this sidecar's jobs in the queue; `at` is when its condor_q started. */
+/**
+ * A snapshot of this sidecar's jobs in the queue, by job id (`cluster.proc`); `at` is when its
+ * condor_q started. Ads are keyed by the job id alone: it is the one thing a job cannot rewrite.
+ */
 interface Snapshot {
   at: number;
   ads: Map<string, JobAd>;
@@ -165,13 +175,16 @@ export function createService(d: ServiceDeps): Service {
     snapshotInFlight = (async () => {
       try {
         const at = d.now();
-        const ads = await d.condor.query(sidecarConstraint, stateAttrs());
-        const byUid = new Map<string, JobAd>();
+        // The jobs recorded at create, selected by their cluster ids: a job can rewrite its
+        // InterLinkSidecarId and hide from a query by attribute. With nothing to follow, a query
+        // that matches nothing still tells whether the schedd answers.
+        const clusters = [...new Set(d.store.liveJobs().map((j) => j.cluster))].sort((a, b) => a - b);
+        const ads = await d.condor.query(clusters.length > 0 ? { clusters, attributes: stateAttrs() } : { constraint: "false", attributes: ["ClusterId"] });
+        const byJob = new Map<string, JobAd>();
         for (const ad of ads) {
-          const uid = ad.InterLinkPodUID;
-          if (typeof uid === "string") byUid.set(uid, ad);
+          if (typeof ad.ClusterId === "number" && typeof ad.ProcId === "number") byJob.set(`${ad.ClusterId}.${ad.ProcId}`, ad);
         }
-        snapshot = { at, ads: byUid };
+        snapshot = { at, ads: byJob };
         ok(schedd);
         return snapshot;
       } catch (err) {
@@ -280,13 +293,14 @@ export function createService(d: ServiceDeps): Service {
     // A job recorded after its snapshot's condor_q started cannot be in it: not gone, just new.
     const fresh = (r: PodRecord) => snap !== undefined && (r.submittedAt ?? 0) >= snap.at;
     const inQueue = snap?.ads;
-    const gone = inQueue ? live.filter((r) => !inQueue.has(r.uid) && !fresh(r)) : [];
+    const gone = inQueue ? live.filter((r) => !inQueue.has(jid(r)) && !fresh(r)) : [];
     let history = new Map<string, JobAd>();
     if (gone.length > 0) {
       try {
+        // By id alone, like the queue: a constraint on InterLinkSidecarId would let a job that
+        // rewrote it look lost.
         const found = await d.condor.history({
           ids: gone.map(jobId),
-          constraint: sidecarConstraint,
           attributes: stateAttrs(),
           limit: gone.length,
           scanLimit: Math.max(10_000, gone.length * 10),
@@ -310,18 +324,57 @@ export function createService(d: ServiceDeps): Service {
       // HTCondor did not answer: omit the pod, and interLink keeps serving the last state it
       // had (spec: interlink §5.3, "Missing pod in the response"); the answer says it is stale.
       if (!snap) continue;
-      if (fresh(r) && !snap.ads.has(r.uid)) {
+      if (fresh(r) && !snap.ads.has(jid(r))) {
         out.push(podStatus(identity(r), { kind: "creating" }));
         continue;
       }
-      const st = await observe(r, snap.ads.get(r.uid), history.get(jid(r)));
+      const st = await observe(r, snap.ads.get(jid(r)), history.get(jid(r)));
       if (st) out.push(st);
     }
     return out;
   }
 
+  /**
+   * The identity attributes the sidecar wrote at submit, when the job's ad no longer holds them:
+   * the job rewrote them (condor_chirp), to pass for another pod or to hide from this sidecar.
+   */
+  function tampered(r: PodRecord, ad: JobAd): string | undefined {
+    const changed = [
+      ad.InterLinkPodUID !== r.uid ? "InterLinkPodUID" : "",
+      ad.InterLinkSidecarId !== d.planConfig.sidecarId ? "InterLinkSidecarId" : "",
+    ].filter(Boolean);
+    return changed.length > 0 ? changed.join(" and ") : undefined;
+  }
+
+  /**
+   * A job that rewrote its identity is failed and removed: its container states are the job's
+   * word, which no longer counts. Until condor_rm succeeds the failure is reported but not
+   * final, so the next status tries the removal again.
+   */
+  async function observeTampered(r: PodRecord, inQueue: boolean, attrs: string): Promise<PodStatus> {
+    const failed = podStatus(identity(r), {
+      kind: "failed",
+      reason: "JobTampered",
+      message: `Job ${jid(r)} rewrote ${attrs} in its job ad; the sidecar no longer trusts what it reports${inQueue ? " and removed it" : ""}`,
+      exitCode: 1,
+      lines: new Map(),
+    });
+    d.log.error("a job rewrote its identity attributes: reporting its pod failed", { uid: r.uid, jid: jid(r), attributes: attrs, inQueue });
+    if (inQueue) {
+      try {
+        await d.condor.remove(jobId(r), "htcondor-sidecar: the job rewrote its identity attributes");
+      } catch (err) {
+        d.log.warn("cannot remove a job that rewrote its identity; retrying next time", { uid: r.uid, jid: jid(r), error: message(err) });
+        return failed;
+      }
+    }
+    return finalize(r, failed);
+  }
+
   /** One pod's status from its queue ad, else its history ad; undefined when not known yet. */
   async function observe(r: PodRecord, ad: JobAd | undefined, historyAd: JobAd | undefined): Promise<PodStatus | undefined> {
+    const forged = ad ? tampered(r, ad) : historyAd ? tampered(r, historyAd) : undefined;
+    if (forged) return observeTampered(r, ad !== undefined, forged);
     if (ad) {
       if (r.missingSince !== undefined) d.store.update(r.uid, { missingSince: undefined }, d.now());
       const js = adNumber(ad, "JobStatus");
@@ -342,6 +395,8 @@ export function createService(d: ServiceDeps): Service {
     // a busy schedd; ask for this one job with no scan limit (a search by id stops when found).
     try {
       const [h] = await d.condor.history({ ids: [jobId(r)], attributes: stateAttrs(), limit: 1 });
+      const forged = h && tampered(r, h);
+      if (forged) return observeTampered(r, false, forged);
       if (h) return observeEnded(r, h);
     } catch (err) {
       d.log.warn("condor_history failed; the pod is left out", { uid: r.uid, error: message(err) });
@@ -360,7 +415,7 @@ export function createService(d: ServiceDeps): Service {
     }
     if (existing?.phase === "creating") {
       // Left by a crash or a timed-out submit: the schedd knows whether the job exists.
-      const found = await findJobByUid(uid);
+      const found = await findJobByUid(existing);
       if (found) {
         d.store.markSubmitted(uid, found.cluster, found.proc, d.now());
         return { PodUID: uid, PodJID: jobIdString(found) };
@@ -421,7 +476,8 @@ export function createService(d: ServiceDeps): Service {
   async function settleTimedOut(uid: string, name: string, namespace: string, err: SidecarError): Promise<{ PodUID: string; PodJID: string }> {
     let found: JobId | undefined;
     try {
-      found = await findJobByUid(uid);
+      const r = d.store.get(uid);
+      found = r && (await findJobByUid(r));
     } catch (e) {
       reconciled = false;
       d.log.warn("condor_submit timed out and the schedd cannot say whether the job exists; the reaper will find out", { uid, error: message(e) });
@@ -438,12 +494,24 @@ export function createService(d: ServiceDeps): Service {
     throw new SidecarError("timeout", `Cannot submit job for pod "${namespace}/${name}": ${err.message}`);
   }
 
-  async function findJobByUid(uid: string): Promise<JobId | undefined> {
-    const c = `${sidecarConstraint} && InterLinkPodUID == ${classAdString(uid)}`;
-    const q = await d.condor.query(c, ["ClusterId", "ProcId"]);
-    const h = q.length ? q : await d.condor.history({ constraint: c, attributes: ["ClusterId", "ProcId"], limit: 1, scanLimit: 100_000 });
-    const ad = h[0];
-    return ad && typeof ad.ClusterId === "number" && typeof ad.ProcId === "number" ? { cluster: ad.ClusterId, proc: ad.ProcId } : undefined;
+  /**
+   * The job a create submitted, found by the pod's UID when its id was never recorded (the
+   * sidecar died, or condor_submit timed out, between the schedd's commit and the record).
+   * The UID is an attribute the job could rewrite, so only jobs queued since the create began
+   * count (they cannot have run yet), never one recorded for another pod, and two candidates
+   * are a conflict that nothing here can settle: neither is adopted.
+   */
+  async function findJobByUid(r: Pick<PodRecord, "uid" | "createdAt">): Promise<JobId | undefined> {
+    const since = Math.floor(r.createdAt / 1000) - QDATE_SLACK_SECONDS;
+    const c = `${sidecarConstraint} && InterLinkPodUID == ${classAdString(r.uid)} && QDate >= ${since}`;
+    const attributes = ["ClusterId", "ProcId"];
+    const q = await d.condor.query({ constraint: c, attributes });
+    const ads = q.length ? q : await d.condor.history({ constraint: c, attributes, limit: 2, scanLimit: 100_000 });
+    const ids = ads
+      .flatMap((ad) => (typeof ad.ClusterId === "number" && typeof ad.ProcId === "number" ? [{ cluster: ad.ClusterId, proc: ad.ProcId }] : []))
+      .filter((id) => (d.store.byJob(id.cluster, id.proc)?.uid ?? r.uid) === r.uid);
+    if (ids.length > 1) throw new UidConflict(r.uid, ids);
+    return ids[0];
   }
 
   /** Removes the pod's job and files; `job` is the job id when there was one. */
@@ -453,18 +521,18 @@ export function createService(d: ServiceDeps): Service {
     if (r.phase !== "removing") d.store.update(r.uid, { phase: "removing" }, d.now());
     let outcome: "removed" | "ended" = "ended";
     let job = jid(r) || undefined;
-    if (r.terminal === undefined) {
-      try {
-        // A create interrupted before its job id was recorded: the schedd knows the job.
-        const id = r.cluster !== undefined ? jobId(r) : await findJobByUid(r.uid);
-        if (id) {
-          job = jobIdString(id);
-          outcome = (await d.condor.remove(id, "interLink deleted the pod")) === "removed" ? "removed" : "ended";
-        }
-      } catch (err) {
-        d.log.warn("condor_rm failed; the reaper will retry", { uid: r.uid, jid: job, error: message(err) });
-        return { outcome: "pending", job };
+    try {
+      // Even when the pod already has a final status: a job reported lost may only have hidden
+      // itself (by rewriting its attributes), and condor_rm of a job that left costs one line.
+      // A create interrupted before its job id was recorded: the schedd knows the job.
+      const id = r.cluster !== undefined ? jobId(r) : await findJobByUid(r);
+      if (id) {
+        job = jobIdString(id);
+        outcome = (await d.condor.remove(id, "interLink deleted the pod")) === "removed" ? "removed" : "ended";
       }
+    } catch (err) {
+      d.log.warn("condor_rm failed; the reaper will retry", { uid: r.uid, jid: job, error: message(err) });
+      return { outcome: "pending", job };
     }
     removePodDir(r.dir, secretPaths(r));
     d.store.update(r.uid, { phase: "deleted" }, d.now());
@@ -493,19 +561,33 @@ export function createService(d: ServiceDeps): Service {
    * when their pod folder is still there (a pod deleted before the loss has no folder).
    */
   async function adoptOrRemove(ads: readonly JobAd[], inQueue: boolean): Promise<void> {
+    // Jobs whose id is recorded are known, whatever their ad claims now (the status path checks
+    // their identity). Of the others, a UID claimed by two jobs is adopted by neither.
+    const claims = new Map<string, JobAd[]>();
     for (const ad of ads) {
       const uid = ad.InterLinkPodUID;
       if (typeof uid !== "string" || typeof ad.ClusterId !== "number" || typeof ad.ProcId !== "number") continue;
-      const id = { cluster: ad.ClusterId, proc: ad.ProcId };
+      if (d.store.byJob(ad.ClusterId, ad.ProcId)) continue;
+      claims.set(uid, [...(claims.get(uid) ?? []), ad]);
+    }
+    for (const [uid, claimants] of claims) {
+      const ad = claimants[0]!;
+      const id = { cluster: ad.ClusterId as number, proc: ad.ProcId as number };
       const known = d.store.get(uid);
       if (known?.phase === "deleted" || known?.phase === "removing") {
-        if (inQueue && known.cluster === undefined) {
-          await d.condor.remove(id, "interLink deleted the pod");
-          d.log.info("removed the job of a pod deleted while its create was interrupted", { uid, jid: jobIdString(id) });
+        // Removing a job that claims a deleted pod removes only that job, whoever it really is.
+        for (const c of inQueue && known.cluster === undefined ? claimants : []) {
+          const cid = { cluster: c.ClusterId as number, proc: c.ProcId as number };
+          await d.condor.remove(cid, "interLink deleted the pod");
+          d.log.info("removed the job of a pod deleted while its create was interrupted", { uid, jid: jobIdString(cid) });
         }
         continue;
       }
       if (known) continue;
+      if (claimants.length > 1) {
+        d.log.error("several jobs claim one pod; adopting none of them", { uid, jids: claimants.map((a) => `${a.ClusterId}.${a.ProcId}`) });
+        continue;
+      }
       const containers = parseContainerList(ad.InterLinkContainers);
       if (!containers) {
         d.log.warn("found a job of this sidecar with no container list; leaving it alone", { jid: jobIdString(id) });
@@ -536,12 +618,12 @@ export function createService(d: ServiceDeps): Service {
     log: d.log,
     now: d.now,
     async jobStatus(r) {
-      const ad = (await queueSnapshot().catch(() => undefined))?.ads.get(r.uid);
+      const ad = (await queueSnapshot().catch(() => undefined))?.ads.get(jid(r));
       return ad ? adNumber(ad, "JobStatus") : undefined;
     },
     async containerState(r, c) {
       const k = containerKey(c.name, c.init);
-      const ad = (await queueSnapshot().catch(() => undefined))?.ads.get(r.uid);
+      const ad = (await queueSnapshot().catch(() => undefined))?.ads.get(jid(r));
       // In the queue: the chirped line; gone: the podstate file that came back with the output.
       return ad ? linesFromAd(ad, r.containers).get(k) : readStateFiles(r.dir, [k]).get(k);
     },
@@ -557,7 +639,14 @@ export function createService(d: ServiceDeps): Service {
     // Creates interrupted between submit and record: the schedd knows the truth.
     for (const r of d.store.list(["creating"])) {
       if (inflight.has(r.uid)) continue; // a create running now settles itself
-      const found = await findJobByUid(r.uid);
+      let found: JobId | undefined;
+      try {
+        found = await findJobByUid(r);
+      } catch (err) {
+        if (!(err instanceof UidConflict)) throw err;
+        d.log.error("an interrupted create is left undecided", { uid: r.uid, error: err.message });
+        continue;
+      }
       if (found) {
         d.store.markSubmitted(r.uid, found.cluster, found.proc, d.now());
         d.log.info("reconciled an interrupted create", { uid: r.uid, jid: jobIdString(found) });
@@ -568,7 +657,7 @@ export function createService(d: ServiceDeps): Service {
       }
     }
     const fields = ["ClusterId", "ProcId", "InterLinkPodUID", "InterLinkPodName", "InterLinkPodNamespace", "InterLinkContainers"];
-    await adoptOrRemove(await d.condor.query(sidecarConstraint, fields), true);
+    await adoptOrRemove(await d.condor.query({ constraint: sidecarConstraint, attributes: fields }), true);
     // Pod folders with no record: the store was lost after their jobs had left the queue.
     if (listPodDirs(d.dataRoot).some((uid) => !d.store.get(uid))) {
       await adoptOrRemove(
@@ -735,6 +824,13 @@ export function createService(d: ServiceDeps): Service {
       clearTimeout(timer);
     },
   };
+}
+
+/** Two jobs claim one pod UID (see findJobByUid): neither is adopted, and an operator must look. */
+class UidConflict extends SidecarError {
+  constructor(uid: string, ids: readonly JobId[]) {
+    super("unavailable", `Jobs ${ids.map(jobIdString).join(" and ")} both claim pod ${uid}; neither is adopted: remove the one that is not the pod's (condor_rm)`);
+  }
 }
 
 /** `MY.InterLinkContainers` = "i.init-a c.main c.side" (names are DNS labels, so plain tokens survive). */

@@ -89,6 +89,8 @@ const MIGRATIONS: string[] = [
   `ALTER TABLE pods ADD COLUMN secrets TEXT NOT NULL DEFAULT '[]';
    ALTER TABLE pods ADD COLUMN submitted_at INTEGER;
    ALTER TABLE pods ADD COLUMN fetch_attempts INTEGER NOT NULL DEFAULT 0;`,
+  // Jobs are matched to pods by their id alone (a job can rewrite any other attribute of its ad).
+  `CREATE INDEX pods_job ON pods(cluster, proc);`,
 ];
 
 function fromRow(r: Row): PodRecord {
@@ -118,6 +120,10 @@ export interface Store {
   get(uid: string): PodRecord | undefined;
   /** Every record in the given phases. */
   list(phases: readonly PodPhase[]): PodRecord[];
+  /** The record that holds this job id, if any. */
+  byJob(cluster: number, proc: number): PodRecord | undefined;
+  /** The job ids of the pods whose job is still followed (submitted, no final status). */
+  liveJobs(): { uid: string; cluster: number; proc: number }[];
   insertCreating(rec: Omit<PodRecord, "phase" | "updatedAt" | "outputFetched" | "submittedAt" | "fetchAttempts">): void;
   markSubmitted(uid: string, cluster: number, proc: number, now: number): void;
   update(uid: string, patch: Partial<Pick<PodRecord, "phase" | "terminal" | "outputFetched" | "missingSince" | "heldSince" | "fetchAttempts">>, now: number): void;
@@ -174,6 +180,15 @@ function openStoreUnguarded(db: Sqlite): Store {
     list(phases) {
       if (phases.length === 0) return [];
       return db.all<Row>(`SELECT * FROM pods WHERE phase IN (${phases.map(() => "?").join(",")})`, phases).map(fromRow);
+    },
+    byJob(cluster, proc) {
+      const r = db.get<Row>("SELECT * FROM pods WHERE cluster = ? AND proc = ?", [cluster, proc]);
+      return r ? fromRow(r) : undefined;
+    },
+    liveJobs() {
+      return db.all<{ uid: string; cluster: number; proc: number }>(
+        "SELECT uid, cluster, proc FROM pods WHERE phase = 'submitted' AND terminal IS NULL AND cluster IS NOT NULL",
+      );
     },
     insertCreating(rec) {
       db.run(

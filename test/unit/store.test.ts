@@ -32,7 +32,7 @@ test("a version-1 store is migrated in place: records kept, new columns defaulte
   store.close();
 
   const raw = bunRuntime.openSqlite(path);
-  expect(raw.get<{ version: number }>("SELECT version FROM schema_version")!.version).toBe(2);
+  expect(raw.get<{ version: number }>("SELECT version FROM schema_version")!.version).toBe(3);
   expect(raw.get<{ journal_mode: string }>("PRAGMA journal_mode")!.journal_mode).toBe("wal");
   raw.close();
 });
