@@ -24,7 +24,7 @@ import { type LogOpts, LogRequestSchema, completeEnd, findAfterAnchor, firstLine
 import type { StateLine } from "./core/state-line.ts";
 import { logFileName } from "./core/types.ts";
 import type { Logger } from "./log.ts";
-import { fileSize, readRange } from "./store/files.ts";
+import { type JobFile, UnsafeJobFile, jobFileSize, readJobFile } from "./store/files.ts";
 import type { PodRecord, Store } from "./store/store.ts";
 
 export type Container = { name: string; init: boolean };
@@ -60,7 +60,7 @@ const ROTATION_RETRIES = 5;
 /** The last bytes of a log; `whole` when they are the whole file. */
 type Window = { bytes: Uint8Array; whole: boolean; missing?: boolean };
 /** Where the log is now: a live tail window, a local file, or nowhere yet (queued, not running). */
-type Source = { kind: "live"; window: Window } | { kind: "file"; path: string } | { kind: "none" };
+type Source = { kind: "live"; window: Window } | { kind: "file"; file: JobFile } | { kind: "none" };
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -89,7 +89,7 @@ export function createLogService(d: LogDeps) {
       if (r.terminal === undefined) return { kind: "none" };
     }
     if (r.spooled && r.terminal !== undefined) await d.fetchOutput(r).catch(() => undefined);
-    return { kind: "file", path: `${r.dir}/${file}` };
+    return { kind: "file", file: { dir: r.dir, rel: file } };
   }
 
   /** The last `maxBytes` of a log wherever it is; undefined when it is nowhere yet. */
@@ -97,11 +97,11 @@ export function createLogService(d: LogDeps) {
     const src = await source(uid, file, maxBytes);
     if (src.kind === "none") return undefined;
     if (src.kind === "live") return src.window;
-    const size = fileSize(src.path);
+    const size = jobFileSize(src.file);
     if (size === undefined) return { bytes: new Uint8Array(), whole: true, missing: true };
     const start = Math.max(0, size - maxBytes);
     // Decoded and encoded as condor_tail's output is, so that a line seen live matches in the file.
-    const bytes = size > start ? enc.encode(dec.decode(readRange(src.path, start, size - start))) : new Uint8Array();
+    const bytes = size > start ? enc.encode(dec.decode(readJobFile(src.file, start, size - start))) : new Uint8Array();
     return { bytes, whole: start === 0 };
   }
 
@@ -157,6 +157,16 @@ export function createLogService(d: LogDeps) {
       // Read before the log: a container that reads terminated has its whole log written.
       const state = follow && r.terminal === undefined ? await d.containerState(r, c).catch(() => undefined) : undefined;
       const src = await source(r.uid, logFileName(c.name, c.init, opts.Previous), LIVE_MAX_BYTES);
+      // Checked before the answer starts, so that a refusal is a status, not a broken stream.
+      if (src.kind === "file") {
+        try {
+          jobFileSize(src.file);
+        } catch (err) {
+          if (!(err instanceof UnsafeJobFile)) throw err;
+          d.log.warn("refusing to serve a log that is not a plain file of the pod folder", { uid: r.uid, error: err.message });
+          throw new SidecarError("forbidden", `Pod ${r.namespace}/${r.name}: container "${c.name}": ${err.message} in the pod folder; the sidecar does not read it`);
+        }
+      }
       const ended = () => state?.state === "terminated" || d.store.get(r.uid)?.terminal !== undefined;
       return pacedStream(opts.Bytes, async (out) => {
         let anchor: Uint8Array | undefined;
@@ -169,11 +179,17 @@ export function createLogService(d: LogDeps) {
           anchor = lastCompleteLine(complete);
         } else if (src.kind === "file") {
           const final = !follow || ended();
-          const offset = await emitFile(src.path, opts, since, out, !final);
-          if (!final) anchor = lastLineBefore(src.path, offset);
+          const offset = await emitFile(src.file, opts, since, out, !final);
+          if (!final) anchor = lastLineBefore(src.file, offset);
         }
         if (!follow || (src.kind !== "none" && ended())) return;
-        await followLog(r.uid, c, opts, anchor, state?.restartCount, out, signal);
+        try {
+          await followLog(r.uid, c, opts, anchor, state?.restartCount, out, signal);
+        } catch (err) {
+          // The job replaced its log while it was followed: the stream ends, without the file.
+          if (!(err instanceof UnsafeJobFile)) throw err;
+          d.log.warn("log follow ends: the log is no longer a plain file of the pod folder", { uid: r.uid, error: err.message });
+        }
       });
     },
   };
@@ -222,11 +238,11 @@ export function createLogService(d: LogDeps) {
   }
 
   /** The last complete line of a file before `offset` (a line of up to 16 MiB), or undefined. */
-  function lastLineBefore(path: string, offset: number): Uint8Array | undefined {
+  function lastLineBefore(path: JobFile, offset: number): Uint8Array | undefined {
     if (offset === 0) return undefined;
     for (let len = CHUNK; ; len *= 2) {
       const start = Math.max(0, offset - len);
-      const bytes = enc.encode(dec.decode(readRange(path, start, offset - start)));
+      const bytes = enc.encode(dec.decode(readJobFile(path, start, offset - start)));
       const line = lastCompleteLine(bytes);
       // A line that starts at the window's edge may be cut, unless the window is the file's start.
       if (line && (start === 0 || line.byteLength + 1 < bytes.byteLength)) return line;
@@ -300,8 +316,8 @@ async function emitText(text: string, opts: LogOpts, since: number | undefined, 
  * found by scanning backwards; the rest is read forward in chunks. Returns the offset just past
  * the last line sent; with `completeOnly` a partial last line is held back.
  */
-async function emitFile(path: string, opts: LogOpts, since: number | undefined, out: Limiter, completeOnly = false): Promise<number> {
-  const size = fileSize(path) ?? 0;
+async function emitFile(path: JobFile, opts: LogOpts, since: number | undefined, out: Limiter, completeOnly = false): Promise<number> {
+  const size = jobFileSize(path) ?? 0;
   if (size === 0) return 0;
   let start = 0;
   // Lines are in time order, so the since-filtered lines are a suffix: tail first, then filter.
@@ -309,11 +325,11 @@ async function emitFile(path: string, opts: LogOpts, since: number | undefined, 
   return emitRange(path, start, size, opts, since, out, completeOnly);
 }
 
-async function emitRange(path: string, from: number, to: number, opts: LogOpts, since: number | undefined, out: Limiter, completeOnly: boolean): Promise<number> {
+async function emitRange(path: JobFile, from: number, to: number, opts: LogOpts, since: number | undefined, out: Limiter, completeOnly: boolean): Promise<number> {
   let pos = from;
   let carry = new Uint8Array();
   while (pos < to && !out.full()) {
-    const chunk = readRange(path, pos, Math.min(CHUNK, to - pos));
+    const chunk = readJobFile(path, pos, Math.min(CHUNK, to - pos));
     if (chunk.byteLength === 0) break;
     pos += chunk.byteLength;
     const bytes = carry.byteLength ? concat(carry, chunk) : chunk;
@@ -339,15 +355,15 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
 }
 
 /** Byte offset where the last `n` lines begin. */
-function tailStart(path: string, size: number, n: number): number {
+function tailStart(path: JobFile, size: number, n: number): number {
   let pos = size;
   let newlines = 0;
   // A trailing newline ends the last line; it does not start a new one.
-  const last = readRange(path, size - 1, 1);
+  const last = readJobFile(path, size - 1, 1);
   let skipFinal = last[0] === 0x0a;
   while (pos > 0) {
     const len = Math.min(CHUNK, pos);
-    const chunk = readRange(path, pos - len, len);
+    const chunk = readJobFile(path, pos - len, len);
     for (let i = chunk.byteLength - 1; i >= 0; i--) {
       if (chunk[i] !== 0x0a) continue;
       if (skipFinal) {

@@ -17,7 +17,7 @@ import { renderWrapper } from "./render/wrapper.ts";
 import type { FileConfig } from "./config.ts";
 import type { Logger } from "./log.ts";
 import { createLogService } from "./logs.ts";
-import { fileSize, listPodDirs, podDir, readStateFiles, removeFiles, removePodDir, writePodFiles } from "./store/files.ts";
+import { type UnsafeJobFile, isDir, jobFileSize, listPodDirs, podDir, readStateFiles, removeFiles, removePodDir, writePodFiles } from "./store/files.ts";
 import type { PodRecord, Store } from "./store/store.ts";
 
 export interface ServiceDeps {
@@ -124,6 +124,8 @@ export function createService(d: ServiceDeps): Service {
   /** Secret files of the pod: env files (always) and the secret volume files recorded at create. */
   const secretPaths = (r: PodRecord) => [...new Set([...r.containers.map((c) => `env/${containerKey(c.name, c.init)}.env`), ...r.secrets])];
   const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+  /** A file the job left in its pod folder that the sidecar will not read (a symlink, …). */
+  const unsafeFile = (r: PodRecord) => (err: UnsafeJobFile) => d.log.warn("ignoring a file of the job that is not a plain file of its pod folder", { uid: r.uid, jid: jid(r), error: err.message });
 
   function ok(s: Streak): void {
     s.failures = 0;
@@ -224,7 +226,13 @@ export function createService(d: ServiceDeps): Service {
     let problem: string | undefined;
     try {
       await d.condor.transferData(jobId(r));
-      const missing = keys(r).filter((k) => fileSize(`${r.dir}/podstate/${k}`) === undefined);
+      const missing = keys(r).filter((k) => {
+        try {
+          return jobFileSize({ dir: r.dir, rel: `podstate/${k}` }) === undefined;
+        } catch {
+          return true; // not a plain file: readStateFiles says why
+        }
+      });
       if (missing.length > 0) problem = `condor_transfer_data brought back no state for ${missing.join(", ")}`;
     } catch (err) {
       problem = message(err);
@@ -245,7 +253,7 @@ export function createService(d: ServiceDeps): Service {
   async function observeEnded(r: PodRecord, ad: JobAd, inQueue = false): Promise<PodStatus> {
     // Still in the queue, the output can be fetched on a later pass: not final yet.
     if (!(await fetchOutput(r)) && inQueue) return podStatus(identity(r), { kind: "queued", ad });
-    const files = readStateFiles(r.dir, keys(r));
+    const files = readStateFiles(r.dir, keys(r), unsafeFile(r));
     // Chirped lines are the fallback when the files did not come back.
     const lines = new Map<string, StateLine>(linesFromAd(ad, r.containers));
     for (const [k, v] of files) lines.set(k, v);
@@ -594,7 +602,7 @@ export function createService(d: ServiceDeps): Service {
         continue;
       }
       const dir = podDir(d.dataRoot, uid);
-      if (!inQueue && fileSize(dir) === undefined) continue;
+      if (!inQueue && !isDir(dir)) continue;
       d.store.insertCreating({
         uid,
         name: String(ad.InterLinkPodName ?? ""),
@@ -625,7 +633,7 @@ export function createService(d: ServiceDeps): Service {
       const k = containerKey(c.name, c.init);
       const ad = (await queueSnapshot().catch(() => undefined))?.ads.get(jid(r));
       // In the queue: the chirped line; gone: the podstate file that came back with the output.
-      return ad ? linesFromAd(ad, r.containers).get(k) : readStateFiles(r.dir, [k]).get(k);
+      return ad ? linesFromAd(ad, r.containers).get(k) : readStateFiles(r.dir, [k], unsafeFile(r)).get(k);
     },
     async refresh(r) {
       await statusOf([r]).catch(() => undefined);

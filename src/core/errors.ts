@@ -14,6 +14,8 @@ export type ErrorKind =
   | "not_found"
   /** The pod was deleted; a late create must not resurrect it. */
   | "gone"
+  /** Understood but refused: e.g. a log the job replaced with a symlink, which the sidecar does not follow. */
+  | "forbidden"
   /** HTCondor (or the store) cannot be reached or refused the work. */
   | "unavailable"
   /** A tool did not answer in time. */
@@ -34,6 +36,7 @@ export const httpStatusOf: Readonly<Record<ErrorKind, number>> = {
   too_large: 413,
   not_found: 404,
   gone: 409,
+  forbidden: 403,
   unavailable: 503,
   timeout: 504,
   internal: 500,

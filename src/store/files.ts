@@ -3,8 +3,8 @@
  * env files and volume data that ship with the job, and the output that comes back.
  * Folders are 0700; secret files 0600 and removed first.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync, openSync, readSync, closeSync } from "node:fs";
-import { dirname, join, resolve, sep } from "node:path";
+import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, readdirSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { basename, dirname, join, resolve, sep } from "node:path";
 import type { PodFile } from "../core/types.ts";
 import { parseStateLine, type StateLine } from "../core/state-line.ts";
 
@@ -49,37 +49,111 @@ export function removeFiles(dir: string, paths: readonly string[]): void {
   for (const p of paths) rmSync(join(dir, p), { force: true });
 }
 
-/** The state lines that came back with the job's output (`podstate/<key>`). */
-export function readStateFiles(dir: string, keys: readonly string[]): Map<string, StateLine> {
+/**
+ * A file in a pod folder that the job wrote or could have replaced: container logs, state files,
+ * transferred output. `rel` is relative to the pod folder `dir`.
+ */
+export interface JobFile {
+  dir: string;
+  rel: string;
+}
+
+/** A job file that is not a plain file of the pod folder: a symlink, FIFO, device, hard link or a path leading out. */
+export class UnsafeJobFile extends Error {
+  override name = "UnsafeJobFile";
+}
+
+/**
+ * Opens a job file for reading, or undefined when it does not exist. The job can leave anything
+ * in its pod folder (with a shared filesystem it writes there directly), so the last component
+ * is opened without following a symlink (and without blocking on a FIFO), and then the open
+ * descriptor is checked, not the path: a regular file with a single link, whose real path lies
+ * under the pod folder (a symlinked folder on the way would lead out). A path checked before the
+ * open would be a race.
+ */
+function openJobFile(f: JobFile): number | undefined {
+  if (f.rel.startsWith("/") || f.rel.split("/").includes("..")) throw new UnsafeJobFile(`${f.rel}: not a path inside the pod folder`);
+  let fd: number;
+  try {
+    fd = openSync(join(f.dir, f.rel), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+    if (code === "ELOOP") throw new UnsafeJobFile(`${f.rel} is a symbolic link`);
+    throw err;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new UnsafeJobFile(`${f.rel} is not a regular file`);
+    if (st.nlink !== 1) throw new UnsafeJobFile(`${f.rel} has ${st.nlink} hard links`);
+    // The pod folder's parent (pods/) is the sidecar's own; the folder itself must not be a link.
+    const root = join(realpathSync(dirname(f.dir)), basename(f.dir));
+    const real = readlinkSync(`/proc/self/fd/${fd}`);
+    if (!real.startsWith(root + sep)) throw new UnsafeJobFile(`${f.rel} resolves outside the pod folder`);
+    return fd;
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+}
+
+/** Runs `use` on an open, checked job file; undefined when the file does not exist. */
+function withJobFile<T>(f: JobFile, use: (fd: number, size: number) => T): T | undefined {
+  const fd = openJobFile(f);
+  if (fd === undefined) return undefined;
+  try {
+    return use(fd, fstatSync(fd).size);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function jobFileSize(f: JobFile): number | undefined {
+  return withJobFile(f, (_fd, size) => size);
+}
+
+/** Reads bytes [from, from+max) of a job file (log follow reads what was appended). */
+export function readJobFile(f: JobFile, from: number, max: number): Uint8Array {
+  return (
+    withJobFile(f, (fd, size) => {
+      if (size <= from) return new Uint8Array();
+      const buf = new Uint8Array(Math.min(size - from, max));
+      const n = readSync(fd, buf, 0, buf.byteLength, from);
+      return buf.subarray(0, Math.max(0, n));
+    }) ?? new Uint8Array()
+  );
+}
+
+/** A state file is one short line; more is not a state file. */
+const STATE_FILE_MAX = 4096;
+
+/**
+ * The state lines that came back with the job's output (`podstate/<key>`). A state file that is
+ * not a plain file of the pod folder is skipped with a warning (`onUnsafe`): the chirped line
+ * or the job's exit code then stand for the container.
+ */
+export function readStateFiles(dir: string, keys: readonly string[], onUnsafe?: (err: UnsafeJobFile) => void): Map<string, StateLine> {
   const out = new Map<string, StateLine>();
   for (const k of keys) {
-    const p = join(dir, "podstate", k);
-    if (!existsSync(p)) continue;
-    const line = parseStateLine(readFileSync(p, "utf8"));
+    let bytes: Uint8Array;
+    try {
+      bytes = readJobFile({ dir, rel: `podstate/${k}` }, 0, STATE_FILE_MAX);
+    } catch (err) {
+      if (!(err instanceof UnsafeJobFile)) throw err;
+      onUnsafe?.(err);
+      continue;
+    }
+    const line = parseStateLine(new TextDecoder().decode(bytes));
     if (line) out.set(k, line);
   }
   return out;
 }
 
-export function fileSize(path: string): number | undefined {
+/** Whether a folder exists (the folder itself, not what a symlink there points at). */
+export function isDir(path: string): boolean {
   try {
-    return statSync(path).size;
+    return lstatSync(path).isDirectory();
   } catch {
-    return undefined;
-  }
-}
-
-/** Reads bytes [from, from+max) of a file (log follow reads what was appended). */
-export function readRange(path: string, from: number, max: number): Uint8Array {
-  const size = fileSize(path) ?? 0;
-  if (size <= from) return new Uint8Array();
-  const len = Math.min(size - from, max);
-  const buf = new Uint8Array(len);
-  const fd = openSync(path, "r");
-  try {
-    const n = readSync(fd, buf, 0, len, from);
-    return buf.subarray(0, Math.max(0, n));
-  } finally {
-    closeSync(fd);
+    return false;
   }
 }
