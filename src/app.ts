@@ -6,6 +6,9 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { SidecarError, httpStatusOf, oneLine } from "./core/errors.ts";
+import type { LogRequest } from "./core/logs.ts";
+import { type CreateRequest, parseCreateRequest } from "./core/pod.ts";
+import { type PodRef, parseDeleteRequest, parseLogRequest, parseStatusRequest } from "./core/requests.ts";
 import type { Logger } from "./log.ts";
 import type { RequestExtras } from "./runtime/http.ts";
 
@@ -18,14 +21,14 @@ export interface StatusAnswer {
   stale?: string;
 }
 
-/** The use cases behind the routes (service.ts implements them). */
+/** The use cases behind the routes (src/service/ implements them), on requests parsed at the route. */
 export interface Api {
-  create(body: unknown): Promise<{ PodUID: string; PodJID: string }>;
-  remove(body: unknown): Promise<string>;
-  status(pods: unknown[]): Promise<StatusAnswer>;
+  create(req: CreateRequest): Promise<{ PodUID: string; PodJID: string }>;
+  remove(pod: PodRef): Promise<string>;
+  status(pods: readonly PodRef[]): Promise<StatusAnswer>;
   /** Ping: `GET /status` with `[]` (spec: interlink §6). */
   ping(): Promise<{ healthy: boolean; body: unknown }>;
-  logs(body: unknown, signal: AbortSignal): Promise<ReadableStream<Uint8Array> | Uint8Array | string>;
+  logs(req: LogRequest, signal: AbortSignal): Promise<ReadableStream<Uint8Array> | Uint8Array | string>;
   systemInfo(): Promise<unknown>;
 }
 
@@ -45,13 +48,13 @@ export function createApp(api: Api, log: Logger): Hono<Env> {
   app.post("/create", async (c) => {
     const body = json(c);
     if (Array.isArray(body)) throw new SidecarError("invalid", "create: the body must be one RetrievedPodData object, not an array");
-    return c.json(await api.create(body), 200);
+    return c.json(await api.create(parseCreateRequest(body)), 200);
   });
 
   app.post("/delete", async (c) => {
     const body = json(c);
     if (Array.isArray(body)) throw new SidecarError("invalid", "delete: the body must be one v1.Pod object, not an array");
-    return text(c, 200, await api.remove(body));
+    return text(c, 200, await api.remove(parseDeleteRequest(body)));
   });
 
   const status = async (c: Context<Env>) => {
@@ -61,7 +64,7 @@ export function createApp(api: Api, log: Logger): Hono<Env> {
       const { healthy, body: out } = await api.ping();
       return c.json(out as object, healthy ? 200 : 503);
     }
-    const { statuses, stale } = await api.status(body);
+    const { statuses, stale } = await api.status(parseStatusRequest(body));
     if (stale) c.header(STALE_HEADER, headerValue(stale));
     return c.json(statuses, 200);
   };
@@ -73,7 +76,7 @@ export function createApp(api: Api, log: Logger): Hono<Env> {
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
       throw new SidecarError("invalid", "getLogs: the body must be one LogStruct object");
     }
-    const out = await api.logs(body, c.env.signal);
+    const out = await api.logs(parseLogRequest(body), c.env.signal);
     return new Response(out as ConstructorParameters<typeof Response>[0], { status: 200, headers: { "content-type": "text/plain; charset=utf-8" } });
   };
   app.get("/getLogs", logs);

@@ -6,13 +6,14 @@ import { X509Certificate } from "node:crypto";
 import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { createApp } from "./app.ts";
+import { credentialKind } from "./core/credentials.ts";
 import { type CliOptions, USAGE, UsageError, VERSION, condorAccess, parseCli } from "./cli.ts";
 import { CONDOR_TOOLS, createCondor } from "./condor/cli.ts";
 import { ConfigError, type FileConfig, parseConfig, planConfig } from "./config.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { type HttpServer, serveHttp } from "./runtime/http.ts";
 import type { Runtime } from "./runtime/types.ts";
-import { createService } from "./service.ts";
+import { createService } from "./service/index.ts";
 import { ensureDir } from "./store/files.ts";
 import { openStore } from "./store/store.ts";
 
@@ -127,17 +128,13 @@ function checkFlagPaths(o: CliOptions): void {
   }
 }
 
-/** A JWT (three base64url parts) is a token; anything else is taken for an X.509 proxy. */
-function credentialKind(path: string): "token" | "x509" | undefined {
-  let text: string;
+/** The kind of the credential file (core/credentials.ts), or undefined when it cannot be read yet. */
+function credentialFileKind(path: string): "token" | "x509" | undefined {
   try {
-    text = readFileSync(path, "utf8");
+    return credentialKind(readFileSync(path, "utf8"));
   } catch {
     return undefined;
   }
-  if (text.includes("-----BEGIN")) return "x509";
-  const token = text.split("\n").map((l) => l.trim()).find((l) => l && !l.startsWith("#"));
-  return token && /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(token) ? "token" : "x509";
 }
 
 function isExecutable(p: string): boolean {
@@ -158,7 +155,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
   const bin = findCondorBin(o, env);
   if (runtime.uid() === 0) log.warn("running as root: HTCondor refuses jobs owned by root; run the sidecar as an ordinary submit user");
   checkFlagPaths(o);
-  const access = condorAccess(o, runtime.hostname(), o.proxy ? credentialKind(o.proxy) : undefined);
+  const access = condorAccess(o, runtime.hostname(), o.proxy ? credentialFileKind(o.proxy) : undefined);
   for (const w of access.warnings) log.warn(w);
   if (o.proxy && !existsSync(o.proxy)) log.warn(`--proxy ${o.proxy} does not exist (yet): the ping answers 503 until it does`);
 

@@ -1,17 +1,13 @@
 /**
  * Durable state: the pod → job mapping in SQLite (WAL) under DataRootFolder, with versioned
- * migrations. Survives restarts and `kill -9`; every write is one transaction.
+ * migrations. Survives restarts and `kill -9`; every write is one transaction. A record changes
+ * phase only through the named transitions of core/lifecycle.ts, each one method here.
  */
 import { SidecarError } from "../core/errors.ts";
+import { PHASES, type PodPhase, TRANSITIONS, type TransitionName } from "../core/lifecycle.ts";
 import type { Sqlite } from "../runtime/types.ts";
 
-/**
- * - `creating`: accepted, files being written or condor_submit running (no job id yet);
- * - `submitted`: a job exists (cluster/proc set);
- * - `removing`: deleted by interLink, condor_rm not yet confirmed (the reaper retries);
- * - `deleted`: tombstone: job gone and files removed; keeps a late create out.
- */
-export type PodPhase = "creating" | "submitted" | "removing" | "deleted";
+export type { PodPhase };
 
 export interface ContainerRef {
   name: string;
@@ -31,7 +27,7 @@ export interface PodRecord {
   containers: ContainerRef[];
   createdAt: number;
   updatedAt: number;
-  /** The final PodStatus (JSON) once the job ended; never queried again. */
+  /** The final PodStatus (JSON), from `finish` on. */
   terminal?: string;
   outputFetched: boolean;
   /** When the job was first missing from both queue and history. */
@@ -91,6 +87,8 @@ const MIGRATIONS: string[] = [
    ALTER TABLE pods ADD COLUMN fetch_attempts INTEGER NOT NULL DEFAULT 0;`,
   // Jobs are matched to pods by their id alone (a job can rewrite any other attribute of its ad).
   `CREATE INDEX pods_job ON pods(cluster, proc);`,
+  // A pod with its final status has a phase of its own (it was 'submitted' with a terminal status).
+  `UPDATE pods SET phase = 'finished' WHERE phase = 'submitted' AND terminal IS NOT NULL;`,
 ];
 
 function fromRow(r: Row): PodRecord {
@@ -116,19 +114,38 @@ function fromRow(r: Row): PodRecord {
   };
 }
 
+/** What a new record is made of (accept, adopt, tombstone). */
+export type NewRecord = Pick<PodRecord, "uid" | "namespace" | "name" | "dir" | "spooled" | "containers" | "secrets" | "createdAt">;
+
+/** The bookkeeping fields of a record; its phase changes only through the transitions. */
+export type RecordPatch = Partial<Pick<PodRecord, "outputFetched" | "missingSince" | "heldSince" | "fetchAttempts">>;
+
+/**
+ * Every transition returns whether it applied: false when the record was not in a phase the
+ * transition leaves (core/lifecycle.ts), e.g. a delete that moved it on meanwhile.
+ */
 export interface Store {
   get(uid: string): PodRecord | undefined;
   /** Every record in the given phases. */
   list(phases: readonly PodPhase[]): PodRecord[];
   /** The record that holds this job id, if any. */
   byJob(cluster: number, proc: number): PodRecord | undefined;
-  /** The job ids of the pods whose job is still followed (submitted, no final status). */
+  /** The job ids of the pods whose job is followed (phase `submitted`). */
   liveJobs(): { uid: string; cluster: number; proc: number }[];
-  insertCreating(rec: Omit<PodRecord, "phase" | "updatedAt" | "outputFetched" | "submittedAt" | "fetchAttempts">): void;
-  markSubmitted(uid: string, cluster: number, proc: number, now: number): void;
-  update(uid: string, patch: Partial<Pick<PodRecord, "phase" | "terminal" | "outputFetched" | "missingSince" | "heldSince" | "fetchAttempts">>, now: number): void;
-  remove(uid: string): void;
-  count(): number;
+  /** How many records each phase has. */
+  countByPhase(): Record<PodPhase, number>;
+
+  accept(rec: NewRecord): boolean;
+  recordJob(uid: string, cluster: number, proc: number, now: number): boolean;
+  abandon(uid: string): boolean;
+  adopt(rec: NewRecord, cluster: number, proc: number, now: number): boolean;
+  finish(uid: string, terminal: string, now: number): boolean;
+  requestRemoval(uid: string, now: number): boolean;
+  completeRemoval(uid: string, now: number): boolean;
+  tombstone(rec: NewRecord, now: number): boolean;
+  forget(uid: string): boolean;
+
+  update(uid: string, patch: RecordPatch, now: number): void;
   close(): void;
 }
 
@@ -155,7 +172,36 @@ export function openStore(db: Sqlite, path = "state.db"): Store {
   return guarded(path, openStoreUnguarded(db));
 }
 
+/** `phase IN (…)` for the phases a transition leaves (none of them null). */
+function fromPhases(name: TransitionName): { sql: string; params: string[] } {
+  const from = TRANSITIONS[name].from.filter((p): p is PodPhase => p !== null);
+  return { sql: `phase IN (${from.map(() => "?").join(", ")})`, params: from };
+}
+
 function openStoreUnguarded(db: Sqlite): Store {
+  /** A transition from no record: an insert, refused when the UID has one. */
+  const insert = (name: TransitionName, rec: NewRecord, job?: { cluster: number; proc: number; submittedAt: number }): boolean => {
+    const to = TRANSITIONS[name].to;
+    const r = db.run(
+      `INSERT OR IGNORE INTO pods (uid, namespace, name, phase, dir, spooled, containers, created_at, updated_at, secrets, cluster, proc, submitted_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [rec.uid, rec.namespace, rec.name, to, rec.dir, rec.spooled ? 1 : 0, JSON.stringify(rec.containers), rec.createdAt, rec.createdAt,
+        JSON.stringify(rec.secrets), job?.cluster ?? null, job?.proc ?? null, job?.submittedAt ?? null],
+    );
+    return r.changes === 1;
+  };
+  /** A transition between phases, with the columns it sets besides phase and updated_at. */
+  const move = (name: TransitionName, uid: string, now: number, sets = "", params: (string | number)[] = []): boolean => {
+    const from = fromPhases(name);
+    const r = db.run(`UPDATE pods SET phase = ?, updated_at = ?${sets} WHERE uid = ? AND ${from.sql}`, [TRANSITIONS[name].to, now, ...params, uid, ...from.params]);
+    return r.changes === 1;
+  };
+  /** A transition to no record. */
+  const drop = (name: TransitionName, uid: string): boolean => {
+    const from = fromPhases(name);
+    return db.run(`DELETE FROM pods WHERE uid = ? AND ${from.sql}`, [uid, ...from.params]).changes === 1;
+  };
+
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = NORMAL");
   db.exec("PRAGMA busy_timeout = 5000");
@@ -181,25 +227,29 @@ function openStoreUnguarded(db: Sqlite): Store {
       if (phases.length === 0) return [];
       return db.all<Row>(`SELECT * FROM pods WHERE phase IN (${phases.map(() => "?").join(",")})`, phases).map(fromRow);
     },
+    countByPhase() {
+      const out = Object.fromEntries(PHASES.map((p) => [p, 0])) as Record<PodPhase, number>;
+      for (const row of db.all<{ phase: PodPhase; n: number }>("SELECT phase, COUNT(*) AS n FROM pods GROUP BY phase")) out[row.phase] = row.n;
+      return out;
+    },
     byJob(cluster, proc) {
       const r = db.get<Row>("SELECT * FROM pods WHERE cluster = ? AND proc = ?", [cluster, proc]);
       return r ? fromRow(r) : undefined;
     },
     liveJobs() {
-      return db.all<{ uid: string; cluster: number; proc: number }>(
-        "SELECT uid, cluster, proc FROM pods WHERE phase = 'submitted' AND terminal IS NULL AND cluster IS NOT NULL",
-      );
+      return db.all<{ uid: string; cluster: number; proc: number }>("SELECT uid, cluster, proc FROM pods WHERE phase = 'submitted' AND cluster IS NOT NULL");
     },
-    insertCreating(rec) {
-      db.run(
-        `INSERT INTO pods (uid, namespace, name, phase, dir, spooled, containers, created_at, updated_at, secrets)
-         VALUES (?, ?, ?, 'creating', ?, ?, ?, ?, ?, ?)`,
-        [rec.uid, rec.namespace, rec.name, rec.dir, rec.spooled ? 1 : 0, JSON.stringify(rec.containers), rec.createdAt, rec.createdAt, JSON.stringify(rec.secrets)],
-      );
-    },
-    markSubmitted(uid, cluster, proc, now) {
-      db.run("UPDATE pods SET phase = 'submitted', cluster = ?, proc = ?, submitted_at = ?, updated_at = ? WHERE uid = ?", [cluster, proc, now, now, uid]);
-    },
+
+    accept: (rec) => insert("accept", rec),
+    recordJob: (uid, cluster, proc, now) => move("recordJob", uid, now, ", cluster = ?, proc = ?, submitted_at = ?", [cluster, proc, now]),
+    abandon: (uid) => drop("abandon", uid),
+    adopt: (rec, cluster, proc, now) => insert("adopt", rec, { cluster, proc, submittedAt: now }),
+    finish: (uid, terminal, now) => move("finish", uid, now, ", terminal = ?", [terminal]),
+    requestRemoval: (uid, now) => move("requestRemoval", uid, now),
+    completeRemoval: (uid, now) => move("completeRemoval", uid, now),
+    tombstone: (rec, now) => insert("tombstone", { ...rec, createdAt: now }),
+    forget: (uid) => drop("forget", uid),
+
     update(uid, patch, now) {
       const sets: string[] = [];
       const params: (string | number | null)[] = [];
@@ -207,20 +257,12 @@ function openStoreUnguarded(db: Sqlite): Store {
         sets.push(`${col} = ?`);
         params.push(v);
       };
-      if (patch.phase !== undefined) put("phase", patch.phase);
-      if ("terminal" in patch) put("terminal", patch.terminal ?? null);
       if (patch.outputFetched !== undefined) put("output_fetched", patch.outputFetched ? 1 : 0);
       if ("missingSince" in patch) put("missing_since", patch.missingSince ?? null);
       if ("heldSince" in patch) put("held_since", patch.heldSince ?? null);
       if (patch.fetchAttempts !== undefined) put("fetch_attempts", patch.fetchAttempts);
       put("updated_at", now);
       db.run(`UPDATE pods SET ${sets.join(", ")} WHERE uid = ?`, [...params, uid]);
-    },
-    remove(uid) {
-      db.run("DELETE FROM pods WHERE uid = ?", [uid]);
-    },
-    count() {
-      return db.get<{ n: number }>("SELECT COUNT(*) AS n FROM pods WHERE phase != 'deleted'")?.n ?? 0;
     },
     close() {
       db.close();

@@ -16,37 +16,18 @@
  * ended, as kubectl logs -f on a kubelet; the rest of it is read from the rotated file), when the
  * job has ended, when the byte budget is spent, or when the client or the sidecar goes away.
  */
-import type { Condor } from "./condor/cli.ts";
-import type { JobId } from "./condor/parse.ts";
-import type { FileConfig } from "./config.ts";
-import { SidecarError } from "./core/errors.ts";
-import { type LogOpts, LogRequestSchema, completeEnd, findAfterAnchor, firstLineStart, formatLines, lastCompleteLine, sinceMs, truncateBytes } from "./core/logs.ts";
-import type { StateLine } from "./core/state-line.ts";
-import { logFileName } from "./core/types.ts";
-import type { Logger } from "./log.ts";
-import { type JobFile, UnsafeJobFile, jobFileSize, readJobFile } from "./store/files.ts";
-import type { PodRecord, Store } from "./store/store.ts";
+import { adNumber } from "../condor/parse.ts";
+import { SidecarError } from "../core/errors.ts";
+import { type LogOpts, type LogRequest, completeEnd, findAfterAnchor, firstLineStart, formatLines, lastCompleteLine, sinceMs, truncateBytes } from "../core/logs.ts";
+import type { StateLine } from "../core/state-line.ts";
+import { linesFromAd } from "../core/status.ts";
+import { containerKey, logFileName } from "../core/types.ts";
+import { type JobFile, UnsafeJobFile, jobFileSize, readJobFile, readStateFiles } from "../store/files.ts";
+import type { PodRecord } from "../store/store.ts";
+import { type Ctx, jid, jobId, unsafeFileWarning } from "./context.ts";
+import type { StatusService } from "./status.ts";
 
-export type Container = { name: string; init: boolean };
-
-export interface LogDeps {
-  store: Store;
-  condor: Condor;
-  config: FileConfig;
-  log: Logger;
-  now: () => number;
-  /** JobStatus from the shared condor_q snapshot, or undefined when the job is not in the queue. */
-  jobStatus(r: PodRecord): Promise<number | undefined>;
-  /**
-   * The container's own state line: chirped into the job ad while the job is in the queue (the
-   * shared condor_q snapshot), the returned podstate file once it has left; undefined when not
-   * known (yet).
-   */
-  containerState(r: PodRecord, c: Container): Promise<StateLine | undefined>;
-  /** Brings the record up to date (finalizes a job that has ended). */
-  refresh(r: PodRecord): Promise<void>;
-  fetchOutput(r: PodRecord): Promise<void>;
-}
+type Container = { name: string; init: boolean };
 
 /** What condor_tail may bring back of a running job's log in one call. */
 const LIVE_MAX_BYTES = 16 * 1024 * 1024;
@@ -65,14 +46,29 @@ type Source = { kind: "live"; window: Window } | { kind: "file"; file: JobFile }
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
-export function createLogService(d: LogDeps) {
-  const jobId = (r: PodRecord): JobId => ({ cluster: r.cluster!, proc: r.proc! });
+export function createLogService(d: Ctx, status: StatusService): { logs(req: LogRequest, signal: AbortSignal): Promise<ReadableStream<Uint8Array> | string> } {
+  /** JobStatus from the shared condor_q snapshot, or undefined when the job is not in the queue. */
+  async function jobStatus(r: PodRecord): Promise<number | undefined> {
+    const ad = (await d.queue.snapshot().catch(() => undefined))?.ads.get(jid(r));
+    return ad ? adNumber(ad, "JobStatus") : undefined;
+  }
+
+  /**
+   * The container's own state line: chirped into the job ad while the job is in the queue (the
+   * shared condor_q snapshot), the returned podstate file once it has left; undefined when not
+   * known (yet).
+   */
+  async function containerState(r: PodRecord, c: Container): Promise<StateLine | undefined> {
+    const k = containerKey(c.name, c.init);
+    const ad = (await d.queue.snapshot().catch(() => undefined))?.ads.get(jid(r));
+    return ad ? linesFromAd(ad, r.containers).get(k) : readStateFiles(r.dir, [k], unsafeFileWarning(d, r)).get(k);
+  }
 
   async function source(uid: string, file: string, maxBytes: number): Promise<Source> {
     let r = d.store.get(uid);
     if (!r || r.phase === "creating") return { kind: "none" };
     if (r.terminal === undefined && r.cluster !== undefined && !d.config.SharedFilesystem) {
-      if ((await d.jobStatus(r)) === 2) {
+      if ((await jobStatus(r)) === 2) {
         const res = await d.condor.tail(jobId(r), file, maxBytes, d.config.QueryTimeoutSeconds * 1000);
         if (res.code === 0 && !res.timedOut) {
           // condor_tail's output arrives decoded; valid UTF-8 re-encodes to the same bytes, and
@@ -83,12 +79,12 @@ export function createLogService(d: LogDeps) {
         d.log.debug("condor_tail gave nothing", { uid, code: res.code, stderr: res.stderr.slice(0, 200) });
       }
       // Not running, or it stopped just now: if the job has ended, finalizing it puts its output in place.
-      await d.refresh(r);
+      await status.statusOf([r]).catch(() => undefined);
       r = d.store.get(uid) ?? r;
       // Still queued (idle, held, transferring output): nothing to show yet.
       if (r.terminal === undefined) return { kind: "none" };
     }
-    if (r.spooled && r.terminal !== undefined) await d.fetchOutput(r).catch(() => undefined);
+    if (r.spooled && r.terminal !== undefined) await status.fetchOutput(r).catch(() => undefined);
     return { kind: "file", file: { dir: r.dir, rel: file } };
   }
 
@@ -136,13 +132,7 @@ export function createLogService(d: LogDeps) {
   }
 
   return {
-    async logs(body: unknown, signal: AbortSignal): Promise<ReadableStream<Uint8Array> | string> {
-      const parsed = LogRequestSchema.safeParse(body);
-      if (!parsed.success) {
-        const i = parsed.error.issues[0]!;
-        throw new SidecarError("invalid", `getLogs: ${i.path.join(".") || "body"}: ${i.message}`);
-      }
-      const req = parsed.data;
+    async logs(req, signal) {
       const r = d.store.get(req.PodUID);
       if (!r || r.phase === "deleted" || r.phase === "removing") {
         throw new SidecarError("not_found", `Pod ${req.Namespace}/${req.PodName} (${req.PodUID}) is not known to this sidecar`);
@@ -155,7 +145,7 @@ export function createLogService(d: LogDeps) {
 
       const since = sinceMs(opts, d.now());
       // Read before the log: a container that reads terminated has its whole log written.
-      const state = follow && r.terminal === undefined ? await d.containerState(r, c).catch(() => undefined) : undefined;
+      const state = follow && r.terminal === undefined ? await containerState(r, c).catch(() => undefined) : undefined;
       const src = await source(r.uid, logFileName(c.name, c.init, opts.Previous), LIVE_MAX_BYTES);
       // Checked before the answer starts, so that a refusal is a status, not a broken stream.
       if (src.kind === "file") {
@@ -205,7 +195,7 @@ export function createLogService(d: LogDeps) {
       await sleep(FOLLOW_POLL_MS, signal);
       const r = d.store.get(uid);
       if (signal.aborted || !r || r.phase === "deleted" || r.phase === "removing") return;
-      const st = await d.containerState(r, c).catch(() => undefined);
+      const st = await containerState(r, c).catch(() => undefined);
       restarts ??= st?.restartCount;
       const restarted = st !== undefined && restarts !== undefined && st.restartCount > restarts;
       const final = st?.state === "terminated" || r.terminal !== undefined;

@@ -1,0 +1,115 @@
+/**
+ * What every use case of the service shares: its dependencies, the view of the queue, the
+ * creates in flight, and the few rules about a pod record that all of them apply.
+ */
+import type { Condor } from "../condor/cli.ts";
+import { type JobId, classAdString, jobIdString } from "../condor/parse.ts";
+import { SidecarError } from "../core/errors.ts";
+import type { ContainerInfo } from "../core/status.ts";
+import { type PlanConfig, containerKey } from "../core/types.ts";
+import type { FileConfig } from "../config.ts";
+import type { Logger } from "../log.ts";
+import type { UnsafeJobFile } from "../store/files.ts";
+import type { PodRecord, Store } from "../store/store.ts";
+import { type QueueView, createQueueView } from "./queue.ts";
+
+export interface ServiceDeps {
+  store: Store;
+  condor: Condor;
+  config: FileConfig;
+  planConfig: PlanConfig;
+  dataRoot: string;
+  spool: boolean;
+  /** The credential file that must exist and be unexpired for the sidecar to be healthy. */
+  credentialFile?: string;
+  readCredential?: (path: string) => string | undefined;
+  /** The notAfter time (epoch ms) of the first certificate in a PEM text, if it has one. */
+  certificateExpiry?: (pem: string) => number | undefined;
+  log: Logger;
+  /** Epoch milliseconds. */
+  now: () => number;
+  version: string;
+}
+
+/** What /create answers. */
+export interface CreateAnswer {
+  PodUID: string;
+  PodJID: string;
+}
+
+export interface Ctx extends ServiceDeps {
+  /** Selects this sidecar's jobs in searches. Never decides which pod a job is: a job can rewrite it. */
+  sidecarConstraint: string;
+  queue: QueueView;
+  /** Creates running now, by pod UID: a repeated create joins the one that runs. */
+  inflight: Map<string, Promise<CreateAnswer>>;
+  /** When condor_transfer_data last ran for a pod (spooled output, retried at intervals). */
+  lastFetch: Map<string, number>;
+  /** Whether reconcile has succeeded once (the reaper retries it until then). */
+  reconciled: boolean;
+}
+
+export function createContext(d: ServiceDeps): Ctx {
+  return {
+    ...d,
+    sidecarConstraint: `InterLinkSidecarId == ${classAdString(d.planConfig.sidecarId)}`,
+    queue: createQueueView(d),
+    inflight: new Map(),
+    lastFetch: new Map(),
+    reconciled: false,
+  };
+}
+
+/** The job id as interLink sees it (`cluster.proc`), or "" before the job exists. */
+export const jid = (r: PodRecord): string => (r.cluster === undefined ? "" : `${r.cluster}.${r.proc}`);
+
+/** The recorded job id (only for records that have one). */
+export const jobId = (r: PodRecord): JobId => ({ cluster: r.cluster!, proc: r.proc! });
+
+export const containerKeys = (r: PodRecord): string[] => r.containers.map((c) => containerKey(c.name, c.init));
+
+/** What the status mapping needs to know of the pod. */
+export const identity = (r: PodRecord) => ({ uid: r.uid, name: r.name, namespace: r.namespace, jid: jid(r), containers: r.containers as ContainerInfo[] });
+
+/** Secret files of the pod: env files (always) and the secret volume files recorded at create. */
+export const secretPaths = (r: PodRecord): string[] => [...new Set([...containerKeys(r).map((k) => `env/${k}.env`), ...r.secrets])];
+
+export const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/** Logs a file the job left in its pod folder that the sidecar will not read (a symlink, …). */
+export const unsafeFileWarning = (c: Ctx, r: PodRecord) => (err: UnsafeJobFile) =>
+  c.log.warn("ignoring a file of the job that is not a plain file of its pod folder", { uid: r.uid, jid: jid(r), error: err.message });
+
+/**
+ * A search by pod UID trusts an attribute the job can rewrite (condor_chirp set_job_attr), so it
+ * only takes jobs queued at or after the submit began: such a job cannot have run and rewritten
+ * anything yet. The slack allows for a schedd clock behind the sidecar's (a remote schedd).
+ */
+const QDATE_SLACK_SECONDS = 5;
+
+/** Two jobs claim one pod UID (see findJobByUid): neither is adopted, and an operator must look. */
+export class UidConflict extends SidecarError {
+  constructor(uid: string, ids: readonly JobId[]) {
+    super("unavailable", `Jobs ${ids.map(jobIdString).join(" and ")} both claim pod ${uid}; neither is adopted: remove the one that is not the pod's (condor_rm)`);
+  }
+}
+
+/**
+ * The job a create submitted, found by the pod's UID when its id was never recorded (the
+ * sidecar died, or condor_submit timed out, between the schedd's commit and the record).
+ * The UID is an attribute the job could rewrite, so only jobs queued since the create began
+ * count (they cannot have run yet), never one recorded for another pod, and two candidates
+ * are a conflict that nothing here can settle: neither is adopted.
+ */
+export async function findJobByUid(c: Ctx, r: Pick<PodRecord, "uid" | "createdAt">): Promise<JobId | undefined> {
+  const since = Math.floor(r.createdAt / 1000) - QDATE_SLACK_SECONDS;
+  const constraint = `${c.sidecarConstraint} && InterLinkPodUID == ${classAdString(r.uid)} && QDate >= ${since}`;
+  const attributes = ["ClusterId", "ProcId"];
+  const q = await c.condor.query({ constraint, attributes });
+  const ads = q.length ? q : await c.condor.history({ constraint, attributes, limit: 2, scanLimit: 100_000 });
+  const ids = ads
+    .flatMap((ad) => (typeof ad.ClusterId === "number" && typeof ad.ProcId === "number" ? [{ cluster: ad.ClusterId, proc: ad.ProcId }] : []))
+    .filter((id) => (c.store.byJob(id.cluster, id.proc)?.uid ?? r.uid) === r.uid);
+  if (ids.length > 1) throw new UidConflict(r.uid, ids);
+  return ids[0];
+}

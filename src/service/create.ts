@@ -1,0 +1,136 @@
+/**
+ * POST /create (spec: interlink §3): plan → render → write the pod folder → condor_submit →
+ * record the job id. A pod is submitted at most once: a repeated create answers the recorded
+ * job, joins a create that runs, or asks the schedd about one that was interrupted.
+ */
+import { type JobId, jobIdString } from "../condor/parse.ts";
+import { SidecarError } from "../core/errors.ts";
+import { planJob } from "../core/plan.ts";
+import type { CreateRequest } from "../core/pod.ts";
+import { renderSubmit } from "../render/submit.ts";
+import { renderWrapper } from "../render/wrapper.ts";
+import { podDir, removePodDir, writePodFiles } from "../store/files.ts";
+import { type CreateAnswer, type Ctx, errorText, findJobByUid, jid, secretPaths } from "./context.ts";
+
+export function createCreateService(c: Ctx): { create(req: CreateRequest): Promise<CreateAnswer> } {
+  const submitSlots = semaphore(c.config.MaxConcurrentSubmits);
+
+  /** The create is over without a job: its folder and its record go (best effort: the disk may be what failed). */
+  function abandon(uid: string, dir: string, secrets: readonly string[]): void {
+    for (const cleanup of [() => removePodDir(dir, secrets), () => c.store.abandon(uid)]) {
+      try {
+        cleanup();
+      } catch (e) {
+        c.log.error("cannot clean up after a failed create", { uid, dir, error: String(e) });
+      }
+    }
+  }
+
+  async function doCreate(req: CreateRequest): Promise<CreateAnswer> {
+    const { uid, name, namespace } = req.pod.metadata;
+    const existing = c.store.get(uid);
+    if (existing?.phase === "submitted" || existing?.phase === "finished") return { PodUID: uid, PodJID: jid(existing) };
+    if (existing?.phase === "removing" || existing?.phase === "deleted") {
+      throw new SidecarError("gone", `pod "${namespace}/${name}" (${uid}) was already deleted; a late create submits nothing`);
+    }
+    if (existing?.phase === "creating") {
+      // Left by a crash or a timed-out submit: the schedd knows whether the job exists.
+      const found = await findJobByUid(c, existing);
+      if (found) {
+        c.store.recordJob(uid, found.cluster, found.proc, c.now());
+        return { PodUID: uid, PodJID: jobIdString(found) };
+      }
+      removePodDir(existing.dir, secretPaths(existing));
+      c.store.abandon(uid);
+    }
+
+    const plan = planJob(req, c.planConfig);
+    const wrapper = renderWrapper(plan);
+    const submit = renderSubmit(plan);
+    const dir = podDir(c.dataRoot, uid);
+    const containers = [...plan.initContainers, ...plan.containers].map((ct) => ({
+      name: ct.name,
+      init: ct.init,
+      image: ct.image.kind === "host" ? "host" : ct.image.uri,
+    }));
+    const secrets = plan.files.filter((f) => f.secret).map((f) => f.path);
+    c.store.accept({ uid, name, namespace, dir, spooled: c.spool, containers, secrets, createdAt: c.now() });
+    c.queue.noteWidth(containers);
+    let id: JobId;
+    try {
+      const enc = new TextEncoder();
+      try {
+        writePodFiles(dir, [
+          ...plan.files,
+          { path: "job.sh", content: enc.encode(wrapper), mode: 0o700, secret: false },
+          { path: "job.sub", content: enc.encode(submit), mode: 0o600, secret: false },
+        ]);
+      } catch (err) {
+        throw new SidecarError("unavailable", `cannot write the job's files under ${dir}: ${errorText(err)}`);
+      }
+      id = await submitSlots(() => c.condor.submit(dir, "job.sub", c.spool));
+    } catch (err) {
+      if (err instanceof SidecarError && err.kind === "timeout") return settleTimedOut(uid, name, namespace, err);
+      abandon(uid, dir, secrets);
+      if (err instanceof SidecarError) throw new SidecarError(err.kind, `Cannot submit job for pod "${namespace}/${name}": ${err.message}`);
+      throw err;
+    }
+    c.store.recordJob(uid, id.cluster, id.proc, c.now());
+    for (const w of plan.warnings) c.log.warn("create", { uid, warning: w });
+    return { PodUID: uid, PodJID: jobIdString(id) };
+  }
+
+  /**
+   * condor_submit was killed at its timeout: the schedd may have queued the job anyway. Ask it
+   * (by the pod's UID) before answering, so that the pod is never left without its job nor
+   * submitted twice. If the schedd cannot say, the record stays `creating`: a repeated create,
+   * a delete, or the reaper's reconcile settles it.
+   */
+  async function settleTimedOut(uid: string, name: string, namespace: string, err: SidecarError): Promise<CreateAnswer> {
+    let found: JobId | undefined;
+    try {
+      const r = c.store.get(uid);
+      found = r && (await findJobByUid(c, r));
+    } catch (e) {
+      c.reconciled = false;
+      c.log.warn("condor_submit timed out and the schedd cannot say whether the job exists; the reaper will find out", { uid, error: errorText(e) });
+      throw new SidecarError("timeout", `Cannot submit job for pod "${namespace}/${name}": ${err.message}; whether HTCondor queued it is not known yet`);
+    }
+    if (found) {
+      c.store.recordJob(uid, found.cluster, found.proc, c.now());
+      c.log.warn("condor_submit timed out but the job was queued", { uid, jid: jobIdString(found) });
+      return { PodUID: uid, PodJID: jobIdString(found) };
+    }
+    const r = c.store.get(uid);
+    if (r) removePodDir(r.dir, secretPaths(r));
+    c.store.abandon(uid);
+    throw new SidecarError("timeout", `Cannot submit job for pod "${namespace}/${name}": ${err.message}`);
+  }
+
+  return {
+    create(req) {
+      const uid = req.pod.metadata.uid;
+      const running = c.inflight.get(uid);
+      if (running) return running;
+      const p = doCreate(req);
+      c.inflight.set(uid, p);
+      p.finally(() => c.inflight.delete(uid)).catch(() => {});
+      return p;
+    },
+  };
+}
+
+function semaphore(max: number): <T>(fn: () => Promise<T>) => Promise<T> {
+  let active = 0;
+  const queue: (() => void)[] = [];
+  return async (fn) => {
+    if (active >= max) await new Promise<void>((r) => queue.push(r));
+    active++;
+    try {
+      return await fn();
+    } finally {
+      active--;
+      queue.shift()?.();
+    }
+  };
+}

@@ -1,0 +1,85 @@
+/**
+ * The ping (GET /status with `[]`, spec: interlink §6) and GET /system-info: whether the
+ * schedd and the collector answer, the credential, and what the pool offers.
+ */
+import type { JobAd } from "../condor/parse.ts";
+import { credentialProblem } from "../core/credentials.ts";
+import { type Streak, pingAnswer, recordFailure, recordSuccess } from "../core/health.ts";
+import { type Ctx, errorText } from "./context.ts";
+
+/** How long the ping waits for the schedd's answer (condor_q) before answering without it. */
+const PING_SCHEDD_WAIT_MS = 5_000;
+
+export interface HealthService {
+  ping(): Promise<{ healthy: boolean; body: unknown }>;
+  systemInfo(): Promise<unknown>;
+}
+
+export function createHealthService(c: Ctx): HealthService {
+  const startedAt = c.now();
+  const collector: Streak = { failures: 0 };
+  let lastMachines: JobAd[] | undefined;
+
+  function credential(): string | undefined {
+    if (!c.credentialFile || !c.readCredential) return undefined;
+    return credentialProblem(c.credentialFile, c.readCredential(c.credentialFile), c.now(), c.certificateExpiry ?? (() => undefined));
+  }
+
+  return {
+    async ping() {
+      // The collector (condor_status) for the pool's capacity; the schedd (condor_q, the same
+      // cached snapshot status uses) because a pool whose schedd is down cannot run pods.
+      const [machines] = await Promise.all([
+        c.condor.machines(["Name", "Cpus", "Memory", "GPUs", "TotalSlotCpus", "SlotType"]).then(
+          (m) => {
+            recordSuccess(collector);
+            lastMachines = m;
+            return m;
+          },
+          (err) => {
+            recordFailure(collector, errorText(err), c.now());
+            c.log.warn("ping: condor_status failed", { failures: collector.failures, error: errorText(err) });
+            return undefined;
+          },
+        ),
+        // A slow condor_q must not hold the ping: it counts for the schedd when it ends.
+        Promise.race([
+          c.queue.snapshot().catch((err) => c.log.warn("ping: condor_q failed", { failures: c.queue.schedd.failures, error: errorText(err) })),
+          new Promise<void>((r) => setTimeout(r, PING_SCHEDD_WAIT_MS).unref?.()),
+        ]),
+      ]);
+      return pingAnswer({
+        credentialProblem: credential(),
+        schedd: c.queue.schedd,
+        collector,
+        threshold: c.config.PingFailureThreshold,
+        machines: machines ?? lastMachines,
+        node: c.config.Node,
+      });
+    },
+
+    async systemInfo() {
+      let connected = false;
+      let output = "";
+      try {
+        const m = await c.condor.machines(["Name", "State", "Activity", "Cpus", "Memory"]);
+        connected = true;
+        output = `${m.length} slot(s): ${m.map((ad) => `${ad.Name} ${ad.State}/${ad.Activity}`).join(", ")}`.slice(0, 2000);
+      } catch (err) {
+        output = errorText(err);
+      }
+      const schedd = c.queue.schedd;
+      const counts = c.store.countByPhase();
+      return {
+        status: connected && schedd.failures === 0 ? "healthy" : "unhealthy",
+        timestamp: new Date(c.now()).toISOString(),
+        htcondor_connected: connected,
+        condor_status_output: output,
+        condor_q_failing_since: schedd.since === undefined ? null : new Date(schedd.since).toISOString(),
+        version: c.version,
+        uptime_seconds: Math.floor((c.now() - startedAt) / 1000),
+        tracked_pods: counts.creating + counts.submitted + counts.finished + counts.removing,
+      };
+    },
+  };
+}

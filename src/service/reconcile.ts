@@ -1,0 +1,123 @@
+/**
+ * Bringing the store in line with the schedd (at start, and by the reaper until it succeeded):
+ * creates interrupted between submit and record, a lost store, jobs of pods deleted meanwhile.
+ * And the reaper's other work: pending removals and expired tombstones.
+ */
+import { type JobAd, type JobId, jobIdString } from "../condor/parse.ts";
+import { parseContainerList } from "../core/container-list.ts";
+import { isDir, listPodDirs, podDir, removePodDir } from "../store/files.ts";
+import { type Ctx, UidConflict, errorText, findJobByUid, secretPaths } from "./context.ts";
+import type { DeleteService } from "./delete.ts";
+
+const TOMBSTONE_TTL_MS = 24 * 3600 * 1000;
+/** How far back the history is searched for the jobs of pods whose record was lost. */
+const ADOPT_HISTORY_LIMIT = 10_000;
+const ADOPT_HISTORY_SCAN = 200_000;
+const ADOPT_ATTRS = ["ClusterId", "ProcId", "InterLinkPodUID", "InterLinkPodName", "InterLinkPodNamespace", "InterLinkContainers"];
+
+export interface ReconcileService {
+  reconcile(): Promise<void>;
+  /** One pass of the background work: reconcile if still needed, pending removals, tombstones. */
+  reap(): Promise<void>;
+}
+
+export function createReconcileService(c: Ctx, deletes: DeleteService): ReconcileService {
+  /** Creates interrupted between submit and record: the schedd knows whether the job exists. */
+  async function settleInterrupted(): Promise<void> {
+    for (const r of c.store.list(["creating"])) {
+      if (c.inflight.has(r.uid)) continue; // a create running now settles itself
+      let found: JobId | undefined;
+      try {
+        found = await findJobByUid(c, r);
+      } catch (err) {
+        if (!(err instanceof UidConflict)) throw err;
+        c.log.error("an interrupted create is left undecided", { uid: r.uid, error: err.message });
+        continue;
+      }
+      if (found) {
+        c.store.recordJob(r.uid, found.cluster, found.proc, c.now());
+        c.log.info("reconciled an interrupted create", { uid: r.uid, jid: jobIdString(found) });
+      } else {
+        removePodDir(r.dir, secretPaths(r));
+        c.store.abandon(r.uid);
+        c.log.info("dropped an interrupted create that never reached HTCondor", { uid: r.uid });
+      }
+    }
+  }
+
+  /**
+   * Jobs of this sidecar the store does not know: the store file was lost, or a pod was deleted
+   * while its create was interrupted. Jobs of deleted pods are removed; the others are adopted
+   * when their pod folder is still there (a pod deleted before the loss has no folder).
+   */
+  async function adoptOrRemove(ads: readonly JobAd[], inQueue: boolean): Promise<void> {
+    // Jobs whose id is recorded are known, whatever their ad claims now (the status path checks
+    // their identity). Of the others, a UID claimed by two jobs is adopted by neither.
+    const claims = new Map<string, JobAd[]>();
+    for (const ad of ads) {
+      const uid = ad.InterLinkPodUID;
+      if (typeof uid !== "string" || typeof ad.ClusterId !== "number" || typeof ad.ProcId !== "number") continue;
+      if (c.store.byJob(ad.ClusterId, ad.ProcId)) continue;
+      claims.set(uid, [...(claims.get(uid) ?? []), ad]);
+    }
+    for (const [uid, claimants] of claims) {
+      const ids = claimants.map((a) => ({ cluster: a.ClusterId as number, proc: a.ProcId as number }));
+      const known = c.store.get(uid);
+      if (known?.phase === "deleted" || known?.phase === "removing") {
+        // Removing a job that claims a deleted pod removes only that job, whoever it really is.
+        for (const id of inQueue && known.cluster === undefined ? ids : []) {
+          await c.condor.remove(id, "interLink deleted the pod");
+          c.log.info("removed the job of a pod deleted while its create was interrupted", { uid, jid: jobIdString(id) });
+        }
+        continue;
+      }
+      if (known) continue;
+      if (claimants.length > 1) {
+        c.log.error("several jobs claim one pod; adopting none of them", { uid, jids: ids.map(jobIdString) });
+        continue;
+      }
+      const ad = claimants[0]!;
+      const id = ids[0]!;
+      const containers = parseContainerList(ad.InterLinkContainers);
+      if (!containers) {
+        c.log.warn("found a job of this sidecar with no container list; leaving it alone", { jid: jobIdString(id) });
+        continue;
+      }
+      const dir = podDir(c.dataRoot, uid);
+      if (!inQueue && !isDir(dir)) continue;
+      const rec = { uid, name: String(ad.InterLinkPodName ?? ""), namespace: String(ad.InterLinkPodNamespace ?? ""), dir, spooled: c.spool, containers, secrets: [] };
+      c.store.adopt({ ...rec, createdAt: c.now() }, id.cluster, id.proc, c.now());
+      c.queue.noteWidth(containers);
+      c.log.info("adopted a job from the schedd", { uid, jid: jobIdString(id), inQueue });
+    }
+  }
+
+  async function reconcile(): Promise<void> {
+    await settleInterrupted();
+    await adoptOrRemove(await c.condor.query({ constraint: c.sidecarConstraint, attributes: ADOPT_ATTRS }), true);
+    // Pod folders with no record: the store was lost after their jobs had left the queue.
+    if (listPodDirs(c.dataRoot).some((uid) => !c.store.get(uid))) {
+      await adoptOrRemove(
+        await c.condor.history({ constraint: c.sidecarConstraint, attributes: ADOPT_ATTRS, limit: ADOPT_HISTORY_LIMIT, scanLimit: ADOPT_HISTORY_SCAN }),
+        false,
+      );
+    }
+    c.reconciled = true;
+  }
+
+  async function reap(): Promise<void> {
+    if (!c.reconciled) {
+      try {
+        await reconcile();
+      } catch (err) {
+        c.log.warn("reconcile with the schedd failed; retrying on the next pass", { error: errorText(err) });
+      }
+    }
+    for (const r of c.store.list(["removing"])) await deletes.removeJob(r);
+    for (const r of c.store.list(["deleted"])) {
+      if (c.now() - r.updatedAt > TOMBSTONE_TTL_MS) c.store.forget(r.uid);
+    }
+  }
+
+  return { reconcile, reap };
+}
