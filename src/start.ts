@@ -137,6 +137,15 @@ function credentialFileKind(path: string): "token" | "x509" | undefined {
   }
 }
 
+/** The notAfter time (epoch ms) of the first certificate in a PEM text, if it has one. */
+export function certificateNotAfter(pem: string): number | undefined {
+  try {
+    return Date.parse(new X509Certificate(pem).validTo);
+  } catch {
+    return undefined;
+  }
+}
+
 function isExecutable(p: string): boolean {
   try {
     accessSync(p, constants.X_OK);
@@ -198,13 +207,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
         return undefined;
       }
     },
-    certificateExpiry: (pem) => {
-      try {
-        return Date.parse(new X509Certificate(pem).validTo);
-      } catch {
-        return undefined;
-      }
-    },
+    certificateExpiry: certificateNotAfter,
     log,
     now: () => Date.now(),
     version: VERSION,

@@ -1,0 +1,105 @@
+/**
+ * An in-memory test double of the `Condor` interface (src/condor/cli.ts), for the service's
+ * own logic in-process: a queue and a history of job ads that the test edits, every call
+ * recorded, and any call made to fail. It runs no job; the end-to-end tests run minicondor.
+ */
+import type { Condor } from "../../src/condor/cli.ts";
+import { type JobAd, type JobId, type RmOutcome, jobIdString } from "../../src/condor/parse.ts";
+import { SidecarError } from "../../src/core/errors.ts";
+import type { SpawnResult } from "../../src/runtime/types.ts";
+
+export type Tool = "submit" | "query" | "history" | "remove" | "transferData" | "tail" | "machines";
+
+export interface FakeCondor extends Condor {
+  /** Jobs in the queue, by `cluster.proc`. */
+  queued: Map<string, JobAd>;
+  /** Jobs that left the queue (the history), by `cluster.proc`. */
+  left: Map<string, JobAd>;
+  /** Every call: the tool and its main argument. */
+  calls: { tool: Tool; arg?: unknown }[];
+  /** Tools that fail (as an unreachable schedd does) until removed from the set. */
+  failing: Set<Tool>;
+  /** What condor_status answers. */
+  machineAds: JobAd[];
+  /** Called by transferData (e.g. to put the output in place). */
+  onTransfer?: (id: JobId) => void;
+  /** Moves a job from the queue to the history with these final attributes. */
+  end(jid: string, final: JobAd): void;
+  count(tool: Tool): number;
+}
+
+/** The attributes a submitted job's ad starts with: what the sidecar's submit file sets. */
+function adFromSubmit(text: string, id: JobId): JobAd {
+  const ad: JobAd = { ClusterId: id.cluster, ProcId: id.proc, JobStatus: 1, QDate: 0, NumJobStarts: 0 };
+  for (const line of text.split("\n")) {
+    const m = /^MY\.(\w+) = "(.*)"$/.exec(line);
+    if (m) ad[m[1]!] = m[2]!;
+  }
+  return ad;
+}
+
+export function fakeCondor(opts: { readSubmitFile: (dir: string, file: string) => string; now: () => number }): FakeCondor {
+  let nextCluster = 1;
+  const f: FakeCondor = {
+    queued: new Map(),
+    left: new Map(),
+    calls: [],
+    failing: new Set(),
+    machineAds: [{ Name: "slot1@fake", Cpus: 4, Memory: 8192, GPUs: 0, State: "Unclaimed", Activity: "Idle" }],
+    end(jid, final) {
+      const ad = f.queued.get(jid);
+      if (!ad) throw new Error(`fake condor: ${jid} is not in the queue`);
+      f.queued.delete(jid);
+      f.left.set(jid, { ...ad, ...final });
+    },
+    count: (tool) => f.calls.filter((c) => c.tool === tool).length,
+
+    async submit(dir, submitFile) {
+      call("submit", dir);
+      const id = { cluster: nextCluster++, proc: 0 };
+      const ad = adFromSubmit(opts.readSubmitFile(dir, submitFile), id);
+      ad.QDate = Math.floor(opts.now() / 1000);
+      f.queued.set(jobIdString(id), ad);
+      return id;
+    },
+    async query({ clusters = [], constraint, attributes }) {
+      call("query", clusters.length > 0 ? clusters : constraint);
+      if (constraint !== undefined && clusters.length === 0) return []; // the searches by UID find nothing here
+      return [...f.queued.values()].filter((ad) => clusters.includes(ad.ClusterId as number)).map((ad) => project(ad, attributes));
+    },
+    async history({ ids = [], attributes, limit }) {
+      call("history", ids.map(jobIdString));
+      const want = new Set(ids.map(jobIdString));
+      return [...f.left.entries()].filter(([k]) => want.has(k)).slice(0, limit).map(([, ad]) => project(ad, attributes));
+    },
+    async remove(id) {
+      call("remove", jobIdString(id));
+      const jid = jobIdString(id);
+      const ad = f.queued.get(jid);
+      if (!ad) return "not_found" satisfies RmOutcome;
+      f.end(jid, { JobStatus: 3, RemoveReason: "removed" });
+      return "removed";
+    },
+    async transferData(id) {
+      call("transferData", jobIdString(id));
+      f.onTransfer?.(id);
+    },
+    async tail(): Promise<SpawnResult> {
+      call("tail");
+      return { code: 1, signal: null, stdout: "", stderr: "not running", timedOut: false, durationMs: 0 };
+    },
+    async machines() {
+      call("machines");
+      return f.machineAds;
+    },
+  };
+  function call(tool: Tool, arg?: unknown): void {
+    f.calls.push({ tool, arg });
+    if (f.failing.has(tool)) throw new SidecarError("unavailable", `fake ${tool}: the schedd does not answer`);
+  }
+  return f;
+}
+
+function project(ad: JobAd, attributes: readonly string[]): JobAd {
+  return Object.fromEntries(Object.entries(ad).filter(([k]) => attributes.includes(k)));
+}
