@@ -58,9 +58,9 @@ import type {
   ProbePlan,
 } from "./types.ts";
 import { containerKey } from "./types.ts";
-// The submit renderer owns the rule for submit command names; the annotation must accept exactly
-// what it can write (render/submit.ts is pure, like this module).
-import { submitKey } from "../render/submit.ts";
+// The submit renderer owns the rules for submit command names and values; the annotation must
+// accept exactly what it can write (render/submit.ts is pure, like this module).
+import { submitKey, submitValueProblem } from "../render/submit.ts";
 
 // Annotation keys (spec: interlink §8).
 export const ANNOTATIONS = {
@@ -985,6 +985,8 @@ export function parseSubmitOptions(text: string, allow: readonly string[]): { li
       return { error: `submit command ${quoteSpec(command)} is not allowed on this site${allow.length ? ` (allowed: ${allow.join(", ")})` : ""}` };
     }
     if (hasControlOrLineBreak(value)) return { error: `line ${i + 1}: the value of ${quoteSpec(command)} must not contain control characters or line breaks` };
+    const vp = submitValueProblem(value);
+    if (vp) return { error: `line ${i + 1}: the value of ${quoteSpec(command)} ${vp}` };
     lines.push([command, value]);
   }
   return { lines };
@@ -1061,12 +1063,12 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
     backgroundCommands.push(ws);
   }
   const runtimeOptions = planSingularityOptions(ctx);
-  const submitLines: [string, string][] = [...cfg.extraSubmitLines];
+  const podOptions: [string, string][] = [];
   const so = annotations[ANNOTATIONS.submitOptions];
   if (so !== undefined) {
     const r = parseSubmitOptions(so, cfg.submitOptionsAllow);
     if ("error" in r) fail(ctx, annotationPath(ANNOTATIONS.submitOptions), r.error);
-    submitLines.push(...r.lines);
+    podOptions.push(...r.lines);
   }
 
   const planContainer = (c: Container, index: number, init: boolean, amounts: Amounts): ContainerPlan => {
@@ -1137,7 +1139,7 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
       memoryMiB: Math.max(1, toMiB(memory)),
       gpus,
     },
-    submit: { lines: submitLines },
+    submit: { lines: [...cfg.extraSubmitLines], podOptions },
     sharedFilesystem: cfg.sharedFilesystem,
     dummy: cfg.dummyJob,
     warnings: ctx.warnings,

@@ -722,8 +722,8 @@ describe("annotations", () => {
     expect(p.backgroundCommands).toEqual(["wstunnel client -R tcp://8080"]);
     expect(only(p).runtimeOptions).toEqual(["--writable-tmpfs", "--nv"]);
     expect(only(p).execOptions).toEqual(["--env=A=1"]);
-    expect(p.submit.lines).toEqual([
-      ["+SiteLine", "1"],
+    expect(p.submit.lines).toEqual([["+SiteLine", "1"]]);
+    expect(p.submit.podOptions).toEqual([
       ["Request_Walltime", "3600"],
       ["MY.Site", '"a; b"'],
       ["+Flavour", "big"],
@@ -763,6 +763,14 @@ describe("annotations", () => {
     ["queue", ["queue"], 'line 1: expected "command = value"'],
     ["= 3", ["x"], 'line 1: expected "command = value"'],
     ["a = b\u0007", ["a"], "line 1: the value of \"a\" must not contain control characters"],
+    // Unicode's line and paragraph separators and NEL are line breaks too (issue 12 class 7).
+    ["a = b\u2028c", ["a"], "line 1: expected \"command = value\", got \"a = b\\u2028c\""],
+    ["a = b\u0085c", ["a"], "line 1: the value of \"a\" must not contain control characters or line breaks"],
+    // A value ending in a backslash would join the next line of the submit file (issue 12 class 6).
+    ["rank = 1 \\", ["rank"], "line 1: the value of \"rank\" must not end in '\\', which would continue it onto the next line"],
+    ["rank = 1 \\   ", ["rank"], "must not end in '\\'"],
+    ["rank = 1 \\\\", ["rank"], "must not end in '\\'"],
+    ["rank = a \\ b", ["rank"], [["rank", "a \\ b"]]],
     ["x = 1", [], 'submit command "x" is not allowed on this site'],
     // spec: htcondor-cli §1.4: +X and MY.X are one command, checked by the renderer's own rule.
     ['+SingularityImage = "/cvmfs/img"', ["+SingularityImage"], [["+SingularityImage", '"/cvmfs/img"']]],
