@@ -639,10 +639,11 @@ function dataVolumeDir(v: Volume, vIndex: number, type: string, c: Container, ct
           if (it.mode !== undefined) modes.set(it.path, it.mode);
         }
       }
-      const ep: PathSeg[] = ["container", ctx.req.container.indexOf(dataEntries(ctx, c.name).find((e) => e.projectedvolumemaps.includes(entry))!)];
+      const owner = dataEntries(ctx, c.name).find((e) => e.projectedvolumemaps.includes(entry))!;
+      const ep: PathSeg[] = ["container", ctx.req.container.indexOf(owner), "projectedvolumemaps", owner.projectedvolumemaps.indexOf(entry)];
       for (const key of configMapKeys(entry)) {
-        const bytes = configMapBytes(entry, key, ctx, [...ep, "projectedvolumemaps"]);
-        vf.add(key, bytes!, modes.get(key) ?? defaultMode, true, [...ep, "projectedvolumemaps", "data", key]);
+        const bytes = configMapBytes(entry, key, ctx, ep);
+        vf.add(key, bytes!, modes.get(key) ?? defaultMode, true, [...ep, "data", key]);
       }
     } else {
       // No data sent (the VK's DisableProjectedVolumes, spec: interlink §3.2): downwardAPI sources

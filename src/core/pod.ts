@@ -356,13 +356,10 @@ const DATA_MAPS = new Set(["data", "binaryData", "stringData"]);
  * keys below it are the object's own data (spec: interlink §3.2), which a reason never shows.
  */
 function withoutDataKeys(path: readonly PathSeg[]): readonly PathSeg[] {
-  for (let i = 3; i < path.length; i++) {
-    const obj = path[i - 3];
-    if (typeof obj === "string" && DATA_OBJECTS.has(obj) && typeof path[i - 2] === "number" && DATA_MAPS.has(String(path[i - 1]))) {
-      return path.slice(0, i);
-    }
-  }
-  return path;
+  const obj = path.findIndex((seg) => typeof seg === "string" && DATA_OBJECTS.has(seg));
+  if (obj < 0) return path;
+  const map = path.findIndex((seg, i) => i > obj && typeof seg === "string" && DATA_MAPS.has(seg));
+  return map < 0 ? path : path.slice(0, map + 1);
 }
 
 function zodFailure(label: string, issue: z.core.$ZodIssue, base: readonly PathSeg[]): SidecarError {
