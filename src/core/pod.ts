@@ -253,7 +253,7 @@ export function jsonPath(path: readonly PathSeg[]): string {
   for (const seg of path) {
     if (typeof seg === "number") out += `[${seg}]`;
     else if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(seg)) out += out ? `.${seg}` : seg;
-    else out += `[${JSON.stringify(seg)}]`;
+    else out += `[${escapeControls(JSON.stringify(seg))}]`;
   }
   return out || "(body)";
 }

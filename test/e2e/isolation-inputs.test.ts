@@ -37,11 +37,12 @@ const dataOf = (d: { secrets?: Json[]; configMaps?: Json[]; projected?: Json[] }
 const emptyDir = [{ name: "scratch", emptyDir: {} }];
 const callsOf = (tool: string) =>
   existsSync(join(sc.home, "calls.log")) ? readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").filter((l) => l.split(" ")[1] === tool).length : 0;
-/** The jobs the emulator's schedd holds: in the queue or in the history. */
-function jobsKnown(): string {
+/** The jobs the emulator's schedd holds, in the queue or in the history: all, or one pod's. */
+function jobsKnown(podUid?: string): string {
   const env = { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1", PATH: process.env.PATH ?? "/usr/bin:/bin" };
-  const q = Bun.spawnSync([join(CONDOR_BIN, "condor_q"), "-af", "ClusterId"], { env }).stdout.toString();
-  const h = Bun.spawnSync([join(CONDOR_BIN, "condor_history"), "-af", "ClusterId"], { env }).stdout.toString();
+  const which = podUid === undefined ? [] : ["-constraint", `InterLinkPodUID == "${podUid}"`];
+  const q = Bun.spawnSync([join(CONDOR_BIN, "condor_q"), ...which, "-af", "ClusterId"], { env }).stdout.toString();
+  const h = Bun.spawnSync([join(CONDOR_BIN, "condor_history"), ...which, "-af", "ClusterId"], { env }).stdout.toString();
   return (q + h).trim();
 }
 
@@ -66,7 +67,7 @@ function expectNoneShown(res: HttpResult, secrets: string[]): void {
 
 /** Nothing queued, no pod folder, no record the status call could find. */
 async function expectNothingLeft(r: Json): Promise<void> {
-  expect(jobsKnown()).toBe("");
+  expect(jobsKnown(r.pod.metadata.uid)).toBe("");
   const pods = join(sc.dataRoot, "pods");
   expect(existsSync(pods) ? readdirSync(pods) : []).toEqual([]);
   const st = await sc.call("GET", "/status", [r.pod]);
@@ -115,15 +116,21 @@ describe("class 5: reasons never show secret or configMap data", () => {
     await expectRefusedBeforeSubmit(r, "spec.containers[0].volumeMounts[0].subPathExpr", [value, "c0nfig-D"]);
   });
 
-  test("envFrom a secret: its keys and values, through subPathExpr and through a value with NUL", async () => {
+  test("envFrom a secret, expanded into subPathExpr", async () => {
     const secret = "../s3cr3t-E";
     const r = pod("envfrom-subpath", { envFrom: [{ secretRef: { name: "bag" } }], volumeMounts: [{ name: "scratch", mountPath: "/x", subPathExpr: "$(TOKEN_E)" }] }, { volumes: emptyDir, container: dataOf({ secrets: [secretObject("bag", { TOKEN_E: secret })] }) });
     await expectRefusedBeforeSubmit(r, "spec.containers[0].volumeMounts[0].subPathExpr", [secret, "s3cr3t-E"]);
-    // The env name is the secret's own key: the reason names the envFrom entry, not the key.
-    const nul = pod("envfrom-nul", { envFrom: [{ prefix: "P_", secretRef: { name: "bag" } }] }, { container: dataOf({ secrets: [secretObject("bag", { "S3CR3T_KEY_F": "a\u0000b" })] }) });
-    await expectRefusedBeforeSubmit(nul, "spec.containers[0].envFrom[0]", ["S3CR3T_KEY_F"]);
-    const utf8 = pod("envfrom-utf8", { envFrom: [{ secretRef: { name: "bag" } }] }, { container: dataOf({ secrets: [{ metadata: { name: "bag" }, data: { S3CR3T_KEY_G: btoa("\xff\xfe") } }] }) });
-    await expectRefusedBeforeSubmit(utf8, "spec.containers[0].envFrom[0]", ["S3CR3T_KEY_G"]);
+  });
+
+  // The env name is the secret's own key: the reason names the envFrom entry, not the key.
+  test("envFrom a secret whose value holds NUL", async () => {
+    const r = pod("envfrom-nul", { envFrom: [{ prefix: "P_", secretRef: { name: "bag" } }] }, { container: dataOf({ secrets: [secretObject("bag", { S3CR3T_KEY_F: "a\u0000b" })] }) });
+    await expectRefusedBeforeSubmit(r, "spec.containers[0].envFrom[0]", ["S3CR3T_KEY_F"]);
+  });
+
+  test("envFrom a secret whose value is not UTF-8", async () => {
+    const r = pod("envfrom-utf8", { envFrom: [{ secretRef: { name: "bag" } }] }, { container: dataOf({ secrets: [{ metadata: { name: "bag" }, data: { S3CR3T_KEY_G: btoa("\xff\xfe") } }] }) });
+    await expectRefusedBeforeSubmit(r, "spec.containers[0].envFrom[0]", ["S3CR3T_KEY_G"]);
   });
 
   test("a secretKeyRef env expanded into command", async () => {
@@ -134,14 +141,17 @@ describe("class 5: reasons never show secret or configMap data", () => {
     await expectRefusedBeforeSubmit(r, "spec.containers[0].command[0]", [secret, "s3cr3t-H"]);
   });
 
-  test("secret and projected volume keys: a key that is no file name, and two keys that collide", async () => {
-    const bad = pod("sec-key", {}, { container: dataOf({ secrets: [{ metadata: { name: "s" }, data: { "s3cr3t key I": b64("x") } }] }) });
-    await expectRefusedBeforeSubmit(bad, "container[0].secrets[0].data", ["s3cr3t key I", "s3cr3t"]);
-    const proj = pod("proj-collide", { volumeMounts: [{ name: "kube-api", mountPath: "/var/run/secrets" }] }, {
+  test("a secret key that is no file name", async () => {
+    const r = pod("sec-key", {}, { container: dataOf({ secrets: [{ metadata: { name: "s" }, data: { "s3cr3t key I": b64("x") } }] }) });
+    await expectRefusedBeforeSubmit(r, "container[0].secrets[0].data", ["s3cr3t key I", "s3cr3t"]);
+  });
+
+  test("two keys of a projected volume that collide as files", async () => {
+    const r = pod("proj-collide", { volumeMounts: [{ name: "kube-api", mountPath: "/var/run/secrets" }] }, {
       volumes: [{ name: "kube-api", projected: { sources: [{ secret: { name: "tok" } }] } }],
       container: dataOf({ projected: [{ metadata: { name: "kube-api" }, data: { "s3cr3t-J": "x", "s3cr3t-J/inner": "y" } }] }),
     });
-    await expectRefusedBeforeSubmit(proj, "projectedvolumemaps[0]", ["s3cr3t-J"]);
+    await expectRefusedBeforeSubmit(r, "container[0].projectedvolumemaps[0].data", ["s3cr3t-J"]);
   });
 });
 
@@ -219,6 +229,8 @@ describe("class 7: U+2028, U+2029 and U+0085 never break a reason", () => {
     ["a submit-options annotation with U+2028", (r: Json) => (r.pod.metadata.annotations["htcondor-job.vk.io/submit-options"] = "pri\u2028ority = 1"), SUBMIT_FIELD],
     ["an httpGet probe path with U+0085", (r: Json) => (r.pod.spec.containers[0].readinessProbe = { httpGet: { path: "/ok\u0085evil", port: 80 } }), "readinessProbe.httpGet.path"],
     ["a configMap name with U+2028", (r: Json) => ((r.pod.spec.volumes = [{ name: "v", configMap: { name: "cm\u2028evil" } }]), (r.pod.spec.containers[0].volumeMounts = [{ name: "v", mountPath: "/v" }])), "spec.volumes[0].configMap.name"],
+    // The resource name is a key of the path the reason names.
+    ["a resource name with U+2029", (r: Json) => (r.pod.spec.containers[0].resources = { limits: { "vendor.example/gpu\u2029evil": "lots" } }), "spec.containers[0].resources.limits["],
   ])("%s", async (_, mutate, field) => {
     const r = pod("unicode");
     mutate(r);
@@ -226,6 +238,14 @@ describe("class 7: U+2028, U+2029 and U+0085 never break a reason", () => {
     // The character is shown escaped, so the reason still says what was wrong.
     expect(res.body).toMatch(/\\u(2028|2029|0085)/);
   });
+});
+
+test("class 7: a body that is not JSON, with U+2028 where the parser stops: the parser's words are one line too", async () => {
+  const submits = callsOf("condor_submit");
+  const res = await sc.call("POST", "/create", undefined, { raw: "\u2028{" });
+  expectReason(res, "the body is not valid JSON");
+  expect(callsOf("condor_submit")).toBe(submits);
+  expect(readdirSync(join(sc.dataRoot, "pods"))).toEqual([]);
 });
 
 describe("after all of them", () => {
