@@ -83,7 +83,7 @@ describe("classifySubmitFailure (spec: htcondor-cli §1.2, htcondor-observed.md)
     ["nothing", "", "unknown"],
     ["killed", "Terminated\n", "unknown"],
   ];
-  test.each(table)("%s → %s", (_, stderr, want) => expect(classifySubmitFailure(stderr)).toBe(want));
+  test.each(table.map(([name, stderr, want]) => [name, want, stderr] as const))("%s → %s", (_, want, stderr) => expect(classifySubmitFailure(stderr)).toBe(want));
 });
 
 describe("submitRefusal: condor_submit's own words, on one line", () => {
