@@ -85,10 +85,11 @@ function checkKey(key: string, from: string): string {
  * in `\` continues onto the next one, which becomes part of the value (observed on HTCondor 25:
  * `rank = 1 \` took in the next line; spec: htcondor-observed.md, "Many pods in one
  * `condor_submit`"). A value that could do any of that would change another line of the file.
+ * Any Unicode space after the backslash counts, so that no locale's idea of a space matters.
  */
 export function submitValueProblem(value: string): string | undefined {
   if (/[\r\n\0]/.test(value)) return "must not contain a line break or NUL";
-  if (/\\[ \t\v\f]*$/.test(value)) return "must not end in '\\', which would continue it onto the next line of the submit file";
+  if (/\\\s*$/.test(value)) return "must not end in '\\', which would continue it onto the next line of the submit file";
   return undefined;
 }
 

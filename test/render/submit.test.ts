@@ -131,6 +131,7 @@ describe("renderSubmit never lets a value inject", () => {
     ["a backslash and a form feed", "1 \\\f"],
     ["two backslashes", "x \\\\"],
     ["only a backslash", "\\"],
+    ["a backslash and a no-break space", "1 \\\u00a0"],
   ])("a value ending in %s throws", (_, v) => {
     expect(submitValueProblem(v)).toMatch(/continue it onto the next line/);
     expect(() => submitValue(v)).toThrow(SidecarError);
@@ -138,7 +139,7 @@ describe("renderSubmit never lets a value inject", () => {
     expect(() => renderSubmit(basePlan({ submit: { lines: [["rank", v]] } }))).toThrow(/config Submit.ExtraLines.*next line/);
     expect(() => renderSubmit(basePlan({ submit: { lines: [], requirements: v } }))).toThrow(/Submit.Requirements/);
   });
-  test.each(["a \\ b", "C:\\dir\\x", '"\\\\"', "1\\\u00a0"])("a backslash that does not end the line is kept: %p", (v) => {
+  test.each(["a \\ b", "C:\\dir\\x", '"\\\\"', "1\\\u00a0x"])("a backslash that does not end the line is kept: %p", (v) => {
     expect(submitValueProblem(v)).toBeUndefined();
     expect(get(renderSubmit(basePlan({ submit: { lines: [], podOptions: [["rank", v]] } })), "rank")).toBe(v);
   });
