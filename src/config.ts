@@ -7,7 +7,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { tryParseQuantity } from "./core/quantity.ts";
 import type { PlanConfig } from "./core/types.ts";
-import { submitKey } from "./render/submit.ts";
+import { submitKey, submitValueProblem } from "./render/submit.ts";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -29,8 +29,8 @@ const submitCommand = z.string().superRefine((k, ctx) => {
 const extraLines = z.record(str, z.union([str, z.number(), z.boolean()])).superRefine((lines, ctx) => {
   for (const [k, v] of Object.entries(lines)) {
     const r = submitKey(k);
-    if ("problem" in r) ctx.addIssue({ code: "custom", path: [k], message: r.problem });
-    else if (/[\r\n\0]/.test(String(v))) ctx.addIssue({ code: "custom", path: [k], message: "the value must be one line" });
+    const problem = "problem" in r ? r.problem : submitValueProblem(String(v));
+    if (problem) ctx.addIssue({ code: "custom", path: [k], message: "problem" in r ? problem : `the value ${problem}` });
   }
 });
 

@@ -2,19 +2,24 @@
  * The only code that runs the condor tools. Every call is an argv array with a timeout; the
  * environment is the sidecar's own plus what the flags map to (cli.ts condorAccess).
  */
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import type { CondorAccess } from "../cli.ts";
 import { SidecarError } from "../core/errors.ts";
+import { POD_SUBMIT_OPTIONS_HEADER } from "../core/types.ts";
 import type { Logger } from "../log.ts";
 import type { Runtime, SpawnResult } from "../runtime/types.ts";
 import {
   type JobAd,
   type JobId,
   type RmOutcome,
+  classifySubmitFailure,
   firstErrorLine,
   jobIdString,
   parseJsonAds,
   parseRmLine,
   parseTerseSubmit,
+  submitRefusal,
 } from "./parse.ts";
 
 export const CONDOR_TOOLS = [
@@ -70,6 +75,15 @@ export function toolArgs(access: Pick<CondorAccess, "scheddArgs" | "debugArgs">,
   }
 }
 
+/** Whether a rendered submit file holds submit options of the pod (render/submit.ts writes them last, under this header). */
+function hasPodOptions(submitFile: string): boolean {
+  try {
+    return readFileSync(submitFile, "utf8").split("\n").includes(POD_SUBMIT_OPTIONS_HEADER);
+  } catch {
+    return false;
+  }
+}
+
 export function createCondor(o: CondorOptions): Condor {
   const env = { ...o.baseEnv, ...o.access.env };
   const path = (tool: CondorTool) => `${o.bin}/${tool}`;
@@ -105,6 +119,14 @@ export function createCondor(o: CondorOptions): Condor {
     async submit(dir, submitFile, spool) {
       const r = await run("condor_submit", ["-terse", ...(spool ? ["-spool"] : []), submitFile], { cwd: dir, timeoutMs: o.submitTimeoutMs });
       if (r.code !== 0) {
+        // A description that condor_submit refused is the pod's to fix only when the pod wrote
+        // part of it: the sidecar's own lines and the site's are the same for every pod.
+        if (classifySubmitFailure(r.stderr) === "description" && hasPodOptions(resolve(dir, submitFile))) {
+          throw new SidecarError(
+            "invalid",
+            `metadata.annotations["htcondor-job.vk.io/submit-options"]: condor_submit refused the pod's submit options: ${submitRefusal(r.stderr)}`,
+          );
+        }
         const line = firstErrorLine(r.stderr, r.stdout);
         // Only a refusal that names root gets the advice; other failures say what they are.
         const refusedRoot = r.stderr.split("\n").some((l) => /\broot\b/i.test(l) && /\b(owner|submitter|user)\b/i.test(l));

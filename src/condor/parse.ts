@@ -84,3 +84,63 @@ export function firstErrorLine(stderr: string, stdout = ""): string {
 export function classAdString(s: string): string {
   return `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
 }
+
+/**
+ * Why condor_submit failed, by what the real tool prints (spec: htcondor-cli §1.2;
+ * htcondor-observed.md §7 and "Many pods in one `condor_submit`"):
+ * - `schedd`: the schedd could not be found or reached, or did not take the job (commit, queue,
+ *   spool). HTCondor's side: the create may work later.
+ * - `files`: condor_submit could not read what the sidecar wrote (the submit file, the
+ *   executable, the folder). The sidecar's side.
+ * - `description`: condor_submit refused the submit description itself, line by line or value by
+ *   value (a parse error, an expression that does not parse, a value of the wrong kind). Whoever
+ *   wrote the refused line must change it.
+ * - `unknown`: it printed no error that says which.
+ */
+export type SubmitFailure = "schedd" | "files" | "description" | "unknown";
+
+const SUBMIT_SCHEDD = [
+  /^ERROR: Can't find address of (local schedd|schedd )/m,
+  /^ERROR: Failed to connect to (local )?queue manager/m,
+  /^Could not connect to schedd/m,
+  /^ERROR: Failed to commit job submission into the queue/m,
+  /^ERROR: Failed to queue job/m,
+  /^ERROR: Failed to spool job files/m,
+  /^ERROR: Failed to submit jobset/m,
+  /^ERROR: No credential stored for/m,
+];
+const SUBMIT_FILES = [
+  /^ERROR: Failed to open command file/m,
+  /^ERROR: Can't access executable file/m,
+  /^ERROR: Executable file .* has zero length/m,
+  /^ERROR: No such directory:/m,
+  /^ERROR: Can't open ".*" +with flags/m,
+];
+/** The submit hash's `ERROR: <msg>`, the parser's `ERROR: on Line N of <file>:`, the config reader's `Submit file Error "<file>", Line N: …`. */
+const SUBMIT_REFUSED = /^(ERROR|Submit file Error)\b/m;
+
+export function classifySubmitFailure(stderr: string): SubmitFailure {
+  if (SUBMIT_SCHEDD.some((re) => re.test(stderr))) return "schedd";
+  if (SUBMIT_FILES.some((re) => re.test(stderr))) return "files";
+  if (SUBMIT_REFUSED.test(stderr)) return "description";
+  return "unknown";
+}
+
+/**
+ * What condor_submit said about a refused description, as one line: its error lines and the
+ * lines that continue them (a refused expression follows on a tab-indented line), without the
+ * warnings, which only accompany the refusal.
+ */
+export function submitRefusal(stderr: string, maxLength = 400): string {
+  const lines: string[] = [];
+  let inWarning = false;
+  for (const raw of stderr.split("\n")) {
+    const line = raw.trim();
+    if (line === "" || line === "Submitting job(s)") continue;
+    if (/^WARNING\b/i.test(line)) inWarning = true;
+    else if (!/^\s/.test(raw)) inWarning = false;
+    if (!inWarning) lines.push(line);
+  }
+  const text = lines.join(" ");
+  return text.length > maxLength ? `${text.slice(0, maxLength)}…` : text || "no output";
+}

@@ -42,10 +42,31 @@ export const httpStatusOf: Readonly<Record<ErrorKind, number>> = {
   internal: 500,
 };
 
-/** Error bodies are a single line: newlines and control characters become spaces. */
+/**
+ * The one rule for text that must stay on one line: no control character (Unicode category Cc:
+ * C0, DEL and C1, so NEL U+0085 too) and no line or paragraph separator (Zl U+2028, Zp U+2029).
+ * Unicode counts all of these as line terminators or controls, and a reader that follows
+ * Unicode's rules (a browser, `kubectl`'s terminal, a log viewer) breaks the line at them.
+ */
+export const CONTROL_OR_LINE_BREAK = /[\p{Cc}\p{Zl}\p{Zp}]/u;
+const CONTROL_OR_LINE_BREAK_RUNS = /[\p{Cc}\p{Zl}\p{Zp}]+/gu;
+
+export function hasControlOrLineBreak(text: string): boolean {
+  return CONTROL_OR_LINE_BREAK.test(text);
+}
+
+/** Error bodies are a single line: every character of {@link CONTROL_OR_LINE_BREAK} becomes a space. */
 export function oneLine(text: string): string {
-  // deno-lint-ignore no-control-regex
-  return text.replace(/[\u0000-\u001f\u007f]+/g, " ").trim();
+  return text.replace(CONTROL_OR_LINE_BREAK_RUNS, " ").trim();
+}
+
+/**
+ * `text` with every character of {@link CONTROL_OR_LINE_BREAK} written as a `\uXXXX` escape:
+ * what a quoted value shows, so that it stays on one line and still says which character it held.
+ */
+export function escapeControls(text: string): string {
+  return text.replace(CONTROL_OR_LINE_BREAK_RUNS, (run) =>
+    [...run].map((ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`).join(""));
 }
 
 export function invalid(message: string): SidecarError {

@@ -5,7 +5,7 @@
  * and `$(VAR)` expansion), lay out volume files, add up resources, apply probe defaults. Whatever
  * the job cannot honour is refused here with a one-line message naming the field, never dropped.
  */
-import { SidecarError } from "./errors.ts";
+import { SidecarError, hasControlOrLineBreak } from "./errors.ts";
 import {
   type ConfigMap,
   type Container,
@@ -16,6 +16,7 @@ import {
   type LifecycleHandler,
   type PathSeg,
   type Pod,
+  type Quote,
   type Probe,
   type ResourceFieldSelector,
   type RetrievedContainer,
@@ -27,8 +28,9 @@ import {
   envNameProblem,
   podError,
   podLabel,
-  quote,
+  quote as quoteSpec,
   relativePathProblem,
+  requestQuote,
 } from "./pod.ts";
 import {
   type Quantity,
@@ -56,9 +58,9 @@ import type {
   ProbePlan,
 } from "./types.ts";
 import { containerKey } from "./types.ts";
-// The submit renderer owns the rule for submit command names; the annotation must accept exactly
-// what it can write (render/submit.ts is pure, like this module).
-import { submitKey } from "../render/submit.ts";
+// The submit renderer owns the rules for submit command names and values; the annotation must
+// accept exactly what it can write (render/submit.ts is pure, like this module).
+import { submitKey, submitValueProblem } from "../render/submit.ts";
 
 // Annotation keys (spec: interlink §8).
 export const ANNOTATIONS = {
@@ -73,14 +75,17 @@ export const ANNOTATIONS = {
 const DEFAULT_FILE_MODE = 0o644;
 const SECRET_FILE_MODE = 0o600;
 const DEFAULT_HOST = "127.0.0.1";
-// deno-lint-ignore no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 interface Ctx {
   req: CreateRequest;
   pod: Pod;
   cfg: PlanConfig;
   label: string;
+  /**
+   * The only quoting for reasons and warnings about the pod: this plan derives values from the
+   * request's secrets and configMaps, which it never shows (pod.ts requestQuote).
+   */
+  quote: Quote;
   podIP?: string;
   hostname: string;
   volumes: Map<string, { volume: Volume; index: number }>;
@@ -204,14 +209,14 @@ function configMapBytes(cm: ConfigMap, key: string, ctx: Ctx, path: PathSeg[]): 
   if (text !== undefined) return utf8.encode(text);
   const b64 = cm.binaryData[key];
   if (b64 === undefined) return undefined;
-  return decodeBase64(b64) ?? fail(ctx, path, `binaryData ${quote(key)} of configMap ${quote(cm.metadata.name)} is not valid base64`);
+  return decodeBase64(b64) ?? fail(ctx, path, `binaryData ${ctx.quote(key)} of configMap ${ctx.quote(cm.metadata.name)} is not valid base64`);
 }
 
 /** A Secret's value for a key as bytes: `data` (base64) or `stringData` (plain). */
 function secretBytes(s: Secret, key: string, ctx: Ctx, path: PathSeg[]): Uint8Array | undefined {
   const b64 = s.data[key];
   if (b64 !== undefined) {
-    return decodeBase64(b64) ?? fail(ctx, path, `data ${quote(key)} of secret ${quote(s.metadata.name)} is not valid base64`);
+    return decodeBase64(b64) ?? fail(ctx, path, `data ${ctx.quote(key)} of secret ${ctx.quote(s.metadata.name)} is not valid base64`);
   }
   const text = s.stringData[key];
   return text === undefined ? undefined : utf8.encode(text);
@@ -291,7 +296,7 @@ function fieldRefValue(fieldPath: string, ctx: Ctx, inVolume: boolean, path: Pat
       if (inVolume) return formatMap(metadata.annotations);
       break;
   }
-  return fail(ctx, path, `unsupported fieldPath ${quote(fieldPath)}`);
+  return fail(ctx, path, `unsupported fieldPath ${ctx.quote(fieldPath)}`);
 }
 
 const RESOURCE_FIELDS = new Set(["cpu", "memory", "ephemeral-storage"]);
@@ -305,15 +310,15 @@ const RESOURCE_FIELDS = new Set(["cpu", "memory", "ephemeral-storage"]);
 function resourceFieldValue(ref: ResourceFieldSelector, ownName: string, ctx: Ctx, path: PathSeg[]): string {
   const target = ref.containerName || ownName;
   const c = [...ctx.pod.spec.initContainers, ...ctx.pod.spec.containers].find((x) => x.name === target);
-  if (!c) fail(ctx, [...path, "containerName"], `container ${quote(target)} is not in the pod`);
+  if (!c) fail(ctx, [...path, "containerName"], `container ${ctx.quote(target)} is not in the pod`);
   const m = /^(limits|requests)\.(.+)$/.exec(ref.resource);
   const kind = m?.[1];
   const res = m?.[2] ?? "";
   if (!kind || !RESOURCE_FIELDS.has(res)) {
-    return fail(ctx, [...path, "resource"], `unsupported resource ${quote(ref.resource)} (limits|requests . cpu|memory|ephemeral-storage)`);
+    return fail(ctx, [...path, "resource"], `unsupported resource ${ctx.quote(ref.resource)} (limits|requests . cpu|memory|ephemeral-storage)`);
   }
   const divisor = ref.divisor === undefined ? fraction(1n) : tryParseQuantity(ref.divisor);
-  if (!divisor || divisor.num <= 0n) return fail(ctx, [...path, "divisor"], `${quote(ref.divisor ?? "")} must be a positive quantity`);
+  if (!divisor || divisor.num <= 0n) return fail(ctx, [...path, "divisor"], `${ctx.quote(ref.divisor ?? "")} must be a positive quantity`);
   const limitText = c.resources.limits[res];
   const requestText = c.resources.requests[res];
   let amount: Quantity;
@@ -340,7 +345,7 @@ function resourceFieldValue(ref: ResourceFieldSelector, ownName: string, ctx: Ct
 // Env
 
 function checkEnvValue(value: string, name: string, c: Container, ctx: Ctx, path: PathSeg[]): string {
-  if (value.includes("\0")) fail(ctx, path, `env ${quote(name)} of container ${quote(c.name)} must not contain NUL`);
+  if (value.includes("\0")) fail(ctx, path, `env ${ctx.quote(name)} of container ${ctx.quote(c.name)} must not contain NUL`);
   return value;
 }
 
@@ -349,7 +354,7 @@ function bytesToEnv(bytes: Uint8Array, name: string, c: Container, ctx: Ctx, pat
   try {
     s = strictUtf8.decode(bytes);
   } catch {
-    return fail(ctx, path, `env ${quote(name)} of container ${quote(c.name)}: the value is not valid UTF-8`);
+    return fail(ctx, path, `env ${ctx.quote(name)} of container ${ctx.quote(c.name)}: the value is not valid UTF-8`);
   }
   return checkEnvValue(s, name, c, ctx, path);
 }
@@ -357,24 +362,24 @@ function bytesToEnv(bytes: Uint8Array, name: string, c: Container, ctx: Ctx, pat
 /** One `valueFrom`; `undefined` = an optional reference that is missing (the variable is skipped). */
 function resolveValueFrom(e: EnvVar, c: Container, ctx: Ctx, path: PathSeg[]): string | undefined {
   const vf = e.valueFrom!;
-  const who = `env ${quote(e.name)} of container ${quote(c.name)}`;
+  const who = `env ${ctx.quote(e.name)} of container ${ctx.quote(c.name)}`;
   if (vf.fieldRef) return checkEnvValue(fieldRefValue(vf.fieldRef.fieldPath, ctx, false, [...path, "fieldRef", "fieldPath"]), e.name, c, ctx, path);
   if (vf.resourceFieldRef) return resourceFieldValue(vf.resourceFieldRef, c.name, ctx, [...path, "resourceFieldRef"]);
   const hint = "interLink sends only objects a container mounts; mount it or set SkipDownwardAPIResolution: true in the virtual kubelet";
   if (vf.secretKeyRef) {
     const r = vf.secretKeyRef;
     const s = findSecret(ctx, c.name, r.name);
-    if (!s) return r.optional ? undefined : fail(ctx, [...path, "secretKeyRef", "name"], `${who}: secret ${quote(r.name)} is not in the create request (${hint})`);
+    if (!s) return r.optional ? undefined : fail(ctx, [...path, "secretKeyRef", "name"], `${who}: secret ${ctx.quote(r.name)} is not in the create request (${hint})`);
     const bytes = secretBytes(s, r.key, ctx, [...path, "secretKeyRef", "key"]);
-    if (!bytes) return r.optional ? undefined : fail(ctx, [...path, "secretKeyRef", "key"], `${who}: key ${quote(r.key)} is not in secret ${quote(r.name)}`);
+    if (!bytes) return r.optional ? undefined : fail(ctx, [...path, "secretKeyRef", "key"], `${who}: key ${ctx.quote(r.key)} is not in secret ${ctx.quote(r.name)}`);
     return bytesToEnv(bytes, e.name, c, ctx, path);
   }
   if (vf.configMapKeyRef) {
     const r = vf.configMapKeyRef;
     const cm = findConfigMap(ctx, c.name, r.name);
-    if (!cm) return r.optional ? undefined : fail(ctx, [...path, "configMapKeyRef", "name"], `${who}: configMap ${quote(r.name)} is not in the create request (${hint})`);
+    if (!cm) return r.optional ? undefined : fail(ctx, [...path, "configMapKeyRef", "name"], `${who}: configMap ${ctx.quote(r.name)} is not in the create request (${hint})`);
     const bytes = configMapBytes(cm, r.key, ctx, [...path, "configMapKeyRef", "key"]);
-    if (!bytes) return r.optional ? undefined : fail(ctx, [...path, "configMapKeyRef", "key"], `${who}: key ${quote(r.key)} is not in configMap ${quote(r.name)}`);
+    if (!bytes) return r.optional ? undefined : fail(ctx, [...path, "configMapKeyRef", "key"], `${who}: key ${ctx.quote(r.key)} is not in configMap ${ctx.quote(r.name)}`);
     return bytesToEnv(bytes, e.name, c, ctx, path);
   }
   return fail(ctx, path, `${who}: valueFrom names no source`);
@@ -403,10 +408,10 @@ function planEnv(c: Container, base: PathSeg[], ctx: Ctx): { env: [string, strin
     const take = (keys: string[], value: (k: string) => Uint8Array | undefined, what: string) => {
       for (const key of keys) {
         const name = prefix + key;
-        const problem = envNameProblem(name);
+        const problem = envNameProblem(name, ctx.quote);
         if (problem) {
           // The kubelet skips keys that are not valid names (and records an event).
-          ctx.warnings.push(`container ${quote(c.name)}: ${what} key ${quote(key)} skipped: ${problem}`);
+          ctx.warnings.push(`container ${ctx.quote(c.name)}: ${what} key ${ctx.quote(key)} skipped: ${problem}`);
           continue;
         }
         put(name, bytesToEnv(value(key)!, name, c, ctx, p));
@@ -416,14 +421,14 @@ function planEnv(c: Container, base: PathSeg[], ctx: Ctx): { env: [string, strin
       const cm = findConfigMap(ctx, c.name, src.configMapRef.name);
       if (!cm) {
         if (src.configMapRef.optional) return;
-        fail(ctx, [...p, "configMapRef", "name"], `configMap ${quote(src.configMapRef.name)} is not in the create request`);
+        fail(ctx, [...p, "configMapRef", "name"], `configMap ${ctx.quote(src.configMapRef.name)} is not in the create request`);
       }
       take(configMapKeys(cm), (k) => configMapBytes(cm, k, ctx, p), "configMap");
     } else if (src.secretRef) {
       const s = findSecret(ctx, c.name, src.secretRef.name);
       if (!s) {
         if (src.secretRef.optional) return;
-        fail(ctx, [...p, "secretRef", "name"], `secret ${quote(src.secretRef.name)} is not in the create request`);
+        fail(ctx, [...p, "secretRef", "name"], `secret ${ctx.quote(src.secretRef.name)} is not in the create request`);
       }
       take(secretKeys(s), (k) => secretBytes(s, k, ctx, p), "secret");
     }
@@ -460,9 +465,9 @@ function checkEnvCarriage(c: Container, plan: ContainerPlan, base: PathSeg[], ct
       const j = c.env.findIndex((e) => e.name === name);
       if (j >= 0) {
         fail(ctx, [...base, "env", j, "name"],
-          `${quote(name)} is not a shell identifier, which Apptainer can pass only to a command: set command (the image's entrypoint cannot be given it) or rename it`);
+          `${ctx.quote(name)} is not a shell identifier, which Apptainer can pass only to a command: set command (the image's entrypoint cannot be given it) or rename it`);
       }
-      ctx.warnings.push(`container ${quote(c.name)}: envFrom variable ${quote(name)} skipped: not a shell identifier, and the container has no command to pass it to`);
+      ctx.warnings.push(`container ${ctx.quote(c.name)}: envFrom variable ${ctx.quote(name)} skipped: not a shell identifier, and the container has no command to pass it to`);
     }
     plan.env = plan.env.filter(([n]) => SHELL_IDENTIFIER.test(n));
   }
@@ -484,7 +489,7 @@ function checkEnvCarriage(c: Container, plan: ContainerPlan, base: PathSeg[], ct
   }
   for (const [path, word] of firsts) {
     if (word?.includes("=")) {
-      fail(ctx, path, `${quote(word)} must not contain '=': the wrapper starts it with env (for ${odd === undefined ? "a host container" : `env ${quote(odd)}`}), which would read it as a variable`);
+      fail(ctx, path, `${ctx.quote(word)} must not contain '=': the wrapper starts it with env (for ${odd === undefined ? "a host container" : `env ${ctx.quote(odd)}`}), which would read it as a variable`);
     }
   }
 }
@@ -508,7 +513,7 @@ function planImage(c: Container, base: PathSeg[], ctx: Ctx): ImageRef {
     const annotations = ctx.pod.metadata.annotations;
     const key = ANNOTATIONS.imageRoot.find((k) => annotations[k]);
     const root = key ? annotations[key]!.trim() : "";
-    if (key && CONTROL.test(root)) fail(ctx, ["metadata", "annotations", key], "must not contain control characters");
+    if (key && hasControlOrLineBreak(root)) fail(ctx, ["metadata", "annotations", key], "must not contain control characters or line breaks");
     return { kind: "container", uri: root ? root.replace(/\/+$/, "") + image : image };
   }
   if (image.endsWith(".sif")) return { kind: "container", uri: image };
@@ -535,7 +540,7 @@ class VolumeFiles {
     const clean = rel.split("/").filter((s) => s !== "" && s !== ".").join("/");
     for (const other of this.files.keys()) {
       if (other !== clean && (other.startsWith(clean + "/") || clean.startsWith(other + "/"))) {
-        fail(this.ctx, path, `${quote(rel)} conflicts with ${quote(other)} in volume ${quote(this.name)}`);
+        fail(this.ctx, path, `${this.ctx.quote(rel)} conflicts with ${this.ctx.quote(other)} in volume ${this.ctx.quote(this.name)}`);
       }
     }
     // Secrets are 0600 on the submit side; the wrapper gives them the pod's mode in the sandbox.
@@ -562,7 +567,7 @@ function keyFiles(
     const bytes = get(it.key);
     if (!bytes) {
       if (optional) return;
-      fail(vf.ctx, [...itemsPath, j, "key"], `key ${quote(it.key)} is not in ${what}`);
+      fail(vf.ctx, [...itemsPath, j, "key"], `key ${vf.ctx.quote(it.key)} is not in ${what}`);
     }
     vf.add(it.path, bytes, it.mode ?? defaultMode, secret, [...itemsPath, j, "path"]);
   });
@@ -603,22 +608,22 @@ function dataVolumeDir(v: Volume, vIndex: number, type: string, c: Container, ct
     // ExportPodData: false keeps configMap/secret/projected data off the submit side and out of the
     // job. The mount is kept (as an empty read-only directory) so that the container's view of its
     // file system matches the pod spec; a missing mount point would fail the bind instead.
-    ctx.warnings.push(`volume ${quote(v.name)} (${type}) is not exported (ExportPodData is false): mounted as an empty directory`);
+    ctx.warnings.push(`volume ${ctx.quote(v.name)} (${type}) is not exported (ExportPodData is false): mounted as an empty directory`);
   } else if (type === "configMap" && v.configMap) {
     const src = v.configMap;
     const cm = findConfigMap(ctx, c.name, src.name);
-    if (!cm && !src.optional) fail(ctx, [...vp, "configMap", "name"], `configMap ${quote(src.name)} is not in the create request`);
+    if (!cm && !src.optional) fail(ctx, [...vp, "configMap", "name"], `configMap ${ctx.quote(src.name)} is not in the create request`);
     if (cm) {
       keyFiles(vf, configMapKeys(cm), src.items, (k) => configMapBytes(cm, k, ctx, [...vp, "configMap"]),
-        src.defaultMode ?? DEFAULT_FILE_MODE, src.optional ?? false, `configMap ${quote(src.name)}`, false, [...vp, "configMap", "items"]);
+        src.defaultMode ?? DEFAULT_FILE_MODE, src.optional ?? false, `configMap ${ctx.quote(src.name)}`, false, [...vp, "configMap", "items"]);
     }
   } else if (type === "secret" && v.secret) {
     const src = v.secret;
     const s = findSecret(ctx, c.name, src.secretName);
-    if (!s && !src.optional) fail(ctx, [...vp, "secret", "secretName"], `secret ${quote(src.secretName)} is not in the create request`);
+    if (!s && !src.optional) fail(ctx, [...vp, "secret", "secretName"], `secret ${ctx.quote(src.secretName)} is not in the create request`);
     if (s) {
       keyFiles(vf, secretKeys(s), src.items, (k) => secretBytes(s, k, ctx, [...vp, "secret"]),
-        src.defaultMode ?? DEFAULT_FILE_MODE, src.optional ?? false, `secret ${quote(src.secretName)}`, true, [...vp, "secret", "items"]);
+        src.defaultMode ?? DEFAULT_FILE_MODE, src.optional ?? false, `secret ${ctx.quote(src.secretName)}`, true, [...vp, "secret", "items"]);
     }
   } else if (type === "downwardAPI" && v.downwardAPI) {
     downwardFiles(vf, v.downwardAPI.items, v.downwardAPI.defaultMode ?? DEFAULT_FILE_MODE, [...vp, "downwardAPI", "items"]);
@@ -634,10 +639,11 @@ function dataVolumeDir(v: Volume, vIndex: number, type: string, c: Container, ct
           if (it.mode !== undefined) modes.set(it.path, it.mode);
         }
       }
-      const ep: PathSeg[] = ["container", ctx.req.container.indexOf(dataEntries(ctx, c.name).find((e) => e.projectedvolumemaps.includes(entry))!)];
+      const owner = dataEntries(ctx, c.name).find((e) => e.projectedvolumemaps.includes(entry))!;
+      const ep: PathSeg[] = ["container", ctx.req.container.indexOf(owner), "projectedvolumemaps", owner.projectedvolumemaps.indexOf(entry)];
       for (const key of configMapKeys(entry)) {
-        const bytes = configMapBytes(entry, key, ctx, [...ep, "projectedvolumemaps"]);
-        vf.add(key, bytes!, modes.get(key) ?? defaultMode, true, [...ep, "projectedvolumemaps", "data", key]);
+        const bytes = configMapBytes(entry, key, ctx, ep);
+        vf.add(key, bytes!, modes.get(key) ?? defaultMode, true, [...ep, "data", key]);
       }
     } else {
       // No data sent (the VK's DisableProjectedVolumes, spec: interlink §3.2): downwardAPI sources
@@ -645,13 +651,13 @@ function dataVolumeDir(v: Volume, vIndex: number, type: string, c: Container, ct
       const missing: string[] = [];
       src.sources.forEach((s, i) => {
         if (s.downwardAPI) downwardFiles(vf, s.downwardAPI.items, defaultMode, [...vp, "projected", "sources", i, "downwardAPI", "items"]);
-        if (s.configMap) missing.push(`configMap ${quote(s.configMap.name)}`);
-        if (s.secret) missing.push(`secret ${quote(s.secret.name)}`);
+        if (s.configMap) missing.push(`configMap ${ctx.quote(s.configMap.name)}`);
+        if (s.secret) missing.push(`secret ${ctx.quote(s.secret.name)}`);
         if (s.serviceAccountToken) missing.push("serviceAccountToken");
       });
       if (missing.length > 0 || src.sources.length === 0) {
         ctx.warnings.push(
-          `projected volume ${quote(v.name)} arrived without data${missing.length ? ` (${missing.join(", ")} missing)` : ""}: ` +
+          `projected volume ${ctx.quote(v.name)} arrived without data${missing.length ? ` (${missing.join(", ")} missing)` : ""}: ` +
             `is DisableProjectedVolumes set in the virtual kubelet?`,
         );
       }
@@ -682,14 +688,14 @@ function underPrefix(path: string, prefix: string): boolean {
 function planMount(m: VolumeMount, j: number, c: Container, base: PathSeg[], env: Map<string, string>, ctx: Ctx): MountPlan {
   const mp: PathSeg[] = [...base, "volumeMounts", j];
   const entry = ctx.volumes.get(m.name);
-  if (!entry) return fail(ctx, [...mp, "name"], `volume ${quote(m.name)} is not in spec.volumes`);
+  if (!entry) return fail(ctx, [...mp, "name"], `volume ${ctx.quote(m.name)} is not in spec.volumes`);
   const { volume: v, index } = entry;
   const type = volumeType(v);
 
   let subPath = m.subPath;
   if (m.subPathExpr !== undefined) {
     subPath = expandK8s(m.subPathExpr, (n) => env.get(n));
-    const problem = relativePathProblem(subPath, false);
+    const problem = relativePathProblem(subPath, false, ctx.quote);
     if (problem) fail(ctx, [...mp, "subPathExpr"], `expands to ${problem}`);
   }
   const subKey = m.subPathExpr !== undefined ? "subPathExpr" : "subPath";
@@ -713,19 +719,23 @@ function planMount(m: VolumeMount, j: number, c: Container, base: PathSeg[], env
       if (!ctx.cfg.hostPathAllow.some((prefix) => underPrefix(hp, prefix))) {
         fail(ctx, ["spec", "volumes", index, "hostPath", "path"],
           ctx.cfg.hostPathAllow.length === 0
-            ? `hostPath volume ${quote(v.name)} refused: hostPath volumes are disabled on this site`
-            : `hostPath volume ${quote(v.name)} refused: ${quote(hp)} is not under an allowed prefix (${ctx.cfg.hostPathAllow.join(", ")})`);
+            ? `hostPath volume ${ctx.quote(v.name)} refused: hostPath volumes are disabled on this site`
+            : `hostPath volume ${ctx.quote(v.name)} refused: ${ctx.quote(hp)} is not under an allowed prefix (${ctx.cfg.hostPathAllow.join(", ")})`);
       }
       source = { kind: "host", path: joinRel(hp.length > 1 ? hp.replace(/\/+$/, "") : hp, subPath).replace(/^\/\//, "/") };
       break;
     }
     default:
       return fail(ctx, ["spec", "volumes", index],
-        `volume ${quote(v.name)} has type ${quote(type)}, which an HTCondor execution point cannot provide (supported: ${KNOWN_VOLUME_SOURCES.join(", ")})`);
+        `volume ${ctx.quote(v.name)} has type ${ctx.quote(type)}, which an HTCondor execution point cannot provide (supported: ${KNOWN_VOLUME_SOURCES.join(", ")})`);
   }
-  // After subPathExpr expansion: the same rule as pod.ts applies to the expanded source.
+  // After subPathExpr expansion: the same rule as pod.ts applies to the expanded source, and the
+  // wrapper binds one line per mount.
   if (/[:,"]/.test(source.path)) {
-    fail(ctx, [...mp, subKey], `${quote(source.path)} must not contain ':', ',' or '"' (Apptainer's --bind syntax cannot express them)`);
+    fail(ctx, [...mp, subKey], `${ctx.quote(source.path)} must not contain ':', ',' or '"' (Apptainer's --bind syntax cannot express them)`);
+  }
+  if (hasControlOrLineBreak(source.path)) {
+    fail(ctx, [...mp, subKey], `${ctx.quote(source.path)} must not contain control characters or line breaks`);
   }
   // The kubelet makes a relative mountPath absolute (relative to the container's root).
   return { source, target: m.mountPath.startsWith("/") ? m.mountPath : `/${m.mountPath}`, readOnly };
@@ -740,14 +750,14 @@ function resolvePort(port: number | string, c: Container, path: PathSeg[], ctx: 
   else if (/^\d+$/.test(port)) n = Number(port);
   else {
     n = c.ports.find((p) => p.name === port)?.containerPort;
-    if (n === undefined) fail(ctx, path, `named port ${quote(port)} is not in the ports of container ${quote(c.name)}`);
+    if (n === undefined) fail(ctx, path, `named port ${ctx.quote(port)} is not in the ports of container ${ctx.quote(c.name)}`);
   }
   if (!Number.isInteger(n) || n < 1 || n > 65535) fail(ctx, path, `${n} must be a port between 1 and 65535`);
   return n;
 }
 
 function noLineBreaks(value: string, path: PathSeg[], ctx: Ctx): string {
-  if (CONTROL.test(value)) fail(ctx, path, `${quote(value)} must not contain control characters`);
+  if (hasControlOrLineBreak(value)) fail(ctx, path, `${ctx.quote(value)} must not contain control characters or line breaks`);
   return value;
 }
 
@@ -775,7 +785,7 @@ function planHandler(h: Probe | LifecycleHandler, c: Container, path: PathSeg[],
       port: resolvePort(g.port, c, [...p, "port"], ctx),
       path: g.path ? noLineBreaks(g.path, [...p, "path"], ctx) : "/",
       headers: g.httpHeaders.map((hd, i): [string, string] => {
-        if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(hd.name)) fail(ctx, [...p, "httpHeaders", i, "name"], `${quote(hd.name)} is not an HTTP header name`);
+        if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(hd.name)) fail(ctx, [...p, "httpHeaders", i, "name"], `${ctx.quote(hd.name)} is not an HTTP header name`);
         return [hd.name, noLineBreaks(hd.value, [...p, "httpHeaders", i, "value"], ctx)];
       }),
     };
@@ -897,7 +907,7 @@ function total(main: (Quantity | undefined)[], init: (Quantity | undefined)[]): 
 
 function configQuantity(text: string, what: string): Quantity {
   const q = tryParseQuantity(text);
-  if (!q) throw new SidecarError("internal", `config DefaultResources.${what}: ${quote(text)} is not a Kubernetes quantity`);
+  if (!q) throw new SidecarError("internal", `config DefaultResources.${what}: ${quoteSpec(text)} is not a Kubernetes quantity`);
   return q;
 }
 
@@ -935,11 +945,11 @@ function planSingularityOptions(ctx: Ctx): { start: string[]; exec: string[] } {
     // Whitespace-separated flags; a flag with a value is written `--flag=value` (a lone value
     // token is refused, since it could not be checked against the allowlist).
     for (const tok of text.trim().split(/\s+/)) {
-      if (!tok.startsWith("-")) fail(ctx, annotationPath(key), `${quote(tok)} is not a flag; write options with a value as --flag=value`);
+      if (!tok.startsWith("-")) fail(ctx, annotationPath(key), `${ctx.quote(tok)} is not a flag; write options with a value as --flag=value`);
       const flag = tok.split("=")[0]!;
-      if (!allow.includes(flag)) fail(ctx, annotationPath(key), `flag ${quote(flag)} is not allowed on this site (allowed: ${allow.join(" ")})`);
+      if (!allow.includes(flag)) fail(ctx, annotationPath(key), `flag ${ctx.quote(flag)} is not allowed on this site (allowed: ${allow.join(" ")})`);
       const why = CANNOT_WORK[tok.toLowerCase()];
-      if (why) fail(ctx, annotationPath(key), `flag ${quote(tok)} cannot work: ${why}`);
+      if (why) fail(ctx, annotationPath(key), `flag ${ctx.quote(tok)} cannot work: ${why}`);
       if (EXEC_FLAGS.has(flag) || START_AND_EXEC_FLAGS.has(flag)) exec.push(tok);
       if (!EXEC_FLAGS.has(flag)) start.push(tok);
     }
@@ -966,16 +976,18 @@ export function parseSubmitOptions(text: string, allow: readonly string[]): { li
     const row = rows[i]!.trim();
     if (!row || row.startsWith("#")) continue;
     const m = /^([^=\s]+)\s*=\s*(.*)$/.exec(row);
-    if (!m) return { error: `line ${i + 1}: expected "command = value", got ${quote(row)}` };
+    if (!m) return { error: `line ${i + 1}: expected "command = value", got ${quoteSpec(row)}` };
     const [, command = "", value = ""] = m;
     const key = submitKey(command);
-    if ("problem" in key && !key.reserved) return { error: `line ${i + 1}: submit command ${quote(command)}: ${key.problem}` };
+    if ("problem" in key && !key.reserved) return { error: `line ${i + 1}: submit command ${quoteSpec(command)}: ${key.problem}` };
     // A reserved command is never on the allowlist (config refuses it there), so it reads as any
     // other command the site did not allow.
     if (!("key" in key && allowed.has(key.key.toLowerCase()))) {
-      return { error: `submit command ${quote(command)} is not allowed on this site${allow.length ? ` (allowed: ${allow.join(", ")})` : ""}` };
+      return { error: `submit command ${quoteSpec(command)} is not allowed on this site${allow.length ? ` (allowed: ${allow.join(", ")})` : ""}` };
     }
-    if (CONTROL.test(value)) return { error: `line ${i + 1}: the value of ${quote(command)} must not contain control characters` };
+    if (hasControlOrLineBreak(value)) return { error: `line ${i + 1}: the value of ${quoteSpec(command)} must not contain control characters or line breaks` };
+    const vp = submitValueProblem(value);
+    if (vp) return { error: `line ${i + 1}: the value of ${quoteSpec(command)} ${vp}` };
     lines.push([command, value]);
   }
   return { lines };
@@ -985,7 +997,7 @@ function planPodIP(pod: Pod, label: string): string | undefined {
   const ip = pod.metadata.annotations[ANNOTATIONS.podIP]?.trim() || pod.status.podIP || undefined;
   if (ip !== undefined && !/^[0-9A-Fa-f.:]+$/.test(ip)) {
     const from = pod.metadata.annotations[ANNOTATIONS.podIP] ? annotationPath(ANNOTATIONS.podIP) : ["status", "podIP"];
-    throw podError(label, from, `${quote(ip)} is not an IP address`);
+    throw podError(label, from, `${quoteSpec(ip)} is not an IP address`);
   }
   return ip;
 }
@@ -1025,6 +1037,7 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
     pod,
     cfg,
     label,
+    quote: requestQuote(req),
     podIP: planPodIP(pod, label),
     hostname: podHostname(pod),
     volumes: new Map(pod.spec.volumes.map((volume, index) => [volume.name, { volume, index }])),
@@ -1051,12 +1064,12 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
     backgroundCommands.push(ws);
   }
   const runtimeOptions = planSingularityOptions(ctx);
-  const submitLines: [string, string][] = [...cfg.extraSubmitLines];
+  const podOptions: [string, string][] = [];
   const so = annotations[ANNOTATIONS.submitOptions];
   if (so !== undefined) {
     const r = parseSubmitOptions(so, cfg.submitOptionsAllow);
     if ("error" in r) fail(ctx, annotationPath(ANNOTATIONS.submitOptions), r.error);
-    submitLines.push(...r.lines);
+    podOptions.push(...r.lines);
   }
 
   const planContainer = (c: Container, index: number, init: boolean, amounts: Amounts): ContainerPlan => {
@@ -1127,7 +1140,7 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
       memoryMiB: Math.max(1, toMiB(memory)),
       gpus,
     },
-    submit: { lines: submitLines },
+    submit: { lines: [...cfg.extraSubmitLines], podOptions },
     sharedFilesystem: cfg.sharedFilesystem,
     dummy: cfg.dummyJob,
     warnings: ctx.warnings,

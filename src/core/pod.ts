@@ -14,7 +14,7 @@
  * naming the first problem found.
  */
 import { z } from "zod";
-import { SidecarError } from "./errors.ts";
+import { SidecarError, escapeControls, hasControlOrLineBreak } from "./errors.ts";
 import { compare, isInteger, isNegative, tryParseQuantity } from "./quantity.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -253,15 +253,89 @@ export function jsonPath(path: readonly PathSeg[]): string {
   for (const seg of path) {
     if (typeof seg === "number") out += `[${seg}]`;
     else if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(seg)) out += out ? `.${seg}` : seg;
-    else out += `[${JSON.stringify(seg)}]`;
+    else out += `[${escapeControls(JSON.stringify(seg))}]`;
   }
   return out || "(body)";
 }
 
-/** Quotes a user value for an error message: JSON-escaped, shortened. */
-export function quote(value: string, maxLength = 64): string {
+/** Quotes a value for a reason: JSON-escaped, with controls and line breaks escaped, shortened. */
+export type Quote = (value: string, maxLength?: number) => string;
+
+/**
+ * The quoting helper for values of the pod spec itself, which anyone who can read the pod reads
+ * anyway. Whatever the planner derives from a request goes through {@link requestQuote} instead.
+ */
+export const quote: Quote = (value, maxLength = 64) => {
   const v = value.length > maxLength ? `${value.slice(0, maxLength)}…` : value;
-  return JSON.stringify(v);
+  return escapeControls(JSON.stringify(v));
+};
+
+/** What a reason shows in place of a value that may come from a secret or a configMap. */
+export const WITHHELD = "(a value from a secret or configMap, not shown)";
+
+/**
+ * The quoting helper for reasons about one create request. interLink copies a reason into the
+ * pod's status, which more people can read than the pod's secrets and configMaps, so a value
+ * that may have come from them is never shown: one that contains any key or value of the
+ * request's configMaps, secrets or projected volume maps (decoded, as the planner uses it).
+ * Whatever the planner makes of that data (an env value or name, a `$(VAR)` expansion in
+ * command, args or subPathExpr, a file name, a mount path) contains it verbatim, so this finds
+ * every derived value without following each derivation. A value that merely happens to contain
+ * such a string is withheld too: that costs a less specific reason, never a secret.
+ */
+export function requestQuote(req: Pick<CreateRequest, "container">): Quote {
+  let hidden: string[] | undefined;
+  return (value, maxLength) => {
+    hidden ??= requestData(req);
+    return hidden.some((h) => value.includes(h)) ? WITHHELD : quote(value, maxLength);
+  };
+}
+
+/** Every non-empty key and value of the request's configMaps, secrets and projected volume maps. */
+function requestData(req: Pick<CreateRequest, "container">): string[] {
+  const out = new Set<string>();
+  const add = (s: string | undefined) => {
+    if (s) out.add(s);
+  };
+  const text = (map: Record<string, string>) => {
+    for (const [k, v] of Object.entries(map)) {
+      add(k);
+      add(v);
+    }
+  };
+  const base64 = (map: Record<string, string>) => {
+    for (const [k, v] of Object.entries(map)) {
+      add(k);
+      add(v);
+      add(decodeLenient(v));
+    }
+  };
+  for (const rc of req.container) {
+    for (const cm of rc.configMaps) {
+      text(cm.data);
+      base64(cm.binaryData);
+    }
+    for (const s of rc.secrets) {
+      base64(s.data);
+      text(s.stringData);
+    }
+    for (const pm of rc.projectedvolumemaps) {
+      text(pm.data);
+      base64(pm.binaryData);
+      // The planner names files by the normalized key (`a//./b` → `a/b`).
+      for (const k of [...Object.keys(pm.data), ...Object.keys(pm.binaryData)]) add(k.split("/").filter((x) => x && x !== ".").join("/"));
+    }
+  }
+  return [...out];
+}
+
+/** base64 as text, for matching only: what decodes, decoded; bytes that are not UTF-8 as U+FFFD. */
+function decodeLenient(b64: string): string | undefined {
+  try {
+    return new TextDecoder().decode(Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0)));
+  } catch {
+    return undefined;
+  }
 }
 
 /** `pod "<ns>/<name>"`, as far as the body allows. */
@@ -271,7 +345,21 @@ export function podLabel(ns: unknown, name: unknown): string {
 }
 
 export function podError(label: string, path: readonly PathSeg[], what: string): SidecarError {
-  return new SidecarError("invalid", `${label}: ${jsonPath(path)}: ${what}`);
+  return new SidecarError("invalid", `${label}: ${jsonPath(withoutDataKeys(path))}: ${what}`);
+}
+
+const DATA_OBJECTS = new Set(["configMaps", "secrets", "projectedvolumemaps"]);
+const DATA_MAPS = new Set(["data", "binaryData", "stringData"]);
+
+/**
+ * A path into a request's configMap, secret or projected volume map stops at its data map: the
+ * keys below it are the object's own data (spec: interlink §3.2), which a reason never shows.
+ */
+function withoutDataKeys(path: readonly PathSeg[]): readonly PathSeg[] {
+  const obj = path.findIndex((seg) => typeof seg === "string" && DATA_OBJECTS.has(seg));
+  if (obj < 0) return path;
+  const map = path.findIndex((seg, i) => i > obj && typeof seg === "string" && DATA_MAPS.has(seg));
+  return map < 0 ? path : path.slice(0, map + 1);
 }
 
 function zodFailure(label: string, issue: z.core.$ZodIssue, base: readonly PathSeg[]): SidecarError {
@@ -337,8 +425,10 @@ export function parsePod(body: unknown): Pod {
 // ---------------------------------------------------------------------------------------------
 // Kubernetes' rules (k8s.io/apimachinery/pkg/util/validation, pkg/apis/core/validation)
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** RFC 1123 label, the one copy of it: a subdomain is such labels joined by dots. */
+const LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+const DNS_LABEL = new RegExp(`^${LABEL}$`);
+const DNS_SUBDOMAIN = new RegExp(`^${LABEL}(\\.${LABEL})*$`);
 const CONFIG_MAP_KEY = /^[-._a-zA-Z0-9]+$/;
 const UID = /^[A-Za-z0-9-]{1,128}$/;
 
@@ -357,14 +447,12 @@ export const SHELL_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * any printable ASCII character but `=`, not empty. Before, `[-._a-zA-Z][-._a-zA-Z0-9]*`, which
  * this includes. Undefined when valid.
  */
-export function envNameProblem(name: string): string | undefined {
+export function envNameProblem(name: string, q: Quote): string | undefined {
   if (name === "") return "must not be empty";
-  if (name.includes("=")) return `${quote(name)} must not contain '='`;
-  if (!/^[\x20-\x7e]+$/.test(name)) return `${quote(name)} must consist of printable ASCII characters`;
+  if (name.includes("=")) return `${q(name)} must not contain '='`;
+  if (!/^[\x20-\x7e]+$/.test(name)) return `${q(name)} must consist of printable ASCII characters`;
   return undefined;
 }
-// deno-lint-ignore no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 export function isDnsLabel(s: string): boolean {
   return s.length <= 63 && DNS_LABEL.test(s);
@@ -374,12 +462,12 @@ export function isDnsSubdomain(s: string): boolean {
 }
 
 /** Kubernetes' IsConfigMapKey: `[-._a-zA-Z0-9]+`, ≤ 253, not `.`, `..`, nor starting with `..`. */
-export function configMapKeyProblem(key: string): string | undefined {
+export function configMapKeyProblem(key: string, q: Quote): string | undefined {
   if (key.length === 0) return "must not be empty";
   if (key.length > 253) return "must be no more than 253 characters";
-  if (!CONFIG_MAP_KEY.test(key)) return `${quote(key)} must consist of letters, digits, '-', '_' or '.'`;
-  if (key === "." || key === "..") return `must not be ${quote(key)}`;
-  if (key.startsWith("..")) return `${quote(key)} must not start with '..'`;
+  if (!CONFIG_MAP_KEY.test(key)) return `${q(key)} must consist of letters, digits, '-', '_' or '.'`;
+  if (key === "." || key === "..") return `must not be ${q(key)}`;
+  if (key.startsWith("..")) return `${q(key)} must not start with '..'`;
   return undefined;
 }
 
@@ -388,11 +476,11 @@ export function configMapKeyProblem(key: string): string | undefined {
  * relative, no `..` element, and for volume file paths not starting with `..` (the atomic writer's
  * `..data`).
  */
-export function relativePathProblem(p: string, reserved: boolean): string | undefined {
+export function relativePathProblem(p: string, reserved: boolean, q: Quote): string | undefined {
   if (p.includes("\0")) return "must not contain NUL";
-  if (p.startsWith("/")) return `${quote(p)} must be a relative path`;
-  if (p.split("/").includes("..")) return `${quote(p)} must not contain '..'`;
-  if (reserved && p.startsWith("..")) return `${quote(p)} must not start with '..'`;
+  if (p.startsWith("/")) return `${q(p)} must be a relative path`;
+  if (p.split("/").includes("..")) return `${q(p)} must not contain '..'`;
+  if (reserved && p.startsWith("..")) return `${q(p)} must not start with '..'`;
   return undefined;
 }
 
@@ -499,10 +587,10 @@ function checkMode(mode: number | undefined, p: PathSeg[], label: string): void 
 
 function checkItems(items: KeyToPath[], base: PathSeg[], label: string): void {
   items.forEach((it, j) => {
-    const kp = configMapKeyProblem(it.key);
+    const kp = configMapKeyProblem(it.key, quote);
     if (kp) throw podError(label, [...base, j, "key"], kp);
     if (!it.path) throw podError(label, [...base, j, "path"], "must not be empty");
-    const pp = relativePathProblem(it.path, true);
+    const pp = relativePathProblem(it.path, true, quote);
     if (pp) throw podError(label, [...base, j, "path"], pp);
     checkMode(it.mode, [...base, j, "mode"], label);
   });
@@ -511,7 +599,7 @@ function checkItems(items: KeyToPath[], base: PathSeg[], label: string): void {
 function checkDownwardItems(items: DownwardAPIFile[], base: PathSeg[], label: string): void {
   items.forEach((it, j) => {
     if (!it.path) throw podError(label, [...base, j, "path"], "must not be empty");
-    const pp = relativePathProblem(it.path, true);
+    const pp = relativePathProblem(it.path, true, quote);
     if (pp) throw podError(label, [...base, j, "path"], pp);
     if (!it.fieldRef === !it.resourceFieldRef) {
       throw podError(label, [...base, j], "must set exactly one of fieldRef and resourceFieldRef");
@@ -550,7 +638,7 @@ function checkVolume(v: Volume, base: PathSeg[], label: string): void {
       if (s.secret) checkItems(s.secret.items, [...sp, "secret", "items"], label);
       if (s.downwardAPI) checkDownwardItems(s.downwardAPI.items, [...sp, "downwardAPI", "items"], label);
       if (s.serviceAccountToken) {
-        const pp = relativePathProblem(s.serviceAccountToken.path, true);
+        const pp = relativePathProblem(s.serviceAccountToken.path, true, quote);
         if (pp) throw podError(label, [...sp, "serviceAccountToken", "path"], pp);
       }
     });
@@ -592,14 +680,14 @@ function checkContainer(
 ): void {
   const img = c.image;
   if (!img.trim()) throw podError(label, [...base, "image"], "must not be empty");
-  if (CONTROL.test(img)) throw podError(label, [...base, "image"], `${quote(img)} must not contain control characters`);
+  if (hasControlOrLineBreak(img)) throw podError(label, [...base, "image"], `${quote(img)} must not contain control characters or line breaks`);
   if (img !== img.trim()) throw podError(label, [...base, "image"], `${quote(img)} must not have leading or trailing whitespace`);
   if (init && c.restartPolicy === "Always") {
     throw podError(label, [...base, "restartPolicy"], "sidecar init containers (restartPolicy Always) are not supported");
   }
   c.env.forEach((e, j) => {
     const p = [...base, "env", j];
-    const np = envNameProblem(e.name);
+    const np = envNameProblem(e.name, quote);
     if (np) throw podError(label, [...p, "name"], np);
     if (e.value && e.valueFrom) throw podError(label, [...p, "valueFrom"], "may not be set when value is not empty");
     const vf = e.valueFrom;
@@ -610,7 +698,7 @@ function checkContainer(
         const r = vf[ref];
         if (!r) continue;
         if (!r.name) throw podError(label, [...p, "valueFrom", ref, "name"], "must not be empty");
-        const kp = configMapKeyProblem(r.key);
+        const kp = configMapKeyProblem(r.key, quote);
         if (kp) throw podError(label, [...p, "valueFrom", ref, "key"], kp);
       }
     }
@@ -635,7 +723,7 @@ function checkContainer(
     for (const key of ["subPath", "subPathExpr"] as const) {
       const sp = m[key];
       if (sp === undefined) continue;
-      const pp = relativePathProblem(sp, false);
+      const pp = relativePathProblem(sp, false, quote);
       if (pp) throw podError(label, [...p, key], pp);
       if (BIND_BREAKERS.test(sp)) throw podError(label, [...p, key], `${quote(sp)} ${BIND_BREAKERS_MSG}`);
     }
@@ -675,6 +763,8 @@ function validateCreateRequest(req: CreateRequest, label: string): void {
   const ad = pod.spec.activeDeadlineSeconds;
   if (ad !== undefined && ad < 1) throw podError(label, ["spec", "activeDeadlineSeconds"], `${ad} must be >= 1`);
 
+  // The keys checked below are the data's own: the reason shows none of them.
+  const data = requestQuote(req);
   req.container.forEach((rc, i) => {
     const base: PathSeg[] = ["container", i];
     for (const kind of ["configMaps", "secrets"] as const) {
@@ -691,7 +781,7 @@ function validateCreateRequest(req: CreateRequest, label: string): void {
               ];
         for (const [mapName, map] of maps) {
           for (const key of Object.keys(map)) {
-            const kp = configMapKeyProblem(key);
+            const kp = configMapKeyProblem(key, data);
             if (kp) throw podError(label, [...base, kind, j, mapName, key], kp);
           }
         }
@@ -699,7 +789,7 @@ function validateCreateRequest(req: CreateRequest, label: string): void {
     }
     rc.projectedvolumemaps.forEach((obj, j) => {
       for (const key of [...Object.keys(obj.data), ...Object.keys(obj.binaryData)]) {
-        const pp = key ? relativePathProblem(key, true) : "must not be empty";
+        const pp = key ? relativePathProblem(key, true, data) : "must not be empty";
         if (pp) throw podError(label, [...base, "projectedvolumemaps", j, "data", key], pp);
       }
     });

@@ -3,14 +3,16 @@
  * run with cwd = the pod's folder (which holds job.sh, env/ and volumes/).
  *
  * Quoting rules (spec: htcondor-cli.md §1.4): a submit file is line-based and condor_submit expands
- * `$(…)` macros in every value, so a value with `\n`, `\r` or NUL is refused and every `$` is
- * written as `$(DOLLAR)`. `MY.Attr` values are ClassAd expressions; strings become ClassAd string
- * literals (`\` and `"` escaped). Env values never appear here: the job ad is readable by every
- * user of the pool, so they travel in `env/<key>.env` files.
+ * `$(…)` macros in every value, so a value that could reach another line is refused (see
+ * {@link submitValueProblem}) and every `$` is written as `$(DOLLAR)`. `MY.Attr` values are
+ * ClassAd expressions; strings become ClassAd string literals (`\` and `"` escaped). Env values
+ * never appear here: the job ad is readable by every user of the pool, so they travel in
+ * `env/<key>.env` files.
  */
 import type { ContainerPlan, JobPlan } from "../core/types.ts";
-import { containerKey, logFileName, stateAttrName } from "../core/types.ts";
+import { POD_SUBMIT_OPTIONS_HEADER, containerKey, logFileName, stateAttrName } from "../core/types.ts";
 import { invalid } from "../core/errors.ts";
+import { quote } from "../core/pod.ts";
 import { formatStateLine } from "../core/state-line.ts";
 
 /** Seconds added to the vacate time so the wrapper can report after stopping its containers. */
@@ -70,17 +72,31 @@ export function submitKey(key: string): { key: string } | { problem: string; res
   return { key };
 }
 
-function checkKey(key: string): string {
+function checkKey(key: string, from: string): string {
   const k = submitKey(key);
-  if ("problem" in k) throw invalid(`Cannot write submit command ${JSON.stringify(key)}: ${k.problem}`);
+  if ("problem" in k) throw invalid(`Cannot write submit command ${quote(key)} (${from}): ${k.problem}`);
   return k.key;
 }
 
-/** A submit-file value: one line, no macro expansion. Throws on `\n`, `\r` and NUL. */
+/**
+ * The one rule for a submit value: why it cannot be written, or undefined. condor_submit reads
+ * the file line by line: a line ends at `\n` (a NUL ends what it reads of one), the whitespace
+ * C's isspace() sees at its end (space, \t, \v, \f, \r) is trimmed, and a line that then ends
+ * in `\` continues onto the next one, which becomes part of the value (observed on HTCondor 25:
+ * `rank = 1 \` took in the next line; spec: htcondor-observed.md, "Many pods in one
+ * `condor_submit`"). A value that could do any of that would change another line of the file.
+ * Any Unicode space after the backslash counts, so that no locale's idea of a space matters.
+ */
+export function submitValueProblem(value: string): string | undefined {
+  if (/[\r\n\0]/.test(value)) return "must not contain a line break or NUL";
+  if (/\\\s*$/.test(value)) return "must not end in '\\', which would continue it onto the next line of the submit file";
+  return undefined;
+}
+
+/** A submit-file value: one line ({@link submitValueProblem}), no macro expansion. */
 export function submitValue(value: string, what = "value"): string {
-  if (/[\r\n\0]/.test(value)) {
-    throw invalid(`Cannot write submit command ${what}: the value contains a line break or NUL: ${JSON.stringify(value)}`);
-  }
+  const problem = submitValueProblem(value);
+  if (problem) throw invalid(`Cannot write submit command ${what}: the value ${problem}: ${quote(value)}`);
   return value.replaceAll("$", "$(DOLLAR)");
 }
 
@@ -91,14 +107,14 @@ export function classAdString(value: string, what = "value"): string {
 
 function listItem(item: string, what: string): string {
   if (item === "" || /[,\s]/.test(item)) {
-    throw invalid(`Cannot list ${JSON.stringify(item)} in ${what}: names with commas or spaces are not allowed`);
+    throw invalid(`Cannot list ${quote(item)} in ${what}: names with commas or spaces are not allowed`);
   }
   return submitValue(item, what);
 }
 
 function plainValue(value: string, what: string): string {
   if (value.includes('"') || value.trim() !== value || value === "") {
-    throw invalid(`Cannot write submit command ${what}: ${JSON.stringify(value)} is empty, quoted or padded`);
+    throw invalid(`Cannot write submit command ${what}: ${quote(value)} is empty, quoted or padded`);
   }
   return submitValue(value, what);
 }
@@ -156,7 +172,7 @@ export function renderSubmit(plan: JobPlan): string {
   if (plan.submit.accountingGroup !== undefined) {
     cmd("accounting_group", plainValue(plan.submit.accountingGroup, "accounting_group"));
   }
-  if (plan.submit.requirements !== undefined) cmd("requirements", submitValue(plan.submit.requirements, "requirements"));
+  if (plan.submit.requirements !== undefined) cmd("requirements", submitValue(plan.submit.requirements, "requirements (config Submit.Requirements)"));
   out.push("");
   cmd("MY.InterLinkPodUID", classAdString(plan.uid, "MY.InterLinkPodUID"));
   cmd("MY.InterLinkPodName", classAdString(plan.name, "MY.InterLinkPodName"));
@@ -170,8 +186,15 @@ export function renderSubmit(plan: JobPlan): string {
   }
   if (plan.submit.lines.length > 0) {
     out.push("");
-    out.push("# Site policy and allowlisted pod submit options");
-    for (const [key, value] of plan.submit.lines) cmd(checkKey(key), submitValue(value, key));
+    out.push("# Site policy (config Submit.ExtraLines)");
+    for (const [key, value] of plan.submit.lines) cmd(checkKey(key, "config Submit.ExtraLines"), submitValue(value, `${key} (config Submit.ExtraLines)`));
+  }
+  const podOptions = plan.submit.podOptions ?? [];
+  if (podOptions.length > 0) {
+    const from = `pod ${quote(plan.batchName)}: metadata.annotations["htcondor-job.vk.io/submit-options"]`;
+    out.push("");
+    out.push(POD_SUBMIT_OPTIONS_HEADER);
+    for (const [key, value] of podOptions) cmd(checkKey(key, from), submitValue(value, `${key} (${from})`));
   }
   out.push("");
   out.push("queue 1");

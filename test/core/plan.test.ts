@@ -314,7 +314,7 @@ describe("env", () => {
       ["AFTER", "2"],
     ]);
     // No command: the image's entrypoint cannot be given a name Apptainer does not carry.
-    expect(p.warnings.join("\n")).toContain('envFrom variable "CM_x.y" skipped: not a shell identifier, and the container has no command');
+    expect(p.warnings.join("\n")).toContain('envFrom variable (a value from a secret or configMap, not shown) skipped: not a shell identifier, and the container has no command');
     // With a command it is kept (Kubernetes ≥ 1.34 sets it; the wrapper passes it with env).
     const withCommand = plan(changed(body, (r) => (r.pod.spec.containers[0].command = ["sh"])));
     expect(only(withCommand).env.slice(1, 4)).toEqual([["CM_a", "1"], ["CM_b", "2"], ["CM_x.y", "skip"]]);
@@ -722,8 +722,8 @@ describe("annotations", () => {
     expect(p.backgroundCommands).toEqual(["wstunnel client -R tcp://8080"]);
     expect(only(p).runtimeOptions).toEqual(["--writable-tmpfs", "--nv"]);
     expect(only(p).execOptions).toEqual(["--env=A=1"]);
-    expect(p.submit.lines).toEqual([
-      ["+SiteLine", "1"],
+    expect(p.submit.lines).toEqual([["+SiteLine", "1"]]);
+    expect(p.submit.podOptions).toEqual([
       ["Request_Walltime", "3600"],
       ["MY.Site", '"a; b"'],
       ["+Flavour", "big"],
@@ -763,6 +763,14 @@ describe("annotations", () => {
     ["queue", ["queue"], 'line 1: expected "command = value"'],
     ["= 3", ["x"], 'line 1: expected "command = value"'],
     ["a = b\u0007", ["a"], "line 1: the value of \"a\" must not contain control characters"],
+    // Unicode's line and paragraph separators and NEL are line breaks too (issue 12 class 7).
+    ["a = b\u2028c", ["a"], "line 1: expected \"command = value\", got \"a = b\\u2028c\""],
+    ["a = b\u0085c", ["a"], "line 1: the value of \"a\" must not contain control characters or line breaks"],
+    // A value ending in a backslash would join the next line of the submit file (issue 12 class 6).
+    ["rank = 1 \\", ["rank"], "line 1: the value of \"rank\" must not end in '\\', which would continue it onto the next line"],
+    ["rank = 1 \\   ", ["rank"], "must not end in '\\'"],
+    ["rank = 1 \\\\", ["rank"], "must not end in '\\'"],
+    ["rank = a \\ b", ["rank"], [["rank", "a \\ b"]]],
     ["x = 1", [], 'submit command "x" is not allowed on this site'],
     // spec: htcondor-cli §1.4: +X and MY.X are one command, checked by the renderer's own rule.
     ['+SingularityImage = "/cvmfs/img"', ["+SingularityImage"], [["+SingularityImage", '"/cvmfs/img"']]],
@@ -826,7 +834,7 @@ const badPlans: [string, Json, Partial<PlanConfig>, string][] = [
   ["configMapKeyRef to a missing key", envRef({ configMapKeyRef: { name: "cm", key: "k" } }, { configMaps: [configMapObject("cm", {})] }), {}, 'key "k" is not in configMap "cm"'],
   ["secret value is not UTF-8", envRef({ secretKeyRef: { name: "s", key: "k" } }, { secrets: [{ metadata: { name: "s" }, data: { k: btoa("\u00ff\u00fe") } }] }), {}, 'env "V" of container "main": the value is not valid UTF-8'],
   ["secret value holds NUL", envRef({ secretKeyRef: { name: "s", key: "k" } }, { secrets: [secretObject("s", { k: "a\u0000b" })] }), {}, 'env "V" of container "main" must not contain NUL'],
-  ["secret data not base64", envRef({ secretKeyRef: { name: "s", key: "k" } }, { secrets: [{ metadata: { name: "s" }, data: { k: "not base64!" } }] }), {}, 'data "k" of secret "s" is not valid base64'],
+  ["secret data not base64", envRef({ secretKeyRef: { name: "s", key: "k" } }, { secrets: [{ metadata: { name: "s" }, data: { k: "not base64!" } }] }), {}, 'data (a value from a secret or configMap, not shown) of secret "s" is not valid base64'],
   ["fieldRef unsupported", envRef({ fieldRef: { fieldPath: "spec.hostNetwork" } }), {}, 'valueFrom.fieldRef.fieldPath: unsupported fieldPath "spec.hostNetwork"'],
   ["fieldRef to all labels in env", envRef({ fieldRef: { fieldPath: "metadata.labels" } }), {}, 'unsupported fieldPath "metadata.labels"'],
   ["resourceFieldRef unsupported", envRef({ resourceFieldRef: { resource: "limits.hugepages-2Mi" } }), {}, 'valueFrom.resourceFieldRef.resource: unsupported resource "limits.hugepages-2Mi"'],
@@ -838,7 +846,7 @@ const badPlans: [string, Json, Partial<PlanConfig>, string][] = [
   ["secret volume not sent", vol({ name: "s", secret: { secretName: "db" } }), {}, 'spec.volumes[0].secret.secretName: secret "db" is not in the create request'],
   ["configMap item key missing", vol({ name: "c", configMap: { name: "cm", items: [{ key: "nope", path: "x" }] } }, { configMaps: [configMapObject("cm", { a: "1" })] }), {}, 'spec.volumes[0].configMap.items[0].key: key "nope" is not in configMap "cm"'],
   ["items path file/directory conflict", vol({ name: "c", configMap: { name: "cm", items: [{ key: "a", path: "x" }, { key: "b", path: "x/y" }] } }, { configMaps: [configMapObject("cm", { a: "1", b: "2" })] }), {}, 'configMap.items[1].path: "x/y" conflicts with "x"'],
-  ["binaryData not base64", vol({ name: "c", configMap: { name: "cm" } }, { configMaps: [configMapObject("cm", null, { b: "@@@@" })] }), {}, 'binaryData "b" of configMap "cm" is not valid base64'],
+  ["binaryData not base64", vol({ name: "c", configMap: { name: "cm" } }, { configMaps: [configMapObject("cm", null, { b: "@@@@" })] }), {}, 'binaryData (a value from a secret or configMap, not shown) of configMap "cm" is not valid base64'],
   ["downwardAPI resourceFieldRef without containerName", vol({ name: "d", downwardAPI: { items: [{ path: "cpu", resourceFieldRef: { resource: "limits.cpu" } }] } }), {}, "downwardAPI.items[0].resourceFieldRef.containerName: is required in a volume"],
   ["subPathExpr expanding out of the volume", pod1({ env: [{ name: "X", value: "../../etc" }], volumeMounts: [{ name: "v", mountPath: "/v", subPathExpr: "$(X)" }] }, { volumes: [{ name: "v", emptyDir: {} }] }), {}, "volumeMounts[0].subPathExpr: expands to \"../../etc\" must not contain '..'"],
   ["subPath with : breaks --bind", vol({ name: "v", emptyDir: {} }, {}, { subPath: "a:b" }), {}, "volumeMounts[0].subPath: \"a:b\" must not contain ':', ','"],

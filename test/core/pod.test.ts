@@ -1,7 +1,8 @@
 // spec: interlink §3 (the create request), §3.1 (the pod), §11 item 7 (null for absent lists);
 // issue 7 "Bad input": each case is a 4xx with a one-line reason naming the field.
 import { describe, expect, test } from "bun:test";
-import { jsonPath, parseCreateRequest, parsePod } from "../../src/core/pod.ts";
+import { hasControlOrLineBreak } from "../../src/core/errors.ts";
+import { WITHHELD, jsonPath, parseCreateRequest, parsePod, podError, quote, requestQuote } from "../../src/core/pod.ts";
 import { type Json, changed, DEFAULT_UID, expectInvalid, makeCreateRequest, makePod, richCreateRequest } from "../fixtures/pods.ts";
 
 describe("parseCreateRequest accepts what interLink sends", () => {
@@ -130,6 +131,71 @@ describe("parsePod (for /delete and /status)", () => {
   ];
   test.each(bad)("refuses %s", (_, body, fragment) => {
     expectInvalid(() => parsePod(body), fragment);
+  });
+});
+
+describe("quote: a value on one line, whatever it holds (issue 12 class 7)", () => {
+  test.each([
+    ["LF", "a\nb", '"a\\nb"'],
+    ["NEL U+0085", "a\u0085b", '"a\\u0085b"'],
+    ["LINE SEPARATOR", "a\u2028b", '"a\\u2028b"'],
+    ["PARAGRAPH SEPARATOR", "a\u2029b", '"a\\u2029b"'],
+    ["DEL", "a\u007fb", '"a\\u007fb"'],
+    ["quote and backslash", 'a"b\\c', '"a\\"b\\\\c"'],
+  ])("%s", (_, value, shown) => {
+    expect(quote(value)).toBe(shown);
+    expect(hasControlOrLineBreak(quote(value))).toBe(false);
+  });
+  test("long values are shortened after escaping nothing away", () => expect(quote("x".repeat(100), 8)).toBe('"xxxxxxxx…"'));
+  test.each(["a\u2028b", "a\u2029b", "a\u0085b"])("a pod name holding %j comes back escaped, on one line", (name) => {
+    const err = expectInvalid(() => parseCreateRequest(makeCreateRequest({ metadata: { name } })), "metadata.name");
+    expect(hasControlOrLineBreak(err.message)).toBe(false);
+    expect(err.message).toContain(quote(name));
+  });
+});
+
+describe("requestQuote: reasons never show what a secret or configMap holds (issue 12 class 5)", () => {
+  const req = {
+    container: [
+      {
+        name: "main",
+        configMaps: [{ metadata: { name: "cm" }, data: { "cm-key": "cm-value" }, binaryData: { bin: btoa("bin-value") } }],
+        secrets: [{ metadata: { name: "s" }, data: { "s-key": btoa("s3cr3t") }, stringData: { plain: "pl41n" }, type: undefined }],
+        projectedvolumemaps: [{ metadata: { name: "p" }, data: { "dir//./token": "t0ken" }, binaryData: {} }],
+      },
+    ],
+  };
+  const q = requestQuote(req);
+  test.each([
+    ["a configMap value", "cm-value"],
+    ["a configMap key", "cm-key"],
+    ["a decoded binaryData value", "bin-value"],
+    ["a decoded secret value", "s3cr3t"],
+    ["the secret value as sent (base64)", btoa("s3cr3t")],
+    ["a secret key", "s-key"],
+    ["a stringData value", "pl41n"],
+    ["a projected value", "t0ken"],
+    ["a projected key", "dir//./token"],
+    ["a projected key as the planner names the file", "dir/token"],
+    ["an expansion that used a secret", "../s3cr3t/x"],
+    ["an env name made from a configMap key", "PREFIX_cm-key"],
+    ["a mount source made from a secret", "volumes/v/pl41n:x"],
+  ])("withholds %s", (_, value) => expect(q(value)).toBe(WITHHELD));
+  test.each(["main", "cm", "s", "/etc/app", ""])("shows %j, which holds none of it", (value) => expect(q(value)).toBe(quote(value)));
+  test("empty data values hide nothing", () => {
+    const q2 = requestQuote({ container: [{ name: "m", configMaps: [{ metadata: { name: "c" }, data: { k: "" }, binaryData: {} }], secrets: [], projectedvolumemaps: [] }] });
+    expect(q2("anything")).toBe('"anything"');
+  });
+  test("a path into a data map stops at the map: its keys are data", () => {
+    const err = podError('pod "d/p"', ["container", 0, "secrets", 1, "data", "s3cr3t-key", "x"], "is wrong");
+    expect(err.message).toBe('pod "d/p": container[0].secrets[1].data: is wrong');
+    const spec = podError('pod "d/p"', ["spec", "volumes", 0, "secret", "items", 0, "key"], "is wrong");
+    expect(spec.message).toBe('pod "d/p": spec.volumes[0].secret.items[0].key: is wrong');
+  });
+  test("a value of the wrong type in a secret's data names the map, not the key", () => {
+    const body = makeCreateRequest({ container: [{ name: "main", secrets: [{ metadata: { name: "s" }, data: { "s3cr3t-key": 7 } }] }] });
+    const err = expectInvalid(() => parseCreateRequest(body), "container[0].secrets[0].data:");
+    expect(err.message).not.toContain("s3cr3t-key");
   });
 });
 
@@ -282,9 +348,9 @@ const badInput: [string, unknown, string][] = [
   // the data interLink forwards
   ["container data is an object", mod((r) => (r.container = { main: {} })), "container: expected array"],
   ["configMaps not a list", mod((r) => (r.container[0].configMaps = "cm")), "container[0].configMaps: expected array"],
-  ["configMap data key with /", mod((r) => (r.container[0].configMaps = [{ metadata: { name: "c" }, data: { "a/b": "x" } }])), 'container[0].configMaps[0].data["a/b"]'],
-  ["secret data key ..", mod((r) => (r.container[0].secrets = [{ metadata: { name: "s" }, data: { "..": "eA==" } }])), 'container[0].secrets[0].data[".."]'],
-  ["projected key escaping", mod((r) => (r.container[0].projectedvolumemaps = [{ metadata: { name: "p" }, data: { "../token": "t" } }])), 'container[0].projectedvolumemaps[0].data["../token"]'],
+  ["configMap data key with /", mod((r) => (r.container[0].configMaps = [{ metadata: { name: "c" }, data: { "a/b": "x" } }])), 'container[0].configMaps[0].data: (a value from a secret or configMap, not shown) must consist of'],
+  ["secret data key ..", mod((r) => (r.container[0].secrets = [{ metadata: { name: "s" }, data: { "..": "eA==" } }])), 'container[0].secrets[0].data: must not be (a value from a secret or configMap, not shown)'],
+  ["projected key escaping", mod((r) => (r.container[0].projectedvolumemaps = [{ metadata: { name: "p" }, data: { "../token": "t" } }])), 'container[0].projectedvolumemaps[0].data: (a value from a secret or configMap, not shown) must not contain'],
   ["projected key absolute", mod((r) => (r.container[0].projectedvolumemaps = [{ metadata: { name: "p" }, data: { "/token": "t" } }])), "must be a relative path"],
   // NUL anywhere that reaches the job
   ["NUL in an annotation value", mod((r) => (r.pod.metadata.annotations = { "slurm-job.vk.io/pre-exec": "echo\u0000" })), 'metadata.annotations["slurm-job.vk.io/pre-exec"]: must not contain NUL'],

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { renderSubmit, submitKey, submitValue, classAdString, logFiles, INITIAL_STATE_LINE } from "../../src/render/submit.ts";
+import { renderSubmit, submitKey, submitValue, submitValueProblem, classAdString, logFiles, INITIAL_STATE_LINE } from "../../src/render/submit.ts";
+import { POD_SUBMIT_OPTIONS_HEADER } from "../../src/core/types.ts";
 import { SidecarError } from "../../src/core/errors.ts";
 import { parseStateLine } from "../../src/core/state-line.ts";
 import type { JobPlan } from "../../src/core/types.ts";
@@ -117,6 +118,39 @@ describe("renderSubmit never lets a value inject", () => {
     expect(() => renderSubmit(basePlan({ submit: { lines: [["periodic_remove", v]] } }))).toThrow(/line break or NUL/);
     expect(() => renderSubmit(basePlan({ submit: { lines: [], requirements: v } }))).toThrow(SidecarError);
     expect(() => renderSubmit(basePlan({ uid: v }))).toThrow(SidecarError);
+  });
+
+  // condor_submit trims the whitespace C's isspace() sees at the end of a line and joins the next
+  // line onto one that then ends in `\` (spec: htcondor-observed.md, "Many pods in one
+  // `condor_submit`"): such a value would change the line after it.
+  test.each([
+    ["a trailing backslash", "1 \\"],
+    ["a backslash and spaces", "1 \\   "],
+    ["a backslash and a tab", "1 \\\t"],
+    ["a backslash and a vertical tab", "1 \\\v"],
+    ["a backslash and a form feed", "1 \\\f"],
+    ["two backslashes", "x \\\\"],
+    ["only a backslash", "\\"],
+    ["a backslash and a no-break space", "1 \\\u00a0"],
+  ])("a value ending in %s throws", (_, v) => {
+    expect(submitValueProblem(v)).toMatch(/continue it onto the next line/);
+    expect(() => submitValue(v)).toThrow(SidecarError);
+    expect(() => renderSubmit(basePlan({ submit: { lines: [], podOptions: [["rank", v]] } }))).toThrow(/annotations\["htcondor-job.vk.io\/submit-options"\].*next line/);
+    expect(() => renderSubmit(basePlan({ submit: { lines: [["rank", v]] } }))).toThrow(/config Submit.ExtraLines.*next line/);
+    expect(() => renderSubmit(basePlan({ submit: { lines: [], requirements: v } }))).toThrow(/Submit.Requirements/);
+  });
+  test.each(["a \\ b", "C:\\dir\\x", '"\\\\"', "1\\\u00a0x"])("a backslash that does not end the line is kept: %p", (v) => {
+    expect(submitValueProblem(v)).toBeUndefined();
+    expect(get(renderSubmit(basePlan({ submit: { lines: [], podOptions: [["rank", v]] } })), "rank")).toBe(v);
+  });
+
+  test("the pod's submit options come last, under their own header, after the site's lines", () => {
+    const out = renderSubmit(basePlan({ submit: { lines: [["+Site", "1"]], podOptions: [["rank", "Memory"], ["+Pod", "2"]] } }));
+    const lines = out.split("\n");
+    const header = lines.indexOf(POD_SUBMIT_OPTIONS_HEADER);
+    expect(header).toBeGreaterThan(lines.indexOf("MY.Site = 1"));
+    expect(lines.slice(header + 1)).toEqual(["rank = Memory", "MY.Pod = 2", "", "queue 1", ""]);
+    expect(renderSubmit(basePlan({ submit: { lines: [["+Site", "1"]] } }))).not.toContain(POD_SUBMIT_OPTIONS_HEADER);
   });
 
   test("ClassAd strings escape backslash and double quote", () => {

@@ -45,7 +45,9 @@ describe("parseConfig", () => {
     ["Submit: {ExtraLines: {executable: /bin/sh}}", "SidecarConfig.yaml: Submit.ExtraLines.executable: it is set by the sidecar"],
     ['Submit: {ExtraLines: {"my key": 1}}', "SidecarConfig.yaml: Submit.ExtraLines.my key: not a submit command name"],
     ['Submit: {ExtraLines: {"+a.b": 1}}', "SidecarConfig.yaml: Submit.ExtraLines.+a.b: not a job attribute name"],
-    ['Submit: {ExtraLines: {priority: "1\\nqueue 5"}}', "SidecarConfig.yaml: Submit.ExtraLines.priority: the value must be one line"],
+    ['Submit: {ExtraLines: {priority: "1\\nqueue 5"}}', "SidecarConfig.yaml: Submit.ExtraLines.priority: the value must not contain a line break or NUL"],
+    // condor_submit would join the next line of the submit file onto this one (issue 12 class 6).
+    ['Submit: {ExtraLines: {rank: "1 \\\\ "}}', "SidecarConfig.yaml: Submit.ExtraLines.rank: the value must not end in '\\'"],
     ["Channels: {SubmitOptions: [priority, queue]}", "SidecarConfig.yaml: Channels.SubmitOptions.1: it is set by the sidecar"],
   ];
   for (const [text, prefix] of bad) {

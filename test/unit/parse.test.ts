@@ -1,6 +1,18 @@
 // What the condor tools print, parsed strictly (spec: htcondor-cli §1.1, §2.2, §3, §4.1).
 import { describe, expect, test } from "bun:test";
-import { type RmOutcome, adNumber, adString, classAdString, firstErrorLine, parseJsonAds, parseRmLine, parseTerseSubmit } from "../../src/condor/parse.ts";
+import {
+  type RmOutcome,
+  type SubmitFailure,
+  adNumber,
+  adString,
+  classAdString,
+  classifySubmitFailure,
+  firstErrorLine,
+  parseJsonAds,
+  parseRmLine,
+  parseTerseSubmit,
+  submitRefusal,
+} from "../../src/condor/parse.ts";
 
 describe("parseTerseSubmit (spec: htcondor-cli §1.1)", () => {
   test("one job", () => expect(parseTerseSubmit("123.0 - 123.0\n")).toEqual({ cluster: 123, proc: 0 }));
@@ -41,4 +53,46 @@ test("firstErrorLine skips the empty lines and the Submitting prefix", () => {
 
 test("classAdString escapes quotes and backslashes", () => {
   expect(classAdString('a"b\\c')).toBe('"a\\"b\\\\c"');
+});
+
+// What condor_submit prints when it fails (all exit 1), by whose side must act (issue 12 class 6).
+describe("classifySubmitFailure (spec: htcondor-cli §1.2, htcondor-observed.md)", () => {
+  const table: [string, string, SubmitFailure][] = [
+    // HTCondor's side: finding, reaching or committing to the schedd (spec: htcondor-cli §1.2; observed §7 "Pool down").
+    ["no local schedd", "\nERROR: Can't find address of local schedd\n", "schedd"],
+    ["no named schedd", "\nERROR: Can't find address of schedd sched1@submit.example.org\n", "schedd"],
+    ["connection refused", "\nERROR: Failed to connect to local queue manager\nCEDAR:6001:Failed to connect to <127.0.0.1:9618>\n", "schedd"],
+    ["authentication", "\nERROR: Failed to connect to queue manager sched1\nAUTHENTICATE:1003:Failed to authenticate with any method\n", "schedd"],
+    ["commit refused", '\nERROR: Failed to commit job submission into the queue.\nERROR: Setting job owner to "root" is not permitted\n', "schedd"],
+    ["queueing refused", "\nERROR: Failed to queue job.\n", "schedd"],
+    ["spooling failed", "\nERROR: Failed to spool job files.\n", "schedd"],
+    // The sidecar's side: the files it wrote.
+    ["no submit file (observed)", "\nERROR: Failed to open command file (job.sub) (No such file or directory)\n", "files"],
+    ["no executable", "\nERROR: Can't access executable file /data/pods/u/job.sh: No such file or directory\n", "files"],
+    ["no folder (observed)", "ERROR: No such directory: /data/pods/u/nonexistent\n", "files"],
+    // The description itself.
+    ["a value joined the next line (observed)", "ERROR: Parse error in expression: \n\tRank = 1 priority = 2\n\t", "description"],
+    ["a line that does not parse (observed)", "\nERROR: on Line 2 of bad.sub: \n\nERROR: Failed to parse command file (line 2).\n", "description"],
+    ["$ENV(...) kept literal: not an expression", "\nERROR: Parse error in expression: \n\tRank = $ENV(HOME)\n\t", "description"],
+    ["not an integer", "\nERROR: priority=$ENV(HOME) is invalid, must eval to an integer.\n", "description"],
+    ["hold with -spool (observed)", "\nERROR: Cannot set hold to 'true' when using -remote or -spool\n", "description"],
+    ["the config reader", 'Submit file Error "job.sub", Line 40: Illegal Identifier: <a-b>\n', "description"],
+    ["after a deprecation warning", "\nWarning: Use of multiple queue statements in a single submit file is deprecated.\nERROR: Parse error in expression: \n\tRank = (\n\t", "description"],
+    // Neither.
+    ["only a warning", "WARNING: the line 'x = 1' was unused by condor_submit. Is it a typo?\n", "unknown"],
+    ["nothing", "", "unknown"],
+    ["killed", "Terminated\n", "unknown"],
+  ];
+  test.each(table.map(([name, stderr, want]) => [name, want, stderr] as const))("%s → %s", (_, want, stderr) => expect(classifySubmitFailure(stderr)).toBe(want));
+});
+
+describe("submitRefusal: condor_submit's own words, on one line", () => {
+  test("the refused expression follows its error line", () => {
+    expect(submitRefusal("ERROR: Parse error in expression: \n\tRank = 1 priority = 2\n\t")).toBe("ERROR: Parse error in expression: Rank = 1 priority = 2");
+  });
+  test("warnings are left out, errors kept in order", () => {
+    const stderr = "\nWARNING: the line 'a = 1' was unused by condor_submit. Is it a typo?\n\nERROR: on Line 2 of job.sub: \n\nERROR: Failed to parse command file (line 2).\n";
+    expect(submitRefusal(stderr)).toBe("ERROR: on Line 2 of job.sub: ERROR: Failed to parse command file (line 2).");
+  });
+  test("long output is cut", () => expect(submitRefusal(`ERROR: ${"x".repeat(1000)}`, 20)).toBe(`ERROR: ${"x".repeat(13)}…`));
 });
