@@ -2,11 +2,8 @@
  * The only code that runs the condor tools. Every call is an argv array with a timeout; the
  * environment is the sidecar's own plus what the flags map to (cli.ts condorAccess).
  */
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
 import type { CondorAccess } from "../cli.ts";
 import { SidecarError } from "../core/errors.ts";
-import { POD_SUBMIT_OPTIONS_HEADER } from "../core/types.ts";
 import type { Logger } from "../log.ts";
 import type { Runtime, SpawnResult } from "../runtime/types.ts";
 import {
@@ -46,7 +43,8 @@ export interface CondorOptions {
 }
 
 export interface Condor {
-  submit(dir: string, submitFile: string, spool: boolean): Promise<JobId>;
+  /** `podOptions`: the pod wrote part of the description (its submit-options annotation). */
+  submit(dir: string, submitFile: string, opts: { spool: boolean; podOptions: boolean }): Promise<JobId>;
   /**
    * condor_q -json, only the named attributes. `clusters` selects those clusters (ORed), and a
    * `constraint` is ANDed with them (spec: htcondor-cli §2.1); at least one of the two is needed.
@@ -75,14 +73,6 @@ export function toolArgs(access: Pick<CondorAccess, "scheddArgs" | "debugArgs">,
   }
 }
 
-/** Whether a rendered submit file holds submit options of the pod (render/submit.ts writes them last, under this header). */
-function hasPodOptions(submitFile: string): boolean {
-  try {
-    return readFileSync(submitFile, "utf8").split("\n").includes(POD_SUBMIT_OPTIONS_HEADER);
-  } catch {
-    return false;
-  }
-}
 
 export function createCondor(o: CondorOptions): Condor {
   const env = { ...o.baseEnv, ...o.access.env };
@@ -116,12 +106,12 @@ export function createCondor(o: CondorOptions): Condor {
   }
 
   return {
-    async submit(dir, submitFile, spool) {
+    async submit(dir, submitFile, { spool, podOptions }) {
       const r = await run("condor_submit", ["-terse", ...(spool ? ["-spool"] : []), submitFile], { cwd: dir, timeoutMs: o.submitTimeoutMs });
       if (r.code !== 0) {
         // A description that condor_submit refused is the pod's to fix only when the pod wrote
         // part of it: the sidecar's own lines and the site's are the same for every pod.
-        if (classifySubmitFailure(r.stderr) === "description" && hasPodOptions(resolve(dir, submitFile))) {
+        if (classifySubmitFailure(r.stderr) === "description" && podOptions) {
           throw new SidecarError(
             "invalid",
             `metadata.annotations["htcondor-job.vk.io/submit-options"]: condor_submit refused the pod's submit options: ${submitRefusal(r.stderr)}`,

@@ -68,7 +68,8 @@ export function createCreateService(c: Ctx): { create(req: CreateRequest): Promi
       } catch (err) {
         throw new SidecarError("unavailable", `cannot write the job's files under ${dir}: ${errorText(err)}`);
       }
-      id = await submitSlots(() => c.condor.submit(dir, "job.sub", c.spool));
+      const podOptions = (plan.submit.podOptions ?? []).length > 0;
+      id = await submitSlots(() => c.condor.submit(dir, "job.sub", { spool: c.spool, podOptions }));
     } catch (err) {
       if (err instanceof SidecarError && err.kind === "timeout") return settleTimedOut(uid, name, namespace, err);
       abandon(uid, dir, secrets);
