@@ -63,7 +63,8 @@ function typeText(s: JsonSchema): string {
   if (s.anyOf) return either(s.anyOf.map(typeText));
   if (s.type === "integer" || s.type === "number") {
     if (s.exclusiveMinimum !== undefined) return `${s.type} > ${s.exclusiveMinimum}`;
-    if (s.minimum !== undefined) return `${s.type} ≥ ${s.minimum}`;
+    // z.number().int() alone is bounded by the safe integers, which says nothing to a reader.
+    if (s.minimum !== undefined && s.minimum > Number.MIN_SAFE_INTEGER) return `${s.type} ≥ ${s.minimum}`;
     return s.type;
   }
   if (s.type === "string") return s.minLength ? "string, not empty" : "string";
