@@ -722,7 +722,7 @@ try {
   const text = render(rep);
   if (outFile) {
     writeFileSync(outFile, resultsMarkdown(rep, text));
-    say(`report written to ${relative(process.cwd(), outFile) || outFile}`);
+    say(`report written to ${relative(process.cwd(), outFile).startsWith("..") ? outFile : relative(process.cwd(), outFile)}`);
   }
   if (flags.json) {
     process.stderr.write(`${text}\n`);
