@@ -5,7 +5,7 @@
  *   bun scripts/bench.ts [--quick] [--json] [--skip-deno] [--levels 1,100,1000,5000]
  *                        [--interval 5] [--min-rate 50] [--status-seconds 8] [--slots 2]
  *                        [--startup-runs 5] [--creates 300] [--fill-clients 10]
- *                        [--binary PATH] [--build] [--keep]
+ *                        [--binary PATH] [--build] [--keep] [--out PATH]
  *
  * dist/htcondor-sidecar is built first when it is missing or older than src/ (--build: always).
  * --quick (levels 1,100, 3 s of status per row, 2 start-up runs, 20 creates per /create row) only
@@ -33,10 +33,13 @@
  *     launcher, kit.ts timedSubmitBin): overhead = create latency − that condor_submit's wall time.
  *
  * With `--json` the JSON goes to stdout and the table to stderr; progress is always on stderr.
+ * The table is also written, with when and how it was measured, to docs/benchmark-results.md
+ * (docs/performance.md explains it), or to `--out PATH`. A `--quick` run writes no file unless
+ * `--out` names one, so that its numbers never replace a real run's; `--out -` writes none.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, release, tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import {
   BINARY,
@@ -92,6 +95,7 @@ function parseFlags() {
         binary: { type: "string", default: BINARY },
         build: { type: "boolean", default: false },
         keep: { type: "boolean", default: false },
+        out: { type: "string" },
         help: { type: "boolean", short: "h", default: false },
       },
       strict: true,
@@ -135,6 +139,9 @@ const opts = {
   binary: flags.binary ?? BINARY,
   maxInFlight: 64,
 };
+/** Where the report is written (undefined: nowhere), relative paths from the current folder. */
+const RESULTS_FILE = join(ROOT, "docs", "benchmark-results.md");
+const outFile = flags.out === "-" ? undefined : flags.out !== undefined ? resolve(flags.out) : quick ? undefined : RESULTS_FILE;
 const CREATE_CONCURRENCY = [1, 10, 100];
 const CREATE_WARMUP = 5;
 const DELETE_CLIENTS = 10;
@@ -688,10 +695,35 @@ async function run(): Promise<Report> {
   return rep;
 }
 
+/** The results file: the report as printed, and when, where and how it was measured. */
+function resultsMarkdown(rep: Report, text: string): string {
+  const args = process.argv.slice(2).filter((a, i, all) => a !== "--out" && all[i - 1] !== "--out" && !a.startsWith("--out="));
+  return [
+    "# Benchmark results",
+    "",
+    "Written by `npm run bench` (`scripts/bench.ts`) at the end of a run: do not edit it by hand, run the",
+    "benchmark again. What is measured, the targets and how to read the numbers:",
+    "[performance.md](performance.md).",
+    "",
+    `- measured: ${rep.date}, in ${Math.round(rep.durationSeconds ?? 0)} s`,
+    `- command: \`bun scripts/bench.ts${args.length ? ` ${args.join(" ")}` : ""}\`${quick ? " (a quick run: it only checks that the script works; its numbers are not the benchmark's)" : ""}`,
+    `- machine: ${rep.machine.cpu}, ${rep.machine.cores} cores, load average at start ${rep.machine.loadAverage}`,
+    "",
+    "```text",
+    text,
+    "```",
+    "",
+  ].join("\n");
+}
+
 let exitCode = 0;
 try {
   const rep = await run();
   const text = render(rep);
+  if (outFile) {
+    writeFileSync(outFile, resultsMarkdown(rep, text));
+    say(`report written to ${relative(process.cwd(), outFile).startsWith("..") ? outFile : relative(process.cwd(), outFile)}`);
+  }
   if (flags.json) {
     process.stderr.write(`${text}\n`);
     process.stdout.write(`${JSON.stringify(rep, null, 2)}\n`);

@@ -1,7 +1,7 @@
 /**
  * SidecarConfig.yaml: the original plugin's keys (CommandPrefix, ExportPodData, DataRootFolder)
  * plus this sidecar's own, validated with zod. Pure: text in, config (or a ConfigError) out.
- * Every key and its default is documented in the README's configuration table.
+ * Every key and its default is documented in docs/configuration.md, generated from this schema.
  */
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
@@ -35,69 +35,151 @@ const extraLines = z.record(str, z.union([str, z.number(), z.boolean()])).superR
 });
 
 const Channels = z.object({
-  /** Image `host` / `host:<site>`: run on the worker without a container. */
-  HostImage: z.boolean().default(false),
-  /** Flags the singularity-options annotation may use; empty: the annotation is refused. */
-  SingularityOptions: z.array(str).default([]),
-  /** Path prefixes hostPath volumes may use; empty: hostPath is refused. */
-  HostPathPrefixes: z.array(str).default([]),
-  /** slurm-job.vk.io/pre-exec (interLink's mesh network needs it). */
-  PreExec: z.boolean().default(true),
-  /** interlink.eu/wstunnel-client-commands (interLink's tunnel needs it). */
-  Wstunnel: z.boolean().default(true),
-  /** Submit commands the htcondor-job.vk.io/submit-options annotation may set. */
-  SubmitOptions: z.array(submitCommand).default(["request_disk", "max_retries", "rank", "job_lease_duration", "priority"]),
+  HostImage: z.boolean().default(false).describe("Allow the image `host` or `host:<site>`: the container's command runs on the worker, without a container"),
+  SingularityOptions: z
+    .array(str)
+    .default([])
+    .describe(
+      "Flags the `singularity-options` annotation may use; empty: the annotation is refused. `--env`, `--env-file` and `--pwd` reach every exec into the container, the others act when the instance starts",
+    ),
+  HostPathPrefixes: z.array(str).default([]).describe("Path prefixes `hostPath` volumes may use; empty: `hostPath` volumes are refused"),
+  PreExec: z.boolean().default(true).describe("Run the `slurm-job.vk.io/pre-exec` annotation (interLink's mesh network needs it)"),
+  Wstunnel: z.boolean().default(true).describe("Run the `interlink.eu/wstunnel-client-commands` annotation (interLink's tunnel needs it)"),
+  SubmitOptions: z
+    .array(submitCommand)
+    .default(["request_disk", "max_retries", "rank", "job_lease_duration", "priority"])
+    .describe("Submit commands the `htcondor-job.vk.io/submit-options` annotation may set"),
 });
 
-const Schema = z.object({
-  DataRootFolder: str.min(1).default("./data"),
-  CommandPrefix: str.default(""),
-  ExportPodData: z.boolean().default(true),
+/**
+ * Every key carries its documentation (`.describe()`): docs/configuration.md's table is generated
+ * from this schema (`npm run docs`), and a key without a description fails test/unit/docs.test.ts.
+ */
+export const Schema = z.object({
+  DataRootFolder: str
+    .min(1)
+    .default("./data")
+    .describe(
+      "Where the pod folders (job files, returned output) and the state store (`state.db`) live; created with mode 0700. A relative path is resolved against the configuration file's folder",
+    ),
+  CommandPrefix: str.default("").describe("Shell snippet every job runs first, outside the containers (site setup, e.g. `module load apptainer`)"),
+  ExportPodData: z
+    .boolean()
+    .default(true)
+    .describe("Write configMap, secret and projected volume data for the containers; `false` mounts empty folders instead, with a warning"),
   SidecarId: z
     .string()
     .regex(/^[A-Za-z0-9._-]{1,64}$/, "must be 1-64 letters, digits, '.', '_' or '-'")
-    .default("htcondor-sidecar"),
-  BodyLimit: z.number().int().positive().default(64 * 1024 * 1024),
-  KeepAliveTimeoutSeconds: z.number().int().min(121, "must exceed interLink's 120 s idle pool timeout").default(125),
-  ShutdownGraceSeconds: seconds.default(10),
-  Spool: z.enum(["auto", "always", "never"]).default("auto"),
-  MaxConcurrentSubmits: z.number().int().min(1).default(8),
-  SubmitTimeoutSeconds: z.number().int().min(1).default(60),
-  QueryTimeoutSeconds: z.number().int().min(1).default(20),
-  StatusCacheSeconds: z.number().nonnegative().default(2),
-  PingFailureThreshold: z.number().int().min(1).default(3),
-  /** Hold codes that cannot recover: removed after HoldGraceSeconds and reported terminated. */
-  TerminalHoldCodes: z.array(z.number().int()).default([12, 13, 34, 46, 47]),
-  HoldGraceSeconds: seconds.default(60),
-  ReaperIntervalSeconds: z.number().int().min(1).default(30),
-  SharedFilesystem: z.boolean().default(false),
+    .default("htcondor-sidecar")
+    .describe(
+      "Stamped on every job (`MY.InterLinkSidecarId`) and used to find this sidecar's jobs; sidecars that share a schedd need different ids. 1 to 64 letters, digits, `.`, `_` or `-`",
+    ),
+  BodyLimit: z
+    .number()
+    .int()
+    .positive()
+    .default(64 * 1024 * 1024)
+    .describe("Request body limit in bytes: interLink sends every ConfigMap and Secret the pod mounts inside `/create`"),
+  KeepAliveTimeoutSeconds: z
+    .number()
+    .int()
+    .min(121, "must exceed interLink's 120 s idle pool timeout")
+    .default(125)
+    .describe("Idle timeout of a kept-alive connection; must exceed the 120 s for which interLink keeps idle connections"),
+  ShutdownGraceSeconds: seconds.default(10).describe("On SIGTERM, how long requests in flight (and creates waiting on `condor_submit`) get before the sidecar exits"),
+  Spool: z
+    .enum(["auto", "always", "never"])
+    .default("auto")
+    .describe("Submit with `-spool` and fetch the output with `condor_transfer_data`: `auto` when the schedd is on another host; `--spool` overrides it"),
+  MaxConcurrentSubmits: z.number().int().min(1).default(8).describe("`condor_submit` processes at once; further creates wait for a free one"),
+  SubmitTimeoutSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .default(60)
+    .describe(
+      "Timeout of `condor_submit` and `condor_transfer_data`. After a submit timeout the schedd is asked for the pod's UID, so a job it queued anyway is kept, never submitted twice",
+    ),
+  QueryTimeoutSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .default(20)
+    .describe("Timeout of `condor_q`, `condor_history`, `condor_rm`, `condor_status` and `condor_tail`"),
+  StatusCacheSeconds: z
+    .number()
+    .nonnegative()
+    .default(2)
+    .describe("One `condor_q` serves every status call within this window (interLink polls each pod every 5 s or so)"),
+  PingFailureThreshold: z
+    .number()
+    .int()
+    .min(1)
+    .default(3)
+    .describe("Consecutive failures of the schedd (`condor_q`) or of the collector (`condor_status`) before the ping answers 503"),
+  TerminalHoldCodes: z
+    .array(z.number().int())
+    .default([12, 13, 34, 46, 47])
+    .describe(
+      "Hold codes that cannot recover: such a job is removed after `HoldGraceSeconds` and its pod reported failed (`OOMKilled`, `DeadlineExceeded`, …)",
+    ),
+  HoldGraceSeconds: seconds.default(60).describe("How long a job held with one of `TerminalHoldCodes` is left alone before the sidecar removes it"),
+  ReaperIntervalSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .default(30)
+    .describe("How often pending removals, and a reconcile with the schedd that failed, are retried"),
+  SharedFilesystem: z
+    .boolean()
+    .default(false)
+    .describe(
+      "The execute nodes see the pod folders: the wrapper writes the container logs into the pod folder (`$_CONDOR_JOB_IWD`), where they are read, not transferred. Refused together with spooling",
+    ),
   Node: z
     .object({
-      Cpu: quantity.optional(),
-      Memory: quantity.optional(),
-      Gpus: z.number().int().nonnegative().optional(),
-      Pods: str.default("1000"),
+      Cpu: quantity.optional().describe("Cap on the CPUs advertised (a Kubernetes quantity); absent: the pool's total"),
+      Memory: quantity.optional().describe("Cap on the memory advertised (a quantity, e.g. `256Gi`); absent: the pool's total"),
+      Gpus: z.number().int().nonnegative().optional().describe("Cap on the `nvidia.com/gpu` advertised; absent: the pool's total"),
+      Pods: str.default("1000").describe("Pods the virtual node advertises (an integer quantity)"),
       Taints: z
         .array(z.object({ key: str.min(1), value: str.optional(), effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute"]) }))
-        .optional(),
+        .optional()
+        .describe(
+          "Taints the ping sets on the node (`{key, value, effect}`), replacing all but interLink's own; absent: the node's taints are left as they are",
+        ),
     })
-    .default({ Pods: "1000" }),
+    .default({ Pods: "1000" })
+    .describe("What the virtual node advertises in the ping"),
   DefaultResources: z
-    .object({ Cpu: quantity.default("1"), Memory: quantity.default("1Gi"), Disk: quantity.optional() })
-    .default({ Cpu: "1", Memory: "1Gi" }),
+    .object({
+      Cpu: quantity.default("1").describe("CPUs of a container that sets neither a limit nor a request for `cpu`"),
+      Memory: quantity.default("1Gi").describe("Memory of a container that sets neither a limit nor a request for `memory`"),
+      Disk: quantity.optional().describe("Disk of a container that sets neither a limit nor a request for `ephemeral-storage`; absent: none is requested"),
+    })
+    .default({ Cpu: "1", Memory: "1Gi" })
+    .describe("What a container counts with for a resource it sets neither a limit nor a request for, before containers are added up"),
   Restart: z
     .object({
-      MaxRestarts: z.number().int().nonnegative().default(3),
-      AlwaysAfterSuccess: z.boolean().default(false),
-      BackoffInitialSeconds: seconds.default(10),
-      BackoffMaxSeconds: seconds.default(300),
+      MaxRestarts: z.number().int().nonnegative().default(3).describe("Restarts per container under `restartPolicy` `OnFailure` or `Always`"),
+      AlwaysAfterSuccess: z
+        .boolean()
+        .default(false)
+        .describe("`restartPolicy: Always` also restarts a container that exited 0 (off by default: a batch slot must end)"),
+      BackoffInitialSeconds: seconds.default(10).describe("First CrashLoopBackOff delay; it doubles at every restart"),
+      BackoffMaxSeconds: seconds.default(300).describe("Longest CrashLoopBackOff delay"),
     })
-    .default({ MaxRestarts: 3, AlwaysAfterSuccess: false, BackoffInitialSeconds: 10, BackoffMaxSeconds: 300 }),
-  ContainerRuntime: str.default(""),
-  RuntimeSearchPath: z.array(str).default([]),
-  NoHome: z.boolean().default(true),
-  ApptainerCacheDir: str.default(""),
-  OldRuntime: z.enum(["warn", "refuse"]).default("warn"),
+    .default({ MaxRestarts: 3, AlwaysAfterSuccess: false, BackoffInitialSeconds: 10, BackoffMaxSeconds: 300 })
+    .describe("Container restarts inside the job"),
+  ContainerRuntime: str
+    .default("")
+    .describe("Absolute path of `apptainer` or `singularity` on the worker; empty: looked for there, `apptainer` first"),
+  RuntimeSearchPath: z.array(str).default([]).describe("Extra folders searched for the container runtime on the worker"),
+  NoHome: z.boolean().default(true).describe("Start the containers with `--no-home`"),
+  ApptainerCacheDir: str
+    .default("")
+    .describe("Image cache folder on the worker; empty: HTCondor's per-job scratch folder, so every job pulls its images again"),
+  OldRuntime: z.enum(["warn", "refuse"]).default("warn").describe("What a job does when the worker's runtime lacks `--no-eval`: run with a warning, or refuse"),
   Channels: Channels.default({
     HostImage: false,
     SingularityOptions: [],
@@ -105,16 +187,15 @@ const Schema = z.object({
     PreExec: true,
     Wstunnel: true,
     SubmitOptions: ["request_disk", "max_retries", "rank", "job_lease_duration", "priority"],
-  }),
+  }).describe("Deliberate code channels: the ways a pod author runs code outside the container, or reaches the worker (see the threat model)"),
   Submit: z
     .object({
-      /** Extra submit commands every job gets, in order. */
-      ExtraLines: extraLines.default({}),
-      /** Namespace → accounting group. */
-      AccountingGroups: z.record(str, str).default({}),
-      Requirements: str.default(""),
+      ExtraLines: extraLines.default({}).describe("Submit commands every job gets, in order (`+X` is written `MY.X`; checked at start)"),
+      AccountingGroups: z.record(str, str).default({}).describe("Namespace → `accounting_group`"),
+      Requirements: str.default("").describe("Default `requirements` expression; empty: none"),
     })
-    .default({ ExtraLines: {}, AccountingGroups: {}, Requirements: "" }),
+    .default({ ExtraLines: {}, AccountingGroups: {}, Requirements: "" })
+    .describe("Site policy written into every job's submit file"),
 });
 
 export type FileConfig = z.infer<typeof Schema>;
