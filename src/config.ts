@@ -7,7 +7,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { tryParseQuantity } from "./core/quantity.ts";
 import type { PlanConfig } from "./core/types.ts";
-import { submitKey, submitValueProblem } from "./render/submit.ts";
+import { submitKey, submitValueProblem } from "./core/submit-rules.ts";
 
 export class ConfigError extends Error {
   override name = "ConfigError";

@@ -80,11 +80,6 @@ export function firstErrorLine(stderr: string, stdout = ""): string {
   return line ?? "no output";
 }
 
-/** Builds a ClassAd string literal (for -constraint expressions). */
-export function classAdString(s: string): string {
-  return `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
-}
-
 /**
  * Why condor_submit failed, by what the real tool prints (spec: htcondor-cli §1.2;
  * htcondor-observed.md §7 and "Many pods in one `condor_submit`"):

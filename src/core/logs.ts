@@ -61,16 +61,6 @@ export function formatLines(lines: readonly string[], opts: LogOpts, since: numb
   return out;
 }
 
-/** Applies every non-follow option to a whole log text; the result is bytes, as `Bytes` cuts bytes. */
-export function applyLogOptions(text: string, opts: LogOpts, nowMs: number): Uint8Array {
-  if (text === "") return new Uint8Array();
-  const lines = text.endsWith("\n") ? text.slice(0, -1).split("\n") : text.split("\n");
-  let selected = formatLines(lines, opts, sinceMs(opts, nowMs));
-  if (opts.Tail > 0 && selected.length > opts.Tail) selected = selected.slice(-opts.Tail);
-  const out = new TextEncoder().encode(selected.length ? `${selected.join("\n")}\n` : "");
-  return opts.Bytes > 0 ? truncateBytes(out, opts.Bytes) : out;
-}
-
 /**
  * The first `max` bytes. `Bytes` is the kubelet's LimitBytes, a byte limit: a multibyte character
  * at the cut is cut too (decoding and re-encoding would turn one byte of "é" into three).

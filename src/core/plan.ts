@@ -60,7 +60,7 @@ import type {
 import { containerKey } from "./types.ts";
 // The submit renderer owns the rules for submit command names and values; the annotation must
 // accept exactly what it can write (render/submit.ts is pure, like this module).
-import { submitKey, submitValueProblem } from "../render/submit.ts";
+import { submitKey, submitValueProblem } from "./submit-rules.ts";
 
 // Annotation keys (spec: interlink §8).
 export const ANNOTATIONS = {

@@ -14,83 +14,19 @@ import { POD_SUBMIT_OPTIONS_HEADER, containerKey, logFileName, stateAttrName } f
 import { invalid } from "../core/errors.ts";
 import { quote } from "../core/pod.ts";
 import { formatStateLine } from "../core/state-line.ts";
+import { classAdString } from "../core/classad.ts";
+import { formatContainerList } from "../core/container-list.ts";
+import { submitKey, submitValueProblem } from "../core/submit-rules.ts";
 
 /** Seconds added to the vacate time so the wrapper can report after stopping its containers. */
 export const VACATE_MARGIN_SECONDS = 10;
 /** Seconds added to activeDeadlineSeconds + grace before HTCondor's own time limit removes the job. */
 export const DEADLINE_MARGIN_SECONDS = 60;
 
-/** A submit command name (condor_submit's own commands and macros). */
-const COMMAND = /^[A-Za-z_][A-Za-z0-9_]*$/;
-/** A ClassAd attribute name: what follows `MY.` (or `+`) in a job-attribute line. */
-const ATTRIBUTE = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-/**
- * Commands that define the job's contract with the wrapper and the sidecar; an extra line must
- * not replace them (`DOLLAR` would change how every escaped `$` expands).
- */
-const RESERVED = new Set(
-  [
-    "queue", "include", "dollar", "universe", "executable", "transfer_executable", "arguments", "args",
-    "environment", "env", "getenv", "output", "error", "log", "input", "transfer_output_files",
-    "transfer_input_files", "should_transfer_files", "when_to_transfer_output", "want_io_proxy",
-    "initialdir", "iwd",
-  ],
-);
-
-/**
- * Job attributes those commands set: `MY.Environment = "…"` would replace `environment` just as
- * well, so the same contract forbids them as `MY.X` / `+X`. InterLink* (the pod's identity, its
- * container states) is ours too, and the schedd's own bookkeeping is not the pod's to write.
- */
-const RESERVED_ATTRIBUTES = new Set(
-  [
-    "cmd", "arguments", "args", "environment", "env", "in", "out", "err", "userlog", "iwd", "jobuniverse",
-    "transferexecutable", "transferin", "transferinput", "transferoutput", "shouldtransferfiles",
-    "whentotransferoutput", "wantioproxy", "owner", "user", "clusterid", "procid", "jobstatus",
-  ],
-);
-
-/**
- * The one rule for a submit command name, used by the renderer, the submit-options annotation
- * and the config's ExtraLines: the canonical key, or why it cannot be written.
- *
- * `+X` and `MY.X` are the same thing to condor_submit (spec: htcondor-cli §1.4); both are written
- * `MY.X`, so that the reserved-name checks see one spelling and a pod cannot reach
- * `MY.InterLinkPodUID` by writing `+InterLinkPodUID`.
- */
-export function submitKey(key: string): { key: string } | { problem: string; reserved: boolean } {
-  const attr = key.startsWith("+") ? key.slice(1) : /^my\./i.test(key) ? key.slice(3) : undefined;
-  if (attr !== undefined) {
-    if (!ATTRIBUTE.test(attr)) return { problem: "not a job attribute name (+Name or MY.Name: letters, digits and '_')", reserved: false };
-    const lower = attr.toLowerCase();
-    if (lower.startsWith("interlink") || RESERVED_ATTRIBUTES.has(lower)) return { problem: "it is set by the sidecar", reserved: true };
-    return { key: `MY.${attr}` };
-  }
-  if (!COMMAND.test(key)) return { problem: "not a submit command name (letters, digits and '_'; +Name or MY.Name for job attributes)", reserved: false };
-  if (RESERVED.has(key.toLowerCase())) return { problem: "it is set by the sidecar", reserved: true };
-  return { key };
-}
-
 function checkKey(key: string, from: string): string {
   const k = submitKey(key);
   if ("problem" in k) throw invalid(`Cannot write submit command ${quote(key)} (${from}): ${k.problem}`);
   return k.key;
-}
-
-/**
- * The one rule for a submit value: why it cannot be written, or undefined. condor_submit reads
- * the file line by line: a line ends at `\n` (a NUL ends what it reads of one), the whitespace
- * C's isspace() sees at its end (space, \t, \v, \f, \r) is trimmed, and a line that then ends
- * in `\` continues onto the next one, which becomes part of the value (observed on HTCondor 25:
- * `rank = 1 \` took in the next line; spec: htcondor-observed.md, "Many pods in one
- * `condor_submit`"). A value that could do any of that would change another line of the file.
- * Any Unicode space after the backslash counts, so that no locale's idea of a space matters.
- */
-export function submitValueProblem(value: string): string | undefined {
-  if (/[\r\n\0]/.test(value)) return "must not contain a line break or NUL";
-  if (/\\\s*$/.test(value)) return "must not end in '\\', which would continue it onto the next line of the submit file";
-  return undefined;
 }
 
 /** A submit-file value: one line ({@link submitValueProblem}), no macro expansion. */
@@ -100,9 +36,9 @@ export function submitValue(value: string, what = "value"): string {
   return value.replaceAll("$", "$(DOLLAR)");
 }
 
-/** A ClassAd string literal, ready for a submit value. */
-export function classAdString(value: string, what = "value"): string {
-  return submitValue(`"${value.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`, what);
+/** A ClassAd string literal (core/classad.ts), ready for a submit value. */
+export function submitString(value: string, what = "value"): string {
+  return submitValue(classAdString(value), what);
 }
 
 function listItem(item: string, what: string): string {
@@ -174,15 +110,15 @@ export function renderSubmit(plan: JobPlan): string {
   }
   if (plan.submit.requirements !== undefined) cmd("requirements", submitValue(plan.submit.requirements, "requirements (config Submit.Requirements)"));
   out.push("");
-  cmd("MY.InterLinkPodUID", classAdString(plan.uid, "MY.InterLinkPodUID"));
-  cmd("MY.InterLinkPodName", classAdString(plan.name, "MY.InterLinkPodName"));
-  cmd("MY.InterLinkPodNamespace", classAdString(plan.namespace, "MY.InterLinkPodNamespace"));
-  cmd("MY.InterLinkSidecarId", classAdString(plan.sidecarId, "MY.InterLinkSidecarId"));
+  cmd("MY.InterLinkPodUID", submitString(plan.uid, "MY.InterLinkPodUID"));
+  cmd("MY.InterLinkPodName", submitString(plan.name, "MY.InterLinkPodName"));
+  cmd("MY.InterLinkPodNamespace", submitString(plan.namespace, "MY.InterLinkPodNamespace"));
+  cmd("MY.InterLinkSidecarId", submitString(plan.sidecarId, "MY.InterLinkSidecarId"));
   const all = [...plan.initContainers, ...plan.containers];
   // The offloaded containers, so that a sidecar whose store was lost can adopt the job again.
-  cmd("MY.InterLinkContainers", classAdString(all.map((c) => containerKey(c.name, c.init)).join(" "), "MY.InterLinkContainers"));
+  cmd("MY.InterLinkContainers", submitString(formatContainerList(all), "MY.InterLinkContainers"));
   for (const c of all) {
-    cmd(`MY.${stateAttrName(c.index, c.init)}`, classAdString(INITIAL_STATE_LINE));
+    cmd(`MY.${stateAttrName(c.index, c.init)}`, submitString(INITIAL_STATE_LINE));
   }
   if (plan.submit.lines.length > 0) {
     out.push("");

@@ -3,7 +3,8 @@
  * creates in flight, and the few rules about a pod record that all of them apply.
  */
 import type { Condor } from "../condor/cli.ts";
-import { type JobId, classAdString, jobIdString } from "../condor/parse.ts";
+import { type JobId, jobIdString } from "../condor/parse.ts";
+import { classAdString } from "../core/classad.ts";
 import { SidecarError } from "../core/errors.ts";
 import type { ContainerInfo } from "../core/status.ts";
 import { type PlanConfig, containerKey } from "../core/types.ts";

@@ -46,91 +46,148 @@ type Source = { kind: "live"; window: Window } | { kind: "file"; file: JobFile }
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
+/** JobStatus from the shared condor_q snapshot, or undefined when the job is not in the queue. */
+async function jobStatus(d: Ctx, r: PodRecord): Promise<number | undefined> {
+  const ad = (await d.queue.snapshot().catch(() => undefined))?.ads.get(jid(r));
+  return ad ? adNumber(ad, "JobStatus") : undefined;
+}
+
+/**
+ * The container's own state line: chirped into the job ad while the job is in the queue (the
+ * shared condor_q snapshot), the returned podstate file once it has left; undefined when not
+ * known (yet).
+ */
+async function containerState(d: Ctx, r: PodRecord, c: Container): Promise<StateLine | undefined> {
+  const k = containerKey(c.name, c.init);
+  const ad = (await d.queue.snapshot().catch(() => undefined))?.ads.get(jid(r));
+  return ad ? linesFromAd(ad, r.containers).get(k) : readStateFiles(r.dir, [k], unsafeFileWarning(d, r)).get(k);
+}
+
+async function source(d: Ctx, status: StatusService, uid: string, file: string, maxBytes: number): Promise<Source> {
+  let r = d.store.get(uid);
+  if (!r || r.phase === "creating") return { kind: "none" };
+  if (r.terminal === undefined && r.cluster !== undefined && !d.config.SharedFilesystem) {
+    if ((await jobStatus(d, r)) === 2) {
+      const res = await d.condor.tail(jobId(r), file, maxBytes, d.config.QueryTimeoutSeconds * 1000);
+      if (res.code === 0 && !res.timedOut) {
+        // condor_tail's output arrives decoded; valid UTF-8 re-encodes to the same bytes, and
+        // anything else only grows, so a short result is surely the whole file.
+        const bytes = enc.encode(res.stdout);
+        return { kind: "live", window: { bytes, whole: bytes.byteLength < maxBytes } };
+      }
+      d.log.debug("condor_tail gave nothing", { uid, code: res.code, stderr: res.stderr.slice(0, 200) });
+    }
+    // Not running, or it stopped just now: if the job has ended, finalizing it puts its output in place.
+    await status.statusOf([r]).catch(() => undefined);
+    r = d.store.get(uid) ?? r;
+    // Still queued (idle, held, transferring output): nothing to show yet.
+    if (r.terminal === undefined) return { kind: "none" };
+  }
+  if (r.spooled && r.terminal !== undefined) await status.fetchOutput(r).catch(() => undefined);
+  return { kind: "file", file: { dir: r.dir, rel: file } };
+}
+
+/** The last `maxBytes` of a log wherever it is; undefined when it is nowhere yet. */
+async function tailWindow(d: Ctx, status: StatusService, uid: string, file: string, maxBytes: number): Promise<Window | undefined> {
+  const src = await source(d, status, uid, file, maxBytes);
+  if (src.kind === "none") return undefined;
+  if (src.kind === "live") return src.window;
+  const size = jobFileSize(src.file);
+  if (size === undefined) return { bytes: new Uint8Array(), whole: true, missing: true };
+  const start = Math.max(0, size - maxBytes);
+  // Decoded and encoded as condor_tail's output is, so that a line seen live matches in the file.
+  const bytes = size > start ? enc.encode(dec.decode(readJobFile(src.file, start, size - start))) : new Uint8Array();
+  return { bytes, whole: start === 0 };
+}
+
+/**
+ * The complete lines written after `anchor` (and the partial last line too when `final`).
+ * "none": the log is nowhere yet; "rotated": the file no longer holds the anchor.
+ */
+async function readNew(d: Ctx, status: StatusService, uid: string, file: string, anchor: Uint8Array | undefined, hint: number, final: boolean): Promise<"none" | "rotated" | { bytes: Uint8Array; anchor: Uint8Array | undefined; hint: number }> {
+  let max = hint;
+  for (;;) {
+    const w = await tailWindow(d, status, uid, file, max);
+    if (!w) return "none";
+    // No file: not written yet (shared filesystem), or a job that ended without it (lost).
+    if (w.missing) return final ? { bytes: w.bytes, anchor, hint } : "none";
+    let at = findAfterAnchor(w.bytes, anchor, w.whole);
+    if (at === undefined && !w.whole && max < LIVE_MAX_BYTES) {
+      // Each try is one more condor_tail: grow fast (64 KiB → 16 MiB in four steps).
+      max = Math.min(max * 4, LIVE_MAX_BYTES);
+      continue;
+    }
+    if (at === undefined && w.whole) return "rotated";
+    if (at === undefined) {
+      d.log.warn("log follow skipped lines: more than 16 MiB arrived between two polls", { uid, file });
+      at = firstLineStart(w.bytes);
+    }
+    const fresh = w.bytes.subarray(at);
+    const complete = fresh.subarray(0, completeEnd(fresh));
+    // The next poll starts with a window that fits what arrived in this one.
+    const next = fresh.byteLength > max / 4 ? max : Math.max(FOLLOW_MIN_WINDOW, max / 2);
+    return { bytes: final ? fresh : complete, anchor: lastCompleteLine(complete) ?? anchor, hint: next };
+  }
+}
+
+
+/** Follow: every second, send the complete lines written since; see the module comment for the end. */
+async function followLog(d: Ctx, status: StatusService, uid: string, c: Container, opts: LogOpts, anchor: Uint8Array | undefined, restarts: number | undefined, out: Limiter, signal: AbortSignal) {
+  const current = logFileName(c.name, c.init);
+  const previous = logFileName(c.name, c.init, true);
+  let hint = FOLLOW_MIN_WINDOW;
+  let misses = 0;
+  const send = (bytes: Uint8Array) => emitText(dec.decode(bytes), opts, undefined, out);
+  while (!out.full() && !signal.aborted) {
+    await sleep(FOLLOW_POLL_MS, signal);
+    const r = d.store.get(uid);
+    if (signal.aborted || !r || r.phase === "deleted" || r.phase === "removing") return;
+    const st = await containerState(d, r, c).catch(() => undefined);
+    restarts ??= st?.restartCount;
+    const restarted = st !== undefined && restarts !== undefined && st.restartCount > restarts;
+    const final = st?.state === "terminated" || r.terminal !== undefined;
+    const got = restarted ? "rotated" : await readNew(d, status, uid, current, anchor, hint, final);
+    // Not running and not ended (queued again, or between queue and history): try again.
+    if (got === "none") continue;
+    if (got === "rotated") {
+      // The instance ended (a restart, or the current file no longer holds the last line sent):
+      // the wrapper moved its log to the previous file, which must hold that line. If it does
+      // not, the read was torn (a sandbox going away as the job ends): look again.
+      const rest = await readNew(d, status, uid, previous, anchor, hint, true);
+      if (typeof rest === "object") {
+        await send(rest.bytes);
+        d.log.debug("log follow ends with the container instance (restarted)", { uid, container: c.name, restarts: st?.restartCount });
+        return;
+      }
+      if (++misses < ROTATION_RETRIES) continue;
+      d.log.warn("log follow: the last line sent is in neither log file (restarted twice between two polls?); lines may be missing", { uid, container: c.name });
+      return;
+    }
+    misses = 0;
+    await send(got.bytes);
+    anchor = got.anchor;
+    hint = got.hint;
+    if (final) {
+      d.log.debug("log follow ends: the container terminated or the job ended", { uid, container: c.name, state: st?.state, jobEnded: r.terminal !== undefined });
+      return;
+    }
+  }
+}
+
+/** The last complete line of a file before `offset` (a line of up to 16 MiB), or undefined. */
+function lastLineBefore(path: JobFile, offset: number): Uint8Array | undefined {
+  if (offset === 0) return undefined;
+  for (let len = CHUNK; ; len *= 2) {
+    const start = Math.max(0, offset - len);
+    const bytes = enc.encode(dec.decode(readJobFile(path, start, offset - start)));
+    const line = lastCompleteLine(bytes);
+    // A line that starts at the window's edge may be cut, unless the window is the file's start.
+    if (line && (start === 0 || line.byteLength + 1 < bytes.byteLength)) return line;
+    if (start === 0 || len >= LIVE_MAX_BYTES) return line;
+  }
+}
+
 export function createLogService(d: Ctx, status: StatusService): { logs(req: LogRequest, signal: AbortSignal): Promise<ReadableStream<Uint8Array> | string> } {
-  /** JobStatus from the shared condor_q snapshot, or undefined when the job is not in the queue. */
-  async function jobStatus(r: PodRecord): Promise<number | undefined> {
-    const ad = (await d.queue.snapshot().catch(() => undefined))?.ads.get(jid(r));
-    return ad ? adNumber(ad, "JobStatus") : undefined;
-  }
-
-  /**
-   * The container's own state line: chirped into the job ad while the job is in the queue (the
-   * shared condor_q snapshot), the returned podstate file once it has left; undefined when not
-   * known (yet).
-   */
-  async function containerState(r: PodRecord, c: Container): Promise<StateLine | undefined> {
-    const k = containerKey(c.name, c.init);
-    const ad = (await d.queue.snapshot().catch(() => undefined))?.ads.get(jid(r));
-    return ad ? linesFromAd(ad, r.containers).get(k) : readStateFiles(r.dir, [k], unsafeFileWarning(d, r)).get(k);
-  }
-
-  async function source(uid: string, file: string, maxBytes: number): Promise<Source> {
-    let r = d.store.get(uid);
-    if (!r || r.phase === "creating") return { kind: "none" };
-    if (r.terminal === undefined && r.cluster !== undefined && !d.config.SharedFilesystem) {
-      if ((await jobStatus(r)) === 2) {
-        const res = await d.condor.tail(jobId(r), file, maxBytes, d.config.QueryTimeoutSeconds * 1000);
-        if (res.code === 0 && !res.timedOut) {
-          // condor_tail's output arrives decoded; valid UTF-8 re-encodes to the same bytes, and
-          // anything else only grows, so a short result is surely the whole file.
-          const bytes = enc.encode(res.stdout);
-          return { kind: "live", window: { bytes, whole: bytes.byteLength < maxBytes } };
-        }
-        d.log.debug("condor_tail gave nothing", { uid, code: res.code, stderr: res.stderr.slice(0, 200) });
-      }
-      // Not running, or it stopped just now: if the job has ended, finalizing it puts its output in place.
-      await status.statusOf([r]).catch(() => undefined);
-      r = d.store.get(uid) ?? r;
-      // Still queued (idle, held, transferring output): nothing to show yet.
-      if (r.terminal === undefined) return { kind: "none" };
-    }
-    if (r.spooled && r.terminal !== undefined) await status.fetchOutput(r).catch(() => undefined);
-    return { kind: "file", file: { dir: r.dir, rel: file } };
-  }
-
-  /** The last `maxBytes` of a log wherever it is; undefined when it is nowhere yet. */
-  async function tailWindow(uid: string, file: string, maxBytes: number): Promise<Window | undefined> {
-    const src = await source(uid, file, maxBytes);
-    if (src.kind === "none") return undefined;
-    if (src.kind === "live") return src.window;
-    const size = jobFileSize(src.file);
-    if (size === undefined) return { bytes: new Uint8Array(), whole: true, missing: true };
-    const start = Math.max(0, size - maxBytes);
-    // Decoded and encoded as condor_tail's output is, so that a line seen live matches in the file.
-    const bytes = size > start ? enc.encode(dec.decode(readJobFile(src.file, start, size - start))) : new Uint8Array();
-    return { bytes, whole: start === 0 };
-  }
-
-  /**
-   * The complete lines written after `anchor` (and the partial last line too when `final`).
-   * "none": the log is nowhere yet; "rotated": the file no longer holds the anchor.
-   */
-  async function readNew(uid: string, file: string, anchor: Uint8Array | undefined, hint: number, final: boolean): Promise<"none" | "rotated" | { bytes: Uint8Array; anchor: Uint8Array | undefined; hint: number }> {
-    let max = hint;
-    for (;;) {
-      const w = await tailWindow(uid, file, max);
-      if (!w) return "none";
-      // No file: not written yet (shared filesystem), or a job that ended without it (lost).
-      if (w.missing) return final ? { bytes: w.bytes, anchor, hint } : "none";
-      let at = findAfterAnchor(w.bytes, anchor, w.whole);
-      if (at === undefined && !w.whole && max < LIVE_MAX_BYTES) {
-        // Each try is one more condor_tail: grow fast (64 KiB → 16 MiB in four steps).
-        max = Math.min(max * 4, LIVE_MAX_BYTES);
-        continue;
-      }
-      if (at === undefined && w.whole) return "rotated";
-      if (at === undefined) {
-        d.log.warn("log follow skipped lines: more than 16 MiB arrived between two polls", { uid, file });
-        at = firstLineStart(w.bytes);
-      }
-      const fresh = w.bytes.subarray(at);
-      const complete = fresh.subarray(0, completeEnd(fresh));
-      // The next poll starts with a window that fits what arrived in this one.
-      const next = fresh.byteLength > max / 4 ? max : Math.max(FOLLOW_MIN_WINDOW, max / 2);
-      return { bytes: final ? fresh : complete, anchor: lastCompleteLine(complete) ?? anchor, hint: next };
-    }
-  }
-
   return {
     async logs(req, signal) {
       const r = d.store.get(req.PodUID);
@@ -145,8 +202,8 @@ export function createLogService(d: Ctx, status: StatusService): { logs(req: Log
 
       const since = sinceMs(opts, d.now());
       // Read before the log: a container that reads terminated has its whole log written.
-      const state = follow && r.terminal === undefined ? await containerState(r, c).catch(() => undefined) : undefined;
-      const src = await source(r.uid, logFileName(c.name, c.init, opts.Previous), LIVE_MAX_BYTES);
+      const state = follow && r.terminal === undefined ? await containerState(d, r, c).catch(() => undefined) : undefined;
+      const src = await source(d, status, r.uid, logFileName(c.name, c.init, opts.Previous), LIVE_MAX_BYTES);
       // Checked before the answer starts, so that a refusal is a status, not a broken stream.
       if (src.kind === "file") {
         try {
@@ -157,6 +214,7 @@ export function createLogService(d: Ctx, status: StatusService): { logs(req: Log
           throw new SidecarError("forbidden", `Pod ${r.namespace}/${r.name}: container "${c.name}": ${err.message} in the pod folder; the sidecar does not read it`);
         }
       }
+      if (src.kind === "file" && !follow) return logFileStream(src.file, opts, since);
       const ended = () => state?.state === "terminated" || d.store.get(r.uid)?.terminal !== undefined;
       return pacedStream(opts.Bytes, async (out) => {
         let anchor: Uint8Array | undefined;
@@ -174,7 +232,7 @@ export function createLogService(d: Ctx, status: StatusService): { logs(req: Log
         }
         if (!follow || (src.kind !== "none" && ended())) return;
         try {
-          await followLog(r.uid, c, opts, anchor, state?.restartCount, out, signal);
+          await followLog(d, status, r.uid, c, opts, anchor, state?.restartCount, out, signal);
         } catch (err) {
           // The job replaced its log while it was followed: the stream ends, without the file.
           if (!(err instanceof UnsafeJobFile)) throw err;
@@ -183,62 +241,13 @@ export function createLogService(d: Ctx, status: StatusService): { logs(req: Log
       });
     },
   };
+}
 
-  /** Follow: every second, send the complete lines written since; see the module comment for the end. */
-  async function followLog(uid: string, c: Container, opts: LogOpts, anchor: Uint8Array | undefined, restarts: number | undefined, out: Limiter, signal: AbortSignal) {
-    const current = logFileName(c.name, c.init);
-    const previous = logFileName(c.name, c.init, true);
-    let hint = FOLLOW_MIN_WINDOW;
-    let misses = 0;
-    const send = (bytes: Uint8Array) => emitText(dec.decode(bytes), opts, undefined, out);
-    while (!out.full() && !signal.aborted) {
-      await sleep(FOLLOW_POLL_MS, signal);
-      const r = d.store.get(uid);
-      if (signal.aborted || !r || r.phase === "deleted" || r.phase === "removing") return;
-      const st = await containerState(r, c).catch(() => undefined);
-      restarts ??= st?.restartCount;
-      const restarted = st !== undefined && restarts !== undefined && st.restartCount > restarts;
-      const final = st?.state === "terminated" || r.terminal !== undefined;
-      const got = restarted ? "rotated" : await readNew(uid, current, anchor, hint, final);
-      // Not running and not ended (queued again, or between queue and history): try again.
-      if (got === "none") continue;
-      if (got === "rotated") {
-        // The instance ended (a restart, or the current file no longer holds the last line sent):
-        // the wrapper moved its log to the previous file, which must hold that line. If it does
-        // not, the read was torn (a sandbox going away as the job ends): look again.
-        const rest = await readNew(uid, previous, anchor, hint, true);
-        if (typeof rest === "object") {
-          await send(rest.bytes);
-          d.log.debug("log follow ends with the container instance (restarted)", { uid, container: c.name, restarts: st?.restartCount });
-          return;
-        }
-        if (++misses < ROTATION_RETRIES) continue;
-        d.log.warn("log follow: the last line sent is in neither log file (restarted twice between two polls?); lines may be missing", { uid, container: c.name });
-        return;
-      }
-      misses = 0;
-      await send(got.bytes);
-      anchor = got.anchor;
-      hint = got.hint;
-      if (final) {
-        d.log.debug("log follow ends: the container terminated or the job ended", { uid, container: c.name, state: st?.state, jobEnded: r.terminal !== undefined });
-        return;
-      }
-    }
-  }
-
-  /** The last complete line of a file before `offset` (a line of up to 16 MiB), or undefined. */
-  function lastLineBefore(path: JobFile, offset: number): Uint8Array | undefined {
-    if (offset === 0) return undefined;
-    for (let len = CHUNK; ; len *= 2) {
-      const start = Math.max(0, offset - len);
-      const bytes = enc.encode(dec.decode(readJobFile(path, start, offset - start)));
-      const line = lastCompleteLine(bytes);
-      // A line that starts at the window's edge may be cut, unless the window is the file's start.
-      if (line && (start === 0 || line.byteLength + 1 < bytes.byteLength)) return line;
-      if (start === 0 || len >= LIVE_MAX_BYTES) return line;
-    }
-  }
+/** A log file with the kubectl options applied (all but follow), as the answer's byte stream. */
+export function logFileStream(file: JobFile, opts: LogOpts, since: number | undefined): ReadableStream<Uint8Array> {
+  return pacedStream(opts.Bytes, async (out) => {
+    await emitFile(file, opts, since, out);
+  });
 }
 
 interface Limiter {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { renderSubmit, submitKey, submitValue, submitValueProblem, classAdString, logFiles, INITIAL_STATE_LINE } from "../../src/render/submit.ts";
+import { submitKey, submitValueProblem } from "../../src/core/submit-rules.ts";
+import { renderSubmit, submitValue, submitString, logFiles, INITIAL_STATE_LINE } from "../../src/render/submit.ts";
 import { POD_SUBMIT_OPTIONS_HEADER } from "../../src/core/types.ts";
 import { SidecarError } from "../../src/core/errors.ts";
 import { parseStateLine } from "../../src/core/state-line.ts";
@@ -154,8 +155,8 @@ describe("renderSubmit never lets a value inject", () => {
   });
 
   test("ClassAd strings escape backslash and double quote", () => {
-    expect(classAdString('a"b\\c')).toBe('"a\\"b\\\\c"');
-    expect(classAdString("$x")).toBe('"$(DOLLAR)x"');
+    expect(submitString('a"b\\c')).toBe('"a\\"b\\\\c"');
+    expect(submitString("$x")).toBe('"$(DOLLAR)x"');
     const out = renderSubmit(basePlan({ name: 'x" || true || "' }));
     expect(get(out, "MY.InterLinkPodName")).toBe('"x\\" || true || \\""');
   });

@@ -1,7 +1,11 @@
 // kubectl logs options on the wrapper's stamped lines (spec: interlink §7, §11.25), and the byte
 // helpers of log follow.
-import { describe, expect, test } from "bun:test";
-import { LogRequestSchema, applyLogOptions, completeEnd, findAfterAnchor, firstLineStart, lastCompleteLine, truncateBytes } from "../../src/core/logs.ts";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { LogRequestSchema, completeEnd, findAfterAnchor, firstLineStart, lastCompleteLine, sinceMs, truncateBytes } from "../../src/core/logs.ts";
+import { logFileStream } from "../../src/service/logs.ts";
 
 const log = ["2026-11-22T10:00:00.000001Z one", "2026-11-22T10:00:10.000002Z two", "2026-11-22T10:00:20.000003Z three é", ""].join("\n");
 const now = Date.parse("2026-11-22T10:00:25Z");
@@ -9,7 +13,19 @@ const opts = (o: Record<string, unknown> = {}) => LogRequestSchema.parse({ Names
 const enc = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 
-describe("applyLogOptions", () => {
+/** The production path of a finished container's log: its file, through every non-follow option. */
+async function applied(text: string, o: Record<string, unknown>): Promise<Uint8Array> {
+  const dir = join(root, "pods", `p${++files}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "c.main.log"), text);
+  const op = opts(o);
+  return new Uint8Array(await new Response(logFileStream({ dir, rel: "c.main.log" }, op, sinceMs(op, now))).arrayBuffer());
+}
+const root = mkdtempSync(join(tmpdir(), "logs-test-"));
+let files = 0;
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe("a log file through the kubectl options (logFileStream)", () => {
   const table: [string, Record<string, unknown>, string][] = [
     ["no options: text without the internal stamps", {}, "one\ntwo\nthree é\n"],
     ["Timestamps: RFC 3339 prefix", { Timestamps: true }, "2026-11-22T10:00:00.000001Z one\n2026-11-22T10:00:10.000002Z two\n2026-11-22T10:00:20.000003Z three é\n"],
@@ -20,12 +36,12 @@ describe("applyLogOptions", () => {
     ["zero SinceTime means unset", { SinceTime: "0001-01-01T00:00:00Z" }, "one\ntwo\nthree é\n"],
     ["Tail then Bytes", { Tail: 1, Bytes: 3 }, "thr"],
   ];
-  for (const [name, o, want] of table) test(name, () => expect(text(applyLogOptions(log, opts(o), now))).toBe(want));
-  test("empty log → empty body", () => expect(applyLogOptions("", opts(), now).byteLength).toBe(0));
-  test("a partial last line is kept", () => expect(text(applyLogOptions("2026-11-22T10:00:00.000001Z partial", opts(), now))).toBe("partial\n"));
-  test("spec: interlink §7 Bytes is a byte limit: one byte of é is one byte", () => {
-    expect([...applyLogOptions("2026-11-22T10:00:00.000001Z é", opts({ Bytes: 1 }), now)]).toEqual([0xc3]);
-    expect([...applyLogOptions("2026-11-22T10:00:00.000001Z é", opts({ Bytes: 2 }), now)]).toEqual([0xc3, 0xa9]);
+  for (const [name, o, want] of table) test(name, async () => expect(text(await applied(log, o))).toBe(want));
+  test("empty log → empty body", async () => expect((await applied("", {})).byteLength).toBe(0));
+  test("a partial last line is kept", async () => expect(text(await applied("2026-11-22T10:00:00.000001Z partial", {}))).toBe("partial\n"));
+  test("spec: interlink §7 Bytes is a byte limit: one byte of é is one byte", async () => {
+    expect([...(await applied("2026-11-22T10:00:00.000001Z é", { Bytes: 1 }))]).toEqual([0xc3]);
+    expect([...(await applied("2026-11-22T10:00:00.000001Z é", { Bytes: 2 }))]).toEqual([0xc3, 0xa9]);
   });
 });
 

@@ -1,11 +1,11 @@
 // What the condor tools print, parsed strictly (spec: htcondor-cli §1.1, §2.2, §3, §4.1).
+import { classAdString } from "../../src/core/classad.ts";
 import { describe, expect, test } from "bun:test";
 import {
   type RmOutcome,
   type SubmitFailure,
   adNumber,
   adString,
-  classAdString,
   classifySubmitFailure,
   firstErrorLine,
   parseJsonAds,
