@@ -1,7 +1,7 @@
 /**
  * `npm run docs`: regenerates the tables of docs/configuration.md from the code, so that they
  * cannot drift from it: the configuration table from the zod schema (src/config.ts, each key's
- * `.describe()`), the flag tables from the flag definitions (src/cli.ts FLAGS). The text between
+ * `.describe()`), the flag tables from the flag definitions (src/flags.ts FLAGS). The text between
  * `<!-- BEGIN GENERATED <name> ... -->` and `<!-- END GENERATED <name> -->` is replaced; the rest
  * of the file is prose and stays as written.
  *
@@ -15,7 +15,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, normalize } from "node:path";
 import { z } from "zod";
-import { FLAGS } from "../src/cli.ts";
+import { FLAGS } from "../src/flags.ts";
 import { Schema } from "../src/config.ts";
 
 // ------------------------------------------------------------------------------ configuration
@@ -117,7 +117,7 @@ export interface FlagDoc {
 export function flagTable(flags: Record<string, FlagDoc>, groups: readonly string[]): string {
   const rows: string[] = ["| flag | default | meaning |", "|---|---|---|"];
   for (const [name, f] of Object.entries(flags)) {
-    if (!f.description?.trim()) throw new Error(`flag --${name} has no description: add one to FLAGS in src/cli.ts`);
+    if (!f.description?.trim()) throw new Error(`flag --${name} has no description: add one to FLAGS in src/flags.ts`);
     if (!groups.includes(f.group)) continue;
     const spelled = `${f.short ? `-${f.short}, ` : ""}--${name}${f.arg ? ` ${f.arg}` : ""}`;
     const dflt = f.defaultText === undefined ? "" : /`/.test(f.defaultText) ? f.defaultText : code(f.defaultText);
@@ -136,8 +136,8 @@ export function generatedBlocks(): Record<string, string> {
   const flags = FLAGS as unknown as Record<string, FlagDoc>;
   return {
     "config (src/config.ts)": configTable(Schema),
-    "server flags (src/cli.ts)": flagTable(flags, ["server", "other"]),
-    "htcondor flags (src/cli.ts)": flagTable(flags, ["htcondor"]),
+    "server flags (src/flags.ts)": flagTable(flags, ["server", "other"]),
+    "htcondor flags (src/flags.ts)": flagTable(flags, ["htcondor"]),
   };
 }
 

@@ -7,10 +7,10 @@ import { accessSync, constants, existsSync, readFileSync, statSync } from "node:
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { createApp } from "./app.ts";
 import { credentialKind } from "./core/credentials.ts";
-import { type CliOptions, USAGE, UsageError, VERSION, condorAccess, parseCli } from "./cli.ts";
-import { CONDOR_TOOLS, createCondor } from "./condor/cli.ts";
+import { type CliOptions, USAGE, UsageError, VERSION, condorAccess, parseCli } from "./flags.ts";
+import { CONDOR_TOOLS, createCondor } from "./condor/tools.ts";
 import { ConfigError, type FileConfig, parseConfig, planConfig } from "./config.ts";
-import { createLogger, type Logger } from "./log.ts";
+import { createLogger, type Logger } from "./logger.ts";
 import { type HttpServer, serveHttp } from "./runtime/http.ts";
 import type { Runtime } from "./runtime/types.ts";
 import { createService } from "./service/index.ts";

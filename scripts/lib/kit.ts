@@ -4,7 +4,7 @@
  * HTTP as interLink does (GET with JSON bodies), read minicondor's calls.log, and small stats.
  * Everything a run creates lives in one temporary folder; `stop()` and `cleanupHome()` undo it.
  */
-import { CONDOR_TOOLS } from "../../src/condor/cli.ts";
+import { CONDOR_TOOLS } from "../../src/condor/tools.ts";
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { createServer } from "node:net";

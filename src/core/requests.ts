@@ -3,7 +3,7 @@
  * the same tolerance interLink's own callers rely on (spec: interlink §4, §5, §7).
  */
 import { SidecarError } from "./errors.ts";
-import { type LogRequest, LogRequestSchema } from "./logs.ts";
+import { type LogRequest, LogRequestSchema } from "./log-options.ts";
 import { isPodUid } from "./pod.ts";
 
 /** A pod as /delete and /status name it: its UID, and its name and namespace for messages. */

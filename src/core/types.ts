@@ -30,7 +30,7 @@ export function stateFileName(name: string, init: boolean): string {
 }
 /**
  * The comment line that opens the pod's own submit options in a rendered submit file: every
- * line after it, up to `queue`, came from the pod's submit-options annotation. condor/cli.ts
+ * line after it, up to `queue`, came from the pod's submit-options annotation. condor/tools.ts
  * looks for it to tell a refusal of the pod's options from a refusal of the sidecar's own lines.
  */
 export const POD_SUBMIT_OPTIONS_HEADER = "# The pod's submit options (annotation htcondor-job.vk.io/submit-options)";
@@ -198,7 +198,7 @@ export interface JobPlan {
     lines: [string, string][];
     /**
      * The pod's allowlisted `submit-options`, rendered after the site's lines in their own
-     * section: a condor_submit failure they cause is the pod author's to fix (condor/cli.ts).
+     * section: a condor_submit failure they cause is the pod author's to fix (condor/tools.ts).
      */
     podOptions?: [string, string][];
     /** Site default requirements expression, if any. */

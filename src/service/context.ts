@@ -2,14 +2,14 @@
  * What every use case of the service shares: its dependencies, the view of the queue, the
  * creates in flight, and the few rules about a pod record that all of them apply.
  */
-import type { Condor } from "../condor/cli.ts";
+import type { Condor } from "../condor/tools.ts";
 import { type JobId, jobIdString } from "../condor/parse.ts";
 import { classAdString } from "../core/classad.ts";
 import { SidecarError } from "../core/errors.ts";
 import type { ContainerInfo } from "../core/status.ts";
 import { type PlanConfig, containerKey } from "../core/types.ts";
 import type { FileConfig } from "../config.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../logger.ts";
 import type { UnsafeJobFile } from "../store/files.ts";
 import type { PodRecord, Store } from "../store/store.ts";
 import { type QueueView, createQueueView } from "./queue.ts";

@@ -18,7 +18,7 @@
  */
 import { adNumber } from "../condor/parse.ts";
 import { SidecarError } from "../core/errors.ts";
-import { type LogOpts, type LogRequest, completeEnd, findAfterAnchor, firstLineStart, formatLines, lastCompleteLine, sinceMs, truncateBytes } from "../core/logs.ts";
+import { type LogOpts, type LogRequest, completeEnd, findAfterAnchor, firstLineStart, formatLines, lastCompleteLine, sinceMs, truncateBytes } from "../core/log-options.ts";
 import type { StateLine } from "../core/state-line.ts";
 import { linesFromAd } from "../core/status.ts";
 import { containerKey, logFileName } from "../core/types.ts";

@@ -6,7 +6,7 @@
 import type { JobAd } from "../condor/parse.ts";
 import { type Streak, recordFailure, recordSuccess } from "../core/health.ts";
 import { stateAttrName } from "../core/types.ts";
-import type { Condor } from "../condor/cli.ts";
+import type { Condor } from "../condor/tools.ts";
 import type { Store } from "../store/store.ts";
 
 /** Attributes the status path asks condor_q/condor_history for (never the whole ad). */

@@ -1,9 +1,9 @@
 /**
- * An in-memory test double of the `Condor` interface (src/condor/cli.ts), for the service's
+ * An in-memory test double of the `Condor` interface (src/condor/tools.ts), for the service's
  * own logic in-process: a queue and a history of job ads that the test edits, every call
  * recorded, and any call made to fail. It runs no job; the end-to-end tests run minicondor.
  */
-import type { Condor } from "../../src/condor/cli.ts";
+import type { Condor } from "../../src/condor/tools.ts";
 import { type JobAd, type JobId, type RmOutcome, jobIdString } from "../../src/condor/parse.ts";
 import { SidecarError } from "../../src/core/errors.ts";
 import type { SpawnResult } from "../../src/runtime/types.ts";

@@ -32,7 +32,7 @@ const CLEAN: Record<string, string> = {
     };`,
   "src/runtime/deno.ts": `
     export const kill = (s: Deno.Signal) => new Deno.Command("condor_q", { args: ["-json"] }).spawn().kill(s);`,
-  "src/condor/cli.ts": `
+  "src/condor/tools.ts": `
     import type { Runtime } from "../runtime/types.ts";
     export function createCondor(runtime: Runtime, bin: string) {
       const { spawn } = runtime;
@@ -60,7 +60,7 @@ const CLEAN: Record<string, string> = {
   "src/core/wrapper.js": `export const script = "#!/bin/bash\\nexec sh -c \\"$CMD\\"";`,
   "src/start.ts": `
     import type { Runtime } from "./runtime/types.ts";
-    import { createCondor } from "./condor/cli.ts";
+    import { createCondor } from "./condor/tools.ts";
     export class Started extends Error {}
     export function start(runtime: Runtime, name: keyof Runtime) {
       const condor = createCondor(runtime, "/usr/bin");

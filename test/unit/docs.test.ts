@@ -17,7 +17,7 @@ import {
   generatedBlocks,
   slug,
 } from "../../scripts/docs.ts";
-import { FLAGS, USAGE } from "../../src/cli.ts";
+import { FLAGS, USAGE } from "../../src/flags.ts";
 
 const ROOT = join(import.meta.dir, "../..");
 const HEADER = 2;

@@ -1,5 +1,5 @@
 /** Structured logging: one line per event, JSON or text, to a sink (stderr in production). */
-import type { LogFormat, LogLevel } from "./cli.ts";
+import type { LogFormat, LogLevel } from "./flags.ts";
 
 export type Fields = Record<string, unknown>;
 

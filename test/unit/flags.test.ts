@@ -1,7 +1,7 @@
 // Flags: every original flag mapped onto current HTCondor (spec: htcondor-cli §7), usage errors exit 2.
 import { describe, expect, test } from "bun:test";
-import { type CliOptions, UsageError, condorAccess, parseCli } from "../../src/cli.ts";
-import { CONDOR_TOOLS, toolArgs } from "../../src/condor/cli.ts";
+import { type CliOptions, UsageError, condorAccess, parseCli } from "../../src/flags.ts";
+import { CONDOR_TOOLS, toolArgs } from "../../src/condor/tools.ts";
 
 const run = (argv: string[]): CliOptions => {
   const r = parseCli(argv);

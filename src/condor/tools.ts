@@ -1,10 +1,10 @@
 /**
  * The only code that runs the condor tools. Every call is an argv array with a timeout; the
- * environment is the sidecar's own plus what the flags map to (cli.ts condorAccess).
+ * environment is the sidecar's own plus what the flags map to (flags.ts condorAccess).
  */
-import type { CondorAccess } from "../cli.ts";
+import type { CondorAccess } from "../flags.ts";
 import { SidecarError } from "../core/errors.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../logger.ts";
 import type { Runtime, SpawnResult } from "../runtime/types.ts";
 import {
   type JobAd,

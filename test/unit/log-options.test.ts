@@ -4,7 +4,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LogRequestSchema, completeEnd, findAfterAnchor, firstLineStart, lastCompleteLine, sinceMs, truncateBytes } from "../../src/core/logs.ts";
+import { LogRequestSchema, completeEnd, findAfterAnchor, firstLineStart, lastCompleteLine, sinceMs, truncateBytes } from "../../src/core/log-options.ts";
 import { logFileStream } from "../../src/service/logs.ts";
 
 const log = ["2026-11-22T10:00:00.000001Z one", "2026-11-22T10:00:10.000002Z two", "2026-11-22T10:00:20.000003Z three é", ""].join("\n");
