@@ -88,7 +88,7 @@ export function createApp(api: Api, log: Logger): Hono<Env> {
 }
 
 /** Set on a /status answer that leaves pods out because HTCondor did not answer. */
-export const STALE_HEADER = "X-Sidecar-Stale";
+const STALE_HEADER = "X-Sidecar-Stale";
 
 /** Header values are one line of visible ASCII. */
 function headerValue(s: string): string {

@@ -200,7 +200,7 @@ export const Schema = z.object({
 
 export type FileConfig = z.infer<typeof Schema>;
 
-export interface LoadedConfig {
+interface LoadedConfig {
   config: FileConfig;
   warnings: string[];
 }

@@ -14,7 +14,7 @@ export class UsageError extends Error {
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
 export type LogFormat = "json" | "text";
-export type SpoolMode = "auto" | "always" | "never";
+type SpoolMode = "auto" | "always" | "never";
 
 export interface CliOptions {
   port: number;
@@ -40,7 +40,7 @@ export interface CliOptions {
   given: ReadonlySet<string>;
 }
 
-export type CliResult = { kind: "run"; options: CliOptions } | { kind: "help" } | { kind: "version" };
+type CliResult = { kind: "run"; options: CliOptions } | { kind: "help" } | { kind: "version" };
 
 /**
  * The flags as node:util parseArgs reads them (`type`, `short`), plus documentation that

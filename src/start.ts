@@ -17,7 +17,7 @@ import { createService } from "./service/index.ts";
 import { ensureDir } from "./store/files.ts";
 import { openStore } from "./store/store.ts";
 
-export interface Io {
+interface Io {
   out: (line: string) => void;
   err: (line: string) => void;
 }
@@ -86,7 +86,7 @@ function loadConfig(o: CliOptions): { config: FileConfig; warnings: string[]; di
 }
 
 /** Finds the directory of the condor tools: --condor-bin, else PATH. Never falls back. */
-export function findCondorBin(o: CliOptions, env: Record<string, string>): string {
+function findCondorBin(o: CliOptions, env: Record<string, string>): string {
   const missing = (dir: string) => CONDOR_TOOLS.filter((t) => !isExecutable(join(dir, t)));
   if (o.condorBin) {
     const dir = resolve(o.condorBin);

@@ -13,11 +13,6 @@ export interface JobId {
 
 export const jobIdString = (id: JobId) => `${id.cluster}.${id.proc}`;
 
-export function parseJobId(s: string): JobId | undefined {
-  const m = /^(\d+)\.(\d+)$/.exec(s.trim());
-  return m ? { cluster: Number(m[1]), proc: Number(m[2]) } : undefined;
-}
-
 /** `condor_submit -terse` prints `first - last` per cluster (spec: htcondor-cli §1.1). */
 export function parseTerseSubmit(stdout: string): JobId {
   const lines = stdout.split("\n").filter((l) => l.trim() !== "");
@@ -48,11 +43,6 @@ export function adString(ad: JobAd, key: string): string | undefined {
   const v = ad[key];
   if (typeof v !== "string" || /^\/Expr\(.*\)\/$/s.test(v)) return undefined;
   return v;
-}
-
-export function adBool(ad: JobAd, key: string): boolean | undefined {
-  const v = ad[key];
-  return typeof v === "boolean" ? v : undefined;
 }
 
 export type RmOutcome = "removed" | "not_found" | "already_removing" | "denied" | "unknown";

@@ -28,9 +28,9 @@ export const CONDOR_TOOLS = [
   "condor_tail",
   "condor_transfer_data",
 ] as const;
-export type CondorTool = (typeof CONDOR_TOOLS)[number];
+type CondorTool = (typeof CONDOR_TOOLS)[number];
 
-export interface CondorOptions {
+interface CondorOptions {
   runtime: Runtime;
   /** Directory holding the condor_* tools. */
   bin: string;

@@ -6,7 +6,7 @@
 import { isDnsLabel } from "./pod.ts";
 import { containerKey } from "./types.ts";
 
-export interface ListedContainer {
+interface ListedContainer {
   name: string;
   init: boolean;
 }

@@ -18,7 +18,7 @@ export function credentialKind(text: string): "token" | "x509" {
 }
 
 /** The `exp` claim of a token file's JWT, in epoch milliseconds. */
-export function jwtExpiry(text: string): number | undefined {
+function jwtExpiry(text: string): number | undefined {
   const parts = tokenLine(text)?.split(".");
   if (!parts || parts.length !== 3) return undefined;
   try {

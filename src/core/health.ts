@@ -36,7 +36,7 @@ export function staleness(schedd: Streak): string | undefined {
 }
 
 /** The caps on what the virtual node advertises (config `Node`). */
-export interface NodeCaps {
+interface NodeCaps {
   Cpu?: string;
   Memory?: string;
   Gpus?: number;
@@ -44,7 +44,7 @@ export interface NodeCaps {
   Taints?: unknown[];
 }
 
-export interface PingInput {
+interface PingInput {
   /** Why the credential stops the sidecar from working (core/credentials.ts), if it does. */
   credentialProblem?: string;
   schedd: Streak;

@@ -29,7 +29,7 @@ export const PHASES = ["creating", "submitted", "finished", "removing", "deleted
 export type PodPhase = (typeof PHASES)[number];
 
 /** A transition: the phases it leaves (`null`: no record yet) and the phase it enters (`null`: the record goes). */
-export interface Transition {
+interface Transition {
   from: readonly (PodPhase | null)[];
   to: PodPhase | null;
 }
@@ -61,6 +61,3 @@ export type TransitionName = keyof typeof TRANSITIONS;
 export function allowed(name: TransitionName, phase: PodPhase | null): boolean {
   return (TRANSITIONS[name].from as readonly (PodPhase | null)[]).includes(phase);
 }
-
-/** The phases whose records the sidecar still answers status for (a deleted pod is not reported). */
-export const REPORTED: readonly PodPhase[] = ["creating", "submitted", "finished"];

@@ -40,7 +40,7 @@ export function sinceMs(opts: LogOpts, nowMs: number): number | undefined {
 const STAMP = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) /;
 
 /** Splits a stamped line; lines without a stamp (never expected) pass through with none. */
-export function splitStamp(line: string): { stamp?: string; text: string } {
+function splitStamp(line: string): { stamp?: string; text: string } {
   const m = STAMP.exec(line);
   return m ? { stamp: m[1], text: line.slice(m[0].length) } : { text: line };
 }

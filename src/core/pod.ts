@@ -457,7 +457,7 @@ export function envNameProblem(name: string, q: Quote): string | undefined {
 export function isDnsLabel(s: string): boolean {
   return s.length <= 63 && DNS_LABEL.test(s);
 }
-export function isDnsSubdomain(s: string): boolean {
+function isDnsSubdomain(s: string): boolean {
   return s.length <= 253 && DNS_SUBDOMAIN.test(s);
 }
 

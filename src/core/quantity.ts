@@ -109,7 +109,7 @@ export function ceil(q: Quantity): bigint {
 }
 
 /** ceil(q / unit) for a positive integer unit. */
-export function ceilDiv(q: Quantity, unit: bigint): bigint {
+function ceilDiv(q: Quantity, unit: bigint): bigint {
   return ceil(fraction(q.num, q.den * unit));
 }
 

@@ -33,11 +33,6 @@ export function parseStatusRequest(body: readonly unknown[]): PodRef[] {
   return body.flatMap((p) => podRef(p) ?? []);
 }
 
-/** The UID a `/create` body names, if it names one (a repeated create joins the running one). */
-export function createUid(body: unknown): string | undefined {
-  return podRef((body as { pod?: unknown } | null)?.pod)?.uid;
-}
-
 /** `/getLogs`: one LogStruct. */
 export function parseLogRequest(body: unknown): LogRequest {
   const parsed = LogRequestSchema.safeParse(body);

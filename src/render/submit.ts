@@ -19,9 +19,9 @@ import { formatContainerList } from "../core/container-list.ts";
 import { submitKey, submitValueProblem } from "../core/submit-rules.ts";
 
 /** Seconds added to the vacate time so the wrapper can report after stopping its containers. */
-export const VACATE_MARGIN_SECONDS = 10;
+const VACATE_MARGIN_SECONDS = 10;
 /** Seconds added to activeDeadlineSeconds + grace before HTCondor's own time limit removes the job. */
-export const DEADLINE_MARGIN_SECONDS = 60;
+const DEADLINE_MARGIN_SECONDS = 60;
 
 function checkKey(key: string, from: string): string {
   const k = submitKey(key);

@@ -8,7 +8,7 @@ import { podDir, removePodDir } from "../store/files.ts";
 import type { PodRecord } from "../store/store.ts";
 import { type Ctx, errorText, findJobByUid, jid, jobId, secretPaths } from "./context.ts";
 
-export type RemoveOutcome = { outcome: "removed" | "ended" | "pending"; job?: string };
+type RemoveOutcome = { outcome: "removed" | "ended" | "pending"; job?: string };
 
 export interface DeleteService {
   remove(ref: PodRef): Promise<string>;

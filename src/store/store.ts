@@ -9,7 +9,7 @@ import type { Sqlite } from "../runtime/types.ts";
 
 export type { PodPhase };
 
-export interface ContainerRef {
+interface ContainerRef {
   name: string;
   init: boolean;
   image: string;
@@ -118,7 +118,7 @@ function fromRow(r: Row): PodRecord {
 export type NewRecord = Pick<PodRecord, "uid" | "namespace" | "name" | "dir" | "spooled" | "containers" | "secrets" | "createdAt">;
 
 /** The bookkeeping fields of a record; its phase changes only through the transitions. */
-export type RecordPatch = Partial<Pick<PodRecord, "outputFetched" | "missingSince" | "heldSince" | "fetchAttempts">>;
+type RecordPatch = Partial<Pick<PodRecord, "outputFetched" | "missingSince" | "heldSince" | "fetchAttempts">>;
 
 /**
  * Every transition returns whether it applied: false when the record was not in a phase the
