@@ -320,7 +320,7 @@ queue
     await waitDone(`${c2}.0`);
     expect(fs.readFileSync(path.join(work, "args2.out"), "utf8")).toBe("[old]\n[syntax]\none=[1] two=[2] three=[]\n");
     expect(await histAf(`${c2}.0`, ["Args"])).toBe("old syntax\n");
-  });
+  }, 30_000);
   test("file transfer: inputs by basename, dir/ contents, output files and directories (cli §1.4, observed output transfer)", async () => {
     writeFile("in/a.txt", "A\n");
     writeFile("in/d/b.txt", "B\n");
@@ -378,7 +378,7 @@ describe("condor_q / condor_history output (cli §2, §3)", () => {
     const bad = await run("condor_q", ["-constraint", "JobStatus ==", "-json"]);
     expect(bad.code).toBe(1);
     expect((await run("condor_rm", [String(c)])).code).toBe(0);
-  });
+  }, 30_000);
   test("condor_history: newest first, -forwards, -limit, -match, -scanlimit, -jsonl (cli §3, observed hist-af)", async () => {
     const c = await submit("executable = /bin/true\nqueue 3\n");
     await waitDone(`${c}.2`);
@@ -394,7 +394,7 @@ describe("condor_q / condor_history output (cli §2, §3)", () => {
     expect(JSON.parse(jl[0]!).ClusterId).toBe(c);
     const hj = await run("condor_history", ["-json", "-constraint", `ClusterId == ${c}`, "-attributes", "ClusterId,ProcId,ExitCode"]);
     expect(hj.stdout).toMatch(/^\[\n\{\n {2}"ClusterId": \d+,\n {2}"ExitCode": 0,\n {2}"ProcId": \d\n\}\n,\n\{/);
-  });
+  }, 30_000);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -425,7 +425,7 @@ describe("condor_rm / condor_hold / condor_release (cli §4, observed hold.txt, 
     const hh = JSON.parse((await run("condor_history", ["-json", `${h}.0`])).stdout)[0];
     expect(hh.HoldReason).toBeUndefined();
     expect(hh.LastHoldReason).toBe("submitted on hold at user's request");
-  });
+  }, 30_000);
   test("hold and release a running job; it runs again (observed hold.txt)", async () => {
     const c = await submit("executable = sleeper.sh\nlog = hold.log\nshould_transfer_files = YES\nqueue 2\n");
     await waitQ(`${c}.1`, ["JobStatus"], "2");
@@ -457,7 +457,7 @@ describe("condor_rm / condor_hold / condor_release (cli §4, observed hold.txt, 
     await waitDone(`${c}.1`);
     r = await run("condor_rm", ["-all"]);
     expect(r).toEqual({ code: 0, stdout: "", stderr: "condor_rm:0:There are no jobs in the queue\n" });
-  });
+  }, 30_000);
   test("condor_rm kills a job that ignores SIGTERM after JobMaxVacateTime, with its children", async () => {
     writeFile("stubborn.sh", "#!/bin/bash\ntrap '' TERM\n( trap '' TERM; while :; do sleep 0.1; done ) &\nwhile :; do sleep 0.1; done\n", 0o755);
     const c = await submit("executable = stubborn.sh\njob_max_vacate_time = 1\nshould_transfer_files = YES\nqueue\n");
@@ -467,7 +467,7 @@ describe("condor_rm / condor_hold / condor_release (cli §4, observed hold.txt, 
     expect(await waitDone(`${c}.0`)).toBe("3");
     expect(Date.now() - t0).toBeGreaterThan(900);
     expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).length).toBe(0);
-  });
+  }, 30_000);
   test("stop = one soft kill to the job's own pid, SIGKILL to everything after JobMaxVacateTime (issue 3 condor_rm; cli §4.2)", async () => {
     // the starter signals the job process only (kill_sig / remove_kill_sig / hold_kill_sig, default SIGTERM):
     // a child in the same process group hears nothing until the hard kill
@@ -534,14 +534,14 @@ while :; do sleep 0.1; done
     r = await run("condor_rm", [String(a), "-constraint", "ProcId == 7"]);
     expect(r).toEqual({ code: 1, stdout: "", stderr: `\nCouldn't find/remove all jobs matching constraint ((ClusterId == ${a}) && (ProcId == 7))\n` });
     expect((await run("condor_rm", [String(a), String(b)])).code).toBe(0);
-  });
+  }, 30_000);
   test("a job killed by a signal: ExitBySignal/ExitSignal; stray children killed at exit (cli §6)", async () => {
     writeFile("selfkill.sh", "#!/bin/bash\nsleep 300 &\nkill -9 $$\n", 0o755);
     const c = await submit("executable = selfkill.sh\nshould_transfer_files = YES\nqueue\n");
     expect(await waitDone(`${c}.0`)).toBe("4");
     expect(await histAf(`${c}.0`, ["ExitBySignal", "ExitSignal", "ExitCode"])).toBe("true 9 undefined\n");
     expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).length).toBe(0);
-  });
+  }, 30_000);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -671,7 +671,7 @@ sleep 30
     await waitDone(`${c}.0`);
     expect(fs.existsSync(path.join(work, "chirp.out"))).toBe(false); // removed jobs transfer no output (ON_EXIT)
     expect(await histAf(`${c}.0`, ["ChirpTestAttr", "ChirpDelayedAttr"])).toBe("set-by-chirp 7\n");
-  });
+  }, 30_000);
   test("without WantIOProxy: Error 22 on stdout, exit 255; get_job_attr (null); outside a job (observed §7)", async () => {
     writeFile("nochirp.sh", `#!/bin/bash
 chirp=$_CONDOR_BIN/../libexec/condor_chirp
@@ -719,7 +719,7 @@ describe("condor_tail (cli §5.2, observed sleeper.txt / tail_f.txt / tail_idle.
     r = await run("condor_tail", [`${h}.0`], { timeoutMs: 800 });
     expect(r).toEqual({ code: 143, stdout: "", stderr: "" });
     await run("condor_rm", [`${h}.0`]);
-  });
+  }, 30_000);
 
   // The job ends (its starter, and with it the sandbox, gone) after condor_tail looked it up: the
   // peek finds no starter. Never a silent success (cli §5.2: other failures print a message, exit 1;
@@ -859,7 +859,7 @@ describe("many pods in one condor_submit (observed: Many pods in one condor_subm
     expect(r.stderr).toBe("WARNING: the line 'V_uid_1 = uid-n2' was unused by condor_submit. Is it a typo?\n" +
       "WARNING: the line 'V_uid_2 = uid-n3' was unused by condor_submit. Is it a typo?\n");
     await run("condor_rm", [r.stdout.split(".")[0]!]);
-  });
+  }, 30_000);
 
   test(`one bad job fails the whole submit: its error, rc 1, stdout empty, nothing queued (${OBS})`, async () => {
     const dirs = podDirs("bad");
@@ -873,7 +873,7 @@ describe("many pods in one condor_submit (observed: Many pods in one condor_subm
     expect(r).toEqual({ code: 1, stdout: "Submitting job(s).", stderr: `ERROR: No such directory: ${bad}\n` });
     expect((await run("condor_q", ["-constraint", 'JobBatchName == "bad-batch"', "-af", "ClusterId"])).stdout).toBe("");
     expect((await run("condor_history", ["-constraint", 'JobBatchName == "bad-batch"', "-af", "ClusterId"])).stdout).toBe("");
-  });
+  }, 30_000);
 
   test(`several queue statements: the deprecation warning, one cluster per block, values carried over (${OBS})`, async () => {
     const sub = "executable = /bin/true\nhold = true\nrequest_cpus = 2\nMY.InterLinkPodUID = \"u1\"\nqueue 1\n" +
@@ -895,7 +895,7 @@ describe("many pods in one condor_submit (observed: Many pods in one condor_subm
     expect(n.stdout).toMatch(/^Submitting job\(s\)\.\.\.\.\n1 job\(s\) submitted to cluster (\d+)\.\n1 job\(s\) submitted to cluster \d+\.\n2 job\(s\) submitted to cluster \d+\.\n$/);
     expect(n.stderr).toMatch(/\nTo monitor your job\(s\), run: condor_watch_q -clusters \d+ \d+ \d+\n$/);
     await run("condor_rm", [String(a), String(b), String(c), ...n.stdout.match(/cluster (\d+)/g)!.map((x) => x.slice(8))]);
-  });
+  }, 30_000);
 
   test(`several submit files on one command line: only the last one is submitted (${OBS})`, async () => {
     const f1 = writeFile("first.sub", "executable = /bin/true\nbatch_name = first-file\nhold = true\nqueue 1\n");
@@ -906,7 +906,7 @@ describe("many pods in one condor_submit (observed: Many pods in one condor_subm
     expect(await qAf(r.stdout.split(".")[0]!, ["JobBatchName"])).toBe("second-file");
     expect((await run("condor_q", ["-constraint", 'JobBatchName == "first-file"', "-af", "ClusterId"])).stdout).toBe("");
     await run("condor_rm", [r.stdout.split(".")[0]!]);
-  });
+  }, 30_000);
 
   test(`an empty value leaks job 0's value for some commands and not for others (${OBS}, the leak table)`, async () => {
     const sub = `executable = /bin/true
@@ -949,7 +949,7 @@ queue 2
     expect(j1!.RequestCpus).toBe(1);
     expect((await run("condor_q", [`${c}.1`, "-l"])).stdout).toMatch(/^X = undefined$/m);
     await run("condor_rm", [String(c)]);
-  });
+  }, 30_000);
 
   test(`-spool with a batch: one spool folder per job, one condor_transfer_data for the cluster; hold = true refused (${OBS})`, async () => {
     const dirs = podDirs("spoolb");
@@ -994,7 +994,7 @@ queue 2
     expect((await run("condor_history", [`${c}.0`, `${c}.1`, `${c}.2`, "-constraint", "ProcId != 1", "-limit", "2", "-af:j", "JobStatus"])).stdout)
       .toBe(`${c}.2 3\n${c}.0 3\n`);
     expect((await run("condor_history", [`${c}.0`, `${c}.1`, `${c}.2`, "-limit", "2", "-af:j", "JobStatus"])).stdout).toBe(`${c}.1 3\n${c}.2 3\n`);
-  });
+  }, 30_000);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -1014,7 +1014,7 @@ describe("line continuation and the failures a pod's own submit values cause", (
     expect(r.code).toBe(0);
     expect(await qAf(`${r.stdout.split(".")[0]}.0`, ["Z"])).toBe("p");
     await run("condor_rm", [r.stdout.split(".")[0]!]);
-  });
+  }, 30_000);
   test("a parse error in rank, requirements or MY.x: the expression, tab-indented, rc 1, nothing queued (src/condor_utils/submit_utils.cpp AssignJobExpr)", async () => {
     let r = await run("condor_submit", ["-terse", writeFile("badreq.sub", "executable = /bin/true\nrequirements = (Cpus >\nqueue\n")]);
     expect(r.code).toBe(1);
@@ -1025,7 +1025,7 @@ describe("line continuation and the failures a pod's own submit values cause", (
     expect(r).toEqual({ code: 1, stdout: "", stderr: 'ERROR: Parse error in expression: \n\tFoo = "open\n\t\n' });
     r = await run("condor_submit", [writeFile("badrank.sub", "executable = /bin/true\nrank = 1 +\nqueue 2\n")]);
     expect(r).toEqual({ code: 1, stdout: "Submitting job(s)", stderr: "ERROR: Parse error in expression: \n\tRank = 1 +\n\t\n" });
-  });
+  }, 30_000);
   test("$ENV(NAME) is condor_submit's own environment; unset it is UNDEFINED, $ENV(NAME:default) its default (src/condor_utils/config.cpp)", async () => {
     const env = { MC_FIDELITY_ENV: "from-env", MC_FIDELITY_EXPR: "a b" };
     const c = Number((await run("condor_submit", ["-terse", writeFile("env.sub",
@@ -1034,7 +1034,7 @@ describe("line continuation and the failures a pod's own submit values cause", (
     await run("condor_rm", [String(c)]);
     const r = await run("condor_submit", ["-terse", writeFile("envrank.sub", "executable = /bin/true\nrank = $ENV(MC_FIDELITY_EXPR)\nqueue\n")], { env });
     expect(r).toEqual({ code: 1, stdout: "", stderr: "ERROR: Parse error in expression: \n\tRank = a b\n\t\n" });
-  });
+  }, 30_000);
 });
 
 // ---------------------------------------------------------------------------------------------
