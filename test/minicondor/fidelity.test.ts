@@ -320,7 +320,7 @@ queue
     await waitDone(`${c2}.0`);
     expect(fs.readFileSync(path.join(work, "args2.out"), "utf8")).toBe("[old]\n[syntax]\none=[1] two=[2] three=[]\n");
     expect(await histAf(`${c2}.0`, ["Args"])).toBe("old syntax\n");
-  });
+  }, 30_000);
   test("file transfer: inputs by basename, dir/ contents, output files and directories (cli §1.4, observed output transfer)", async () => {
     writeFile("in/a.txt", "A\n");
     writeFile("in/d/b.txt", "B\n");
@@ -378,7 +378,7 @@ describe("condor_q / condor_history output (cli §2, §3)", () => {
     const bad = await run("condor_q", ["-constraint", "JobStatus ==", "-json"]);
     expect(bad.code).toBe(1);
     expect((await run("condor_rm", [String(c)])).code).toBe(0);
-  });
+  }, 30_000);
   test("condor_history: newest first, -forwards, -limit, -match, -scanlimit, -jsonl (cli §3, observed hist-af)", async () => {
     const c = await submit("executable = /bin/true\nqueue 3\n");
     await waitDone(`${c}.2`);
@@ -394,7 +394,7 @@ describe("condor_q / condor_history output (cli §2, §3)", () => {
     expect(JSON.parse(jl[0]!).ClusterId).toBe(c);
     const hj = await run("condor_history", ["-json", "-constraint", `ClusterId == ${c}`, "-attributes", "ClusterId,ProcId,ExitCode"]);
     expect(hj.stdout).toMatch(/^\[\n\{\n {2}"ClusterId": \d+,\n {2}"ExitCode": 0,\n {2}"ProcId": \d\n\}\n,\n\{/);
-  });
+  }, 30_000);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -425,7 +425,7 @@ describe("condor_rm / condor_hold / condor_release (cli §4, observed hold.txt, 
     const hh = JSON.parse((await run("condor_history", ["-json", `${h}.0`])).stdout)[0];
     expect(hh.HoldReason).toBeUndefined();
     expect(hh.LastHoldReason).toBe("submitted on hold at user's request");
-  });
+  }, 30_000);
   test("hold and release a running job; it runs again (observed hold.txt)", async () => {
     const c = await submit("executable = sleeper.sh\nlog = hold.log\nshould_transfer_files = YES\nqueue 2\n");
     await waitQ(`${c}.1`, ["JobStatus"], "2");
@@ -457,7 +457,7 @@ describe("condor_rm / condor_hold / condor_release (cli §4, observed hold.txt, 
     await waitDone(`${c}.1`);
     r = await run("condor_rm", ["-all"]);
     expect(r).toEqual({ code: 0, stdout: "", stderr: "condor_rm:0:There are no jobs in the queue\n" });
-  });
+  }, 30_000);
   test("condor_rm kills a job that ignores SIGTERM after JobMaxVacateTime, with its children", async () => {
     writeFile("stubborn.sh", "#!/bin/bash\ntrap '' TERM\n( trap '' TERM; while :; do sleep 0.1; done ) &\nwhile :; do sleep 0.1; done\n", 0o755);
     const c = await submit("executable = stubborn.sh\njob_max_vacate_time = 1\nshould_transfer_files = YES\nqueue\n");
@@ -467,7 +467,7 @@ describe("condor_rm / condor_hold / condor_release (cli §4, observed hold.txt, 
     expect(await waitDone(`${c}.0`)).toBe("3");
     expect(Date.now() - t0).toBeGreaterThan(900);
     expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).length).toBe(0);
-  });
+  }, 30_000);
   test("stop = one soft kill to the job's own pid, SIGKILL to everything after JobMaxVacateTime (issue 3 condor_rm; cli §4.2)", async () => {
     // the starter signals the job process only (kill_sig / remove_kill_sig / hold_kill_sig, default SIGTERM):
     // a child in the same process group hears nothing until the hard kill
@@ -534,14 +534,14 @@ while :; do sleep 0.1; done
     r = await run("condor_rm", [String(a), "-constraint", "ProcId == 7"]);
     expect(r).toEqual({ code: 1, stdout: "", stderr: `\nCouldn't find/remove all jobs matching constraint ((ClusterId == ${a}) && (ProcId == 7))\n` });
     expect((await run("condor_rm", [String(a), String(b)])).code).toBe(0);
-  });
+  }, 30_000);
   test("a job killed by a signal: ExitBySignal/ExitSignal; stray children killed at exit (cli §6)", async () => {
     writeFile("selfkill.sh", "#!/bin/bash\nsleep 300 &\nkill -9 $$\n", 0o755);
     const c = await submit("executable = selfkill.sh\nshould_transfer_files = YES\nqueue\n");
     expect(await waitDone(`${c}.0`)).toBe("4");
     expect(await histAf(`${c}.0`, ["ExitBySignal", "ExitSignal", "ExitCode"])).toBe("true 9 undefined\n");
     expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).length).toBe(0);
-  });
+  }, 30_000);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -671,7 +671,7 @@ sleep 30
     await waitDone(`${c}.0`);
     expect(fs.existsSync(path.join(work, "chirp.out"))).toBe(false); // removed jobs transfer no output (ON_EXIT)
     expect(await histAf(`${c}.0`, ["ChirpTestAttr", "ChirpDelayedAttr"])).toBe("set-by-chirp 7\n");
-  });
+  }, 30_000);
   test("without WantIOProxy: Error 22 on stdout, exit 255; get_job_attr (null); outside a job (observed §7)", async () => {
     writeFile("nochirp.sh", `#!/bin/bash
 chirp=$_CONDOR_BIN/../libexec/condor_chirp
@@ -719,7 +719,7 @@ describe("condor_tail (cli §5.2, observed sleeper.txt / tail_f.txt / tail_idle.
     r = await run("condor_tail", [`${h}.0`], { timeoutMs: 800 });
     expect(r).toEqual({ code: 143, stdout: "", stderr: "" });
     await run("condor_rm", [`${h}.0`]);
-  });
+  }, 30_000);
 
   // The job ends (its starter, and with it the sandbox, gone) after condor_tail looked it up: the
   // peek finds no starter. Never a silent success (cli §5.2: other failures print a message, exit 1;
@@ -810,6 +810,358 @@ describe("-spool and condor_transfer_data (cli §1.3, §5.3, observed spool.txt)
     expect(fs.readFileSync(path.join(sd, "renamed.txt"), "utf8")).toBe("data\n");
     expect(fs.existsSync(path.join(sd, "result.txt"))).toBe(false);
   }, 20_000);
+});
+
+// ---------------------------------------------------------------------------------------------
+// spec: htcondor-observed.md, "Many pods in one condor_submit"
+describe("many pods in one condor_submit (observed: Many pods in one condor_submit)", () => {
+  const OBS = 'spec: htcondor-observed.md, "Many pods in one condor_submit"';
+  /** Three pod folders, each with its own job.sh, as the observed form uses them. */
+  function podDirs(tag: string, script = "#!/bin/bash\necho \"$(basename \"$_CONDOR_JOB_IWD\")\" > result.txt\necho out-$1\n"): string[] {
+    return [1, 2, 3].map((n) => {
+      const d = path.join(work, `${tag}-p${n}`);
+      writeFile("job.sh", script, 0o755, d);
+      return d;
+    });
+  }
+  const stepFile = (dirs: string[], extra = "", queue = `queue ${dirs.length}`) =>
+    dirs.map((d, i) => `V_dir_${i} = ${d}\n`).join("") + extra +
+    "initialdir = $(V_dir_$(Step))\nexecutable = $(V_dir_$(Step))/job.sh\noutput = job.out\nerror = job.err\nlog = job.log\n" +
+    "should_transfer_files = YES\nwhen_to_transfer_output = ON_EXIT\n" + queue + "\n";
+
+  test(`nested macros, $(Step) 0..N-1, $(Process)/$(Cluster) and their Id forms, an empty value is the default, QDate on every ad (${OBS})`, async () => {
+    const dirs = podDirs("step");
+    const before = Math.floor(Date.now() / 1000);
+    const sub = stepFile(dirs, "V_uid_0 = uid-a\nV_uid_1 = uid-b\nV_uid_2 = uid-c\nV_cpus_0 = 1\nV_cpus_1 = 2\nV_cpus_2 =\n" +
+      "request_cpus = $(V_cpus_$(Step))\nMY.InterLinkPodUID = \"$(V_uid_$(Step))\"\nMY.Names = \"$(Cluster).$(Process) $(ClusterId).$(ProcId) $(Step)\"\n" +
+      "arguments = $(ProcId)\nhold = true\n");
+    const r = await run("condor_submit", ["-terse", writeFile("step.sub", sub)]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const m = /^(\d+)\.0 - \1\.2\n$/.exec(r.stdout);
+    expect(m).not.toBeNull();
+    const c = m![1]!;
+    const after = Math.floor(Date.now() / 1000);
+    const rows = (await run("condor_q", [c, "-af:j", "Iwd", "RequestCpus", "InterLinkPodUID", "Names", "Args", "Cmd"])).stdout;
+    expect(rows).toBe(dirs.map((d, i) => `${c}.${i} ${d} ${[1, 2, 1][i]} uid-${"abc"[i]} ${c}.${i} ${c}.${i} ${i} ${i} ${d}/job.sh\n`).join(""));
+    // the schedd's submit time, the same for every proc of the submit, in epoch seconds
+    const qd = (await run("condor_q", [c, "-af", "QDate"])).stdout.trim().split("\n").map(Number);
+    expect(qd.length).toBe(3);
+    for (const t of qd) { expect(t).toBeGreaterThanOrEqual(before); expect(t).toBeLessThanOrEqual(after); expect(t).toBe(qd[0]!); }
+    expect((await run("condor_rm", [c])).code).toBe(0);
+    expect((await run("condor_history", [c, "-af", "QDate"])).stdout.trim().split("\n").map(Number)).toEqual(qd);
+  }, 20_000);
+
+  test(`a warning for every unused macro line, in the observed words, rc 0 (${OBS})`, async () => {
+    const r = await run("condor_submit", ["-terse", writeFile("unused.sub",
+      "V_uid_0 = uid-n1\nV_uid_1 = uid-n2\nV_uid_2 = uid-n3\nexecutable = /bin/true\nhold = true\nMY.U = \"$(V_uid_$(Step))\"\nqueue 1\n")]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe("WARNING: the line 'V_uid_1 = uid-n2' was unused by condor_submit. Is it a typo?\n" +
+      "WARNING: the line 'V_uid_2 = uid-n3' was unused by condor_submit. Is it a typo?\n");
+    await run("condor_rm", [r.stdout.split(".")[0]!]);
+  }, 30_000);
+
+  test(`one bad job fails the whole submit: its error, rc 1, stdout empty, nothing queued (${OBS})`, async () => {
+    const dirs = podDirs("bad");
+    const bad = path.join(work, "nonexistent");
+    const sub = `V_dir_0 = ${dirs[0]}\nV_dir_1 = ${bad}\nbatch_name = bad-batch\ninitialdir = $(V_dir_$(Step))\nexecutable = /bin/true\nqueue 2\n`;
+    const f = writeFile("bad-batch.sub", sub);
+    let r = await run("condor_submit", ["-terse", f]);
+    expect(r).toEqual({ code: 1, stdout: "", stderr: `ERROR: No such directory: ${bad}\n` });
+    // without -terse: the banner and a dot for the job that was sent before the bad one (submit.cpp queue_item)
+    r = await run("condor_submit", [f]);
+    expect(r).toEqual({ code: 1, stdout: "Submitting job(s).", stderr: `ERROR: No such directory: ${bad}\n` });
+    expect((await run("condor_q", ["-constraint", 'JobBatchName == "bad-batch"', "-af", "ClusterId"])).stdout).toBe("");
+    expect((await run("condor_history", ["-constraint", 'JobBatchName == "bad-batch"', "-af", "ClusterId"])).stdout).toBe("");
+  }, 30_000);
+
+  test(`several queue statements: the deprecation warning, one cluster per block, values carried over (${OBS})`, async () => {
+    const sub = "executable = /bin/true\nhold = true\nrequest_cpus = 2\nMY.InterLinkPodUID = \"u1\"\nqueue 1\n" +
+      "MY.InterLinkPodUID = \"u2\"\nqueue 1\nrequest_cpus = 1\nqueue 2\n";
+    const r = await run("condor_submit", ["-terse", writeFile("multiq.sub", sub)]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe("\nWarning: Use of multiple queue statements in a single submit file is deprecated.\n" +
+      "         This functionality will be removed in the 25.x feature series. To see\n" +
+      "         how multiple queue statements can be converted into one visit:\n" +
+      "https://htcondor.readthedocs.io/en/latest/auto-redirect.html?category=example&tag=convert-multi-queue-statements\n");
+    const m = /^(\d+)\.0 - \1\.0\n(\d+)\.0 - \2\.0\n(\d+)\.0 - \3\.1\n$/.exec(r.stdout);
+    expect(m).not.toBeNull();
+    const [a, b, c] = [Number(m![1]), Number(m![2]), Number(m![3])];
+    expect([b - a, c - b]).toEqual([1, 1]);
+    const rows = (await run("condor_q", [String(a), String(b), String(c), "-af:j", "RequestCpus", "InterLinkPodUID", "TotalSubmitProcs"])).stdout;
+    expect(rows).toBe(`${a}.0 2 u1 1\n${b}.0 2 u2 1\n${c}.0 1 u2 2\n${c}.1 1 u2 2\n`);
+    // without -terse: a dot per job, then one line per cluster
+    const n = await run("condor_submit", [path.join(work, "multiq.sub")]);
+    expect(n.stdout).toMatch(/^Submitting job\(s\)\.\.\.\.\n1 job\(s\) submitted to cluster (\d+)\.\n1 job\(s\) submitted to cluster \d+\.\n2 job\(s\) submitted to cluster \d+\.\n$/);
+    expect(n.stderr).toMatch(/\nTo monitor your job\(s\), run: condor_watch_q -clusters \d+ \d+ \d+\n$/);
+    await run("condor_rm", [String(a), String(b), String(c), ...n.stdout.match(/cluster (\d+)/g)!.map((x) => x.slice(8))]);
+  }, 30_000);
+
+  test(`several submit files on one command line: only the last one is submitted (${OBS})`, async () => {
+    const f1 = writeFile("first.sub", "executable = /bin/true\nbatch_name = first-file\nhold = true\nqueue 1\n");
+    const f2 = writeFile("second.sub", "executable = /bin/true\nbatch_name = second-file\nhold = true\nqueue 1\n");
+    const r = await run("condor_submit", ["-terse", f1, f2]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^(\d+)\.0 - \1\.0\n$/);
+    expect(await qAf(r.stdout.split(".")[0]!, ["JobBatchName"])).toBe("second-file");
+    expect((await run("condor_q", ["-constraint", 'JobBatchName == "first-file"', "-af", "ClusterId"])).stdout).toBe("");
+    await run("condor_rm", [r.stdout.split(".")[0]!]);
+  }, 30_000);
+
+  test(`an empty value leaks job 0's value for some commands and not for others (${OBS}, the leak table)`, async () => {
+    const sub = `executable = /bin/true
+hold = true
+V_x_0 = "set"
+V_x_1 =
+MY.X = $(V_x_$(Step))
+V_req_0 = (TARGET.Cpus >= 1)
+V_req_1 =
+requirements = $(V_req_$(Step))
+accounting_group_user = u
+V_ag_0 = group_a
+V_ag_1 =
+accounting_group = $(V_ag_$(Step))
+V_tif_0 = input.txt
+V_tif_1 =
+transfer_input_files = $(V_tif_$(Step))
+V_ajd_0 = 3600
+V_ajd_1 =
+allowed_job_duration = $(V_ajd_$(Step))
+V_cpus_0 = 2
+V_cpus_1 =
+request_cpus = $(V_cpus_$(Step))
+queue 2
+`;
+    const c = await submit(sub);
+    const ads = JSON.parse((await run("condor_q", [String(c), "-json", "-attributes", "ProcId,X,Requirements,AcctGroup,AccountingGroup,TransferInput,AllowedJobDuration,RequestCpus"])).stdout);
+    const [j0, j1] = ads as Record<string, unknown>[];
+    expect(j0!.X).toBe("set");
+    expect(j0!.AccountingGroup).toBe("group_a.u");
+    expect(j0!.RequestCpus).toBe(2);
+    expect(String(j0!.Requirements)).toStartWith("/Expr(((TARGET.Cpus >= 1)) && ");
+    // job 1: X = undefined; default requirements; AcctGroup, TransferInput, AllowedJobDuration from job 0; RequestCpus 1
+    expect(j1!.X).toBeNull();
+    expect(String(j1!.Requirements)).toStartWith('/Expr((TARGET.Arch == "X86_64")');
+    expect(j1!.AcctGroup).toBe("group_a");
+    expect(j1!.AccountingGroup).toBe("u");
+    expect(j1!.TransferInput).toBe("input.txt");
+    expect(j1!.AllowedJobDuration).toBe(3600);
+    expect(j1!.RequestCpus).toBe(1);
+    expect((await run("condor_q", [`${c}.1`, "-l"])).stdout).toMatch(/^X = undefined$/m);
+    await run("condor_rm", [String(c)]);
+  }, 30_000);
+
+  test(`-spool with a batch: one spool folder per job, one condor_transfer_data for the cluster; hold = true refused (${OBS})`, async () => {
+    const dirs = podDirs("spoolb");
+    let r = await run("condor_submit", ["-terse", "-spool", writeFile("spoolb.sub", stepFile(dirs, "arguments = $(Step)\n"))]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^(\d+)\.0 - \1\.2\n$/);
+    const c = r.stdout.split(".")[0]!;
+    const iwds = (await run("condor_q", [c, "-af", "Iwd"])).stdout.trim().split("\n");
+    expect(iwds).toEqual([0, 1, 2].map((p) => path.join(home, "spool", c, String(p), `cluster${c}.proc${p}.subproc0`)));
+    await waitFor(async () => (await run("condor_q", [c, "-af", "JobStatus"])).stdout === "4\n4\n4\n", 20_000, 200);
+    for (const d of dirs) expect(fs.existsSync(path.join(d, "result.txt"))).toBe(false);
+    r = await run("condor_transfer_data", [c]);
+    expect(r).toEqual({ code: 0, stdout: "Fetching data files...\n", stderr: "" });
+    dirs.forEach((d, i) => {
+      // the job's Iwd was its own spool folder
+      expect(fs.readFileSync(path.join(d, "result.txt"), "utf8")).toBe(`cluster${c}.proc${i}.subproc0\n`);
+      expect(fs.readFileSync(path.join(d, "job.out"), "utf8")).toBe(`out-${i}\n`);
+    });
+    r = await run("condor_submit", ["-terse", "-spool", writeFile("spoolhold.sub", stepFile(dirs, "hold = true\n"))]);
+    expect(r).toEqual({ code: 1, stdout: "", stderr: "ERROR: Cannot set hold to 'true' when using -remote or -spool\n" });
+  }, 40_000);
+
+  test(`condor_rm, condor_history and condor_q with several job ids (${OBS}; cli §2.1, §3, §4.1)`, async () => {
+    const c = await submit("executable = /bin/true\nhold = true\nMY.InterLinkPodUID = \"uid-$(Process)\"\nqueue 3\n");
+    const d = await submit("executable = /bin/true\nhold = true\nqueue 1\n");
+    // condor_q: ids and cluster ids together, in job-id order
+    expect((await run("condor_q", [`${c}.2`, `${c}.0`, String(d), "-af:j", "JobStatus"])).stdout).toBe(`${c}.0 5\n${c}.2 5\n${d}.0 5\n`);
+    expect((await run("condor_q", [`${c}.2`, `${c}.0`, String(d), "-constraint", "ProcId == 0", "-af:j", "JobStatus"])).stdout).toBe(`${c}.0 5\n${d}.0 5\n`);
+    let r = await run("condor_rm", [`${c}.0`, `${c}.2`]);
+    expect(r).toEqual({ code: 0, stdout: `Job ${c}.0 marked for removal\nJob ${c}.2 marked for removal\n`, stderr: "" });
+    // one id already gone: its own line on stderr, the others act, rc 0
+    r = await run("condor_rm", [`${c}.1`, `${c}.0`, `${d}.0`]);
+    expect(r).toEqual({ code: 0, stdout: `Job ${c}.1 marked for removal\nJob ${d}.0 marked for removal\n`, stderr: `Job ${c}.0 not found\n` });
+    // every id gone: rc 1
+    r = await run("condor_rm", [`${c}.1`, `${c}.0`]);
+    expect(r).toEqual({ code: 1, stdout: "", stderr: `\nJob ${c}.1 not found\nJob ${c}.0 not found\n` });
+    // condor_history: one line per job, newest first; also with -constraint and -limit
+    expect((await run("condor_history", [`${c}.0`, `${c}.1`, `${c}.2`, "-af:j", "JobStatus", "InterLinkPodUID"])).stdout)
+      .toBe(`${c}.1 3 uid-1\n${c}.2 3 uid-2\n${c}.0 3 uid-0\n`);
+    expect((await run("condor_history", [`${c}.0`, `${c}.2`, "-af:j", "JobStatus", "InterLinkPodUID"])).stdout).toBe(`${c}.2 3 uid-2\n${c}.0 3 uid-0\n`);
+    expect((await run("condor_history", [`${c}.0`, `${c}.1`, `${c}.2`, "-constraint", "ProcId != 1", "-limit", "2", "-af:j", "JobStatus"])).stdout)
+      .toBe(`${c}.2 3\n${c}.0 3\n`);
+    expect((await run("condor_history", [`${c}.0`, `${c}.1`, `${c}.2`, "-limit", "2", "-af:j", "JobStatus"])).stdout).toBe(`${c}.1 3\n${c}.2 3\n`);
+  }, 30_000);
+});
+
+// ---------------------------------------------------------------------------------------------
+// spec: htcondor-observed.md, "Many pods in one condor_submit" (its end: a value ending in `\`)
+describe("line continuation and the failures a pod's own submit values cause", () => {
+  test('a value ending in \\ continues onto the next line: rank = 1 \\ + priority = 2 (spec: htcondor-observed.md, "Many pods in one condor_submit")', async () => {
+    const f = writeFile("cont.sub", "executable = /bin/true\nbatch_name = cont-test\nrank = 1 \\\npriority = 2\nqueue\n");
+    let r = await run("condor_submit", ["-terse", f]);
+    expect(r).toEqual({ code: 1, stdout: "", stderr: "ERROR: Parse error in expression: \n\tRank = 1 priority = 2\n\t\n" });
+    expect((await run("condor_q", ["-constraint", 'JobBatchName == "cont-test"', "-af", "ClusterId"])).stdout).toBe("");
+    // the continuation line loses its leading blanks; a comment line does not continue; one inside a continuation
+    // keeps only its last character (src/condor_utils/config.cpp getline_implementation)
+    const c = await submit("executable = /bin/true\nhold = true\narguments = a \\\n      b\n# not continued \\\nMY.A = 1\nMY.B = \"x\\\n# comment \\\ny\"\nqueue\n");
+    expect(await qAf(`${c}.0`, ["Args", "A", "B"])).toBe("a b 1 xy");
+    await run("condor_rm", [String(c)]);
+    r = await run("condor_submit", ["-terse", writeFile("cont2.sub", "executable = /bin/true\nhold = true\nMY.Z = \"p\\\n# comment\"\nqueue\n")]);
+    expect(r.code).toBe(0);
+    expect(await qAf(`${r.stdout.split(".")[0]}.0`, ["Z"])).toBe("p");
+    await run("condor_rm", [r.stdout.split(".")[0]!]);
+  }, 30_000);
+  test("a parse error in rank, requirements or MY.x: the expression, tab-indented, rc 1, nothing queued (src/condor_utils/submit_utils.cpp AssignJobExpr)", async () => {
+    let r = await run("condor_submit", ["-terse", writeFile("badreq.sub", "executable = /bin/true\nrequirements = (Cpus >\nqueue\n")]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toStartWith('ERROR: Parse error in expression: \n\tRequirements = ((Cpus >) && (TARGET.Arch == "X86_64")');
+    expect(r.stderr).toEndWith("\n\t\n");
+    r = await run("condor_submit", ["-terse", writeFile("badmy.sub", "executable = /bin/true\nMY.Foo = \"open\nqueue\n")]);
+    expect(r).toEqual({ code: 1, stdout: "", stderr: 'ERROR: Parse error in expression: \n\tFoo = "open\n\t\n' });
+    r = await run("condor_submit", [writeFile("badrank.sub", "executable = /bin/true\nrank = 1 +\nqueue 2\n")]);
+    expect(r).toEqual({ code: 1, stdout: "Submitting job(s)", stderr: "ERROR: Parse error in expression: \n\tRank = 1 +\n\t\n" });
+  }, 30_000);
+  test("$ENV(NAME) is condor_submit's own environment; unset it is UNDEFINED, $ENV(NAME:default) its default (src/condor_utils/config.cpp)", async () => {
+    const env = { MC_FIDELITY_ENV: "from-env", MC_FIDELITY_EXPR: "a b" };
+    const c = Number((await run("condor_submit", ["-terse", writeFile("env.sub",
+      "executable = /bin/true\nhold = true\nMY.E1 = \"$ENV(MC_FIDELITY_ENV)\"\nMY.E2 = \"$ENV(MC_FIDELITY_UNSET)\"\nMY.E3 = \"$ENV(MC_FIDELITY_UNSET:dflt)\"\nqueue\n")], { env })).stdout.split(".")[0]);
+    expect(await qAf(`${c}.0`, ["E1", "E2", "E3"])).toBe("from-env UNDEFINED dflt");
+    await run("condor_rm", [String(c)]);
+    const r = await run("condor_submit", ["-terse", writeFile("envrank.sub", "executable = /bin/true\nrank = $ENV(MC_FIDELITY_EXPR)\nqueue\n")], { env });
+    expect(r).toEqual({ code: 1, stdout: "", stderr: "ERROR: Parse error in expression: \n\tRank = a b\n\t\n" });
+  }, 30_000);
+});
+
+// ---------------------------------------------------------------------------------------------
+// src/condor_utils/file_transfer.cpp ExpandFileTransferList / DoUpload; docs/man-pages/htcondor-jdl.rst transfer_output_files
+describe("output transfer of symbolic links (file_transfer.cpp, htcondor-jdl.rst)", () => {
+  const noLinks = (dir: string): string[] => {
+    const links: string[] = [];
+    const walk = (p: string) => {
+      const st = fs.lstatSync(p);
+      if (st.isSymbolicLink()) links.push(p);
+      else if (st.isDirectory()) for (const e of fs.readdirSync(p)) walk(path.join(p, e));
+    };
+    walk(dir);
+    return links;
+  };
+  test("links to files come back as regular files with their target's content; dangling links are dropped; nothing comes back as a link", async () => {
+    const d = path.join(work, "links1");
+    const outside = writeFile("outside-secret.txt", "outside content\n", 0o640);
+    writeFile("job.sh", `#!/bin/bash
+mkdir -p podstate/sub; echo a > podstate/a; echo b > podstate/sub/b
+ln -s ${outside} podstate/tofile
+ln -s a podstate/relative
+ln -s /nonexistent/target podstate/dangling
+ln -s ${outside} top
+ln -s /nonexistent/target dangling_top
+mkdir real; echo r > real/r; ln -s real linkdir
+ln -s ${outside} auto_link
+`, 0o755, d);
+    writeFile("links.sub", "executable = job.sh\nshould_transfer_files = YES\ntransfer_output_files = podstate, top, dangling_top, linkdir/\nqueue\n", 0o644, d);
+    const r = await run("condor_submit", ["-terse", "links.sub"], { cwd: d });
+    const c = r.stdout.split(".")[0]!;
+    expect(await waitDone(`${c}.0`)).toBe("4");
+    expect(noLinks(d).filter((p) => !p.endsWith("job.sh"))).toEqual([]);
+    expect(fs.readFileSync(path.join(d, "podstate/tofile"), "utf8")).toBe("outside content\n");
+    expect(fs.statSync(path.join(d, "podstate/tofile")).mode & 0o777).toBe(0o640);
+    expect(fs.readFileSync(path.join(d, "podstate/relative"), "utf8")).toBe("a\n");
+    expect(fs.readFileSync(path.join(d, "podstate/sub/b"), "utf8")).toBe("b\n");
+    expect(fs.existsSync(path.join(d, "podstate/dangling"))).toBe(false);
+    expect(fs.readFileSync(path.join(d, "top"), "utf8")).toBe("outside content\n");
+    expect(fs.existsSync(path.join(d, "dangling_top"))).toBe(false);
+    // a trailing slash follows a link to a directory and sends its contents
+    expect(fs.readFileSync(path.join(d, "r"), "utf8")).toBe("r\n");
+    expect(fs.existsSync(path.join(d, "linkdir"))).toBe(false);
+    // not listed: auto transfer takes new top-level files (a link to a file, as its content), never directories
+    const e = path.join(work, "links2");
+    writeFile("job.sh", `#!/bin/bash\nmkdir real; echo r > real/r; ln -s real linkdir\nln -s ${outside} auto_link\nln -s /nonexistent/x dangling\n`, 0o755, e);
+    writeFile("auto.sub", "executable = job.sh\nshould_transfer_files = YES\nqueue\n", 0o644, e);
+    const c2 = (await run("condor_submit", ["-terse", "auto.sub"], { cwd: e })).stdout.split(".")[0]!;
+    expect(await waitDone(`${c2}.0`)).toBe("4");
+    expect(fs.readdirSync(e).sort()).toEqual(["auto.sub", "auto_link", "job.sh"]);
+    expect(fs.lstatSync(path.join(e, "auto_link")).isFile()).toBe(true);
+  }, 30_000);
+  test("a link to a directory is not followed: an empty file in its place, the rest transferred, the job held with code 12, subcode 21", async () => {
+    const d = path.join(work, "links3");
+    writeFile("job.sh", "#!/bin/bash\nmkdir -p podstate; echo a > podstate/a; ln -s /tmp podstate/todir\nexit 7\n", 0o755, d);
+    writeFile("links.sub", "executable = job.sh\nshould_transfer_files = YES\ntransfer_output_files = podstate\nlog = links.log\nqueue\n", 0o644, d);
+    const c = (await run("condor_submit", ["-terse", "links.sub"], { cwd: d })).stdout.split(".")[0]!;
+    await waitQ(`${c}.0`, ["JobStatus"], "5", { timeoutMs: 15_000 });
+    const j = JSON.parse((await run("condor_q", [`${c}.0`, "-json", "-attributes", "JobStatus,HoldReasonCode,HoldReasonSubCode,HoldReason,ExitCode"])).stdout)[0];
+    expect(j.HoldReason).toMatch(new RegExp("^Transfer output files failure at execution point slot1_\\d+@\\S+ while sending files to access point \\S+\\. " +
+      "Details: reading from file \\S+/execute/dir_\\d+/scratch/podstate/todir: \\(errno 21\\) Is a directory- Transfer of symlinks to directories is not supported\\.$"));
+    // held, not completed: no exit code is recorded
+    expect({ ...j, HoldReason: undefined }).toEqual({ JobStatus: 5, HoldReasonCode: 12, HoldReasonSubCode: 21, HoldReason: undefined });
+    expect(fs.readFileSync(path.join(d, "podstate/a"), "utf8")).toBe("a\n");
+    expect(fs.lstatSync(path.join(d, "podstate/todir")).isFile()).toBe(true);
+    expect(fs.statSync(path.join(d, "podstate/todir")).size).toBe(0);
+    expect(fs.readFileSync(path.join(d, "links.log"), "utf8")).toContain("Code 12 Subcode 21\n");
+    // the same for a link to a directory named in the list
+    writeFile("job2.sh", "#!/bin/bash\nln -s /tmp dirlink\n", 0o755, d);
+    writeFile("links2.sub", "executable = job2.sh\nshould_transfer_files = YES\ntransfer_output_files = dirlink\nqueue\n", 0o644, d);
+    const c2 = (await run("condor_submit", ["-terse", "links2.sub"], { cwd: d })).stdout.split(".")[0]!;
+    await waitQ(`${c2}.0`, ["JobStatus", "HoldReasonCode", "HoldReasonSubCode"], "5 12 21", { timeoutMs: 15_000 });
+    expect(fs.lstatSync(path.join(d, "dirlink")).isFile()).toBe(true);
+    await run("condor_rm", [c, c2]);
+  }, 40_000);
+});
+
+// ---------------------------------------------------------------------------------------------
+// src/condor_shadow.V6.1/remoteresource.cpp allowRemoteWriteAttributeAccess; src/condor_utils/param_info.in
+describe("condor_chirp set_job_attr: what a job may rewrite in its own ad (cli §5.4; remoteresource.cpp, qmgmt.cpp)", () => {
+  test("any attribute but the immutable ones (EACCES, error 13, rc 255); secure ones are ignored; JobStatus is accepted", async () => {
+    const h = newHome({ delayedUpdateMs: 200, sharedFileSystem: true });
+    writeFile("imm.sh", `#!/bin/bash
+chirp=$_CONDOR_BIN/../libexec/condor_chirp
+for a in Owner ClusterId ProcId MyType TargetType JobUniverse User OsUser clusterid; do $chirp set_job_attr $a 99; echo "$a rc=$?"; done
+$chirp set_job_attr InterLinkPodUID '"forged"'; echo "uid rc=$?"
+$chirp set_job_attr InterLinkSidecarId '"other"'; echo "sid rc=$?"
+$chirp set_job_attr Requirements false; echo "req rc=$?"
+$chirp set_job_attr TotalSubmitProcs 99; echo "tsp rc=$?"
+$chirp set_job_attr JobStatus 4; echo "js rc=$?"
+touch chirped
+while [ ! -e go ]; do sleep 0.1; done
+exit 3
+`, 0o755);
+    const c = await submit("executable = imm.sh\noutput = imm.out\n+WantIOProxy = true\nshould_transfer_files = NO\nMY.InterLinkPodUID = \"pod-a\"\nqueue\n", [], { home: h });
+    await waitFor(() => fs.existsSync(path.join(work, "chirped")), 15_000);
+    expect(fs.readFileSync(path.join(work, "imm.out"), "utf8")).toBe(
+      ["Owner", "ClusterId", "ProcId", "MyType", "TargetType", "JobUniverse", "User", "OsUser", "clusterid"].map((a) => `\tError: 13 (Permission denied)\n${a} rc=255\n`).join("") +
+      "uid rc=0\nsid rc=0\nreq rc=0\ntsp rc=0\njs rc=0\n");
+    const j = JSON.parse((await run("condor_q", [`${c}.0`, "-json", "-attributes", "ClusterId,ProcId,Owner,InterLinkPodUID,InterLinkSidecarId,Requirements,TotalSubmitProcs,JobStatus,LastJobStatus"], { home: h })).stdout)[0];
+    expect(j).toEqual({ ClusterId: c, ProcId: 0, Owner: expect.any(String), InterLinkPodUID: "forged", InterLinkSidecarId: "other", Requirements: false, TotalSubmitProcs: 1, JobStatus: 4, LastJobStatus: 2 });
+    // the forged JobStatus is only in the ad: the job still runs, and its real end is recorded
+    fs.writeFileSync(path.join(work, "go"), "");
+    expect(await waitDone(`${c}.0`, { home: h })).toBe("4");
+    expect(await histAf(`${c}.0`, ["ExitCode", "InterLinkPodUID"], { home: h })).toBe("3 forged\n");
+    fs.rmSync(path.join(work, "go"));
+    fs.rmSync(path.join(work, "chirped"));
+  }, 30_000);
+  test("config immutableJobAttrs / protectedJobAttrs (IMMUTABLE_JOB_ATTRS, PROTECTED_JOB_ATTRS of the AP): refused like the system ones, without case; delayed updates dropped", async () => {
+    const h = newHome({ delayedUpdateMs: 200, sharedFileSystem: true, immutableJobAttrs: "InterLinkPodUID, InterLinkPodName", protectedJobAttrs: ["InterLinkSidecarId", "ChirpSecret"] });
+    writeFile("prot.sh", `#!/bin/bash
+chirp=$_CONDOR_BIN/../libexec/condor_chirp
+$chirp set_job_attr InterLinkPodUID '"forged"'; echo "uid rc=$?"
+$chirp set_job_attr interlinkpodname '"forged"'; echo "name rc=$?"
+$chirp set_job_attr INTERLINKSIDECARID '"other"'; echo "sid rc=$?"
+$chirp set_job_attr InterLinkC0State '"running"'; echo "state rc=$?"
+$chirp set_job_attr_delayed ChirpSecret 1; echo "d1 rc=$?"
+$chirp set_job_attr_delayed ChirpOk 2; echo "d2 rc=$?"
+`, 0o755);
+    const c = await submit("executable = prot.sh\noutput = prot.out\n+WantIOProxy = true\nshould_transfer_files = NO\n" +
+      "MY.InterLinkPodUID = \"pod-a\"\nMY.InterLinkPodName = \"a\"\nMY.InterLinkSidecarId = \"me\"\nqueue\n", [], { home: h });
+    expect(await waitDone(`${c}.0`, { home: h })).toBe("4");
+    expect(fs.readFileSync(path.join(work, "prot.out"), "utf8")).toBe(
+      "\tError: 13 (Permission denied)\nuid rc=255\n\tError: 13 (Permission denied)\nname rc=255\n\tError: 13 (Permission denied)\nsid rc=255\nstate rc=0\nd1 rc=0\nd2 rc=0\n");
+    expect(await histAf(`${c}.0`, ["InterLinkPodUID", "InterLinkPodName", "InterLinkSidecarId", "InterLinkC0State", "ChirpSecret", "ChirpOk"], { home: h }))
+      .toBe("pod-a a me running undefined 2\n");
+  }, 30_000);
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { Ad, evaluate, isTrue, parse, type Node } from "./classad.ts";
 import {
-  acceptablePool, acceptableSchedd, allJobs, bumpGen, err, getJob, getRun, isOpt, loadConfig, nowSec, openDb, out, ownerName, putJob,
+  acceptablePool, acceptableSchedd, allJobs, bumpGen, err, getJob, getRun, isOpt, jobStatus, loadConfig, nowSec, openDb, out, ownerName, putJob,
   setStatus, toHistory, tx, PLATFORM, VERSION,
 } from "./common.ts";
 import { ensureSchedd, finalizeRemoved, removeSpool } from "./schedd.ts";
@@ -407,7 +407,7 @@ export async function condorTail(argv: string[]): Promise<number> {
     ad = getJob(db, c, p);
     if (!ad) { err(`No such job: ${id}\n`); return 1; }
     run = getRun(db, c, p);
-    if (ad.num("JobStatus") === 2 && run && run.pid) break;
+    if (jobStatus(db, c, p) === 2 && run && run.pid) break;
     await Bun.sleep(pollMs);
   }
   const iwd = ad.str("Iwd") ?? "/";
@@ -467,7 +467,7 @@ export async function condorTail(argv: string[]): Promise<number> {
     await Bun.sleep(pollMs);
     const cur = getJob(db, c, p);
     for (const t of targets) emit(readTail(t, true));
-    if (!cur || cur.num("JobStatus") !== 2) return 0;
+    if (!cur || jobStatus(db, c, p) !== 2) return 0;
   }
 }
 

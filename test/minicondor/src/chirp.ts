@@ -1,7 +1,7 @@
 // condor_chirp (libexec), run by a job. spec: htcondor-cli §5.4; observed §7 and the chirp string table
 import * as fs from "node:fs";
 import { Ad, tryParse, unparse } from "./classad.ts";
-import { bumpGen, getJob, openDb, out, err, putJob, tx, loadConfig } from "./common.ts";
+import { bumpGen, getJob, jobStatus, openDb, out, err, putJob, tx, loadConfig, type Config } from "./common.ts";
 import { ulog } from "./userlog.ts";
 
 type ChirpCfg = { home: string; cluster: number; proc: number; scratch: string };
@@ -17,6 +17,27 @@ export function readChirpConfig(): ChirpCfg | null {
 }
 
 const EINVAL = "\tError: 22 (Invalid argument)\n";
+const EACCES = "\tError: 13 (Permission denied)\n";
+
+// param_info.in SYSTEM_IMMUTABLE_JOB_ATTRS and SYSTEM_SECURE_JOB_ATTRS (SYSTEM_PROTECTED_JOB_ATTRS is empty)
+const SYSTEM_IMMUTABLE = ["Owner", "ClusterId", "JobUniverse", "ProcId", "MyType", "TargetType", "User", "OsUser"];
+const SYSTEM_SECURE = ["x509userProxySubject", "x509UserProxyEmail", "x509UserProxyVOName", "x509UserProxyFirstFQAN", "x509UserProxyFQAN",
+  "TotalSubmitProcs", "AuthTokenSubject", "AuthTokenIssuer", "AuthTokenGroups", "AuthTokenId", "AuthTokenScopes", "AuthTokenProject", "OsUser"];
+
+/**
+ * What the shadow refuses to forward for a job (remoteresource.cpp allowRemoteWriteAttributeAccess,
+ * m_unsettable_attrs): PROTECTED_JOB_ATTRS, SYSTEM_PROTECTED_JOB_ATTRS, IMMUTABLE_JOB_ATTRS and
+ * SYSTEM_IMMUTABLE_JOB_ATTRS of the access point, compared without case (classad::References).
+ */
+export function unsettable(cfg: Config, name: string): boolean {
+  const n = name.toLowerCase();
+  return [...SYSTEM_IMMUTABLE, ...cfg.immutableJobAttrs, ...cfg.protectedJobAttrs].some((a) => a.toLowerCase() === n);
+}
+/** The schedd ignores, and reports success for, a job's attempt to set these (IGNORE_ATTEMPTS_TO_SET_SECURE_JOB_ATTRS). */
+function secure(name: string): boolean {
+  const n = name.toLowerCase();
+  return SYSTEM_SECURE.some((a) => a.toLowerCase() === n);
+}
 
 function noConnect(): number {
   out("\tError: 2 (No such file or directory)\n");
@@ -38,7 +59,7 @@ export function condorChirp(argv: string[]): number {
   process.env.MINICONDOR_HOME = cfg.home;
   const db = openDb(cfg.home);
   const job = getJob(db, cfg.cluster, cfg.proc);
-  if (!job || job.num("JobStatus") !== 2) return noConnect();
+  if (!job || jobStatus(db, cfg.cluster, cfg.proc) !== 2) return noConnect();
   const io = job.bool("WantIOProxy") === true;
   const [cmd, ...rest] = argv;
   switch (cmd) {
@@ -47,15 +68,30 @@ export function condorChirp(argv: string[]): number {
       if (!io) { out(EINVAL); return 255; }
       const [name, value] = rest as [string, string];
       if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) { out(EINVAL); return 255; }
+      // the shadow answers EACCES for an attribute it may not forward; the starter passes it on as
+      // CHIRP_ERROR_NOT_AUTHORIZED, which condor_chirp prints as errno 13 (NTreceivers.cpp CONDOR_set_job_attr,
+      // io_proxy_handler.cpp convert, chirp_client.c convert_result, condor_chirp.cpp main)
+      if (unsettable(loadConfig(cfg.home), name)) { out(EACCES); return 255; }
       const text = chirpValueText(value);
+      if (secure(name)) return 0;
       let ad: Ad | null = null;
+      let refused = false;
       tx(db, () => {
         ad = getJob(db, cfg.cluster, cfg.proc);
         if (!ad) return;
+        const own = jobStatus(db, cfg.cluster, cfg.proc) ?? 2;
+        if (name.toLowerCase() === "jobstatus") {
+          // qmgmt.cpp SetAttribute: a removed job may only go to held or removed; otherwise the previous value
+          // moves to LastJobStatus. The schedd's own view of the job does not change (see putJob).
+          const cur = ad.num("JobStatus") ?? 0, next = Number.parseInt(text, 10) || 0;
+          if (next !== 5 && next !== 3 && (cur === 3 || ad.num("LastJobStatus") === 3)) { refused = true; ad = null; return; }
+          if (next !== cur && cur > 0) ad.set("LastJobStatus", cur);
+        }
         ad.setText(name, text);
-        putJob(db, ad);
+        putJob(db, ad, own);
         bumpGen(db);
       });
+      if (refused) { out(EINVAL); return 255; }
       if (ad) ulog(ad, 33, `Setting job attribute ${name} to ${text}`);
       return 0;
     }
@@ -102,11 +138,13 @@ export function applyDelayed(all: boolean, cluster?: number, proc?: number): voi
     ? db.query("SELECT rowid, * FROM delayed WHERE cluster = ? AND proc = ? ORDER BY rowid").all(cluster, proc ?? 0)
     : db.query("SELECT rowid, * FROM delayed WHERE due <= ? ORDER BY rowid").all(all ? Number.MAX_SAFE_INTEGER : now)) as { rowid: number; cluster: number; proc: number; name: string; text: string; due: number }[];
   if (!rows.length) return;
+  const cfg = loadConfig();
   tx(db, () => {
     for (const r of rows) {
       if (!all && r.due > now) continue;
       const ad = getJob(db, r.cluster, r.proc);
-      if (ad) { ad.setText(r.name, r.text); putJob(db, ad); }
+      // the shadow drops a delayed update of an attribute it may not forward, silently
+      if (ad && !unsettable(cfg, r.name) && !secure(r.name)) { ad.setText(r.name, r.text); putJob(db, ad, jobStatus(db, r.cluster, r.proc) ?? undefined); }
       db.query("DELETE FROM delayed WHERE rowid = ?").run(r.rowid);
     }
   });

@@ -81,6 +81,8 @@ export type Config = {
   scheddIdleExitMs: number;
   apptainer: string;
   delayedUpdateMs: number;
+  immutableJobAttrs: string[];
+  protectedJobAttrs: string[];
 };
 
 function readJson(file: string): Record<string, unknown> {
@@ -120,7 +122,17 @@ export function loadConfig(home = homeDir()): Config {
     // config only: condor_chirp reads it inside the job, whose environment has no MINICONDOR_* variables
     delayedUpdateMs: pick("delayedUpdateMs", null, 5000),
     apptainer: pick("apptainer", "MINICONDOR_APPTAINER", path.join(ROOT_DIR, "shims", "apptainer")),
+    // config only (the AP's IMMUTABLE_JOB_ATTRS / PROTECTED_JOB_ATTRS, read by condor_chirp inside the job)
+    immutableJobAttrs: attrList(f.immutableJobAttrs),
+    protectedJobAttrs: attrList(f.protectedJobAttrs),
   };
+}
+
+/** A knob's attribute list: "A, B C" as param_and_insert_attrs splits it, or a JSON array. */
+function attrList(v: unknown): string[] {
+  if (Array.isArray(v)) return v.map(String).filter(Boolean);
+  if (typeof v === "string") return v.split(/[\s,]+/).filter(Boolean);
+  return [];
 }
 
 /** Names under which this machine's schedd and collector are found (-name, -pool). */
@@ -260,10 +272,21 @@ export function getJob(db: Database, c: number, p: number): Ad | null {
 export function allJobs(db: Database): Ad[] {
   return (db.query("SELECT ad FROM jobs ORDER BY cluster, proc").all() as { ad: string }[]).map(rowAd);
 }
-export function putJob(db: Database, ad: Ad): void {
+/**
+ * `status` is the schedd's own view of the job (the `status` column), which is the ad's JobStatus except
+ * when a job chirped another JobStatus into its ad: the real schedd accepts that (qmgmt.cpp SetAttribute
+ * has no check for it; only condor_qedit refuses it) while the shadow keeps running the job.
+ */
+export function putJob(db: Database, ad: Ad, status?: number): void {
   const c = ad.num("ClusterId")!, p = ad.num("ProcId")!;
   db.query("INSERT OR REPLACE INTO jobs (cluster, proc, status, owner, ad) VALUES (?, ?, ?, ?, ?)").run(
-    c, p, ad.num("JobStatus") ?? 1, ad.str("Owner") ?? "", JSON.stringify(ad.toObject()));
+    c, p, status ?? ad.num("JobStatus") ?? 1, ad.str("Owner") ?? "", JSON.stringify(ad.toObject()));
+}
+
+/** The schedd's own status of a job (see putJob), null when it is not in the queue. */
+export function jobStatus(db: Database, c: number, p: number): number | null {
+  const r = db.query("SELECT status FROM jobs WHERE cluster = ? AND proc = ?").get(c, p) as { status: number } | null;
+  return r ? r.status : null;
 }
 export function deleteJob(db: Database, c: number, p: number): void {
   db.query("DELETE FROM jobs WHERE cluster = ? AND proc = ?").run(c, p);

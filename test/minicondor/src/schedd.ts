@@ -8,11 +8,11 @@ import * as path from "node:path";
 import { Ad, evalExpr, isTrue, tryParse, unparse } from "./classad.ts";
 import { parseEnvV1, parseEnvV2Raw, parseV1Args, parseV2Raw } from "./argsenv.ts";
 import {
-  allRuns, BIN_DIR, bumpGen, deleteJob, getJob, homeDir, isFaultEnv, killByEnv, killGroup, loadConfig, loadFaults, MAIN_TS, metaGet, metaSet,
+  allRuns, BIN_DIR, bumpGen, deleteJob, getJob, getRun, homeDir, jobStatus, isFaultEnv, killByEnv, killGroup, loadConfig, loadFaults, MAIN_TS, metaGet, metaSet,
   nowSec, openDb, pidAlive, putJob, rowAd, setStatus, toHistory, tx, userHome, bunPath, type Config, type RunRow, scheddAddr,
 } from "./common.ts";
 import { freeResources, machineAd } from "./machine.ts";
-import { copyInto, copyTo, parseRemaps, snapshot, type Snapshot } from "./files.ts";
+import { copyInto, expandTransfer, parseRemaps, sendItems, snapshot, type Snapshot, type XferFailure, type XferItem } from "./files.ts";
 import { ulog, usageBlock } from "./userlog.ts";
 import { applyDelayed } from "./chirp.ts";
 
@@ -218,7 +218,7 @@ function recoverOrphans(db: Database, children: Map<string, Child>, log: (s: str
       db.query("DELETE FROM running WHERE cluster = ? AND proc = ?").run(r.cluster, r.proc);
       const ad = getJob(db, r.cluster, r.proc);
       if (!ad) return;
-      const st = ad.num("JobStatus");
+      const st = jobStatus(db, r.cluster, r.proc);
       releaseRemoteHost(ad);
       if (st === 2) setStatus(ad, 1);
       if (st === 3) { finalizeRemoved(ad); toHistory(db, ad); return; }
@@ -465,8 +465,9 @@ function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<
       else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(f)) continue; // URLs would need a transfer plugin
       src = path.resolve(iwd, src);
       try { copyInto(src, scratch, f.endsWith("/")); }
-      catch {
-        return holdAfterFailure(db, run, 13, 2, `Transfer input files failure at execution point slot1_${run.slot}@${cfg.host} while receiving files from access point ${cfg.host}. Details: reading from file ${src}: (errno 2) No such file or directory`);
+      catch (e) {
+        const fl = (e as { failure?: XferFailure }).failure ?? { errno: 2, detail: `reading from file ${src}: (errno 2) No such file or directory` };
+        return holdAfterFailure(db, run, 13, fl.errno, `Transfer input files failure at execution point slot1_${run.slot}@${cfg.host} while receiving files from access point ${cfg.host}. Details: ${fl.detail}`);
       }
     }
   }
@@ -595,7 +596,7 @@ function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<
       cur.set("NumJobStarts", (cur.num("NumJobStarts") ?? 0) + 1);
       cur.set("StartdIpAddr", `<127.0.0.1:9618?addrs=127.0.0.1-9618&alias=${cfg.host}&noUDP&sock=startd_1_1>`);
       putJob(db, cur);
-      held = cur.num("JobStatus") !== 2;
+      held = jobStatus(db, c, p) !== 2;
     }
   });
   // held or removed between the match and the start: the next pass stops it like any other
@@ -610,39 +611,60 @@ function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<
   });
 }
 
-function transferOutput(ad: Ad, ch: Child, dest: string): string[] {
+/**
+ * The output sandbox, sent as the starter's FileTransfer does it (see files.ts for what becomes of symlinks).
+ * Everything that can be sent is; the first failure (a link to a directory, an unreadable file) is returned
+ * and holds the job.
+ */
+function transferOutput(ad: Ad, ch: Child, dest: string): { sent: string[]; failure: XferFailure | null } {
   // a spooled job's output stays in the spool under its sandbox names (_condor_stdout, ...):
   // condor_transfer_data applies TransferOutputRemaps when it fetches them (spec: htcondor-cli §1.3, §5.3)
   const remaps = ad.has("SUBMIT_Iwd") ? new Map<string, string>() : parseRemaps(ad.str("TransferOutputRemaps"));
-  const target = (name: string) => {
-    const r = remaps.get(name);
-    return r ? path.resolve(dest, r) : path.join(dest, path.basename(name));
-  };
   const sent: string[] = [];
+  const items: XferItem[] = [];
+  const renames = new Map<string, string>();
   const outName = ad.str("Out") ?? "/dev/null", errName = ad.str("Err") ?? "/dev/null";
-  if (ch.stdoutPath && ch.stdoutPath.startsWith(ch.scratch + "/")) {
-    try { copyTo(ch.stdoutPath, remaps.get(path.basename(ch.stdoutPath)) ? target(path.basename(ch.stdoutPath)) : path.resolve(dest, outName)); } catch { /* ignore */ }
-  }
-  if (ch.stderrPath && ch.stderrPath !== ch.stdoutPath && ch.stderrPath.startsWith(ch.scratch + "/")) {
-    try { copyTo(ch.stderrPath, remaps.get(path.basename(ch.stderrPath)) ? target(path.basename(ch.stderrPath)) : path.resolve(dest, errName)); } catch { /* ignore */ }
-  }
+  // the job's stdout and stderr are sandbox files like any other (the starter adds them to the output list)
+  const std = (p: string | null, name: string, other: string | null) => {
+    if (!p || p === other || !p.startsWith(ch.scratch + "/")) return;
+    const at = items.length;
+    expandTransfer(path.basename(p), p, "", items);
+    const r = remaps.get(path.basename(p));
+    if (items.length > at) renames.set(items[at]!.dest, r ? path.resolve(dest, r) : path.resolve(dest, name));
+  };
+  std(ch.stdoutPath, outName, null);
+  std(ch.stderrPath, errName, ch.stdoutPath);
   const list = ad.get("TransferOutput") !== undefined ? (ad.str("TransferOutput") ?? "").split(",").map((x) => x.trim()).filter(Boolean) : null;
-  if (list) {
-    for (const f of list) {
-      const src = path.resolve(ch.scratch, f);
-      if (!fs.existsSync(src)) continue; // observed in 25.x: a missing listed file does not hold the job
-      try { copyTo(src, target(f)); sent.push(path.basename(f)); } catch { /* ignore */ }
+  const add = (name: string, full: string) => {
+    const at = items.length;
+    expandTransfer(name, full, "", items);
+    for (let i = at; i < items.length; i++) {
+      const it = items[i]!;
+      if (it.kind !== "missing" && !it.dest.includes("/")) sent.push(it.dest);
+      const r = remaps.get(name) ?? remaps.get(it.dest);
+      if (r && !it.dest.includes("/")) renames.set(it.dest, path.resolve(dest, r));
     }
+  };
+  if (list) {
+    for (const f of list) add(f, path.resolve(ch.scratch, f));
   } else {
+    // new or changed top-level files; directories (links to them included) and dangling links are not
+    // listed (file_transfer.cpp FindChangedFiles over Directory::Next, which follows links)
     const after = snapshot(ch.scratch);
     const skip = new Set(["_condor_stdout", "_condor_stderr", ".job.ad", ".machine.ad", ".chirp.config", ".update.ad"]);
     for (const [name, sig] of Object.entries(after)) {
       if (skip.has(name) || sig.startsWith("d:")) continue;
       if (ch.snap[name] === sig) continue;
-      try { copyTo(path.join(ch.scratch, name), target(name)); sent.push(name); } catch { /* ignore */ }
+      add(name, path.join(ch.scratch, name));
     }
   }
-  return sent;
+  let failure: XferFailure | null = null;
+  try {
+    failure = sendItems(items, dest, { skipMissing: true, rename: (d) => renames.get(d) });
+  } catch (e) {
+    failure = { errno: 13, detail: `${(e as Error).message}` };
+  }
+  return { sent, failure };
 }
 
 function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) => void): void {
@@ -656,9 +678,11 @@ function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) => voi
   killByEnv(`_CONDOR_SCRATCH_DIR=${ch.scratch}`);
   try { applyDelayed(true, ch.c, ch.p); } catch (e) { log("delayed updates failed: " + e); }
   const first = getJob(db, ch.c, ch.p);
-  const status = first?.num("JobStatus");
+  const status = first ? jobStatus(db, ch.c, ch.p) : undefined;
   let sent: string[] = [];
-  if (first && status === 2 && ch.sandbox) sent = transferOutput(first, ch, first.str("Iwd") ?? "/");
+  let xferFailure: XferFailure | null = null;
+  const runSlot = getRun(db, ch.c, ch.p)?.slot ?? 1;
+  if (first && status === 2 && ch.sandbox) ({ sent, failure: xferFailure } = transferOutput(first, ch, first.str("Iwd") ?? "/"));
   let final: Ad | null = null;
   let event = "none" as "term" | "abort" | "none" | "hold";
   let holdInfo: { code: number; sub: number; reason: string } | null = null;
@@ -666,10 +690,21 @@ function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) => voi
     db.query("DELETE FROM running WHERE cluster = ? AND proc = ?").run(ch.c, ch.p);
     const ad = getJob(db, ch.c, ch.p);
     if (!ad) return;
-    const st = ad.num("JobStatus");
+    const st = jobStatus(db, ch.c, ch.p);
     releaseRemoteHost(ad);
     const now = nowSec();
-    if (st === 2) {
+    if (st === 2 && xferFailure) {
+      // the shadow holds a job whose output transfer failed (baseshadow.cpp: UploadFileError at the EP
+      // becomes TransferOutputError, 12, with the errno as subcode); its exit is not recorded
+      const f = xferFailure as XferFailure;
+      const reason = `Transfer output files failure at execution point slot1_${runSlot}@${cfg.host} while sending files to access point ${cfg.host}. Details: ${f.detail}`;
+      setStatus(ad, 5, now);
+      ad.set("HoldReason", reason); ad.set("HoldReasonCode", 12); ad.set("HoldReasonSubCode", f.errno);
+      ad.set("NumHolds", (ad.num("NumHolds") ?? 0) + 1);
+      ad.set("NumSystemHolds", (ad.num("NumSystemHolds") ?? 0) + 1);
+      holdInfo = { code: 12, sub: f.errno, reason };
+      putJob(db, ad); final = ad; event = "hold";
+    } else if (st === 2) {
       if (sig !== null) { ad.set("ExitBySignal", true); ad.set("ExitSignal", sig); ad.delete("ExitCode"); }
       else { ad.set("ExitBySignal", false); ad.set("ExitCode", exitCode ?? 0); ad.delete("ExitSignal"); }
       ad.set("ResidentSetSize", 1000);
@@ -746,10 +781,10 @@ function periodic(db: Database, cfg: Config, children: Map<string, Child>): void
   void cfg; void children;
   const holds: Ad[] = [], removes: Ad[] = [], releases: Ad[] = [];
   tx(db, () => {
-    const rows = db.query("SELECT ad FROM jobs WHERE status IN (1, 2, 5) AND (ad LIKE '%\"Periodic%' OR ad LIKE '%AllowedJobDuration%')").all() as { ad: string }[];
+    const rows = db.query("SELECT status, ad FROM jobs WHERE status IN (1, 2, 5) AND (ad LIKE '%\"Periodic%' OR ad LIKE '%AllowedJobDuration%')").all() as { status: number; ad: string }[];
     for (const r of rows) {
       const ad = rowAd(r);
-      const st = ad.num("JobStatus");
+      const st = r.status;
       const now = nowSec();
       const ph = ad.get("PeriodicHold"), pr = ad.get("PeriodicRemove"), pl = ad.get("PeriodicRelease");
       const ajd = ad.num("AllowedJobDuration");

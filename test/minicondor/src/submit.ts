@@ -36,19 +36,51 @@ grid_resource job_batch_name want_checkpoint checkpoint_exit_code transfer_check
 on_exit_remove_reason job_max_retries transfer_input transfer_output want_job_ad accounting_group_user container_is_common`.split(/\s+/).filter(Boolean));
 
 // ---------------------------------------------------------------- parsing the description
+/**
+ * Logical lines as src/condor_utils/config.cpp getline_implementation reads a submit file (Parse_macros,
+ * options COMMENT_DOESNT_CONTINUE | CONTINUE_MAY_BE_COMMENTED_OUT): every physical line is trimmed at both
+ * ends; a trailing `\` is dropped and the next physical line is appended (so `rank = 1 \` then
+ * `priority = 2` is one line, `rank = 1 priority = 2`: observed); a line that starts with `#` does not
+ * continue; a `#` line inside a continuation keeps only its last character. `line` is the number of the
+ * last physical line read, as the reader's counter is when the line is reported.
+ */
+function logicalLines(text: string): { text: string; line: number }[] {
+  const phys = text.split(/\r?\n/);
+  if (phys.length && phys[phys.length - 1] === "") phys.pop();
+  const res: { text: string; line: number }[] = [];
+  let i = 0;
+  while (i < phys.length) {
+    let buf = "";
+    let first = true;
+    let comment = false;
+    for (;;) {
+      let t = phys[i++]!.trim();
+      if (t.startsWith("#")) {
+        if (first) comment = true;
+        else t = t.slice(-1);
+      }
+      first = false;
+      if (t.endsWith("\\")) {
+        buf += t.slice(0, -1);
+        if (!comment && i < phys.length) continue;
+      } else buf += t;
+      break;
+    }
+    res.push({ text: buf, line: i });
+  }
+  return res;
+}
+
 function parseLines(text: string, fileLabel: string, isAppend = false): Stmt[] {
-  const lines = text.split(/\r?\n/);
+  const lines = logicalLines(text);
   const out: Stmt[] = [];
   for (let i = 0; i < lines.length; i++) {
-    let l = lines[i]!;
-    const lineNo = i + 1;
-    while (/\\\s*$/.test(l) && i + 1 < lines.length) l = l.replace(/\\\s*$/, "") + lines[++i]!;
-    const t = l.trim();
+    const { text: t, line: lineNo } = lines[i]!;
     if (!t || t.startsWith("#")) continue;
     if (/^queue(\s|$)/i.test(t)) {
       let args = t.slice(5).trim();
       if (args.includes("(") && !args.includes(")")) {
-        while (i + 1 < lines.length) { const n = lines[++i]!; args += "\n" + n; if (n.includes(")")) break; }
+        while (i + 1 < lines.length) { const n = lines[++i]!.text; args += "\n" + n; if (n.includes(")")) break; }
       }
       out.push({ kind: "queue", args, line: lineNo });
       continue;
@@ -116,19 +148,30 @@ function expand(s: string, look: (name: string) => string | undefined, depth = 0
       i = j + 1;
       continue;
     }
+    // $ENV(NAME[:default]) is the environment of condor_submit itself; unset and without a default it is the
+    // word UNDEFINED (src/condor_utils/config.cpp, SPECIAL_MACRO_ID_ENV)
     if (s.startsWith("$ENV(", i)) {
       const j = findClose(s, i + 4);
-      if (j >= 0) { o += process.env[s.slice(i + 5, j)] ?? ""; i = j + 1; continue; }
+      if (j >= 0) {
+        const body = expand(s.slice(i + 5, j), look, depth + 1);
+        const c = body.indexOf(":");
+        const name = c >= 0 ? body.slice(0, c) : body;
+        o += process.env[name] ?? (c >= 0 ? body.slice(c + 1) : "UNDEFINED");
+        i = j + 1;
+        continue;
+      }
     }
     if (s.startsWith("$(", i)) {
       const j = findClose(s, i + 1);
       if (j >= 0) {
-        let name = s.slice(i + 2, j);
+        // the inner macro first: $(V_dir_$(Step)) looks up V_dir_0, V_dir_1, ... (observed: many pods in one submit)
+        let name = expand(s.slice(i + 2, j), look, depth + 1);
         let def: string | undefined;
         const c = name.indexOf(":");
         if (c >= 0) { def = name.slice(c + 1); name = name.slice(0, c); }
         const v = look(name.trim());
-        o += expand(v ?? def ?? "", look, depth + 1);
+        // the default also stands in for a value that is empty (config.cpp: `! tvalue || ! tvalue[0]`)
+        o += expand(v || (def ?? ""), look, depth + 1);
         i = j + 1;
         continue;
       }
@@ -298,21 +341,28 @@ export async function condorSubmit(argv: string[], afterCommit?: () => Promise<v
     const rootRefused = owner === "root" && process.env.MINICONDOR_ALLOW_ROOT !== "1";
     const qdate = nowSec();
     const warnings: string[] = [];
-    let cluster = 1;
-    const ads: Ad[] = [];
-    const build = () => {
-      ads.length = 0;
+    // one cluster per queue statement (observed: several `queue` statements made one cluster each)
+    type Cluster = { cluster: number; ads: Ad[] };
+    const clusters: Cluster[] = [];
+    let queueStmts = 0;
+    const build = (firstCluster: number) => {
+      clusters.length = 0;
+      warnings.length = 0;
+      queueStmts = 0;
+      let nextCluster = firstCluster;
+      const built = () => clusters.flatMap((c) => c.ads.map((a) => ({ c: c.cluster, a })));
       const vars = new Map<string, Var>();
       for (const [k, v] of cmdMacros) vars.set(k.toLowerCase(), { key: k, value: v, used: true, line: 0 });
-      let proc = 0;
       for (const s of stmts) {
         if (s.kind === "set") {
           vars.set(s.key.toLowerCase(), { key: s.key, value: s.value, used: false, line: s.line });
           continue;
         }
+        queueStmts++;
         const q = parseQueueArgs(s.args, cwd);
         const items = q.items ?? [null];
         let itemIndex = 0;
+        let cl: Cluster | null = null;
         for (const item of items) {
           for (let step = 0; step < q.count; step++) {
             const itemVars = new Map<string, string>();
@@ -323,46 +373,68 @@ export async function condorSubmit(argv: string[], afterCommit?: () => Promise<v
                 q.vars.forEach((v, k) => itemVars.set(v.toLowerCase(), parts[k] ?? ""));
               }
             }
-            ads.push(buildAd(vars, itemVars, { cluster, proc, step, itemIndex, qdate, owner, cwd, cfg, spool, fileLabel: file ?? "", warnings }));
-            proc++;
+            if (!cl) { cl = { cluster: nextCluster++, ads: [] }; clusters.push(cl); }
+            const proc = cl.ads.length;
+            let own: Ad;
+            try {
+              own = buildAd(vars, itemVars, { cluster: cl.cluster, proc, step, itemIndex, qdate, owner, cwd, cfg, spool, fileLabel: file ?? "", warnings });
+            } catch (e) {
+              // every job built before the bad one was already sent: a dot each, or its ad with -verbose (submit.cpp queue_item)
+              if (e instanceof SubmitError) {
+                const done = built();
+                e.stdoutPrefix = verbose ? done.map(({ c, a }) => `\n** Proc ${c}.${a.num("ProcId")}:\n` + longForm(a)).join("") : ".".repeat(done.length);
+              }
+              throw e;
+            }
+            cl.ads.push(proc === 0 ? own : inheritClusterAd(cl.ads[0]!, own));
           }
           itemIndex++;
         }
       }
+      // submit_utils.cpp warn_unused: every line nothing looked up, but +Attr and dotted names (MY.x, FACTORY.x, ...)
       for (const v of vars.values()) {
         if (v.used) continue;
         const k = v.key.toLowerCase();
-        if (k.startsWith("+") || k.startsWith("my.") || KNOWN.has(k) || k.startsWith("request_") || k.startsWith("vm_") || k.startsWith("cron_") || k.startsWith("globus_") || k.startsWith("docker_") || k.startsWith("container_")) continue;
+        if (k.startsWith("+") || k.includes(".") || KNOWN.has(k) || k.startsWith("request_") || k.startsWith("vm_") || k.startsWith("cron_") || k.startsWith("globus_") || k.startsWith("docker_") || k.startsWith("container_")) continue;
         warnings.push(`WARNING: the line '${v.key} = ${v.value}' was unused by condor_submit. Is it a typo?\n`);
       }
-      for (const a of ads) a.set("TotalSubmitProcs", ads.length);
+      for (const c of clusters) for (const a of c.ads) a.set("TotalSubmitProcs", c.ads.length);
     };
+    const allAds = () => clusters.flatMap((c) => c.ads);
     if (db) {
       tx(db, () => {
-        cluster = metaGet(db, "next_cluster") || 1;
-        build();
+        build(metaGet(db, "next_cluster") || 1);
+        const ads = allAds();
         if (ads.length === 0) return;
         if (rootRefused) {
           throw new SubmitError(`\nERROR: Failed to commit job submission into the queue.\nERROR: Setting job owner to "root" is not permitted\n`,
-            verbose ? ads.map((a) => `\n** Proc ${cluster}.${a.num("ProcId")}:\n` + longForm(a)).join("") : ".".repeat(ads.length));
+            verbose ? ads.map((a) => `\n** Proc ${a.num("ClusterId")}.${a.num("ProcId")}:\n` + longForm(a)).join("") : ".".repeat(ads.length));
         }
-        metaSet(db, "next_cluster", cluster + 1);
+        metaSet(db, "next_cluster", clusters[clusters.length - 1]!.cluster + 1);
         for (const a of ads) putJob(db, a);
         // a hold-on-start fault given to this call belongs to these jobs, whichever schedd runs them
         const hold = envHoldOnStart();
-        if (hold) for (const a of ads) db.query("INSERT OR REPLACE INTO job_faults (cluster, proc, hold) VALUES (?, ?, ?)").run(cluster, a.num("ProcId")!, JSON.stringify(hold));
+        if (hold) for (const a of ads) db.query("INSERT OR REPLACE INTO job_faults (cluster, proc, hold) VALUES (?, ?, ?)").run(a.num("ClusterId")!, a.num("ProcId")!, JSON.stringify(hold));
         // the submit event goes to the user log before the schedd can see (and start) the job
         for (const a of ads) ulog(a, 0, `Job submitted from host: ${scheddAddr(cfg)}`, "", qdate);
         bumpGen(db);
       });
-    } else build();
+    } else build(1);
 
-    for (const w of warnings) err(w);
+    const ads = allAds();
+    // src/condor_submit.V6/submit.cpp: printed once the queue statements are processed, before the commit
+    if (queueStmts > 1) {
+      err("\nWarning: Use of multiple queue statements in a single submit file is deprecated." +
+        "\n         This functionality will be removed in the 25.x feature series. To see" +
+        "\n         how multiple queue statements can be converted into one visit:" +
+        "\nhttps://htcondor.readthedocs.io/en/latest/auto-redirect.html?category=example&tag=convert-multi-queue-statements\n");
+    }
     if (ads.length === 0) {
       if (!terse) err("\nWARNING: file contains no queue statement or zero jobs were queued\n");
       return 0;
     }
     if (dryRun !== null) {
+      for (const w of warnings) err(w);
       const text2 = ads.map((a) => { const o = a.toObject(); return Object.keys(o).sort().map((k) => `${k}=${o[k]}`).join("\n") + "\n"; }).join("\n");
       if (dryRun === "-") out(text2); else fs.writeFileSync(dryRun, text2);
       if (!terse) out(`Dry-Run job(s)${".".repeat(ads.length)}\n${ads.length} job(s) dry-run to cluster 1.\n`);
@@ -372,14 +444,16 @@ export async function condorSubmit(argv: string[], afterCommit?: () => Promise<v
     if (spool) for (const a of ads) spoolInput(a);
     ensureSchedd(db!);
     if (afterCommit) await afterCommit();
-    const last = ads[ads.length - 1]!.num("ProcId")!;
-    if (terse) out(`${cluster}.0 - ${cluster}.${last}\n`);
-    else if (verbose) {
-      for (const a of ads) out(`\n** Proc ${cluster}.${a.num("ProcId")}:\n` + longForm(a));
+    if (terse) {
+      for (const c of clusters) out(`${c.cluster}.0 - ${c.cluster}.${c.ads.length - 1}\n`);
+    } else if (verbose) {
+      for (const a of ads) out(`\n** Proc ${a.num("ClusterId")}.${a.num("ProcId")}:\n` + longForm(a));
     } else {
-      out(`Submitting job(s)${".".repeat(ads.length)}\n${ads.length} job(s) submitted to cluster ${cluster}.\n`);
-      err(`To monitor your job(s), run: condor_watch_q -clusters ${cluster}\n`);
+      out(`Submitting job(s)${".".repeat(ads.length)}\n` + clusters.map((c) => `${c.ads.length} job(s) submitted to cluster ${c.cluster}.\n`).join(""));
+      err(`To monitor your job(s), run: condor_watch_q -clusters ${clusters.map((c) => c.cluster).join(" ")}\n`);
     }
+    // the unused-line warnings come last (submit.cpp main, after the commit)
+    for (const w of warnings) err(w);
     return 0;
   } catch (e) {
     if (e instanceof SubmitError) {
@@ -391,6 +465,17 @@ export async function condorSubmit(argv: string[], afterCommit?: () => Promise<v
     }
     throw e;
   }
+}
+
+/**
+ * Job 0's ad forms the cluster ad; a later job carries only what it sets itself and reads the rest through the
+ * cluster ad (submit.cpp sends the cluster ad, then each proc's own attributes). So a command a later job leaves
+ * empty, which then sets nothing, shows job 0's value (observed: the leak table of "Many pods in one condor_submit").
+ */
+function inheritClusterAd(clusterAd: Ad, own: Ad): Ad {
+  const ad = clusterAd.clone();
+  for (const [k, v] of Object.entries(own.toObject())) ad.setText(k, v);
+  return ad;
 }
 
 function longForm(a: Ad): string {
@@ -426,27 +511,30 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
     if (v) { v.used = true; return v.value; }
     return undefined;
   };
+  // submit_utils.cpp submit_param: a value that expands to nothing is no value at all, so the command gets
+  // its default (observed: `V_cpus_2 =` gave RequestCpus 1) and, in a later job, job 0's value shows through
   const get = (k: string): string | undefined => {
     const v = vars.get(k.toLowerCase());
     if (!v) return undefined;
     v.used = true;
-    return expand(v.value, specials).trim();
+    const x = expand(v.value, specials).trim();
+    return x === "" ? undefined : x;
   };
   const ad = new Ad();
   const cfg = c.cfg;
   const universeRaw = (get("universe") ?? "vanilla").toLowerCase();
   const universes: Record<string, number> = { vanilla: 5, docker: 5, container: 5, scheduler: 7, local: 12, grid: 9, java: 10, parallel: 11, vm: 13, standard: 1 };
-  if (!(universeRaw in universes)) throw new SubmitError(`\nERROR: I don't know about the '${universeRaw}' universe.\n`);
+  if (!(universeRaw in universes)) throw new SubmitError(`ERROR: I don't know about the '${universeRaw}' universe.\n`);
 
   // container
   const containerImage = get("container_image");
   const dockerImage = get("docker_image");
-  if (containerImage && dockerImage) throw new SubmitError(`\nERROR: docker_image and container_image cannot both be specified\n`);
+  if (containerImage && dockerImage) throw new SubmitError(`ERROR: docker_image and container_image cannot both be specified\n`);
   if (dockerImage && universeRaw !== "docker" && universeRaw !== "vanilla") { /* allowed */ }
   let image = containerImage ?? (dockerImage ? (dockerImage.startsWith("docker:") ? dockerImage : "docker://" + dockerImage) : undefined);
   const isContainer = image !== undefined || universeRaw === "container" || universeRaw === "docker";
-  if (isContainer && !image) throw new SubmitError(`\nERROR: container jobs require a container_image or docker_image\n`);
-  if (image && /^(instance|library|shub):\/\//.test(image)) throw new SubmitError(`\nERROR: '${image}' is not a valid container image\n`);
+  if (isContainer && !image) throw new SubmitError(`ERROR: container jobs require a container_image or docker_image\n`);
+  if (image && /^(instance|library|shub):\/\//.test(image)) throw new SubmitError(`ERROR: '${image}' is not a valid container image\n`);
 
   // executable
   const exeRaw = get("executable");
@@ -466,7 +554,10 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
 
   const iwdRaw = get("initialdir") ?? get("initial_dir");
   const iwd = iwdRaw ? path.resolve(c.cwd, iwdRaw) : c.cwd;
-  if (iwdRaw && !fs.existsSync(iwd)) throw new SubmitError(`\nERROR: No such directory: ${iwd}\n`);
+  // submit_utils.cpp SetIWD: access(F_OK|X_OK); one bad job fails the whole submit (observed)
+  let iwdOk = true;
+  try { fs.accessSync(iwd, fs.constants.X_OK); } catch { iwdOk = false; }
+  if (iwdRaw && !iwdOk) throw new SubmitError(`ERROR: No such directory: ${iwd}\n`);
 
   // --- base ad (observed §8 hello.txt q-json-idle)
   const owner = c.owner;
@@ -510,7 +601,7 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
     if (/^\d+$/.test(jmvt)) ad.set("JobMaxVacateTime", Number(jmvt));
     else {
       const ex = canonical(jmvt);
-      if (ex === null) throw new SubmitError(`\nERROR: Parse error in expression: \n\tJobMaxVacateTime = ${jmvt}\n`);
+      if (ex === null) throw new SubmitError(`ERROR: Parse error in expression: \n\tJobMaxVacateTime = ${jmvt}\n\t\n`);
       ad.setText("JobMaxVacateTime", ex);
     }
   }
@@ -534,7 +625,7 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
         ad.set("Arguments", v2);
       } else ad.set("Args", argsRaw);
     } catch (e) {
-      throw new SubmitError(`\nERROR: ${(e as Error).message}\nERROR: failed to parse arguments string: ${argsRaw}\n`);
+      throw new SubmitError(`ERROR: ${(e as Error).message}\nThe full arguments you specified were: ${argsRaw}\n`);
     }
   }
   // environment
@@ -546,7 +637,7 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
       env = v2 !== null ? parseEnvV2Raw(v2) : parseEnvV1(envRaw);
     }
   } catch (e) {
-    throw new SubmitError(`\n${(e as Error).message}\nERROR: failed to parse environment string: ${envRaw}\n`);
+    throw new SubmitError(`ERROR: ${(e as Error).message.replace(/^ERROR: /, "")}\nThe environment you specified was: '${envRaw}'\n`);
   }
   const getenv = get("getenv");
   if (getenv && !/^(false|no|f|n|0)$/i.test(getenv)) {
@@ -575,10 +666,10 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   const remaps = get("transfer_output_remaps");
   if (remaps !== undefined) ad.set("TransferOutputRemaps", remaps.replace(/^"(.*)"$/, "$1"));
   const stf = (get("should_transfer_files") ?? "IF_NEEDED").toUpperCase();
-  if (!["YES", "NO", "IF_NEEDED"].includes(stf)) throw new SubmitError(`\nERROR: should_transfer_files contains an invalid value (${stf})\n`);
+  if (!["YES", "NO", "IF_NEEDED"].includes(stf)) throw new SubmitError(`ERROR: should_transfer_files contains an invalid value (${stf})\n`);
   const wtto = (get("when_to_transfer_output") ?? "ON_EXIT").toUpperCase();
-  if (stf === "NO" && (tif || tof)) throw new SubmitError(`\nERROR: You specified should_transfer_files = NO and also listed files to transfer.\n`);
-  if (stf === "IF_NEEDED" && wtto === "ON_EXIT_OR_EVICT") throw new SubmitError(`\nERROR: \"when_to_transfer_output = ON_EXIT_OR_EVICT\" is not allowed with \"should_transfer_files = IF_NEEDED\"\n`);
+  if (stf === "NO" && (tif || tof)) throw new SubmitError(`ERROR: You specified should_transfer_files = NO and also listed files to transfer.\n`);
+  if (stf === "IF_NEEDED" && wtto === "ON_EXIT_OR_EVICT") throw new SubmitError(`ERROR: \"when_to_transfer_output = ON_EXIT_OR_EVICT\" is not allowed with \"should_transfer_files = IF_NEEDED\"\n`);
   ad.set("ShouldTransferFiles", stf);
   ad.set("WhenToTransferOutput", wtto);
   if (!transferExe) ad.set("TransferExecutable", false);
@@ -599,7 +690,7 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
     if (n !== null) ad.set("RequestMemory", n);
     else {
       const ex = canonical(mem);
-      if (ex === null) throw new SubmitError(`\nERROR: request_memory = ${mem} is not a valid expression\n`);
+      if (ex === null) throw new SubmitError(`ERROR: request_memory = ${mem} is not a valid expression\n`);
       ad.setText("RequestMemory", ex);
     }
   } else ad.set("RequestMemory", 128);
@@ -609,7 +700,7 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
     if (n !== null) ad.set("RequestDisk", n);
     else {
       const ex = canonical(disk);
-      if (ex === null) throw new SubmitError(`\nERROR: request_disk = ${disk} is not a valid expression\n`);
+      if (ex === null) throw new SubmitError(`ERROR: request_disk = ${disk} is not a valid expression\n`);
       ad.setText("RequestDisk", ex);
     }
   } else ad.setText("RequestDisk", "MAX({ 1024,(TransferInputSizeMB + 1) * 1.250000000000000E+00 }) * 1024");
@@ -619,7 +710,8 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
     const k = v.key.toLowerCase();
     if (k.startsWith("request_") && !["request_cpus", "request_memory", "request_disk", "request_gpus"].includes(k)) {
       const name = "Request" + v.key.slice(8);
-      const val = get(v.key)!;
+      const val = get(v.key);
+      if (val === undefined) continue;
       const ex = /^\d+$/.test(val) ? val : canonical(val);
       if (ex !== null) ad.setText(name, ex);
     }
@@ -630,12 +722,14 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   if (bn !== undefined) ad.set("JobBatchName", bn.replace(/^"(.*)"$/, "$1"));
   const wio = get("want_io_proxy");
   if (wio !== undefined) ad.set("WantIOProxy", truthy(wio));
+  // submit_utils.cpp SetAccountingGroup: a user without a group is a user alias (AccountingGroup = user)
   const ag = get("accounting_group");
-  if (ag) {
-    const agu = get("accounting_group_user") ?? owner;
-    ad.set("AcctGroup", ag);
+  const agUser = get("accounting_group_user");
+  if (ag || agUser) {
+    const agu = agUser ?? owner;
     ad.set("AcctGroupUser", agu);
-    ad.set("AccountingGroup", `${ag}.${agu}`);
+    if (ag) { ad.set("AcctGroup", ag); ad.set("AccountingGroup", `${ag}.${agu}`); }
+    else ad.set("AccountingGroup", agu);
   }
   const exprKeys: [string, string][] = [["periodic_remove", "PeriodicRemove"], ["periodic_hold", "PeriodicHold"], ["periodic_release", "PeriodicRelease"],
     ["on_exit_hold", "OnExitHold"], ["on_exit_remove", "OnExitRemove"], ["periodic_hold_reason", "PeriodicHoldReason"], ["periodic_hold_subcode", "PeriodicHoldSubCode"],
@@ -648,7 +742,7 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
     if (v === undefined || v === "") continue;
     if (k === "concurrency_limits") { ad.set(attr, v); continue; }
     const ex = canonical(v);
-    if (ex === null) throw new SubmitError(`\nERROR: Parse error in expression: \n\t${attr} = ${v}\n`);
+    if (ex === null) throw new SubmitError(`ERROR: Parse error in expression: \n\t${attr} = ${v}\n\t\n`);
     ad.setText(attr, ex);
   }
   const mr = get("max_retries");
@@ -700,7 +794,7 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   const req = get("requirements");
   if (req !== undefined && req !== "") {
     const ex = canonical(req);
-    if (ex === null) throw new SubmitError(`\nERROR: Parse error in expression: \n\tRequirements = ${req}\n`);
+    if (ex === null) throw new SubmitError(`ERROR: Parse error in expression: \n\tRequirements = (${req}) && ${def}\n\t\n`);
     ad.setText("Requirements", `(${ex}) && ${def}`);
   } else ad.setText("Requirements", def);
 
@@ -711,16 +805,16 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
     if (k.startsWith("+")) attr = k.slice(1);
     else if (/^my\./i.test(k)) attr = k.slice(3);
     if (!attr) continue;
-    const val = get(k)!;
-    if (val === "") continue;
+    // submit_utils.cpp SetForcedAttributes: an empty MY.X sets X = undefined (observed: not inherited from job 0)
+    const val = get(k) ?? "undefined";
     const ex = canonical(val);
-    if (ex === null) throw new SubmitError(`\nERROR: Parse error in expression: \n\t${attr} = ${val}\n`);
+    if (ex === null) throw new SubmitError(`ERROR: Parse error in expression: \n\t${attr} = ${val}\n\t\n`);
     ad.setText(attr, ex);
   }
 
   // hold / spool
   const hold = truthy(get("hold"));
-  if (hold && c.spool) throw new SubmitError(`\nERROR: hold = true is not allowed with -spool or -remote\n`);
+  if (hold && c.spool) throw new SubmitError(`ERROR: Cannot set hold to 'true' when using -remote or -spool\n`);
   if (hold) {
     ad.set("JobStatus", 5);
     ad.set("HoldReason", "submitted on hold at user's request");

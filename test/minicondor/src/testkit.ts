@@ -12,6 +12,8 @@ export type HomeOptions = {
   cpus?: number; memory?: number; gpus?: number; disk?: number; spoolReleaseMs?: number; stageOutLingerMs?: number;
   pollMs?: number; periodicIntervalS?: number; sharedFileSystem?: boolean; scheddIdleExitMs?: number; delayedUpdateMs?: number;
   host?: string; apptainer?: string;
+  /** the AP's IMMUTABLE_JOB_ATTRS / PROTECTED_JOB_ATTRS: "A, B C" or a list */
+  immutableJobAttrs?: string | string[]; protectedJobAttrs?: string | string[];
 };
 
 /** Create a fresh MINICONDOR_HOME in a temp dir (with config.json). */
