@@ -53,7 +53,8 @@ export function submitKey(key: string): { key: string } | { problem: string; res
     return { key: `MY.${attr}` };
   }
   if (!COMMAND.test(key)) return { problem: "not a submit command name (letters, digits and '_'; +Name or MY.Name for job attributes)", reserved: false };
-  if (RESERVED.has(key.toLowerCase())) return { problem: "it is set by the sidecar", reserved: true };
+  // InterLink… commands are the sidecar's macros (a batch's per-job values, render/submit.ts).
+  if (RESERVED.has(key.toLowerCase()) || key.toLowerCase().startsWith("interlink")) return { problem: "it is set by the sidecar", reserved: true };
   return { key };
 }
 

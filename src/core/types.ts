@@ -28,13 +28,6 @@ export function logFileName(name: string, init: boolean, previous = false): stri
 export function stateFileName(name: string, init: boolean): string {
   return `podstate/${containerKey(name, init)}`;
 }
-/**
- * The comment line that opens the pod's own submit options in a rendered submit file: every
- * line after it, up to `queue`, came from the pod's submit-options annotation. condor/tools.ts
- * looks for it to tell a refusal of the pod's options from a refusal of the sidecar's own lines.
- */
-export const POD_SUBMIT_OPTIONS_HEADER = "# The pod's submit options (annotation htcondor-job.vk.io/submit-options)";
-
 /** Job attribute that the wrapper chirps a container's state line into (ClassAd identifier). */
 export function stateAttrName(index: number, init: boolean): string {
   return `InterLink${init ? "Init" : "Ctr"}${index}State`;

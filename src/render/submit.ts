@@ -10,7 +10,7 @@
  * `env/<key>.env` files.
  */
 import type { ContainerPlan, JobPlan } from "../core/types.ts";
-import { POD_SUBMIT_OPTIONS_HEADER, containerKey, logFileName, stateAttrName } from "../core/types.ts";
+import { logFileName, stateAttrName } from "../core/types.ts";
 import { invalid } from "../core/errors.ts";
 import { quote } from "../core/pod.ts";
 import { formatStateLine } from "../core/state-line.ts";
@@ -69,15 +69,15 @@ export function logFiles(plan: JobPlan): string[] {
 /** The state line a container has until the wrapper reports: waiting ContainerCreating. */
 export const INITIAL_STATE_LINE = formatStateLine({ state: "waiting", reason: "ContainerCreating", ready: false, restartCount: 0 });
 
-export function renderSubmit(plan: JobPlan): string {
-  const out: string[] = [];
-  const cmd = (key: string, value: string | number) => out.push(`${key} = ${value}`);
-  const r = plan.resources;
+/** One submit command of a job, written by the rules above: its key and its value. */
+export type SubmitCommand = readonly [key: string, value: string];
 
-  out.push(`# HTCondor job for pod ${submitValue(plan.batchName, "comment")} (uid ${submitValue(plan.uid, "comment")})`);
-  out.push("# Rendered by htcondor-sidecar; job.sh runs the pod's containers.");
+/** The commands of a pod's job, in order: everything but `initialdir`, `executable` and `queue`. */
+export function jobCommands(plan: JobPlan): SubmitCommand[] {
+  const out: SubmitCommand[] = [];
+  const cmd = (key: string, value: string | number) => out.push([key, String(value)]);
+  const r = plan.resources;
   cmd("universe", "vanilla");
-  cmd("executable", "job.sh");
   cmd("transfer_executable", "true");
   cmd("should_transfer_files", "YES");
   cmd("when_to_transfer_output", "ON_EXIT");
@@ -91,12 +91,10 @@ export function renderSubmit(plan: JobPlan): string {
   cmd("output", "job.out");
   cmd("error", "job.err");
   cmd("log", "job.log");
-  out.push("");
   cmd("request_cpus", Math.max(1, nonNegInt(r.cpus, "request_cpus")));
   cmd("request_memory", `${nonNegInt(r.memoryMiB, "request_memory")}M`);
   if (r.diskKiB !== undefined) cmd("request_disk", `${nonNegInt(r.diskKiB, "request_disk")}K`);
   if (nonNegInt(r.gpus, "request_gpus") > 0) cmd("request_gpus", r.gpus);
-  out.push("");
   cmd("want_io_proxy", "true");
   const grace = nonNegInt(plan.terminationGracePeriodSeconds, "job_max_vacate_time");
   cmd("job_max_vacate_time", grace + VACATE_MARGIN_SECONDS);
@@ -109,7 +107,6 @@ export function renderSubmit(plan: JobPlan): string {
     cmd("accounting_group", plainValue(plan.submit.accountingGroup, "accounting_group"));
   }
   if (plan.submit.requirements !== undefined) cmd("requirements", submitValue(plan.submit.requirements, "requirements (config Submit.Requirements)"));
-  out.push("");
   cmd("MY.InterLinkPodUID", submitString(plan.uid, "MY.InterLinkPodUID"));
   cmd("MY.InterLinkPodName", submitString(plan.name, "MY.InterLinkPodName"));
   cmd("MY.InterLinkPodNamespace", submitString(plan.namespace, "MY.InterLinkPodNamespace"));
@@ -120,19 +117,69 @@ export function renderSubmit(plan: JobPlan): string {
   for (const c of all) {
     cmd(`MY.${stateAttrName(c.index, c.init)}`, submitString(INITIAL_STATE_LINE));
   }
-  if (plan.submit.lines.length > 0) {
-    out.push("");
-    out.push("# Site policy (config Submit.ExtraLines)");
-    for (const [key, value] of plan.submit.lines) cmd(checkKey(key, "config Submit.ExtraLines"), submitValue(value, `${key} (config Submit.ExtraLines)`));
-  }
-  const podOptions = plan.submit.podOptions ?? [];
-  if (podOptions.length > 0) {
-    const from = `pod ${quote(plan.batchName)}: metadata.annotations["htcondor-job.vk.io/submit-options"]`;
-    out.push("");
-    out.push(POD_SUBMIT_OPTIONS_HEADER);
-    for (const [key, value] of podOptions) cmd(checkKey(key, from), submitValue(value, `${key} (${from})`));
-  }
-  out.push("");
-  out.push("queue 1");
+  for (const [key, value] of plan.submit.lines) cmd(checkKey(key, "config Submit.ExtraLines"), submitValue(value, `${key} (config Submit.ExtraLines)`));
+  const from = `pod ${quote(plan.batchName)}: metadata.annotations["htcondor-job.vk.io/submit-options"]`;
+  for (const [key, value] of plan.submit.podOptions ?? []) cmd(checkKey(key, from), submitValue(value, `${key} (${from})`));
+  return out;
+}
+
+/** A pod's job as condor_submit gets it: the pod folder (its `initialdir`), a label for the comment, its commands. */
+export interface SubmitJob {
+  dir: string;
+  /** `namespace/name (uid …)`, written as a comment. */
+  label: string;
+  commands: readonly SubmitCommand[];
+}
+
+/**
+ * Jobs that may share one condor_submit: the same commands in the same order, each with a value.
+ * A job that leaves a command unset inherits the first job's value for some of them (observed:
+ * accounting_group, transfer_input_files, allowed_job_duration; spec: htcondor-observed.md,
+ * "Many pods in one condor_submit"), so jobs of different shapes never share a cluster.
+ */
+export function submitShape(job: SubmitJob): string {
+  return job.commands.map(([key]) => key).join(" ");
+}
+
+/** The macro that holds job `step`'s value of command `k` (`InterLink…` keys are the sidecar's, see core/submit-rules.ts). */
+const macro = (k: number, step: number | string) => `InterLinkV${k}_${step}`;
+
+/**
+ * One submit description for jobs of one shape (see {@link submitShape}): one cluster, one
+ * proc per job, in order. A value that is the same for every job is written once; the others
+ * are macros indexed by `$(Step)`, one line per job, which condor_submit expands per proc (the
+ * observed form; several `queue` statements are deprecated and several files on one command
+ * line submit only the last). `initialdir` is the pod's folder and `executable` its job.sh,
+ * so the file may live anywhere.
+ */
+export function renderBatch(jobs: readonly SubmitJob[]): string {
+  if (jobs.length === 0) throw new Error("renderBatch: no jobs");
+  const shape = submitShape(jobs[0]!);
+  if (jobs.some((j) => submitShape(j) !== shape)) throw new Error("renderBatch: the jobs have different commands");
+  const dirs = jobs.map((j) => submitValue(j.dir, "initialdir"));
+  const columns: SubmitCommand[][] = [dirs.map((d) => ["initialdir", d] as const), ...jobs[0]!.commands.map((_, k) => jobs.map((j) => j.commands[k]!))];
+  const out = [`# htcondor-sidecar: ${jobs.length === 1 ? "one pod" : `${jobs.length} pods, one job each ($(Step) picks each job's values)`}; job.sh runs the pod's containers`];
+  const shared: string[] = [];
+  const perJob: string[][] = jobs.map((j, step) => [`# job ${step} (Step ${step}): pod ${submitValue(j.label, "comment")}`]);
+  columns.forEach((column, k) => {
+    const key = column[0]![0];
+    const values = column.map(([, v]) => v);
+    if (values.every((v) => v === values[0])) {
+      shared.push(`${key} = ${values[0]}`);
+      return;
+    }
+    values.forEach((v, step) => perJob[step]!.push(`${macro(k, step)} = ${v}`));
+    shared.push(`${key} = $(${macro(k, "$(Step)")})`);
+  });
+  // The executable is the pod's job.sh: an absolute path, since initialdir does not apply to it.
+  shared.splice(1, 0, `executable = ${dirs.every((d) => d === dirs[0]) ? dirs[0] : `$(${macro(0, "$(Step)")})`}/job.sh`);
+  if (jobs.length === 1) out.push(`# pod ${submitValue(jobs[0]!.label, "comment")}`);
+  else out.push(...perJob.flatMap((lines) => [...lines, ""]));
+  out.push(...shared, "", `queue ${jobs.length}`);
   return out.join("\n") + "\n";
+}
+
+/** A pod's job alone: the description `job.sub` in the pod folder shows, and a batch of one submits. */
+export function renderSubmit(plan: JobPlan, dir: string): string {
+  return renderBatch([{ dir, label: `${plan.batchName} (uid ${plan.uid})`, commands: jobCommands(plan) }]);
 }

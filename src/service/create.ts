@@ -46,7 +46,7 @@ export function createCreateService(c: Ctx): { create(req: CreateRequest): Promi
 
     const plan = planJob(req, c.planConfig);
     const wrapper = renderWrapper(plan);
-    const submit = renderSubmit(plan);
+    const submit = renderSubmit(plan, podDir(c.dataRoot, uid));
     const dir = podDir(c.dataRoot, uid);
     const containers = [...plan.initContainers, ...plan.containers].map((ct) => ({
       name: ct.name,

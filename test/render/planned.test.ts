@@ -11,10 +11,13 @@ import { richPlanConfig } from "../fixtures/config.ts";
 import { richCreateRequest } from "../fixtures/pods.ts";
 import { expectGolden, submitCommands as commands } from "./golden.ts";
 
+/** The pod folder a job is submitted from (its initialdir). */
+const DIR = "/var/lib/htcondor-sidecar/pods/7c9e6679";
+
 const plan = () => planJob(parseCreateRequest(richCreateRequest()), richPlanConfig());
 
 describe("planJob → renderSubmit / renderWrapper (the rich example and its site config)", () => {
-  test("the submit file (golden)", () => expectGolden("planned-rich.sub", renderSubmit(plan())));
+  test("the submit file (golden)", () => expectGolden("planned-rich.sub", renderSubmit(plan(), DIR)));
 
   // The library is the same for every pod (rich.sh shows it): this golden is the plan part.
   test("the wrapper's plan section (golden)", () => {
@@ -25,7 +28,7 @@ describe("planJob → renderSubmit / renderWrapper (the rich example and its sit
 
   // spec: htcondor-cli §1.4: `+X` is written `MY.X`; the site's line comes first, then the pod's.
   test("site ExtraLines and allowlisted submit-options with + reach the submit file as MY.", () => {
-    const cmds = commands(renderSubmit(plan()));
+    const cmds = commands(renderSubmit(plan(), DIR));
     const tail = cmds.slice(cmds.findIndex(([k]) => k === "MY.SiteFlavour"));
     expect(tail).toEqual([
       ["MY.SiteFlavour", '"test"'],
@@ -37,7 +40,7 @@ describe("planJob → renderSubmit / renderWrapper (the rich example and its sit
 
   test("no env value or secret of the request reaches either file", () => {
     const p = plan();
-    const both = renderSubmit(p) + renderWrapper(p);
+    const both = renderSubmit(p, DIR) + renderWrapper(p);
     for (const secret of ["admin", "p@ss w0rd", "eyJhbGciOiJSUzI1NiJ9", "hello $(POD_NAME)"]) expect(both).not.toContain(secret);
   });
 });

@@ -8,6 +8,9 @@ import { planJob } from "../../src/core/plan.ts";
 import { renderSubmit } from "../../src/render/submit.ts";
 import { makeCreateRequest } from "../fixtures/pods.ts";
 
+/** The pod folder a job is submitted from (its initialdir). */
+const DIR = "/var/lib/htcondor-sidecar/pods/7c9e6679";
+
 describe("parseConfig", () => {
   test("an empty file is all defaults", () => {
     const { config, warnings } = parseConfig("");
@@ -68,7 +71,7 @@ describe("parseConfig", () => {
     const p = planConfig(config, false);
     expect(p.extraSubmitLines).toEqual([["+ProjectName", '"physics"']]);
     const plan = planJob(parseCreateRequest(makeCreateRequest()), p);
-    expect(renderSubmit(plan)).toContain('\nMY.ProjectName = "physics"\n');
+    expect(renderSubmit(plan, DIR)).toContain('\nMY.ProjectName = "physics"\n');
   });
   test("planConfig maps the file onto the job-shaping settings", () => {
     const { config } = parseConfig("CommandPrefix: 'module load x'\nSubmit:\n  ExtraLines: {priority: 5}\n  AccountingGroups: {physics: group_phys}\n");
