@@ -78,12 +78,16 @@ describe("files the job left in its pod folder (issue 12, class 2; SharedFilesys
     await sc.call("POST", "/delete", p.pod);
   }, 90_000);
 
-  test("a state file replaced by a symlink to a forged line does not decide the container's end", async () => {
-    // The snippet plants the link and kills the wrapper, so that nothing overwrites it: the job
-    // ends by a signal, and the forged file says the container completed with 0.
+  test("a state file in the pod folder replaced by a symlink does not decide the container's end", async () => {
+    // Output transfer sends a symlink in the sandbox as the file it points to (the job's own
+    // word, like any file it writes), but the job can also plant a link in the pod folder itself.
+    // The snippet plants one there, drops the sandbox's state file (so that nothing comes back
+    // over the link) and kills the wrapper: the job ends by a signal, and the file the link
+    // points to says the container completed with 0.
     const forged = join(sc.dir, "forged-state");
     writeFileSync(forged, "1 terminated Completed 0 1 2 0 0 - - - - -\n");
-    const p = pod("forger", `ln -sf ${shQuote(forged)} podstate/c.main && kill -9 "$PPID"`);
+    const plant = `mkdir -p "$_CONDOR_JOB_IWD/podstate" && ln -sf ${shQuote(forged)} "$_CONDOR_JOB_IWD/podstate/c.main"`;
+    const p = pod("forger", `${plant} && rm -f podstate/c.main && kill -9 "$PPID"`);
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
     const st = await eventually(async () => {
       const s = await statusOf(p.pod);
