@@ -2,8 +2,8 @@
  * `renderWrapper(plan)`: the job's executable, a bash script that runs the pod's containers.
  *
  * Layout of the script: a header, the plan (bash variables, arrays and one function per
- * container, every value quoted by {@link sh}), the constant library (wrapper-lib.ts), then
- * `main`. User data is never spliced into code: it only ever appears as a single-quoted word.
+ * container, every value quoted by {@link sh}), the constant library (wrapper-lib.bash, imported
+ * as text: real bash that shellcheck reads, embedded by `bun build --compile`), then `main`. User data is never spliced into code: it only ever appears as a single-quoted word.
  * The deliberate code channels (CommandPrefix, pre-exec, wstunnel commands) are quoted strings
  * too, run by the library with `bash -c "$snippet"`.
  *
@@ -15,7 +15,10 @@ import { containerKey, stateAttrName } from "../core/types.ts";
 import { invalid } from "../core/errors.ts";
 import { normalizeAbsolute } from "../core/pod.ts";
 import { sh } from "./sh.ts";
-import { WRAPPER_LIB } from "./wrapper-lib.ts";
+import WRAPPER_LIB_TEXT from "./wrapper-lib.bash" with { type: "text" };
+
+/** The constant library, the same for every pod (wrapper-lib.bash). */
+export const WRAPPER_LIB: string = WRAPPER_LIB_TEXT;
 
 export interface WrapperOptions {
   /** How long a dummy job (plan.dummy) reports its containers running, in seconds (default 1). */
@@ -141,6 +144,7 @@ function containerSection(c: ContainerPlan, podGrace: number): string {
   }
   return [
     `# ${where}`,
+    "# shellcheck disable=SC2317 # main calls it by name (INIT_CONTAINERS, CONTAINERS)",
     `${planFunction(c)}() {`,
     sh`  C_NAME=${c.name} C_KEY=${key} C_INIT=${c.init ? 1 : 0} C_ATTR=${stateAttrName(c.index, c.init)}`,
     image.kind === "host"
@@ -232,6 +236,7 @@ const HEADER = `#!/bin/bash
 # its output, every line timestamped, to <key>.log (in the pod folder with a shared filesystem);
 # the wrapper's own messages to
 # podstate/wrapper.log. The job exits with the highest container exit code.
+# shellcheck disable=SC2016 # the plan's values are data: '$' in single quotes stays literal
 set -u
 `;
 

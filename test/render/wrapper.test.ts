@@ -1,10 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { bindOrder, renderWrapper, instancePrefix } from "../../src/render/wrapper.ts";
+import { WRAPPER_LIB, bindOrder, renderWrapper, instancePrefix } from "../../src/render/wrapper.ts";
 import type { MountPlan } from "../../src/core/types.ts";
-import { WRAPPER_LIB } from "../../src/render/wrapper-lib.ts";
 import { SidecarError } from "../../src/core/errors.ts";
 import { basePlan, container, minimalPlan, richPlan } from "./plans.ts";
-import { expectGolden } from "./golden.ts";
+import { expectGolden, perPodPart } from "./golden.ts";
 
 function bashSyntaxOk(script: string): void {
   const r = Bun.spawnSync(["/bin/bash", "-n"], { stdin: new TextEncoder().encode(script) });
@@ -12,9 +11,10 @@ function bashSyntaxOk(script: string): void {
   expect(r.exitCode).toBe(0);
 }
 
+// The golden files hold what the plan decides; the library (wrapper-lib.bash) is one marker line.
 describe("renderWrapper golden files", () => {
-  test("minimal plan", () => expectGolden("minimal.sh", renderWrapper(minimalPlan)));
-  test("rich plan", () => expectGolden("rich.sh", renderWrapper(richPlan)));
+  test("minimal plan", () => expectGolden("minimal.sh", perPodPart(renderWrapper(minimalPlan))));
+  test("rich plan", () => expectGolden("rich.sh", perPodPart(renderWrapper(richPlan))));
 });
 
 describe("renderWrapper", () => {
@@ -30,10 +30,14 @@ describe("renderWrapper", () => {
     expect(s.endsWith('\nmain "$@"\n')).toBe(true);
   });
 
-  test("the library is constant and unescaped", () => {
+  test("the library is the .bash file byte for byte, once, between the plan and main", async () => {
+    const file = await Bun.file(new URL("../../src/render/wrapper-lib.bash", import.meta.url)).text();
+    expect(WRAPPER_LIB).toBe(file);
     expect(WRAPPER_LIB).toContain('"${t%.*}"');
     expect(WRAPPER_LIB).not.toContain("\\${");
-    expect(renderWrapper(minimalPlan)).toContain(WRAPPER_LIB);
+    const s = renderWrapper(minimalPlan);
+    expect(s.indexOf(WRAPPER_LIB)).toBe(s.lastIndexOf(WRAPPER_LIB));
+    expect(s.endsWith(`${WRAPPER_LIB}\nmain "$@"\n`)).toBe(true);
   });
 
   test("user data is quoted: the plan section declares no command substitution", () => {

@@ -7,6 +7,7 @@
 # its output, every line timestamped, to <key>.log (in the pod folder with a shared filesystem);
 # the wrapper's own messages to
 # podstate/wrapper.log. The job exits with the highest container exit code.
+# shellcheck disable=SC2016 # the plan's values are data: '$' in single quotes stays literal
 set -u
 
 # ===========================================================================================
@@ -67,6 +68,7 @@ INIT_CONTAINERS=(init_0 init_1)
 CONTAINERS=(ctr_0 ctr_1)
 
 # spec.initContainers[0]
+# shellcheck disable=SC2317 # main calls it by name (INIT_CONTAINERS, CONTAINERS)
 init_0() {
   C_NAME='fetch' C_KEY='i.fetch' C_INIT=1 C_ATTR='InterLinkInit0State'
   C_IMAGE_KIND=container C_IMAGE='docker://alpine:3.20' C_HOST_SITE=''
@@ -87,6 +89,7 @@ init_0() {
 }
 
 # spec.initContainers[1]
+# shellcheck disable=SC2317 # main calls it by name (INIT_CONTAINERS, CONTAINERS)
 init_1() {
   C_NAME='migrate' C_KEY='i.migrate' C_INIT=1 C_ATTR='InterLinkInit1State'
   C_IMAGE_KIND=container C_IMAGE='/cvmfs/unpacked.cern.ch/registry.hub.docker.com/library/python:3.12' C_HOST_SITE=''
@@ -105,6 +108,7 @@ init_1() {
 }
 
 # spec.containers[0]
+# shellcheck disable=SC2317 # main calls it by name (INIT_CONTAINERS, CONTAINERS)
 ctr_0() {
   C_NAME='app' C_KEY='c.app' C_INIT=0 C_ATTR='InterLinkCtr0State'
   C_IMAGE_KIND=container C_IMAGE='docker://python:3.12-slim' C_HOST_SITE=''
@@ -133,6 +137,7 @@ ctr_0() {
 }
 
 # spec.containers[1]
+# shellcheck disable=SC2317 # main calls it by name (INIT_CONTAINERS, CONTAINERS)
 ctr_1() {
   C_NAME='sidecar' C_KEY='c.sidecar' C_INIT=0 C_ATTR='InterLinkCtr1State'
   C_IMAGE_KIND=container C_IMAGE='/images/sif/tools.sif' C_HOST_SITE=''
@@ -154,3 +159,6 @@ ctr_1() {
   C_PRE_STOP=()
 }
 
+# ---- src/render/wrapper-lib.bash (the constant library) goes here ----
+
+main "$@"
