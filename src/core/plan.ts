@@ -697,17 +697,21 @@ function planMount(m: VolumeMount, j: number, c: Container, base: PathSeg[], env
   let source: MountPlan["source"];
   let readOnly = m.readOnly ?? false;
   switch (type) {
-    case "emptyDir":
-      source = { kind: "sandbox", path: joinRel(emptyDirFor(ctx, v.name), subPath) };
+    case "emptyDir": {
+      const root = emptyDirFor(ctx, v.name);
+      source = { kind: "sandbox", path: joinRel(root, subPath), root };
       break;
+    }
     case "configMap":
     case "secret":
     case "projected":
-    case "downwardAPI":
+    case "downwardAPI": {
       // Kubernetes mounts these read-only whatever the pod says.
       readOnly = true;
-      source = { kind: "sandbox", path: joinRel(dataVolumeDir(v, index, type, c, ctx), subPath) };
+      const root = dataVolumeDir(v, index, type, c, ctx);
+      source = { kind: "sandbox", path: joinRel(root, subPath), root };
       break;
+    }
     case "hostPath": {
       const hp = v.hostPath!.path;
       if (!ctx.cfg.hostPathAllow.some((prefix) => underPrefix(hp, prefix))) {
@@ -716,7 +720,9 @@ function planMount(m: VolumeMount, j: number, c: Container, base: PathSeg[], env
             ? `hostPath volume ${quote(v.name)} refused: hostPath volumes are disabled on this site`
             : `hostPath volume ${quote(v.name)} refused: ${quote(hp)} is not under an allowed prefix (${ctx.cfg.hostPathAllow.join(", ")})`);
       }
-      source = { kind: "host", path: joinRel(hp.length > 1 ? hp.replace(/\/+$/, "") : hp, subPath).replace(/^\/\//, "/") };
+      // The wrapper checks the resolved path again on the worker (JobPlan.hostPathPrefixes).
+      const root = hp.length > 1 ? hp.replace(/\/+$/, "") : hp;
+      source = { kind: "host", path: joinRel(root, subPath).replace(/^\/\//, "/"), root };
       break;
     }
     default:
@@ -1118,6 +1124,7 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
       oldRuntime: cfg.oldRuntime,
     },
     emptyDirs: ctx.emptyDirs,
+    hostPathPrefixes: [...cfg.hostPathAllow],
     files: ctx.files,
     transferInput,
     initContainers,

@@ -122,16 +122,28 @@ chirp_attr() {
 
 # ---- container state lines (format: src/core/state-line.ts) ----------------------------------
 
-# The supervisor's view of its container. S_*: current state, L_*: last terminated run.
+# The supervisor's view of its container. S_*: current state (S_MESSAGE: why, for people), L_*:
+# last terminated run.
 reset_state() {
   S_STATE=waiting S_REASON=ContainerCreating S_EXIT='' S_STARTED='' S_FINISHED='' S_READY=0 S_RESTARTS=0
-  S_SIGNAL='' L_EXIT='' L_REASON='' L_STARTED='' L_FINISHED=''
+  S_SIGNAL='' S_MESSAGE='' L_EXIT='' L_REASON='' L_STARTED='' L_FINISHED=''
 }
 
+# b64url <text>: B64 = its first 400 bytes in unpadded base64url, the one form of free text that
+# a chirped string keeps (chirp drops backslashes and whole values with a newline).
+b64url() {
+  B64=$(printf '%s' "$1" | head -c 400 | base64 -w 0 | tr '+/' '-_' | tr -d '=')
+}
+
+# LINE = the state line; the message, when there is one, is a 14th field.
 state_line() {
   printf -v LINE '1 %s %s %s %s %s %s %s %s %s %s %s %s' "$S_STATE" "${S_REASON:--}" "${S_EXIT:--}" \
     "${S_STARTED:--}" "${S_FINISHED:--}" "$S_READY" "$S_RESTARTS" "${L_EXIT:--}" "${L_REASON:--}" \
     "${L_STARTED:--}" "${L_FINISHED:--}" "${S_SIGNAL:--}"
+  if [[ -n $S_MESSAGE ]]; then
+    b64url "$S_MESSAGE"
+    LINE+=" ${B64:--}"
+  fi
 }
 
 # write_state <key> <attr> <line>: atomic file update, then chirp.
@@ -157,6 +169,8 @@ force_terminated() {
   ((${#f[@]} >= 13)) || f=(1 waiting - - - - 0 0 - - - - -)
   [[ ${f[1]} == terminated ]] && return 0
   now
+  # A waiting state's message does not explain this end.
+  f=("${f[@]:0:13}")
   f[1]=terminated f[2]=$3 f[3]=$4 f[5]=$NOW f[6]=0
   line="${f[*]}"
   WHO=$1 wlog "state: $line"
@@ -513,41 +527,148 @@ load_env() {
   HOST_ENV=("PATH=$WRAPPER_PATH" "HOME=${HOME:-$SANDBOX}" "TMPDIR=$SANDBOX/tmp" ${ENV_PAIRS[@]+"${ENV_PAIRS[@]}"})
 }
 
-# Builds START_FLAGS (instance start) and EXEC_FLAGS (exec/run into the instance).
+# Builds START_FLAGS (instance start, without the binds: see prepare_binds) and EXEC_FLAGS
+# (exec/run into the instance).
 build_flags() {
-  local i j kind src dst mode pdst point
-  START_FLAGS=(--cleanenv) EXEC_FLAGS=(--cleanenv)
+  # --pid: both runtimes already start an instance in a PID namespace of its own, which every
+  # exec, probe and hook into it joins; said here so that no configuration can drop it.
+  START_FLAGS=(--cleanenv --pid) EXEC_FLAGS=(--cleanenv)
   if ((RT_NOEVAL)); then START_FLAGS+=(--no-eval) EXEC_FLAGS+=(--no-eval); fi
   ((RUNTIME_NO_HOME)) && START_FLAGS+=(--no-home)
   START_FLAGS+=(${C_GPU_FLAGS[@]+"${C_GPU_FLAGS[@]}"})
-  # Binds are made in order and C_MOUNTS is parent first: /tmp comes before the pod's mounts, so
-  # that a volume at /tmp or below it is not hidden.
-  START_FLAGS+=(--bind "$SANDBOX/tmp:/tmp")
-  for ((i = 0; i + 3 < ${#C_MOUNTS[@]}; i += 4)); do
-    kind=${C_MOUNTS[i]} src=${C_MOUNTS[i + 1]} dst=${C_MOUNTS[i + 2]} mode=${C_MOUNTS[i + 3]}
-    if [[ $kind == sandbox ]]; then
-      src=$SANDBOX/$src
-      [[ -e $src ]] || { wlog "creating the missing mount source $src"; mkdir -p -- "$src"; }
-    fi
-    # A mount nested in an earlier one needs its mount point inside the innermost such one's
-    # source, where that bind shows it (as the kubelet's runtime creates it); only in sources of
-    # the sandbox, never on the host.
-    for ((j = i - 4; j >= 0; j -= 4)); do
-      pdst=${C_MOUNTS[j + 2]}
-      [[ $pdst != / && $dst == "$pdst"/* ]] || continue
-      point=$SANDBOX/${C_MOUNTS[j + 1]}/${dst#"$pdst"/}
-      if [[ ${C_MOUNTS[j]} == sandbox && ! -e $point ]]; then
-        if [[ -d $src ]]; then mkdir -p -- "$point"; else mkdir -p -- "${point%/*}" && : >>"$point"; fi ||
-          wlog "cannot create the mount point $point"
-      fi
-      break
-    done
-    START_FLAGS+=(--bind "$src:$dst$([[ $mode == ro ]] && echo :ro)")
-  done
-  START_FLAGS+=(${C_RUNTIME_OPTIONS[@]+"${C_RUNTIME_OPTIONS[@]}"})
   # The pod's workingDir comes last: it wins over an allowed --pwd (the last value counts).
   EXEC_FLAGS+=(${C_EXEC_OPTIONS[@]+"${C_EXEC_OPTIONS[@]}"})
   [[ -n $C_WORKDIR ]] && EXEC_FLAGS+=(--pwd "$C_WORKDIR")
+  return 0
+}
+
+# ---- mounts: resolved on the worker at the moment of use ------------------------------------
+#
+# The pod's own containers can change what a mount's path leads to: an init container can leave a
+# symlink in an emptyDir, a container one in a writable hostPath. So right before each instance
+# start (restarts included) every source and mount point is resolved and must stay inside its own
+# volume's folder (a hostPath: below an allowed prefix, resolved here too); the resolved path is
+# what the runtime binds. What does not exist yet is made one component at a time, each checked
+# after it is made. What bash cannot close: a sibling container writing the same emptyDir can
+# swap a folder for a symlink between this check and the runtime's own lookup of the path.
+
+# resolve <name> <path>: sets the variable <name> to the path with every symlink resolved; fails
+# when it does not exist. (The x keeps a name that ends in a newline whole.)
+resolve() {
+  local r
+  r=$(realpath -e -- "$2" 2>/dev/null && echo x) || return 1
+  [[ $r == *$'\nx' ]] || return 1
+  printf -v "$1" '%s' "${r%$'\nx'}"
+}
+
+# inside <path> <folder>: is the path the folder itself or below it (both resolved)?
+inside() {
+  [[ $1 == "$2" || $1 == "${2%/}"/* ]]
+}
+
+# allowed_host <resolved path>: below one of HOST_PATH_PREFIXES, each resolved on this worker.
+allowed_host() {
+  local p real
+  for p in ${HOST_PATH_PREFIXES[@]+"${HOST_PATH_PREFIXES[@]}"}; do
+    resolve real "$p" && inside "$1" "$real" && return 0
+  done
+  return 1
+}
+
+# make_path <folder> <relative path> <dir|file>: makes the path below the (resolved) folder, one
+# component at a time and never through a symlink: each is made in the folder just entered (this
+# subshell's working directory, which no rename elsewhere can move), then entered only when it
+# resolves to itself; the last one of a file with O_EXCL (set -C), which never follows a symlink.
+# An existing component must be a plain folder (the last one a file, for <file>). Prints why and
+# fails when it cannot.
+make_path() {
+  (
+    here=$1 rest=$2
+    if ! cd -P -- "$here" 2>/dev/null || [[ $PWD != "$here" ]]; then
+      printf '%s is not a plain folder' "$here"
+      exit 1
+    fi
+    while [[ -n $rest ]]; do
+      part=${rest%%/*}
+      if [[ $rest == */* ]]; then rest=${rest#*/}; else rest=''; fi
+      [[ -z $part || $part == . ]] && continue
+      [[ $part == .. ]] && { printf '%s contains ..' "$2"; exit 1; }
+      if [[ -z $rest && $3 == file ]]; then
+        [[ -e $part || -L $part ]] || (set -C && : >"$part") 2>/dev/null
+        [[ -f $part && ! -L $part ]] || { printf '%s/%s is not a plain file' "$here" "$part"; exit 1; }
+        exit 0
+      fi
+      [[ -e $part || -L $part ]] || mkdir -- "$part" 2>/dev/null
+      if [[ -d $part && ! -L $part ]] && cd -P -- "$part" 2>/dev/null && [[ $PWD == "${here%/}/$part" ]]; then
+        here=$PWD
+      else
+        printf '%s/%s is not a plain folder' "$here" "$part"
+        exit 1
+      fi
+    done
+  )
+}
+
+# mount_source <kind> <volume folder> <subPath>: SRC = the source to bind, resolved now; fails
+# with WHY.
+mount_source() {
+  local kind=$1 root=$2 sub=$3 base
+  if [[ $kind == sandbox ]]; then
+    # The volume's folder is the wrapper's own (emptydir/<name>, volumes/<name>): no symlink on the way.
+    if ! resolve base "$SANDBOX/$root" || [[ $base != "$SANDBOX/$root" || ! -d $base ]]; then
+      WHY="$root is not a plain folder of the job's sandbox"
+      return 1
+    fi
+  else
+    resolve base "$root" || { WHY="hostPath $root does not exist on this worker"; return 1; }
+    allowed_host "$base" || { WHY="hostPath $root resolves to $base, which is not below an allowed prefix"; return 1; }
+  fi
+  SRC=$base
+  if [[ -n $sub ]]; then
+    if [[ $kind == sandbox && ! -e $base/$sub && ! -L $base/$sub ]]; then
+      wlog "creating the missing mount source $root/$sub"
+      WHY=$(make_path "$base" "$sub" dir) || { WHY="cannot create subPath $sub in $root: $WHY"; return 1; }
+    fi
+    resolve SRC "$base/$sub" || { WHY="subPath $sub of $root does not exist (or is a dangling symlink)"; return 1; }
+    inside "$SRC" "$base" || { WHY="subPath $sub of $root resolves to $SRC, outside its volume"; return 1; }
+  fi
+  # --bind is a CSV list of src:dst[:opts]: a resolved name may not add fields.
+  [[ $SRC != *[:,\"$'\n\r']* ]] || { WHY="$SRC: a path with ':', ',', '\"' or a line break cannot be bound"; return 1; }
+  return 0
+}
+
+# prepare_binds: BIND_FLAGS = the --bind of /tmp and of every mount, checked now (see above);
+# fails with WHY when one may not be bound.
+prepare_binds() {
+  local i j dst pdst kind type
+  local -a srcs=()
+  BIND_FLAGS=() WHY=''
+  # Binds are made in order and C_MOUNTS is parent first: /tmp comes before the pod's mounts, so
+  # that a volume at /tmp or below it is not hidden.
+  if ! resolve SRC "$SANDBOX/tmp" || [[ $SRC != "$SANDBOX/tmp" || ! -d $SRC ]]; then
+    WHY="tmp is not a plain folder of the job's sandbox"
+    return 1
+  fi
+  BIND_FLAGS+=(--bind "$SRC:/tmp")
+  for ((i = 0; i + 4 < ${#C_MOUNTS[@]}; i += 5)); do
+    kind=${C_MOUNTS[i]} dst=${C_MOUNTS[i + 3]}
+    mount_source "$kind" "${C_MOUNTS[i + 1]}" "${C_MOUNTS[i + 2]}" || { WHY="cannot mount $dst: $WHY"; return 1; }
+    srcs[i]=$SRC
+    # A mount nested in an earlier one needs its mount point inside the innermost such one's
+    # source, where that bind shows it (as the kubelet's runtime creates it); only in sources of
+    # the sandbox, never on the host.
+    for ((j = i - 5; j >= 0; j -= 5)); do
+      pdst=${C_MOUNTS[j + 3]}
+      [[ $pdst != / && $dst == "$pdst"/* ]] || continue
+      if [[ ${C_MOUNTS[j]} == sandbox ]]; then
+        type='file'
+        [[ -d $SRC ]] && type='dir'
+        WHY=$(make_path "${srcs[j]}" "${dst#"$pdst"/}" "$type") || { WHY="cannot make the mount point of $dst: $WHY"; return 1; }
+      fi
+      break
+    done
+    BIND_FLAGS+=(--bind "$SRC:$dst$([[ ${C_MOUNTS[i + 4]} == ro ]] && echo :ro)")
+  done
   return 0
 }
 
@@ -654,10 +775,19 @@ run_once() {
   local pids=() v p stopflags=(-t 2)
   rm -f -- "$RUN_DIR/$C_KEY".startup-ok "$RUN_DIR/$C_KEY".startup-failed "$RUN_DIR/$C_KEY".liveness-failed \
     "$RUN_DIR/$C_KEY".ready "$RUN_DIR/$C_KEY".poststart-failed
-  KILL_REASON='' SENT_SIGNAL='' END_REASON='' RC=0
+  KILL_REASON='' SENT_SIGNAL='' END_REASON='' RC=0 S_MESSAGE=''
   if [[ $C_IMAGE_KIND != host ]]; then
+    if ! prepare_binds; then
+      # The kubelet would leave the container waiting; a batch slot must end, so it ends as a
+      # failed run and the restart policy decides what follows.
+      wlog "not starting the container: $WHY"
+      now
+      S_STARTED=$NOW S_FINISHED=$NOW END_REASON=CreateContainerConfigError RC=1 S_MESSAGE=$WHY
+      return 0
+    fi
     wlog "instance start $INST"
-    watched "$C_KEY runtime" in_root env ${RT_ENV[@]+"${RT_ENV[@]}"} "$RT" instance start "${START_FLAGS[@]}" "$C_IMAGE" "$INST"
+    watched "$C_KEY runtime" in_root env ${RT_ENV[@]+"${RT_ENV[@]}"} "$RT" instance start "${START_FLAGS[@]}" \
+      "${BIND_FLAGS[@]}" ${C_RUNTIME_OPTIONS[@]+"${C_RUNTIME_OPTIONS[@]}"} "$C_IMAGE" "$INST"
     RC=$?
     if ((RC != 0)); then
       wlog "instance start failed (exit $RC)"

@@ -90,6 +90,20 @@ function hookLine(name: string, h: Handler | undefined): string {
   return h === undefined ? `  ${name}=()` : `  ${name}=(${handlerWords(h)})  # ${handlerComment(h)}`;
 }
 
+/** The volume's own folder a mount's source must stay in (see MountPlan), and the path below it. */
+export function mountRoot(m: MountPlan): { root: string; sub: string } {
+  const { path } = m.source;
+  const root = m.source.root ?? (m.source.kind === "sandbox" ? path.split("/").slice(0, 2).join("/") : path);
+  const inside = path === root || (root === "/" ? path.startsWith("/") : path.startsWith(`${root}/`));
+  if (root === "" || !inside) throw invalid(`Cannot bind ${JSON.stringify(path)}: it is not below its volume's folder ${JSON.stringify(root)}`);
+  const sub = path.slice(root.length).replace(/^\/+/, "");
+  if (m.source.kind === "sandbox" && (root.startsWith("/") || path.split("/").includes(".."))) {
+    throw invalid(`Cannot bind ${JSON.stringify(path)}: sandbox paths must be relative, without '..'`);
+  }
+  if (sub.split("/").includes("..")) throw invalid(`Cannot bind ${JSON.stringify(path)}: a subPath may not contain '..'`);
+  return { root, sub };
+}
+
 function mountWords(m: MountPlan): string {
   for (const p of [m.source.path, m.target]) {
     // apptainer parses --bind as CSV split on ':' (a '"' opens a quoted field); no newlines either.
@@ -101,7 +115,8 @@ function mountWords(m: MountPlan): string {
   if (m.source.kind === "host" && !m.source.path.startsWith("/")) {
     throw invalid(`Cannot bind host path ${JSON.stringify(m.source.path)}: it must be absolute`);
   }
-  return sh`    ${m.source.kind} ${m.source.path} ${m.target} ${m.readOnly ? "ro" : "rw"}`;
+  const { root, sub } = mountRoot(m);
+  return sh`    ${m.source.kind} ${root} ${sub} ${m.target} ${m.readOnly ? "ro" : "rw"}`;
 }
 
 /**
@@ -155,7 +170,11 @@ function containerSection(c: ContainerPlan, podGrace: number): string {
     sh`  C_WORKDIR=${c.workingDir ?? ""}`,
     c.mounts.length === 0
       ? "  C_MOUNTS=()"
-      : ["  C_MOUNTS=(  # kind source target ro|rw, parent first (sandbox sources are relative to the sandbox)", ...bindOrder(c.mounts).map(mountWords), "  )"].join("\n"),
+      : [
+          "  C_MOUNTS=(  # kind, volume folder (sandbox: relative to it), subPath, mount path, ro|rw; parent first",
+          ...bindOrder(c.mounts).map(mountWords),
+          "  )",
+        ].join("\n"),
     `  C_RUNTIME_OPTIONS=(${sh`${c.runtimeOptions}`})  # instance start`,
     `  C_EXEC_OPTIONS=(${sh`${c.execOptions}`})  # every exec/run into the instance`,
     c.gpus > 0
@@ -211,6 +230,8 @@ function planSection(plan: JobPlan, opts: WrapperOptions): string {
     sh`OLD_RUNTIME=${plan.runtime.oldRuntime}  # without --no-eval: warn | refuse`,
     "",
     arrayLines("EMPTY_DIRS", plan.emptyDirs),
+    "# A hostPath volume is bound only when it resolves, on the worker, below one of these (resolved too).",
+    arrayLines("HOST_PATH_PREFIXES", plan.hostPathPrefixes),
     modes.length === 0
       ? "FILE_MODES=()"
       : ["FILE_MODES=(  # mode path: HTCondor's transfer may not keep them", ...chunk(modes, 2).map((p) => `  ${sh`${p}`}`), ")"].join("\n"),

@@ -42,6 +42,8 @@ RUNTIME_CACHE_DIR=''
 OLD_RUNTIME='warn'  # without --no-eval: warn | refuse
 
 EMPTY_DIRS=()
+# A hostPath volume is bound only when it resolves, on the worker, below one of these (resolved too).
+HOST_PATH_PREFIXES=()
 FILE_MODES=(  # mode path: HTCondor's transfer may not keep them
   '0600' 'env/c.main.env'
 )

@@ -48,6 +48,10 @@ OLD_RUNTIME='warn'  # without --no-eval: warn | refuse
 EMPTY_DIRS=(
   'work'
 )
+# A hostPath volume is bound only when it resolves, on the worker, below one of these (resolved too).
+HOST_PATH_PREFIXES=(
+  '/data/shared'
+)
 FILE_MODES=(  # mode path: HTCondor's transfer may not keep them
   '0600' 'env/i.fetch.env'
   '0600' 'env/i.migrate.env'
@@ -75,8 +79,8 @@ init_0() {
   C_COMMAND=('sh' '-c')  # empty: the image's entrypoint (run)
   C_ARGS=('echo fetching > /work/fetched')
   C_WORKDIR=''
-  C_MOUNTS=(  # kind source target ro|rw, parent first (sandbox sources are relative to the sandbox)
-    'sandbox' 'emptydir/work' '/work' 'rw'
+  C_MOUNTS=(  # kind, volume folder (sandbox: relative to it), subPath, mount path, ro|rw; parent first
+    'sandbox' 'emptydir/work' '' '/work' 'rw'
   )
   C_RUNTIME_OPTIONS=('--writable-tmpfs')  # instance start
   C_EXEC_OPTIONS=()  # every exec/run into the instance
@@ -115,13 +119,13 @@ ctr_0() {
   C_COMMAND=('python3' '-c')  # empty: the image's entrypoint (run)
   C_ARGS=('import os; print(os.environ['\''GREETING'\''])')
   C_WORKDIR='/work'
-  C_MOUNTS=(  # kind source target ro|rw, parent first (sandbox sources are relative to the sandbox)
-    'sandbox' 'emptydir/work' '/work' 'rw'
-    'host' '/data/shared/ro' '/shared' 'ro'
-    'sandbox' 'volumes/config' '/etc/app' 'ro'
-    'sandbox' 'volumes/podinfo' '/etc/podinfo' 'ro'
-    'sandbox' 'volumes/creds' '/var/run/secrets/db' 'ro'
-    'sandbox' 'volumes/kube-api-access-x7k2p' '/var/run/secrets/kubernetes.io/serviceaccount' 'ro'
+  C_MOUNTS=(  # kind, volume folder (sandbox: relative to it), subPath, mount path, ro|rw; parent first
+    'sandbox' 'emptydir/work' '' '/work' 'rw'
+    'host' '/data/shared/ro' '' '/shared' 'ro'
+    'sandbox' 'volumes/config' '' '/etc/app' 'ro'
+    'sandbox' 'volumes/podinfo' '' '/etc/podinfo' 'ro'
+    'sandbox' 'volumes/creds' '' '/var/run/secrets/db' 'ro'
+    'sandbox' 'volumes/kube-api-access-x7k2p' '' '/var/run/secrets/kubernetes.io/serviceaccount' 'ro'
   )
   C_RUNTIME_OPTIONS=('--writable-tmpfs')  # instance start
   C_EXEC_OPTIONS=()  # every exec/run into the instance
@@ -144,9 +148,9 @@ ctr_1() {
   C_COMMAND=()  # empty: the image's entrypoint (run)
   C_ARGS=('--serve')
   C_WORKDIR=''
-  C_MOUNTS=(  # kind source target ro|rw, parent first (sandbox sources are relative to the sandbox)
-    'sandbox' 'emptydir/work/out' '/data' 'rw'
-    'sandbox' 'volumes/config/app.yaml' '/etc/app.yaml' 'ro'
+  C_MOUNTS=(  # kind, volume folder (sandbox: relative to it), subPath, mount path, ro|rw; parent first
+    'sandbox' 'emptydir/work' 'out' '/data' 'rw'
+    'sandbox' 'volumes/config' 'app.yaml' '/etc/app.yaml' 'ro'
   )
   C_RUNTIME_OPTIONS=('--writable-tmpfs')  # instance start
   C_EXEC_OPTIONS=()  # every exec/run into the instance

@@ -50,6 +50,10 @@ OLD_RUNTIME='refuse'  # without --no-eval: warn | refuse
 EMPTY_DIRS=(
   'shared'
 )
+# A hostPath volume is bound only when it resolves, on the worker, below one of these (resolved too).
+HOST_PATH_PREFIXES=(
+  '/cvmfs'
+)
 FILE_MODES=(  # mode path: HTCondor's transfer may not keep them
   '0600' 'env/i.fetch.env'
   '0600' 'env/c.web.env'
@@ -68,8 +72,8 @@ init_0() {
   C_COMMAND=('sh' '-c')  # empty: the image's entrypoint (run)
   C_ARGS=('curl -fsS "$SOURCE_URL" -o /shared/data && echo '\''fetched $(date)'\''')
   C_WORKDIR=''
-  C_MOUNTS=(  # kind source target ro|rw, parent first (sandbox sources are relative to the sandbox)
-    'sandbox' 'emptydir/shared' '/shared' 'rw'
+  C_MOUNTS=(  # kind, volume folder (sandbox: relative to it), subPath, mount path, ro|rw; parent first
+    'sandbox' 'emptydir/shared' '' '/shared' 'rw'
   )
   C_RUNTIME_OPTIONS=()  # instance start
   C_EXEC_OPTIONS=()  # every exec/run into the instance
@@ -89,10 +93,10 @@ ctr_0() {
   C_COMMAND=()  # empty: the image's entrypoint (run)
   C_ARGS=('nginx' '-g' 'daemon off;')
   C_WORKDIR='/usr/share/nginx/html'
-  C_MOUNTS=(  # kind source target ro|rw, parent first (sandbox sources are relative to the sandbox)
-    'host' '/cvmfs/data.example.org' '/data' 'ro'
-    'sandbox' 'volumes/config' '/etc/app' 'ro'
-    'sandbox' 'emptydir/shared' '/usr/share/nginx/html' 'rw'
+  C_MOUNTS=(  # kind, volume folder (sandbox: relative to it), subPath, mount path, ro|rw; parent first
+    'host' '/cvmfs/data.example.org' '' '/data' 'ro'
+    'sandbox' 'volumes/config' '' '/etc/app' 'ro'
+    'sandbox' 'emptydir/shared' '' '/usr/share/nginx/html' 'rw'
   )
   C_RUNTIME_OPTIONS=('--writable-tmpfs')  # instance start
   C_EXEC_OPTIONS=('--env=FROM_SITE=1')  # every exec/run into the instance
