@@ -33,6 +33,14 @@ export function stateAttrName(index: number, init: boolean): string {
   return `InterLink${init ? "Init" : "Ctr"}${index}State`;
 }
 
+/**
+ * Variables bash keeps for itself: exported with a value of the pod's, they arrive replaced or
+ * not at all. A host container gets them, like names that are not shell identifiers, through
+ * env's arguments (render/wrapper-lib.bash, bash_own_variable, which must list the same).
+ */
+export const BASH_OWN_VARIABLES =
+  /^(?:UID|EUID|PPID|BASHOPTS|SHELLOPTS|RANDOM|SRANDOM|SECONDS|LINENO|HISTCMD|BASHPID|EPOCHSECONDS|EPOCHREALTIME|FUNCNAME|GROUPS|DIRSTACK|OPTIND|SHLVL|_|BASH_[A-Za-z0-9_]*)$/;
+
 export type RestartPolicy = "Never" | "OnFailure" | "Always";
 
 export type ImageRef =

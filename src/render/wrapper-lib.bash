@@ -437,9 +437,9 @@ run_handler() {
   case $kind in
     exec)
       if [[ $C_IMAGE_KIND == host ]]; then
-        (cd -- "${C_WORKDIR:-$SANDBOX}" && exec ${tl[@]+"${tl[@]}"} env -i -- ${HOST_ENV[@]+"${HOST_ENV[@]}"} "$@") </dev/null
+        (cd -- "${C_WORKDIR:-$SANDBOX}" && host_exec ${tl[@]+"${tl[@]}"} -- "$@") </dev/null
       else
-        (in_root ${tl[@]+"${tl[@]}"} env ${RT_ENV[@]+"${RT_ENV[@]}"} "$RT" exec ${EXEC_FLAGS[@]+"${EXEC_FLAGS[@]}"} "instance://$INST" ${CTR_ENV[@]+"${CTR_ENV[@]}"} "$@") </dev/null
+        (in_root ${tl[@]+"${tl[@]}"} "$RT" exec ${EXEC_FLAGS[@]+"${EXEC_FLAGS[@]}"} "instance://$INST" ${CTR_ENV[@]+"${CTR_ENV[@]}"} "$@") </dev/null
       fi ;;
     httpGet) http_get "$tmo" "$@" ;;
     tcpSocket)
@@ -500,10 +500,13 @@ probe_loop() {
 # ---- one container: its supervisor -----------------------------------------------------------
 
 # Reads env/<key>.env (NUL-separated NAME=value records, byte for byte) into ENV_PAIRS, adds the
-# slot's variables the pod does not set, and builds what carries them: RT_ENV (APPTAINERENV_<NAME>
-# for the runtime), CTR_ENV (a command prefix, "env -- NAME=value ...", for names that are not shell
-# identifiers: Kubernetes allows any printable ASCII but '=', Apptainer's action script keeps only
-# identifiers) and HOST_ENV (env -i for host containers, any name).
+# slot's variables the pod does not set, and builds what carries them: RT_ENV (APPTAINERENV_<NAME>,
+# exported for the runtime by in_root), CTR_ENV (a command prefix, "env -- NAME=value ...", for
+# names that are not shell identifiers: Kubernetes allows any printable ASCII but '=', Apptainer's
+# action script keeps only identifiers) and HOST_ENV (a host container's whole environment, see
+# host_exec). Values travel in environments, which only this job's user can read; CTR_ENV is on a
+# command line, which every user of the worker can, and the plan lets only literal values of the
+# pod spec reach it (never a secret's or a configMap's).
 load_env() {
   local file=$SANDBOX/env/$C_KEY.env rec n names=$'\n' odd=()
   ENV_PAIRS=()
@@ -683,12 +686,70 @@ stop_requested() {
   return 1
 }
 
-# in_root <command...>: runs a command from /. Apptainer binds the caller's working directory into
-# the container (all but / and a few system directories), and the sandbox holds every container's
-# env file: the runtime is never started from there. A container without workingDir then starts in
-# /, as the image's default would be, not in the sandbox.
+# in_root <command...>: execs a command (the runtime, or timeout and the runtime) from /, with the
+# container's variables (RT_ENV) exported: they reach the runtime in its environment, which only
+# this job's user can read, never on a command line, which every user of the worker can. Call it in
+# a subshell. From /: Apptainer binds the caller's working directory into the container (all but /
+# and a few system directories), and the sandbox holds every container's env file: the runtime is
+# never started from there. A container without workingDir then starts in /, as the image's
+# default would be, not in the sandbox.
 in_root() {
+  local rec
+  for rec in ${RT_ENV[@]+"${RT_ENV[@]}"}; do export "${rec?}"; done
   cd / && exec "$@"
+}
+
+# bash_own_variable <name>: a variable bash keeps for itself (core/types.ts, BASH_OWN_VARIABLES,
+# lists the same): exported with another value, it arrives replaced or not at all.
+bash_own_variable() {
+  case $1 in
+    UID | EUID | PPID | BASHOPTS | SHELLOPTS | RANDOM | SRANDOM | SECONDS | LINENO | HISTCMD | BASHPID | \
+      EPOCHSECONDS | EPOCHREALTIME | FUNCNAME | GROUPS | DIRSTACK | OPTIND | SHLVL | _ | BASH_*) return 0 ;;
+  esac
+  return 1
+}
+
+# exec_with_env <env program> <command...>: execs the command with exactly the NAME=value records
+# read from fd 3 (NUL-terminated) as its environment. Run by a bash started with env -i (see
+# host_exec), so that nothing else is in it; the exports use positional parameters only, so that
+# no record can overwrite a variable of this function. Names bash cannot export (not shell
+# identifiers, or its own variables) can only go through env's arguments; the plan lets only
+# literal values of the pod spec have such names.
+# shellcheck disable=SC2317 # host_exec runs it by name in a child bash
+exec_with_env() {
+  local -a records=() odd=() final=()
+  unset PWD OLDPWD SHLVL
+  mapfile -d '' -t records <&3
+  exec 3<&-
+  set -- "${records[@]}" -- "$@"
+  records=()
+  while [[ $1 != -- ]]; do
+    if [[ ${1%%=*} =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && ! bash_own_variable "${1%%=*}"; then records+=("$1"); else odd+=("$1"); fi
+    shift
+  done
+  shift
+  # $1 is the env program: bash puts SHLVL back into every program it execs, env takes it out
+  # (or sets the pod's own) and sets the names bash cannot export.
+  final=("$1" -u SHLVL -- ${odd[@]+"${odd[@]}"} "${@:2}")
+  set -- "${#records[@]}" "${records[@]}" "${final[@]}"
+  unset records odd final
+  while (($1 > 0)); do
+    export "${2?}"
+    set -- "$(($1 - 1))" "${@:3}"
+  done
+  shift
+  exec "$@"
+}
+
+# host_exec [prefix...] -- <command...>: execs a host container's command (after a prefix such as
+# timeout) with exactly HOST_ENV as its environment, through a pipe, never on a command line.
+# Call it in a subshell, in the container's working folder.
+host_exec() {
+  local -a pre=()
+  while [[ $1 != -- ]]; do pre+=("$1"); shift; done
+  shift
+  exec ${pre[@]+"${pre[@]}"} env -i "$BASH" -c "$(declare -f bash_own_variable exec_with_env); exec_with_env \"\$@\"" \
+    exec_with_env "$(type -P env)" "$@" 3< <(printf '%s\0' ${HOST_ENV[@]+"${HOST_ENV[@]}"})
 }
 
 # watched <label> <command...>: runs a command in the background (output to wrapper.log),
@@ -727,7 +788,7 @@ launch_main() {
       [[ -n ${NAP_FD:-} ]] && exec {NAP_FD}>&-
       ((${#argv[@]})) || { echo "host container $C_NAME has no command" >&2; exit 127; }
       cd -- "${C_WORKDIR:-$SANDBOX}" || exit 127
-      exec env -i -- ${HOST_ENV[@]+"${HOST_ENV[@]}"} "${argv[@]}"
+      host_exec -- "${argv[@]}"
     ) </dev/null >"$fifo" 2>&1 &
   else
     if ((${#C_COMMAND[@]})); then
@@ -739,7 +800,7 @@ launch_main() {
     fi
     (
       [[ -n ${NAP_FD:-} ]] && exec {NAP_FD}>&-
-      in_root env ${RT_ENV[@]+"${RT_ENV[@]}"} "${argv[@]}"
+      in_root "${argv[@]}"
     ) </dev/null >"$fifo" 2>&1 &
   fi
   MAIN_PID=$!
@@ -786,7 +847,7 @@ run_once() {
       return 0
     fi
     wlog "instance start $INST"
-    watched "$C_KEY runtime" in_root env ${RT_ENV[@]+"${RT_ENV[@]}"} "$RT" instance start "${START_FLAGS[@]}" \
+    watched "$C_KEY runtime" in_root "$RT" instance start "${START_FLAGS[@]}" \
       "${BIND_FLAGS[@]}" ${C_RUNTIME_OPTIONS[@]+"${C_RUNTIME_OPTIONS[@]}"} "$C_IMAGE" "$INST"
     RC=$?
     if ((RC != 0)); then
