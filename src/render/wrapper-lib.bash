@@ -701,6 +701,7 @@ in_root() {
 
 # bash_own_variable <name>: a variable bash keeps for itself (core/types.ts, BASH_OWN_VARIABLES,
 # lists the same): exported with another value, it arrives replaced or not at all.
+# shellcheck disable=SC2317 # exec_with_env runs it in a child bash
 bash_own_variable() {
   case $1 in
     UID | EUID | PPID | BASHOPTS | SHELLOPTS | RANDOM | SRANDOM | SECONDS | LINENO | HISTCMD | BASHPID | \
