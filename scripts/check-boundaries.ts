@@ -10,7 +10,12 @@
  *
  * files       Every file under src/ is .ts .tsx .js .mjs .cjs .mts or .cts (any other file, or a
  *             symlink, is an error: the check could not read it, or it could move a file across a
- *             boundary).
+ *             boundary). One exception: `.bash` files under src/render/, the wrapper's library,
+ *             which is data for the job, never run by the sidecar.
+ * text        A `.bash` file is loaded only by an `import x from "./y.bash" with { type: "text" }`
+ *             in src/render/ naming a file in src/render/; any other import of a `.bash` file, and
+ *             any text import of something else, is refused (text imports cannot hide code, but
+ *             they must not become a way to bring other files into src/).
  * module      Outside R, a module specifier (import, export … from, import x = require(), require(),
  *             import()) is one of: a relative path that stays inside src/; a package in
  *             package.json "dependencies" (or a subpath of one); a Node built-in from BUILTINS
@@ -58,7 +63,7 @@ import { lstatSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, extname, join, relative, resolve, sep } from "node:path";
 import ts from "typescript";
 
-export type Rule = "files" | "module" | "loader" | "process" | "runtime-global" | "code" | "spawn-call" | "shell";
+export type Rule = "files" | "text" | "module" | "loader" | "process" | "runtime-global" | "code" | "spawn-call" | "shell";
 
 export interface Problem {
   /** Path relative to the repository root, with "/" separators. */
@@ -120,6 +125,7 @@ function listSources(root: string, problems: Problem[]): string[] {
       const st = lstatSync(path);
       if (st.isSymbolicLink()) problems.push({ file: rel, line: 0, rule: "files", message: "is a symlink: a file under src/ must be where its folder says" });
       else if (st.isDirectory()) walk(path);
+      else if (extname(name) === ".bash" && isUnderRender(rel)) continue;
       else if (!SOURCE_EXTENSIONS.has(extname(name))) {
         problems.push({ file: rel, line: 0, rule: "files", message: `is not a source file this check reads (${[...SOURCE_EXTENSIONS].join(" ")})` });
       } else out.push(path);
@@ -127,6 +133,21 @@ function listSources(root: string, problems: Problem[]): string[] {
   };
   walk(join(root, "src"));
   return out;
+}
+
+/** The one folder whose `.bash` files are allowed (and imported as text). */
+const TEXT_FOLDER = "src/render/";
+function isUnderRender(rel: string): boolean {
+  return rel.startsWith(TEXT_FOLDER);
+}
+
+/** `with { type: "…" }` of an import or export declaration, when it has one. */
+function importType(node: ts.Node): string | undefined {
+  const attrs = (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) ? node.attributes : undefined;
+  for (const el of attrs?.elements ?? []) {
+    if (el.name.text === "type") return literalText(el.value) ?? "(computed)";
+  }
+  return undefined;
 }
 
 function toRel(root: string, path: string): string {
@@ -301,6 +322,16 @@ export function checkBoundaries(root: string): Problem[] {
         return;
       }
       const spec = ref.text;
+      const type = importType(node);
+      if (spec.endsWith(".bash") || type !== undefined) {
+        const target = spec.startsWith("./") || spec.startsWith("../") ? toRel(root, resolve(dirname(file), spec)) : undefined;
+        const ok = ts.isImportDeclaration(node) && !node.importClause?.isTypeOnly && type === "text" && spec.endsWith(".bash") &&
+          isUnderRender(rel) && target !== undefined && isUnderRender(target);
+        if (!ok) {
+          report(ref.spec, "text", `imports ${JSON.stringify(spec)}${type === undefined ? "" : ` as ${JSON.stringify(type)}`}: only src/render/ imports bash, as text (with { type: "text" }), from src/render/`);
+        }
+        return;
+      }
       if (CHILD_PROCESS.has(spec) && ts.isImportDeclaration(node)) {
         const named = node.importClause?.namedBindings;
         if (named && ts.isNamedImports(named)) {

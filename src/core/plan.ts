@@ -57,9 +57,9 @@ import type {
   PodFile,
   ProbePlan,
 } from "./types.ts";
-import { containerKey } from "./types.ts";
-// The submit renderer owns the rules for submit command names and values; the annotation must
-// accept exactly what it can write (render/submit.ts is pure, like this module).
+import { BASH_OWN_VARIABLES, containerKey } from "./types.ts";
+// The rules for submit command names and values (submit-rules.ts); the annotation must accept
+// exactly what the renderer can write.
 import { submitKey, submitValueProblem } from "./submit-rules.ts";
 
 // Annotation keys (spec: interlink §8).
@@ -390,14 +390,22 @@ function resolveValueFrom(e: EnvVar, c: Container, ctx: Ctx, path: PathSeg[]): s
  * then `env`. Later entries override earlier ones where the wrapper applies them, as in Kubernetes.
  * `env` values expand `$(VAR)` against what is defined before them; `valueFrom` values do not expand.
  */
-function planEnv(c: Container, base: PathSeg[], ctx: Ctx): { env: [string, string][]; defined: Map<string, string> } {
+function planEnv(c: Container, base: PathSeg[], ctx: Ctx): { env: [string, string][]; defined: Map<string, string>; fromData: Map<number, PathSeg[]> } {
   const env: [string, string][] = [["HOSTNAME", ctx.hostname]];
   if (ctx.podIP !== undefined) env.push(["POD_IP", ctx.podIP]);
   // What `$(VAR)` may refer to: the kubelet's expansion map holds only the container's own
   // variables (envFrom, then env entries before this one), not what the runtime adds (HOSTNAME)
   // nor our POD_IP.
   const defined = new Map<string, string>();
+  // Records whose value comes from a secret or a configMap, directly or through $(VAR), by index
+  // in env, with where the pod asks for them: checkEnvCarriage keeps them off command lines.
+  const fromData = new Map<number, PathSeg[]>();
+  const dataNames = new Set<string>();
+  let at: PathSeg[] | undefined;
   const put = (k: string, v: string) => {
+    if (at) fromData.set(env.length, at);
+    if (at) dataNames.add(k);
+    else dataNames.delete(k);
     env.push([k, v]);
     defined.set(k, v);
   };
@@ -414,7 +422,9 @@ function planEnv(c: Container, base: PathSeg[], ctx: Ctx): { env: [string, strin
           ctx.warnings.push(`container ${ctx.quote(c.name)}: ${what} key ${ctx.quote(key)} skipped: ${problem}`);
           continue;
         }
+        at = p;
         put(name, bytesToEnv(value(key)!, name, c, ctx, p));
+        at = undefined;
       }
     };
     if (src.configMapRef) {
@@ -437,15 +447,22 @@ function planEnv(c: Container, base: PathSeg[], ctx: Ctx): { env: [string, strin
   c.env.forEach((e, j) => {
     const p = [...base, "env", j];
     if (e.value !== undefined && e.value !== "") {
-      put(e.name, checkEnvValue(expandK8s(e.value, (n) => defined.get(n)), e.name, c, ctx, [...p, "value"]));
+      const value = expandK8s(e.value, (n) => {
+        if (defined.has(n) && dataNames.has(n)) at = p;
+        return defined.get(n);
+      });
+      put(e.name, checkEnvValue(value, e.name, c, ctx, [...p, "value"]));
+      at = undefined;
     } else if (e.valueFrom) {
       const v = resolveValueFrom(e, c, ctx, [...p, "valueFrom"]);
+      if (e.valueFrom.secretKeyRef || e.valueFrom.configMapKeyRef) at = p;
       if (v !== undefined) put(e.name, v);
+      at = undefined;
     } else {
       put(e.name, "");
     }
   });
-  return { env, defined };
+  return { env, defined, fromData };
 }
 
 /**
@@ -455,8 +472,25 @@ function planEnv(c: Container, base: PathSeg[], ctx: Ctx): { env: [string, strin
  * the container instead, so the container needs a command to put after them (the image's own
  * entrypoint, `run`, cannot be wrapped), and `env` must not read that command's first word as one
  * more variable. A host container gets every variable through `env -i`, so the same applies.
+ *
+ * Values travel in the environment (of the runtime, or of a host container's process), which only
+ * its owner can read; a name that cannot (not a shell identifier; for a host container also the
+ * variables bash keeps for itself) travels on a command line, which every user of the worker can
+ * read. Such a record is refused when its value comes from a secret or a configMap; a literal
+ * value of the pod spec may go there, since whoever can read the pod reads it anyway.
  */
-function checkEnvCarriage(c: Container, plan: ContainerPlan, base: PathSeg[], ctx: Ctx): void {
+function checkEnvCarriage(c: Container, plan: ContainerPlan, base: PathSeg[], ctx: Ctx, fromData: ReadonlyMap<number, PathSeg[]>): void {
+  const delivered = plan.image.kind === "host" || plan.command !== undefined;
+  plan.env.forEach(([name], i) => {
+    const path = fromData.get(i);
+    const onArgv = !SHELL_IDENTIFIER.test(name) || (plan.image.kind === "host" && BASH_OWN_VARIABLES.test(name));
+    if (path && delivered && onArgv) {
+      const rule = SHELL_IDENTIFIER.test(name) ? "may not be one bash keeps for itself" : "must be a shell identifier";
+      fail(ctx, path,
+        `env ${ctx.quote(name)} of container ${ctx.quote(c.name)} takes its value from a secret or configMap, so its name ${rule}: ` +
+          `${ctx.quote(name)} could reach the ${plan.image.kind === "host" ? "host process" : "container"} only on a command line, which every user of the worker can read`);
+    }
+  });
   if (plan.image.kind === "container" && plan.command === undefined) {
     // Named in env: the pod asks for it, so say why it cannot be. From envFrom only: skipped with
     // a warning, as kubelets before 1.34 skipped such keys.
@@ -722,7 +756,12 @@ function planMount(m: VolumeMount, j: number, c: Container, base: PathSeg[], env
             ? `hostPath volume ${ctx.quote(v.name)} refused: hostPath volumes are disabled on this site`
             : `hostPath volume ${ctx.quote(v.name)} refused: ${ctx.quote(hp)} is not under an allowed prefix (${ctx.cfg.hostPathAllow.join(", ")})`);
       }
-      source = { kind: "host", path: joinRel(hp.length > 1 ? hp.replace(/\/+$/, "") : hp, subPath).replace(/^\/\//, "/") };
+      // The wrapper checks the resolved path again on the worker (JobPlan.hostPathPrefixes), and
+      // that a subPath stays in the volume's own folder (root; a sandbox path's is its first two
+      // components, emptydir/<name> or volumes/<name>, which the plan need not say).
+      const root = hp.length > 1 ? hp.replace(/\/+$/, "") : hp;
+      source = { kind: "host", path: joinRel(root, subPath).replace(/^\/\//, "/") };
+      if (source.path !== root) source.root = root;
       break;
     }
     default:
@@ -1075,7 +1114,7 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
   const planContainer = (c: Container, index: number, init: boolean, amounts: Amounts): ContainerPlan => {
     const base: PathSeg[] = ["spec", init ? "initContainers" : "containers", index];
     const image = planImage(c, base, ctx);
-    const { env, defined } = planEnv(c, base, ctx);
+    const { env, defined, fromData } = planEnv(c, base, ctx);
     const lookup = (n: string) => defined.get(n);
     const mounts = c.volumeMounts.map((m, j) => planMount(m, j, c, base, defined, ctx));
     const plan: ContainerPlan = {
@@ -1099,7 +1138,7 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
     }
     if (c.lifecycle?.postStart) plan.postStart = planHandler(c.lifecycle.postStart, c, [...base, "lifecycle", "postStart"], ctx);
     if (c.lifecycle?.preStop) plan.preStop = planHandler(c.lifecycle.preStop, c, [...base, "lifecycle", "preStop"], ctx);
-    checkEnvCarriage(c, plan, base, ctx);
+    checkEnvCarriage(c, plan, base, ctx, fromData);
     ctx.files.push({ path: `env/${containerKey(c.name, init)}.env`, content: encodeEnvFile(plan.env), mode: SECRET_FILE_MODE, secret: true });
     return plan;
   };
@@ -1131,6 +1170,7 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
       oldRuntime: cfg.oldRuntime,
     },
     emptyDirs: ctx.emptyDirs,
+    hostPathPrefixes: [...cfg.hostPathAllow],
     files: ctx.files,
     transferInput,
     initContainers,

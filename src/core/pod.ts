@@ -438,7 +438,7 @@ export function isPodUid(uid: string): boolean {
 }
 /**
  * A name a shell (and Apptainer's APPTAINERENV_<NAME>) can carry. Other valid env names reach a
- * container through `env NAME=value` inside it (render/wrapper-lib.ts, load_env).
+ * container through `env NAME=value` inside it (render/wrapper-lib.bash, load_env).
  */
 export const SHELL_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 

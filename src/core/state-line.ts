@@ -7,7 +7,7 @@
  * set_job_attr with string values"), so the line holds only plain tokens: digits, letters, `-`.
  *
  *   1 <state> <reason> <exitCode> <startedAt> <finishedAt> <ready> <restartCount> \
- *     <lastExitCode> <lastReason> <lastStartedAt> <lastFinishedAt> <signal>
+ *     <lastExitCode> <lastReason> <lastStartedAt> <lastFinishedAt> <signal> [<message>]
  *
  * - `1` is the format version.
  * - state: `waiting` | `running` | `terminated`.
@@ -15,6 +15,10 @@
  *   Completed, Error, DeadlineExceeded, StartupProbeFailed), or `-`.
  * - exitCode, signal: integers or `-`; times: epoch seconds or `-`; ready: 0 | 1.
  * - last*: the previous terminated instance of the container (after a restart), or `-`.
+ * - message (optional, added after the first 13 fields, which parsers before it ignore): why the
+ *   container is in this state, for people (e.g. the mount the wrapper refused), as unpadded
+ *   base64url of its UTF-8 text: the only free text a chirped string keeps whole. Decoded, it is
+ *   made one line and cut to MAX_MESSAGE characters, since the job can chirp anything.
  */
 
 export type ContainerStateName = "waiting" | "running" | "terminated";
@@ -29,9 +33,43 @@ export interface StateLine {
   restartCount: number;
   last?: { exitCode: number; reason?: string; startedAt?: number; finishedAt?: number };
   signal?: number;
+  message?: string;
 }
 
 const TOKEN = /^[A-Za-z0-9_.:]+$/;
+/** The wrapper encodes at most 400 bytes; anything much longer was not written by it. */
+const MESSAGE_TOKEN = /^[A-Za-z0-9_-]{1,1100}$/;
+/** Longest message passed on, in characters. */
+export const MAX_MESSAGE = 400;
+
+/** Line breaks and control characters (C0, DEL, C1, U+2028/2029) become one space. */
+function oneLineText(text: string): string {
+  return text.replace(/[\p{Cc}\u2028\u2029]+/gu, " ").trim();
+}
+
+function decodeMessage(tok: string | undefined): string | undefined {
+  if (tok === undefined || !MESSAGE_TOKEN.test(tok) || tok.length % 4 === 1) return undefined;
+  const b64 = tok.replaceAll("-", "+").replaceAll("_", "/");
+  let raw: string;
+  try {
+    const binary = atob(b64 + "=".repeat((4 - (b64.length % 4)) % 4));
+    // Not fatal: the wrapper cuts at 400 bytes, which may split the last character (dropped).
+    raw = new TextDecoder().decode(Uint8Array.from(binary, (ch) => ch.charCodeAt(0))).replace(/\uFFFD+$/, "");
+  } catch {
+    return undefined;
+  }
+  // Bytes that are not UTF-8 text: not a message.
+  if (raw.includes("\uFFFD")) return undefined;
+  const text = oneLineText(raw);
+  return text === "" ? undefined : [...text].slice(0, MAX_MESSAGE).join("");
+}
+
+function encodeMessage(text: string): string {
+  const bytes = new TextEncoder().encode(text);
+  let binary = "";
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
 
 function int(tok: string | undefined): number | undefined {
   if (tok === undefined || tok === "-") return undefined;
@@ -51,6 +89,7 @@ export function parseStateLine(text: string): StateLine | undefined {
   const restartCount = int(t[7]);
   if (restartCount === undefined || restartCount < 0) return undefined;
   const lastExit = int(t[8]);
+  const message = decodeMessage(t[13]);
   return {
     state,
     reason: reasonTok(t[2]),
@@ -64,6 +103,7 @@ export function parseStateLine(text: string): StateLine | undefined {
         ? undefined
         : { exitCode: lastExit, reason: reasonTok(t[9]), startedAt: int(t[10]), finishedAt: int(t[11]) },
     signal: int(t[12]),
+    ...(message !== undefined ? { message } : {}),
   };
 }
 
@@ -84,5 +124,6 @@ export function formatStateLine(s: StateLine): string {
     o(s.last?.startedAt),
     o(s.last?.finishedAt),
     o(s.signal),
+    ...(s.message ? [encodeMessage(s.message)] : []),
   ].join(" ");
 }

@@ -134,8 +134,11 @@ function waiting(reason: string): StateLine {
   return { state: "waiting", reason, ready: false, restartCount: 0 };
 }
 
-/** A state line plus the human message the sidecar adds (hold reasons, removal reasons). */
-type Line = StateLine & { message?: string };
+/**
+ * A state line and its message: the wrapper's own (e.g. the mount it refused, decoded by
+ * parseStateLine), or one the sidecar puts in its place (hold reasons, removal reasons).
+ */
+type Line = StateLine;
 function withMessage(line: StateLine, message: string | undefined): Line {
   return message ? { ...line, message } : line;
 }

@@ -33,6 +33,14 @@ export function stateAttrName(index: number, init: boolean): string {
   return `InterLink${init ? "Init" : "Ctr"}${index}State`;
 }
 
+/**
+ * Variables bash keeps for itself: exported with a value of the pod's, they arrive replaced or
+ * not at all. A host container gets them, like names that are not shell identifiers, through
+ * env's arguments (render/wrapper-lib.bash, bash_own_variable, which must list the same).
+ */
+export const BASH_OWN_VARIABLES =
+  /^(?:UID|EUID|PPID|BASHOPTS|SHELLOPTS|RANDOM|SRANDOM|SECONDS|LINENO|HISTCMD|BASHPID|EPOCHSECONDS|EPOCHREALTIME|FUNCNAME|GROUPS|DIRSTACK|OPTIND|SHLVL|_|BASH_[A-Za-z0-9_]*)$/;
+
 export type RestartPolicy = "Never" | "OnFailure" | "Always";
 
 export type ImageRef =
@@ -67,8 +75,13 @@ export interface ProbePlan {
 }
 
 export interface MountPlan {
-  /** Where the data is: a path relative to the sandbox, or an absolute host path (hostPath volumes). */
-  source: { kind: "sandbox"; path: string } | { kind: "host"; path: string };
+  /**
+   * Where the data is: a path relative to the sandbox, or an absolute host path (hostPath volumes).
+   * `root` is the volume's own folder (`emptydir/<name>`, `volumes/<name>`, the hostPath's path),
+   * which `path` must not leave once the worker resolves its symlinks (a subPath is `path` below
+   * `root`). Absent: the first two components of a sandbox path; a host path itself.
+   */
+  source: { kind: "sandbox"; path: string; root?: string } | { kind: "host"; path: string; root?: string };
   /** Absolute path inside the container. */
   target: string;
   readOnly: boolean;
@@ -176,6 +189,12 @@ export interface JobPlan {
 
   /** Volume names that become `emptydir/<name>` in the sandbox. */
   emptyDirs: string[];
+  /**
+   * Config `HostPathPrefixes`. The sidecar refuses a hostPath outside them by its string (an early
+   * 400); the wrapper binds a hostPath only when its path, resolved on the worker at the moment of
+   * use, lies below one of them, resolved there too (a symlink cannot lead out).
+   */
+  hostPathPrefixes: string[];
   /** Files written under the pod's folder (volumes and env files); shipped with transfer_input_files. */
   files: PodFile[];
   /** Top-level sandbox entries to transfer in (e.g. `env`, `volumes`). */

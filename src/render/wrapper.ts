@@ -2,8 +2,8 @@
  * `renderWrapper(plan)`: the job's executable, a bash script that runs the pod's containers.
  *
  * Layout of the script: a header, the plan (bash variables, arrays and one function per
- * container, every value quoted by {@link sh}), the constant library (wrapper-lib.ts), then
- * `main`. User data is never spliced into code: it only ever appears as a single-quoted word.
+ * container, every value quoted by {@link sh}), the constant library (wrapper-lib.bash, imported
+ * as text: real bash that shellcheck reads, embedded by `bun build --compile`), then `main`. User data is never spliced into code: it only ever appears as a single-quoted word.
  * The deliberate code channels (CommandPrefix, pre-exec, wstunnel commands) are quoted strings
  * too, run by the library with `bash -c "$snippet"`.
  *
@@ -15,7 +15,10 @@ import { containerKey, stateAttrName } from "../core/types.ts";
 import { invalid } from "../core/errors.ts";
 import { normalizeAbsolute } from "../core/pod.ts";
 import { sh } from "./sh.ts";
-import { WRAPPER_LIB } from "./wrapper-lib.ts";
+import WRAPPER_LIB_TEXT from "./wrapper-lib.bash" with { type: "text" };
+
+/** The constant library, the same for every pod (wrapper-lib.bash). */
+export const WRAPPER_LIB: string = WRAPPER_LIB_TEXT;
 
 export interface WrapperOptions {
   /** How long a dummy job (plan.dummy) reports its containers running, in seconds (default 1). */
@@ -87,6 +90,20 @@ function hookLine(name: string, h: Handler | undefined): string {
   return h === undefined ? `  ${name}=()` : `  ${name}=(${handlerWords(h)})  # ${handlerComment(h)}`;
 }
 
+/** The volume's own folder a mount's source must stay in (see MountPlan), and the path below it. */
+export function mountRoot(m: MountPlan): { root: string; sub: string } {
+  const { path } = m.source;
+  const root = m.source.root ?? (m.source.kind === "sandbox" ? path.split("/").slice(0, 2).join("/") : path);
+  const inside = path === root || (root === "/" ? path.startsWith("/") : path.startsWith(`${root}/`));
+  if (root === "" || !inside) throw invalid(`Cannot bind ${JSON.stringify(path)}: it is not below its volume's folder ${JSON.stringify(root)}`);
+  const sub = path.slice(root.length).replace(/^\/+/, "");
+  if (m.source.kind === "sandbox" && (root.startsWith("/") || path.split("/").includes(".."))) {
+    throw invalid(`Cannot bind ${JSON.stringify(path)}: sandbox paths must be relative, without '..'`);
+  }
+  if (sub.split("/").includes("..")) throw invalid(`Cannot bind ${JSON.stringify(path)}: a subPath may not contain '..'`);
+  return { root, sub };
+}
+
 function mountWords(m: MountPlan): string {
   for (const p of [m.source.path, m.target]) {
     // apptainer parses --bind as CSV split on ':' (a '"' opens a quoted field); no newlines either.
@@ -98,7 +115,8 @@ function mountWords(m: MountPlan): string {
   if (m.source.kind === "host" && !m.source.path.startsWith("/")) {
     throw invalid(`Cannot bind host path ${JSON.stringify(m.source.path)}: it must be absolute`);
   }
-  return sh`    ${m.source.kind} ${m.source.path} ${m.target} ${m.readOnly ? "ro" : "rw"}`;
+  const { root, sub } = mountRoot(m);
+  return sh`    ${m.source.kind} ${root} ${sub} ${m.target} ${m.readOnly ? "ro" : "rw"}`;
 }
 
 /**
@@ -141,6 +159,7 @@ function containerSection(c: ContainerPlan, podGrace: number): string {
   }
   return [
     `# ${where}`,
+    "# shellcheck disable=SC2317 # main calls it by name (INIT_CONTAINERS, CONTAINERS)",
     `${planFunction(c)}() {`,
     sh`  C_NAME=${c.name} C_KEY=${key} C_INIT=${c.init ? 1 : 0} C_ATTR=${stateAttrName(c.index, c.init)}`,
     image.kind === "host"
@@ -151,7 +170,11 @@ function containerSection(c: ContainerPlan, podGrace: number): string {
     sh`  C_WORKDIR=${c.workingDir ?? ""}`,
     c.mounts.length === 0
       ? "  C_MOUNTS=()"
-      : ["  C_MOUNTS=(  # kind source target ro|rw, parent first (sandbox sources are relative to the sandbox)", ...bindOrder(c.mounts).map(mountWords), "  )"].join("\n"),
+      : [
+          "  C_MOUNTS=(  # kind, volume folder (sandbox: relative to it), subPath, mount path, ro|rw; parent first",
+          ...bindOrder(c.mounts).map(mountWords),
+          "  )",
+        ].join("\n"),
     `  C_RUNTIME_OPTIONS=(${sh`${c.runtimeOptions}`})  # instance start`,
     `  C_EXEC_OPTIONS=(${sh`${c.execOptions}`})  # every exec/run into the instance`,
     c.gpus > 0
@@ -207,6 +230,8 @@ function planSection(plan: JobPlan, opts: WrapperOptions): string {
     sh`OLD_RUNTIME=${plan.runtime.oldRuntime}  # without --no-eval: warn | refuse`,
     "",
     arrayLines("EMPTY_DIRS", plan.emptyDirs),
+    "# A hostPath volume is bound only when it resolves, on the worker, below one of these (resolved too).",
+    arrayLines("HOST_PATH_PREFIXES", plan.hostPathPrefixes),
     modes.length === 0
       ? "FILE_MODES=()"
       : ["FILE_MODES=(  # mode path: HTCondor's transfer may not keep them", ...chunk(modes, 2).map((p) => `  ${sh`${p}`}`), ")"].join("\n"),
@@ -232,6 +257,7 @@ const HEADER = `#!/bin/bash
 # its output, every line timestamped, to <key>.log (in the pod folder with a shared filesystem);
 # the wrapper's own messages to
 # podstate/wrapper.log. The job exits with the highest container exit code.
+# shellcheck disable=SC2016 # the plan's values are data: '$' in single quotes stays literal
 set -u
 `;
 

@@ -1,9 +1,13 @@
 // Tests for the container-runtime shims (test/minicondor/shims/apptainer, singularity).
 // Run: node_modules/.bin/bun test test/minicondor/shims.test.ts   (needs root or unprivileged user namespaces)
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { STRACE_EXECVE, straceCheck } from "../render/harness.ts";
+
+// Several shim calls per test: on a loaded machine they take seconds each.
+setDefaultTimeout(60_000);
 
 const SHIMS = path.join(import.meta.dir, "shims");
 const APPTAINER = path.join(SHIMS, "apptainer");
@@ -24,6 +28,8 @@ interface Result {
 }
 interface RunOpts {
   env?: Record<string, string>;
+  /** Start with SIGINT and SIGTERM ignored, as a background job of a script is. */
+  ignoreInt?: boolean;
   /** Replace the base environment entirely (no PATH unless given). */
   bareEnv?: boolean;
   cwd?: string;
@@ -32,7 +38,8 @@ interface RunOpts {
 }
 function spawn(argv: string[], o: RunOpts = {}) {
   const base: Record<string, string> = o.bareEnv ? {} : { PATH: DEFAULT_PATH, HOME: process.env.HOME ?? "/root", LANG: "C.UTF-8" };
-  return Bun.spawn(argv, {
+  const full = o.ignoreInt ? ["/bin/bash", "-c", 'trap "" INT TERM; exec "$@"', "ignore", ...argv] : argv;
+  return Bun.spawn(full, {
     cwd: o.cwd ?? work,
     env: { ...base, MINICONDOR_HOME: mcHome, ...(o.env ?? {}) },
     stdin: o.stdin === undefined ? "ignore" : new TextEncoder().encode(o.stdin),
@@ -278,13 +285,13 @@ describe("bind mounts", () => {
     const topNew = `/${uniq}-top/deep/er`;
     const nested = `/usr/share/${uniq}/x`;
     const fileDst = `/opt/${uniq}/conf/single.txt`;
-    const tmpBefore = fs.readdirSync("/tmp").sort();
-    const rootBefore = fs.readdirSync("/").sort();
+    // Names of this run only: other programs may write to the machine's /tmp and / meanwhile.
+    const tmpName = `${uniq}-from-container`;
     const script = [
       `cat ${topNew}/data ${nested}/data ${fileDst}`,
       `touch ${topNew}/nope 2>/dev/null && echo WRITABLE || echo read-only`,
       `echo rw > ${nested}/written`,
-      "echo in-tmp > /tmp/from-container",
+      `echo in-tmp > /tmp/${tmpName}`,
       "ls /tmp",
       `test -d /proc/self && test -e /dev/null && echo system-dirs-ok`,
     ].join("; ");
@@ -293,16 +300,16 @@ describe("bind mounts", () => {
       { timeoutMs: 20000 },
     );
     expect(r.stderr).toBe("");
-    expect(r.stdout).toBe(["payload", "payload", "one file", "read-only", "from-container", "system-dirs-ok", ""].join("\n"));
+    expect(r.stdout).toBe(["payload", "payload", "one file", "read-only", tmpName, "system-dirs-ok", ""].join("\n"));
     expect(r.code).toBe(0);
     // the container wrote through the binds...
     expect(fs.readFileSync(path.join(src, "written"), "utf8")).toBe("rw\n");
-    expect(fs.readFileSync(path.join(scratchTmp, "from-container"), "utf8")).toBe("in-tmp\n");
-    // ...and nothing was created on the host
-    for (const p of [`/${uniq}-top`, `/usr/share/${uniq}`, `/opt/${uniq}`]) expect(fs.existsSync(p)).toBe(false);
-    expect(fs.readdirSync("/").sort()).toEqual(rootBefore);
-    expect(fs.readdirSync("/tmp").sort()).toEqual(tmpBefore);
-    expect(fs.existsSync(path.join(mcHome, "tmp"))).toBe(false);
+    expect(fs.readFileSync(path.join(scratchTmp, tmpName), "utf8")).toBe("in-tmp\n");
+    // ...and nothing was created on the host: not what it wrote to /tmp, not the mount points the
+    // shim made for the missing targets, not the scratch folder of its root view.
+    for (const p of [`/tmp/${tmpName}`, `/${uniq}-top`, `/usr/share/${uniq}`, `/opt/${uniq}`, path.join(mcHome, "tmp")]) {
+      expect([p, fs.existsSync(p)]).toEqual([p, false]);
+    }
   });
 
   test("minicondor's container-universe command line: -s exec -S /tmp -S /var/tmp --pwd <scratch> -B <scratch> --no-home -C", async () => {
@@ -510,5 +517,42 @@ describe("signals", () => {
   test("a shim started with SIGINT ignored (background job of a script) still forwards it", async () => {
     const r = await run(["bash", "-c", `${APPTAINER} exec docker://busybox sleep 30 & sleep 0.5; kill -INT $!; wait $!; echo "rc=$?"`]);
     expect(r.stdout).toBe("rc=130\n");
+  });
+});
+
+// The real runtime receives the container's variables in its environment and passes them on the
+// same way; the shim must too, or a test of its callers could not tell a secret on a command line
+// (readable by every user, e.g. with ps) from one in an environment (readable by its owner only).
+describe("values never on a command line", () => {
+  const check = straceCheck();
+  if ("problem" in check) console.error(`SKIPPED: the shim's argv audit needs strace: ${check.problem}`);
+  test.skipIf("problem" in check)("every execve of exec, run, instance start/exec, evaluation and re-execution is free of the values", async () => {
+    const strace = (check as { strace: string }).strace;
+    const secret = (what: string) => `s3cret-${what}-${uniq}`;
+    const trace = path.join(work, "argv.trace");
+    const traced = (args: string[], o: RunOpts = {}) => run([strace, ...STRACE_EXECVE, "-o", `${trace}.${args[0]}.${Math.random()}`, APPTAINER, ...args], o);
+    const name = `${uniq}-argv`;
+    const results = [
+      // --cleanenv and --no-eval, as the job wrapper calls it
+      await traced(["exec", "--cleanenv", "--no-eval", "docker://busybox", "printenv", "A"], { env: { APPTAINERENV_A: secret("injected") } }),
+      // the host's environment passing through
+      await traced(["exec", "docker://busybox", "printenv", "H"], { env: { H: secret("host") } }),
+      // without --no-eval, the evaluation helper
+      await traced(["run", "docker://busybox", "printenv", "E"], { env: { APPTAINERENV_E: secret("evaluated") } }),
+      // an instance, and an exec into it
+      await traced(["instance", "start", "--cleanenv", "--no-eval", "docker://busybox", name], { env: { APPTAINERENV_S: secret("start") } }),
+      await traced(["exec", "--cleanenv", "--no-eval", `instance://${name}`, "printenv", "X"], { env: { APPTAINERENV_X: secret("instance") } }),
+      // started with SIGINT ignored: the shim starts itself again
+      await traced(["exec", "--cleanenv", "docker://busybox", "printenv", "R"], { env: { APPTAINERENV_R: secret("reexec") }, ignoreInt: true }),
+    ];
+    await app(["instance", "stop", "-t", "1", name]);
+    expect(results.map((r) => r.stdout)).toEqual([`${secret("injected")}\n`, `${secret("host")}\n`, `${secret("evaluated")}\n`, "", `${secret("instance")}\n`, `${secret("reexec")}\n`]);
+    const logs = fs.readdirSync(work).filter((f) => f.startsWith("argv.trace.")).map((f) => fs.readFileSync(path.join(work, f), "utf8")).join("\n");
+    // The trace saw the shim's stages: the inner stage of each call and the re-execution.
+    expect(logs.split("\n").filter((l) => l.includes("__minicondor_inner")).length).toBeGreaterThanOrEqual(5);
+    expect(logs).toContain("--default-signal=HUP,INT,QUIT,TERM");
+    for (const what of ["injected", "host", "evaluated", "start", "instance", "reexec"]) {
+      expect([what, logs.split("\n").filter((l) => l.includes(secret(what)))]).toEqual([what, []]);
+    }
   });
 });

@@ -1,5 +1,6 @@
 /** Golden files: compare, or rewrite them with UPDATE_GOLDEN=1; and reading a rendered submit file back. */
 import { expect } from "bun:test";
+import { WRAPPER_LIB } from "../../src/render/wrapper.ts";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -24,4 +25,18 @@ export function submitCommands(text: string): [string, string][] {
       const i = l.indexOf(" = ");
       return [l.slice(0, i), l.slice(i + 3)];
     });
+}
+
+/** Where {@link perPodPart} leaves the library out. */
+export const LIBRARY_MARK = "# ---- src/render/wrapper-lib.bash (the constant library) goes here ----\n";
+
+/**
+ * The part of a rendered wrapper that depends on the plan: the library, the same for every pod
+ * and checked by shellcheck as a file of its own, is replaced by one line. It must appear once.
+ */
+export function perPodPart(script: string): string {
+  const at = script.indexOf(WRAPPER_LIB);
+  expect(at).toBeGreaterThan(0);
+  expect(script.indexOf(WRAPPER_LIB, at + 1)).toBe(-1);
+  return script.slice(0, at) + LIBRARY_MARK + script.slice(at + WRAPPER_LIB.length);
 }

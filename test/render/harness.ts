@@ -191,3 +191,55 @@ export function shimCalls(dir: string): ShimCall[] {
       return { argv: list(`${base}.argv`), env };
     });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Recording every execve (issue 12, class 3: no secret value on a command line). Polling
+// /proc/*/cmdline misses short-lived processes; strace -f sees each execve of the traced tree.
+
+/** The strace binary, when `strace -f -e trace=execve` works here; else why it cannot be used. */
+export function straceCheck(): { strace: string } | { problem: string } {
+  const strace = Bun.which("strace");
+  if (!strace) return { problem: "strace is not installed (Debian package: strace; .ci/run installs it)" };
+  const r = Bun.spawnSync([strace, "-f", "-e", "trace=execve", "-o", "/dev/null", "/bin/true"], { stderr: "pipe" });
+  if (r.exitCode !== 0) return { problem: `strace cannot trace here: ${r.stderr.toString().trim().split("\n")[0]}` };
+  return { strace };
+}
+
+/** The strace options: every execve of the tree, strings whole; envp is printed as a count only. */
+export const STRACE_EXECVE = ["-f", "-e", "trace=execve", "-e", "signal=none", "-s", "65536"];
+
+/**
+ * Attaches strace to a running process and everything it starts from now on (-f follows forks,
+ * however detached). Resolves once attached; `stop()` detaches and returns the log, one line per
+ * execve: `<pid> execve("<path>", [<argv>], <envp pointer> /* <n> vars *\/) = <result>`.
+ */
+export async function attachTrace(strace: string, pid: number, logPath: string): Promise<{ stop(): Promise<string> }> {
+  const proc = Bun.spawn([strace, ...STRACE_EXECVE, "-o", logPath, "-p", String(pid)], { stdout: "ignore", stderr: "pipe" });
+  const reader = proc.stderr.getReader();
+  let err = "";
+  const deadline = Date.now() + 20_000;
+  while (!/attached/.test(err) && Date.now() < deadline && proc.exitCode === null) {
+    const { done, value } = await Promise.race([reader.read(), Bun.sleep(500).then(() => ({ done: false, value: undefined }))]);
+    if (done) break;
+    if (value) err += new TextDecoder().decode(value);
+  }
+  if (!/attached/.test(err)) {
+    proc.kill("SIGKILL");
+    throw new Error(`strace did not attach to ${pid}: ${err.trim()}`);
+  }
+  void (async () => {
+    for (;;) if ((await reader.read()).done) break;
+  })();
+  return {
+    async stop() {
+      proc.kill("SIGINT");
+      await proc.exited;
+      return readFileSync(logPath, "utf8");
+    },
+  };
+}
+
+/** The execve lines of a trace that contain `needle` (in the path or an argument). */
+export function execsWith(trace: string, needle: string): string[] {
+  return trace.split("\n").filter((l) => l.includes("execve(") && l.includes(needle));
+}

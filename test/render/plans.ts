@@ -57,6 +57,7 @@ export function basePlan(over: Partial<JobPlan> = {}): JobPlan {
     preExec: [],
     runtime: { searchPath: [], noHome: true, oldRuntime: "warn" },
     emptyDirs: [],
+    hostPathPrefixes: [],
     files: [],
     transferInput: [],
     initContainers: [],
@@ -91,6 +92,7 @@ export const richPlan: JobPlan = withEnvFiles(
       oldRuntime: "refuse",
     },
     emptyDirs: ["shared"],
+    hostPathPrefixes: ["/cvmfs"],
     files: [
       { path: "volumes/config/app.yaml", content: enc.encode("level: debug\n"), mode: 0o644, secret: false },
       { path: "volumes/creds/token", content: enc.encode("s3cr3t-token"), mode: 0o600, secret: true },

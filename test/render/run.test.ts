@@ -12,7 +12,7 @@ import { join } from "node:path";
 import type { ContainerPlan, JobPlan, MountPlan } from "../../src/core/types.ts";
 import type { StateLine } from "../../src/core/state-line.ts";
 import { parseStateLine } from "../../src/core/state-line.ts";
-import { WRAPPER_LIB } from "../../src/render/wrapper-lib.ts";
+import { WRAPPER_LIB } from "../../src/render/wrapper.ts";
 import { basePlan, container, initContainer, withEnvFiles } from "./plans.ts";
 import {
   BASH, SHIM, cleanup, logText, materialize, readLog, readState, runWrapper, shimCalls, tempDir, wrapperLog,

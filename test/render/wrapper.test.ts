@@ -1,10 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { bindOrder, renderWrapper, instancePrefix } from "../../src/render/wrapper.ts";
-import type { MountPlan } from "../../src/core/types.ts";
-import { WRAPPER_LIB } from "../../src/render/wrapper-lib.ts";
+import { WRAPPER_LIB, bindOrder, renderWrapper, instancePrefix } from "../../src/render/wrapper.ts";
+import { BASH_OWN_VARIABLES, type MountPlan } from "../../src/core/types.ts";
 import { SidecarError } from "../../src/core/errors.ts";
 import { basePlan, container, minimalPlan, richPlan } from "./plans.ts";
-import { expectGolden } from "./golden.ts";
+import { expectGolden, perPodPart } from "./golden.ts";
 
 function bashSyntaxOk(script: string): void {
   const r = Bun.spawnSync(["/bin/bash", "-n"], { stdin: new TextEncoder().encode(script) });
@@ -12,9 +11,10 @@ function bashSyntaxOk(script: string): void {
   expect(r.exitCode).toBe(0);
 }
 
+// The golden files hold what the plan decides; the library (wrapper-lib.bash) is one marker line.
 describe("renderWrapper golden files", () => {
-  test("minimal plan", () => expectGolden("minimal.sh", renderWrapper(minimalPlan)));
-  test("rich plan", () => expectGolden("rich.sh", renderWrapper(richPlan)));
+  test("minimal plan", () => expectGolden("minimal.sh", perPodPart(renderWrapper(minimalPlan))));
+  test("rich plan", () => expectGolden("rich.sh", perPodPart(renderWrapper(richPlan))));
 });
 
 describe("renderWrapper", () => {
@@ -30,10 +30,14 @@ describe("renderWrapper", () => {
     expect(s.endsWith('\nmain "$@"\n')).toBe(true);
   });
 
-  test("the library is constant and unescaped", () => {
+  test("the library is the .bash file byte for byte, once, between the plan and main", async () => {
+    const file = await Bun.file(new URL("../../src/render/wrapper-lib.bash", import.meta.url)).text();
+    expect(WRAPPER_LIB).toBe(file);
     expect(WRAPPER_LIB).toContain('"${t%.*}"');
     expect(WRAPPER_LIB).not.toContain("\\${");
-    expect(renderWrapper(minimalPlan)).toContain(WRAPPER_LIB);
+    const s = renderWrapper(minimalPlan);
+    expect(s.indexOf(WRAPPER_LIB)).toBe(s.lastIndexOf(WRAPPER_LIB));
+    expect(s.endsWith(`${WRAPPER_LIB}\nmain "$@"\n`)).toBe(true);
   });
 
   test("user data is quoted: the plan section declares no command substitution", () => {
@@ -100,4 +104,20 @@ describe("renderWrapper", () => {
     const plan = basePlan({ containers: [container("main", { env: [["TOKEN", "very-secret-value"]] })] });
     expect(renderWrapper(plan)).not.toContain("very-secret-value");
   });
+});
+
+describe("the plan and the library agree", () => {
+  // A host container gets the variables bash keeps for itself on env's command line; the plan
+  // refuses such names with a secret's value by the same list.
+  test("bash_own_variable (wrapper-lib.bash) and BASH_OWN_VARIABLES (core/types.ts) name the same variables", () => {
+    const names = ["UID", "EUID", "PPID", "BASHOPTS", "SHELLOPTS", "RANDOM", "SRANDOM", "SECONDS", "LINENO", "HISTCMD", "BASHPID",
+      "EPOCHSECONDS", "EPOCHREALTIME", "FUNCNAME", "GROUPS", "DIRSTACK", "PIPESTATUS", "OPTIND", "SHLVL", "_", "BASH_ENV", "BASH_X1",
+      "PATH", "HOME", "IFS", "PWD", "OLDPWD", "HOSTNAME", "TOKEN", "UIDX", "XUID", "BASH", "MY_SECONDS", "_X", "bash_env"];
+    const fn = WRAPPER_LIB.slice(WRAPPER_LIB.indexOf("bash_own_variable() {"), WRAPPER_LIB.indexOf("\n}\n", WRAPPER_LIB.indexOf("bash_own_variable() {")) + 3);
+    const r = Bun.spawnSync(["/bin/bash", "-c", `${fn}\nfor n in "$@"; do bash_own_variable "$n" && echo "$n"; done`, "t", ...names]);
+    expect(r.stdout.toString().split("\n").filter(Boolean)).toEqual(names.filter((n) => BASH_OWN_VARIABLES.test(n)));
+    // …and they are the ones bash really cannot export with a value of ours.
+    const probe = Bun.spawnSync(["/bin/bash", "-c", 'for n in "$@"; do v=$(env -i /bin/bash -c \'export "$1=v4lue" 2>/dev/null; exec /usr/bin/env\' x "$n" | grep -ax "$n=v4lue"); [[ -z $v ]] && echo "$n"; done', "t", ...names]);
+    expect(probe.stdout.toString().split("\n").filter(Boolean)).toEqual(names.filter((n) => BASH_OWN_VARIABLES.test(n) && !/^BASH_(ENV|X1)$/.test(n)));
+  }, 60_000);
 });

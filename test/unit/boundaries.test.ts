@@ -58,6 +58,8 @@ const CLEAN: Record<string, string> = {
     }`,
   "src/core/quote.ts": `export const quote = (s: string) => JSON.stringify(s);`,
   "src/core/wrapper.js": `export const script = "#!/bin/bash\\nexec sh -c \\"$CMD\\"";`,
+  "src/render/lib.bash": `greet() { echo "hi $1"; }\n`,
+  "src/render/wrapper.ts": `import lib from "./lib.bash" with { type: "text" }; export const script = (x: string) => lib + x;`,
   "src/start.ts": `
     import type { Runtime } from "./runtime/types.ts";
     import { createCondor } from "./condor/tools.ts";
@@ -133,6 +135,16 @@ const BYPASSES: [string, string, Rule[]][] = [
   ["src/condor/shell.ts", `export const argv = ["bash", "-c", "condor_q"];`, ["shell"]],
   ["src/core/data.json", `{}`, ["files"]],
   ["src/render/run.sh", `#!/bin/sh\necho hi\n`, ["files"]],
+  // Bash is data imported as text by src/render/ only.
+  ["src/core/lib.bash", `echo hi\n`, ["files"]],
+  ["src/core/uses-bash.ts", `import lib from "../render/lib.bash" with { type: "text" }; export const f = lib;`, ["text"]],
+  ["src/runtime/uses-bash.ts", `import lib from "../render/lib.bash" with { type: "text" }; export const f = lib;`, ["text"]],
+  ["src/render/bash-untyped.ts", `import lib from "./lib.bash"; export const f = lib;`, ["text"]],
+  ["src/render/bash-json.ts", `import lib from "./lib.bash" with { type: "json" }; export const f = lib;`, ["text"]],
+  ["src/render/bash-dynamic.ts", `export const f = () => import("./lib.bash", { with: { type: "text" } });`, ["text"]],
+  ["src/render/text-source.ts", `import src from "./wrapper.ts" with { type: "text" }; export const f = src;`, ["text"]],
+  ["src/render/bash-outside.ts", `import lib from "../../scripts/x.bash" with { type: "text" }; export const f = lib;`, ["text"]],
+  ["src/render/bash-reexport.ts", `export { default } from "./lib.bash" with { type: "text" };`, ["text"]],
 ];
 
 let dir = "";

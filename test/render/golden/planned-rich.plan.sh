@@ -7,6 +7,7 @@
 # its output, every line timestamped, to <key>.log (in the pod folder with a shared filesystem);
 # the wrapper's own messages to
 # podstate/wrapper.log. The job exits with the highest container exit code.
+# shellcheck disable=SC2016 # the plan's values are data: '$' in single quotes stays literal
 set -u
 
 # ===========================================================================================
@@ -47,6 +48,10 @@ OLD_RUNTIME='warn'  # without --no-eval: warn | refuse
 EMPTY_DIRS=(
   'work'
 )
+# A hostPath volume is bound only when it resolves, on the worker, below one of these (resolved too).
+HOST_PATH_PREFIXES=(
+  '/data/shared'
+)
 FILE_MODES=(  # mode path: HTCondor's transfer may not keep them
   '0600' 'env/i.fetch.env'
   '0600' 'env/i.migrate.env'
@@ -67,14 +72,15 @@ INIT_CONTAINERS=(init_0 init_1)
 CONTAINERS=(ctr_0 ctr_1)
 
 # spec.initContainers[0]
+# shellcheck disable=SC2317 # main calls it by name (INIT_CONTAINERS, CONTAINERS)
 init_0() {
   C_NAME='fetch' C_KEY='i.fetch' C_INIT=1 C_ATTR='InterLinkInit0State'
   C_IMAGE_KIND=container C_IMAGE='docker://alpine:3.20' C_HOST_SITE=''
   C_COMMAND=('sh' '-c')  # empty: the image's entrypoint (run)
   C_ARGS=('echo fetching > /work/fetched')
   C_WORKDIR=''
-  C_MOUNTS=(  # kind source target ro|rw, parent first (sandbox sources are relative to the sandbox)
-    'sandbox' 'emptydir/work' '/work' 'rw'
+  C_MOUNTS=(  # kind, volume folder (sandbox: relative to it), subPath, mount path, ro|rw; parent first
+    'sandbox' 'emptydir/work' '' '/work' 'rw'
   )
   C_RUNTIME_OPTIONS=('--writable-tmpfs')  # instance start
   C_EXEC_OPTIONS=()  # every exec/run into the instance
@@ -87,6 +93,7 @@ init_0() {
 }
 
 # spec.initContainers[1]
+# shellcheck disable=SC2317 # main calls it by name (INIT_CONTAINERS, CONTAINERS)
 init_1() {
   C_NAME='migrate' C_KEY='i.migrate' C_INIT=1 C_ATTR='InterLinkInit1State'
   C_IMAGE_KIND=container C_IMAGE='/cvmfs/unpacked.cern.ch/registry.hub.docker.com/library/python:3.12' C_HOST_SITE=''
@@ -105,19 +112,20 @@ init_1() {
 }
 
 # spec.containers[0]
+# shellcheck disable=SC2317 # main calls it by name (INIT_CONTAINERS, CONTAINERS)
 ctr_0() {
   C_NAME='app' C_KEY='c.app' C_INIT=0 C_ATTR='InterLinkCtr0State'
   C_IMAGE_KIND=container C_IMAGE='docker://python:3.12-slim' C_HOST_SITE=''
   C_COMMAND=('python3' '-c')  # empty: the image's entrypoint (run)
   C_ARGS=('import os; print(os.environ['\''GREETING'\''])')
   C_WORKDIR='/work'
-  C_MOUNTS=(  # kind source target ro|rw, parent first (sandbox sources are relative to the sandbox)
-    'sandbox' 'emptydir/work' '/work' 'rw'
-    'host' '/data/shared/ro' '/shared' 'ro'
-    'sandbox' 'volumes/config' '/etc/app' 'ro'
-    'sandbox' 'volumes/podinfo' '/etc/podinfo' 'ro'
-    'sandbox' 'volumes/creds' '/var/run/secrets/db' 'ro'
-    'sandbox' 'volumes/kube-api-access-x7k2p' '/var/run/secrets/kubernetes.io/serviceaccount' 'ro'
+  C_MOUNTS=(  # kind, volume folder (sandbox: relative to it), subPath, mount path, ro|rw; parent first
+    'sandbox' 'emptydir/work' '' '/work' 'rw'
+    'host' '/data/shared/ro' '' '/shared' 'ro'
+    'sandbox' 'volumes/config' '' '/etc/app' 'ro'
+    'sandbox' 'volumes/podinfo' '' '/etc/podinfo' 'ro'
+    'sandbox' 'volumes/creds' '' '/var/run/secrets/db' 'ro'
+    'sandbox' 'volumes/kube-api-access-x7k2p' '' '/var/run/secrets/kubernetes.io/serviceaccount' 'ro'
   )
   C_RUNTIME_OPTIONS=('--writable-tmpfs')  # instance start
   C_EXEC_OPTIONS=()  # every exec/run into the instance
@@ -133,15 +141,16 @@ ctr_0() {
 }
 
 # spec.containers[1]
+# shellcheck disable=SC2317 # main calls it by name (INIT_CONTAINERS, CONTAINERS)
 ctr_1() {
   C_NAME='sidecar' C_KEY='c.sidecar' C_INIT=0 C_ATTR='InterLinkCtr1State'
   C_IMAGE_KIND=container C_IMAGE='/images/sif/tools.sif' C_HOST_SITE=''
   C_COMMAND=()  # empty: the image's entrypoint (run)
   C_ARGS=('--serve')
   C_WORKDIR=''
-  C_MOUNTS=(  # kind source target ro|rw, parent first (sandbox sources are relative to the sandbox)
-    'sandbox' 'emptydir/work/out' '/data' 'rw'
-    'sandbox' 'volumes/config/app.yaml' '/etc/app.yaml' 'ro'
+  C_MOUNTS=(  # kind, volume folder (sandbox: relative to it), subPath, mount path, ro|rw; parent first
+    'sandbox' 'emptydir/work' 'out' '/data' 'rw'
+    'sandbox' 'volumes/config' 'app.yaml' '/etc/app.yaml' 'ro'
   )
   C_RUNTIME_OPTIONS=('--writable-tmpfs')  # instance start
   C_EXEC_OPTIONS=()  # every exec/run into the instance
@@ -154,3 +163,6 @@ ctr_1() {
   C_PRE_STOP=()
 }
 
+# ---- src/render/wrapper-lib.bash (the constant library) goes here ----
+
+main "$@"

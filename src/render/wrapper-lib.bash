@@ -1,20 +1,9 @@
-/**
- * The constant part of the job wrapper: a library of bash functions and `main`, the same for
- * every pod. `renderWrapper` (wrapper.ts) puts the pod's plan (quoted variables and arrays) in
- * front of it.
- *
- * Written as bash, not assembled: in this file `\${` and \` stand for `${` and a backtick
- * (the {@link bash} tag undoes that escaping), everything else is byte for byte what the job runs.
- * It relies on bash >= 4.2 and coreutils only.
- */
-
-/** Constant bash code: in the source, `\${` and \` stand for `${` and a backtick. No interpolations. */
-function bash(strings: TemplateStringsArray): string {
-  if (strings.raw.length !== 1) throw new Error("bash: constant code takes no interpolations");
-  return (strings.raw[0] ?? "").replaceAll("\\${", "${").replaceAll("\\`", "`");
-}
-
-export const WRAPPER_LIB: string = bash`# ===========================================================================================
+# The constant part of the job wrapper: bash functions and `main`, the same for every pod.
+# renderWrapper (wrapper.ts) puts the pod's plan (quoted variables, arrays and one function per
+# container) in front of this file and `main "$@"` after it; the file is imported as text and
+# spliced in byte for byte. It relies on bash >= 4.2 and coreutils only.
+#
+# ===========================================================================================
 # Library (constant code, the same for every pod). Nothing below depends on the pod except
 # through the plan variables above.
 #
@@ -35,9 +24,9 @@ TICK=0.2
 
 # TS = now as RFC 3339 UTC with microseconds (.000000 when bash has no EPOCHREALTIME).
 stamp() {
-  local t=\${EPOCHREALTIME:-}
+  local t=${EPOCHREALTIME:-}
   if [[ $t == *.* ]]; then
-    printf -v TS '%(%Y-%m-%dT%H:%M:%S)T.%sZ' "\${t%.*}" "\${t#*.}"
+    printf -v TS '%(%Y-%m-%dT%H:%M:%S)T.%sZ' "${t%.*}" "${t#*.}"
   else
     printf -v TS '%(%Y-%m-%dT%H:%M:%S)T.000000Z' -1
   fi
@@ -48,9 +37,9 @@ now() { printf -v NOW '%(%s)T' -1; }
 
 # NOW_MS = epoch milliseconds (whole seconds when bash has no EPOCHREALTIME).
 now_ms() {
-  local t=\${EPOCHREALTIME:-}
+  local t=${EPOCHREALTIME:-}
   if [[ $t == *.* ]]; then
-    t=\${t/./}
+    t=${t/./}
     NOW_MS=$((10#$t / 1000))
   else
     now
@@ -90,7 +79,7 @@ log_lines_as() {
 # Sleeps $1 seconds without forking (a read that times out on a FIFO nobody writes to);
 # a trapped signal ends it early.
 nap() {
-  if [[ -n \${NAP_FD:-} ]]; then
+  if [[ -n ${NAP_FD:-} ]]; then
     read -r -t "$1" -u "$NAP_FD" _ 2>/dev/null
   else
     sleep "$1"
@@ -101,14 +90,14 @@ nap() {
 # ---- condor_chirp ----------------------------------------------------------------------------
 
 find_chirp() {
-  CHIRP= CHIRP_FAILURES=0
+  CHIRP='' CHIRP_FAILURES=0
   local c
   # condor_chirp reaches the starter through this file; without it (not under HTCondor) skip it.
-  if [[ ! -f \${_CONDOR_CHIRP_CONFIG:-$SANDBOX/.chirp.config} ]]; then
+  if [[ ! -f ${_CONDOR_CHIRP_CONFIG:-$SANDBOX/.chirp.config} ]]; then
     wlog "no chirp configuration: container states return only with the output files"
     return 0
   fi
-  for c in \${_CONDOR_BIN:+"$_CONDOR_BIN/../libexec/condor_chirp"} /usr/libexec/condor/condor_chirp; do
+  for c in ${_CONDOR_BIN:+"$_CONDOR_BIN/../libexec/condor_chirp"} /usr/libexec/condor/condor_chirp; do
     if [[ -f $c && -x $c ]]; then
       CHIRP=$c
       wlog "condor_chirp: $c"
@@ -125,7 +114,7 @@ chirp_attr() {
   out=$(timeout -k 2 10 "$CHIRP" set_job_attr "$1" "$2" 2>&1 </dev/null)
   rc=$?
   if ((rc != 0 && ++CHIRP_FAILURES <= 3)); then
-    wlog "condor_chirp set_job_attr $1 failed (exit $rc): \${out//$'\n'/ }"
+    wlog "condor_chirp set_job_attr $1 failed (exit $rc): ${out//$'\n'/ }"
     ((CHIRP_FAILURES == 3)) && wlog "further condor_chirp failures are not logged"
   fi
   return 0
@@ -133,16 +122,28 @@ chirp_attr() {
 
 # ---- container state lines (format: src/core/state-line.ts) ----------------------------------
 
-# The supervisor's view of its container. S_*: current state, L_*: last terminated run.
+# The supervisor's view of its container. S_*: current state (S_MESSAGE: why, for people), L_*:
+# last terminated run.
 reset_state() {
-  S_STATE=waiting S_REASON=ContainerCreating S_EXIT= S_STARTED= S_FINISHED= S_READY=0 S_RESTARTS=0
-  S_SIGNAL= L_EXIT= L_REASON= L_STARTED= L_FINISHED=
+  S_STATE=waiting S_REASON=ContainerCreating S_EXIT='' S_STARTED='' S_FINISHED='' S_READY=0 S_RESTARTS=0
+  S_SIGNAL='' S_MESSAGE='' L_EXIT='' L_REASON='' L_STARTED='' L_FINISHED=''
 }
 
+# b64url <text>: B64 = its first 400 bytes in unpadded base64url, the one form of free text that
+# a chirped string keeps (chirp drops backslashes and whole values with a newline).
+b64url() {
+  B64=$(printf '%s' "$1" | head -c 400 | base64 -w 0 | tr '+/' '-_' | tr -d '=')
+}
+
+# LINE = the state line; the message, when there is one, is a 14th field.
 state_line() {
-  printf -v LINE '1 %s %s %s %s %s %s %s %s %s %s %s %s' "$S_STATE" "\${S_REASON:--}" "\${S_EXIT:--}" \
-    "\${S_STARTED:--}" "\${S_FINISHED:--}" "$S_READY" "$S_RESTARTS" "\${L_EXIT:--}" "\${L_REASON:--}" \
-    "\${L_STARTED:--}" "\${L_FINISHED:--}" "\${S_SIGNAL:--}"
+  printf -v LINE '1 %s %s %s %s %s %s %s %s %s %s %s %s' "$S_STATE" "${S_REASON:--}" "${S_EXIT:--}" \
+    "${S_STARTED:--}" "${S_FINISHED:--}" "$S_READY" "$S_RESTARTS" "${L_EXIT:--}" "${L_REASON:--}" \
+    "${L_STARTED:--}" "${L_FINISHED:--}" "${S_SIGNAL:--}"
+  if [[ -n $S_MESSAGE ]]; then
+    b64url "$S_MESSAGE"
+    LINE+=" ${B64:--}"
+  fi
 }
 
 # write_state <key> <attr> <line>: atomic file update, then chirp.
@@ -165,11 +166,13 @@ report() {
 force_terminated() {
   local f=() line
   read -r -a f <"$STATE_DIR/$1" 2>/dev/null
-  ((\${#f[@]} >= 13)) || f=(1 waiting - - - - 0 0 - - - - -)
-  [[ \${f[1]} == terminated ]] && return 0
+  ((${#f[@]} >= 13)) || f=(1 waiting - - - - 0 0 - - - - -)
+  [[ ${f[1]} == terminated ]] && return 0
   now
+  # A waiting state's message does not explain this end.
+  f=("${f[@]:0:13}")
   f[1]=terminated f[2]=$3 f[3]=$4 f[5]=$NOW f[6]=0
-  line="\${f[*]}"
+  line="${f[*]}"
   WHO=$1 wlog "state: $line"
   write_state "$1" "$2" "$line"
 }
@@ -178,7 +181,7 @@ force_terminated() {
 exit_code_of() {
   local f=()
   read -r -a f <"$STATE_DIR/$1" 2>/dev/null
-  EXIT=\${f[3]:--}
+  EXIT=${f[3]:--}
   [[ $EXIT =~ ^[0-9]+$ ]] || EXIT=0
 }
 
@@ -186,23 +189,23 @@ exit_code_of() {
 
 # Sets RT (path), RT_NOEVAL (1 when --no-eval works) and RT_ENV_PREFIX.
 find_runtime() {
-  RT= RT_NOEVAL=0 RT_ENV_PREFIX=APPTAINERENV_
+  RT='' RT_NOEVAL=0 RT_ENV_PREFIX=APPTAINERENV_
   local cands=() dirs=() d n c
   if [[ -n $RUNTIME_PINNED ]]; then
     cands=("$RUNTIME_PINNED")
   else
     IFS=: read -r -a dirs <<<"$PATH"
-    dirs+=(\${RUNTIME_SEARCH_PATH[@]+"\${RUNTIME_SEARCH_PATH[@]}"})
-    [[ -n \${_CONDOR_BIN:-} ]] && dirs+=("$_CONDOR_BIN/../libexec")
+    dirs+=(${RUNTIME_SEARCH_PATH[@]+"${RUNTIME_SEARCH_PATH[@]}"})
+    [[ -n ${_CONDOR_BIN:-} ]] && dirs+=("$_CONDOR_BIN/../libexec")
     for n in apptainer singularity; do
-      for d in "\${dirs[@]}"; do [[ -n $d ]] && cands+=("$d/$n"); done
+      for d in "${dirs[@]}"; do [[ -n $d ]] && cands+=("$d/$n"); done
     done
   fi
-  for c in "\${cands[@]}"; do
+  for c in "${cands[@]}"; do
     if [[ -f $c && -x $c ]]; then RT=$c; break; fi
   done
   if [[ -z $RT ]]; then
-    wlog "no container runtime: looked for \${cands[*]}"
+    wlog "no container runtime: looked for ${cands[*]}"
     return 1
   fi
   # The runtime is started from / (see in_root): a path relative to the sandbox must not break.
@@ -212,7 +215,7 @@ find_runtime() {
   wlog "container runtime: $RT ($out)"
   [[ $out == *pptainer* ]] || RT_ENV_PREFIX=SINGULARITYENV_
   if [[ $out =~ (apptainer|singularity-ce)\ version\ v?([0-9]+)\.([0-9]+) ]]; then
-    flavour=\${BASH_REMATCH[1]} major=$((10#\${BASH_REMATCH[2]})) minor=$((10#\${BASH_REMATCH[3]}))
+    flavour=${BASH_REMATCH[1]} major=$((10#${BASH_REMATCH[2]})) minor=$((10#${BASH_REMATCH[3]}))
     case $flavour in
       apptainer) ((major > 1 || (major == 1 && minor >= 1))) && RT_NOEVAL=1 ;;
       singularity-ce) ((major > 3 || (major == 3 && minor >= 10))) && RT_NOEVAL=1 ;;
@@ -227,7 +230,7 @@ find_runtime() {
 
 needs_runtime() {
   local fn
-  for fn in \${INIT_CONTAINERS[@]+"\${INIT_CONTAINERS[@]}"} \${CONTAINERS[@]+"\${CONTAINERS[@]}"}; do
+  for fn in ${INIT_CONTAINERS[@]+"${INIT_CONTAINERS[@]}"} ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
     "$fn"
     [[ $C_IMAGE_KIND == host ]] || return 0
   done
@@ -240,7 +243,7 @@ wrapper_init() {
   PATH=$WRAPPER_PATH
   export PATH TZ=UTC LC_ALL=C
   umask 077
-  SANDBOX=\${_CONDOR_SCRATCH_DIR:-$PWD}
+  SANDBOX=${_CONDOR_SCRATCH_DIR:-$PWD}
   cd -- "$SANDBOX" || { echo "job.sh: cannot enter the sandbox $SANDBOX" >&2; exit 1; }
   SANDBOX=$PWD
   STATE_DIR=$SANDBOX/podstate RUN_DIR=$SANDBOX/.wrapper
@@ -248,7 +251,7 @@ wrapper_init() {
   mkdir -p -- "$STATE_DIR" "$RUN_DIR" "$SANDBOX/tmp" || { echo "job.sh: cannot create $STATE_DIR" >&2; exit 1; }
   rm -f -- "$RUN_DIR/stop"
   now_ms
-  T0_MS=$NOW_MS STOP_REASON= SUP_PIDS=() BG_PIDS=() SNIPPET_PID=
+  T0_MS=$NOW_MS STOP_REASON='' SUP_PIDS=() BG_PIDS=() SNIPPET_PID=''
   if mkfifo -- "$RUN_DIR/nap" 2>/dev/null || [[ -p $RUN_DIR/nap ]]; then
     exec {NAP_FD}<>"$RUN_DIR/nap"
   fi
@@ -258,10 +261,10 @@ wrapper_init() {
   # while the job runs (and they are not in transfer_output_files).
   LOG_DIR=$SANDBOX
   if ((SHARED_FILESYSTEM)); then
-    if [[ -n \${_CONDOR_JOB_IWD:-} && -d $_CONDOR_JOB_IWD && -w $_CONDOR_JOB_IWD ]]; then
+    if [[ -n ${_CONDOR_JOB_IWD:-} && -d $_CONDOR_JOB_IWD && -w $_CONDOR_JOB_IWD ]]; then
       LOG_DIR=$_CONDOR_JOB_IWD
     else
-      wlog "SharedFilesystem: _CONDOR_JOB_IWD (\${_CONDOR_JOB_IWD:-unset}) is not a folder this job can write: container logs stay in the sandbox and do not come back"
+      wlog "SharedFilesystem: _CONDOR_JOB_IWD (${_CONDOR_JOB_IWD:-unset}) is not a folder this job can write: container logs stay in the sandbox and do not come back"
     fi
   fi
   wlog "container logs go to $LOG_DIR"
@@ -269,16 +272,16 @@ wrapper_init() {
 
 setup() {
   local i fn
-  for ((i = 0; i + 1 < \${#FILE_MODES[@]}; i += 2)); do
-    chmod -- "\${FILE_MODES[i]}" "\${FILE_MODES[i + 1]}" 2>/dev/null || wlog "cannot chmod \${FILE_MODES[i + 1]}"
+  for ((i = 0; i + 1 < ${#FILE_MODES[@]}; i += 2)); do
+    chmod -- "${FILE_MODES[i]}" "${FILE_MODES[i + 1]}" 2>/dev/null || wlog "cannot chmod ${FILE_MODES[i + 1]}"
   done
-  for i in \${EMPTY_DIRS[@]+"\${EMPTY_DIRS[@]}"}; do
+  for i in ${EMPTY_DIRS[@]+"${EMPTY_DIRS[@]}"}; do
     mkdir -p -- "emptydir/$i" || wlog "cannot create emptydir/$i"
   done
   # Everything listed in transfer_output_files exists from the start. The fresh states are
   # chirped too: after an eviction HTCondor runs the job again from scratch, and the job ad still
   # holds the previous run's last states (often "terminated") until this run reports each one.
-  for fn in \${INIT_CONTAINERS[@]+"\${INIT_CONTAINERS[@]}"} \${CONTAINERS[@]+"\${CONTAINERS[@]}"}; do
+  for fn in ${INIT_CONTAINERS[@]+"${INIT_CONTAINERS[@]}"} ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
     "$fn"
     : >>"$LOG_DIR/$C_KEY.log"
     : >>"$LOG_DIR/$C_KEY.prev.log"
@@ -293,7 +296,7 @@ setup() {
   for n in $(compgen -e); do
     case $n in
       *_NUM_THREADS | *_CPU_COUNT | *_MAX_THREADS) SLOT_ENV_NAMES+=("$n") ;;
-      *) [[ " \${SLOT_ENV_FIXED[*]} " == *" $n "* ]] && SLOT_ENV_NAMES+=("$n") ;;
+      *) [[ " ${SLOT_ENV_FIXED[*]} " == *" $n "* ]] && SLOT_ENV_NAMES+=("$n") ;;
     esac
   done
   if [[ -n $RUNTIME_CACHE_DIR ]]; then
@@ -312,7 +315,7 @@ request_stop() {
   wlog "stopping the pod: $1"
   printf '%s\n' "$1" >"$RUN_DIR/stop.tmp" && mv -f -- "$RUN_DIR/stop.tmp" "$RUN_DIR/stop"
   local p
-  for p in \${SUP_PIDS[@]+"\${SUP_PIDS[@]}"}; do kill -TERM "$p" 2>/dev/null; done
+  for p in ${SUP_PIDS[@]+"${SUP_PIDS[@]}"}; do kill -TERM "$p" 2>/dev/null; done
   # A snippet is its own process group (see in_group): the whole group, children included.
   [[ -n $SNIPPET_PID ]] && kill -TERM -- "-$SNIPPET_PID" 2>/dev/null
   return 0
@@ -332,10 +335,10 @@ import_env() {
   local rec name
   [[ -f $1 ]] || return 0
   while IFS= read -r -d '' rec; do
-    name=\${rec%%=*}
+    name=${rec%%=*}
     [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || continue
     case $name in PWD | OLDPWD | SHLVL | _ | BASH* | SHELLOPTS | EUID | UID | PPID) continue ;; esac
-    export "$name=\${rec#*=}"
+    export "$name=${rec#*=}"
   done <"$1"
 }
 
@@ -368,29 +371,30 @@ run_snippet() {
 
 start_background() {
   local i
-  for ((i = 0; i < \${#BACKGROUND_COMMANDS[@]}; i++)); do
+  for ((i = 0; i < ${#BACKGROUND_COMMANDS[@]}; i++)); do
     wlog "background[$i]: starting"
-    in_group "background[$i]" "\${BACKGROUND_COMMANDS[i]}"
+    in_group "background[$i]" "${BACKGROUND_COMMANDS[i]}"
     BG_PIDS+=("$GROUP_PID")
   done
 }
 
 stop_background() {
   local p
-  for p in \${BG_PIDS[@]+"\${BG_PIDS[@]}"}; do kill -TERM -- "-$p" 2>/dev/null; done
+  for p in ${BG_PIDS[@]+"${BG_PIDS[@]}"}; do kill -TERM -- "-$p" 2>/dev/null; done
 }
 
 # ---- handlers: probes and lifecycle hooks ------------------------------------------------------
 
 # An HTTP GET with bash alone (no curl): success on a 2xx or 3xx status.
+# shellcheck disable=SC2317 # http_get runs it by name in a child bash
 devtcp_get() { # host port path [name value]...
   local host=$1 port=$2 path=$3 req status hosthdr=1
   shift 3
   exec 3<>"/dev/tcp/$host/$port" || return 1
   req="GET $path HTTP/1.0"$'\r\n'
   while (($# >= 2)); do
-    [[ \${1,,} == host ]] && hosthdr=0
-    req+="\${1//[$'\r\n']/}: \${2//[$'\r\n']/}"$'\r\n'
+    [[ ${1,,} == host ]] && hosthdr=0
+    req+="${1//[$'\r\n']/}: ${2//[$'\r\n']/}"$'\r\n'
     shift 2
   done
   ((hosthdr)) && req+="Host: $host:$port"$'\r\n'
@@ -398,7 +402,7 @@ devtcp_get() { # host port path [name value]...
   printf '%s' "$req" >&3
   IFS= read -r status <&3 || return 1
   [[ $status =~ ^HTTP/[0-9.]+\ +([0-9][0-9][0-9]) ]] || return 1
-  ((10#\${BASH_REMATCH[1]} >= 200 && 10#\${BASH_REMATCH[1]} < 400))
+  ((10#${BASH_REMATCH[1]} >= 200 && 10#${BASH_REMATCH[1]} < 400))
 }
 
 http_get() { # timeout scheme host port path nheaders [name value]...
@@ -413,7 +417,7 @@ http_get() { # timeout scheme host port path nheaders [name value]...
       args+=(-H "$1: $2")
       shift 2
     done
-    code=$("$CURL" "\${args[@]}" "\${scheme,,}://$h:$port$path" 2>/dev/null </dev/null)
+    code=$("$CURL" "${args[@]}" "${scheme,,}://$h:$port$path" 2>/dev/null </dev/null)
     [[ $code =~ ^[23][0-9][0-9]$ ]]
   elif [[ $scheme == HTTPS ]]; then
     wlog "an HTTPS probe needs curl, which this machine lacks: counted as a failure"
@@ -421,7 +425,7 @@ http_get() { # timeout scheme host port path nheaders [name value]...
   else
     local tl=()
     ((tmo > 0)) && tl=(timeout -k 1 "$tmo")
-    \${tl[@]+"\${tl[@]}"} "$BASH" -c "$(declare -f devtcp_get); devtcp_get \"\$@\"" devtcp "$host" "$port" "$path" "$@" </dev/null
+    ${tl[@]+"${tl[@]}"} "$BASH" -c "$(declare -f devtcp_get); devtcp_get \"\$@\"" devtcp "$host" "$port" "$path" "$@" </dev/null
   fi
 }
 
@@ -433,12 +437,14 @@ run_handler() {
   case $kind in
     exec)
       if [[ $C_IMAGE_KIND == host ]]; then
-        (cd -- "\${C_WORKDIR:-$SANDBOX}" && exec \${tl[@]+"\${tl[@]}"} env -i -- \${HOST_ENV[@]+"\${HOST_ENV[@]}"} "$@") </dev/null
+        (cd -- "${C_WORKDIR:-$SANDBOX}" && host_exec ${tl[@]+"${tl[@]}"} -- "$@") </dev/null
       else
-        (in_root \${tl[@]+"\${tl[@]}"} env \${RT_ENV[@]+"\${RT_ENV[@]}"} "$RT" exec \${EXEC_FLAGS[@]+"\${EXEC_FLAGS[@]}"} "instance://$INST" \${CTR_ENV[@]+"\${CTR_ENV[@]}"} "$@") </dev/null
+        (in_root ${tl[@]+"${tl[@]}"} "$RT" exec ${EXEC_FLAGS[@]+"${EXEC_FLAGS[@]}"} "instance://$INST" ${CTR_ENV[@]+"${CTR_ENV[@]}"} "$@") </dev/null
       fi ;;
     httpGet) http_get "$tmo" "$@" ;;
-    tcpSocket) \${tl[@]+"\${tl[@]}"} "$BASH" -c 'exec 3<>"/dev/tcp/$1/$2"' tcp "$1" "$2" </dev/null ;;
+    tcpSocket)
+      # shellcheck disable=SC2016 # $1 and $2 are the inner bash's arguments
+      ${tl[@]+"${tl[@]}"} "$BASH" -c 'exec 3<>"/dev/tcp/$1/$2"' tcp "$1" "$2" </dev/null ;;
     sleep) sleep "$1" ;;
     *) wlog "unknown handler $kind"; return 1 ;;
   esac
@@ -454,7 +460,7 @@ probe_loop() {
   WHO="$C_KEY $kind"
   now_ms
   while ((NOW_MS < STARTED_MS + delay * 1000)); do nap "$TICK"; now_ms; done
-  if [[ $kind != startup ]] && ((\${#C_STARTUP_PROBE[@]})); then
+  if [[ $kind != startup ]] && ((${#C_STARTUP_PROBE[@]})); then
     until [[ -e $RUN_DIR/$C_KEY.startup-ok ]]; do nap "$TICK"; done
   fi
   while :; do
@@ -494,68 +500,178 @@ probe_loop() {
 # ---- one container: its supervisor -----------------------------------------------------------
 
 # Reads env/<key>.env (NUL-separated NAME=value records, byte for byte) into ENV_PAIRS, adds the
-# slot's variables the pod does not set, and builds what carries them: RT_ENV (APPTAINERENV_<NAME>
-# for the runtime), CTR_ENV (a command prefix, "env -- NAME=value ...", for names that are not shell
-# identifiers: Kubernetes allows any printable ASCII but '=', Apptainer's action script keeps only
-# identifiers) and HOST_ENV (env -i for host containers, any name).
+# slot's variables the pod does not set, and builds what carries them: RT_ENV (APPTAINERENV_<NAME>,
+# exported for the runtime by in_root), CTR_ENV (a command prefix, "env -- NAME=value ...", for
+# names that are not shell identifiers: Kubernetes allows any printable ASCII but '=', Apptainer's
+# action script keeps only identifiers) and HOST_ENV (a host container's whole environment, see
+# host_exec). Values travel in environments, which only this job's user can read; CTR_ENV is on a
+# command line, which every user of the worker can, and the plan lets only literal values of the
+# pod spec reach it (never a secret's or a configMap's).
 load_env() {
-  local f=$SANDBOX/env/$C_KEY.env rec n names=$'\n' odd=()
+  local file=$SANDBOX/env/$C_KEY.env rec n names=$'\n' odd=()
   ENV_PAIRS=()
-  if [[ -f $f ]]; then
+  if [[ -f $file ]]; then
     while IFS= read -r -d '' rec || [[ -n $rec ]]; do
-      [[ $rec == ?*=* ]] || { wlog "ignoring a malformed record in $f"; continue; }
+      [[ $rec == ?*=* ]] || { wlog "ignoring a malformed record in $file"; continue; }
       ENV_PAIRS+=("$rec")
       # Names are printable: a newline cannot be part of one.
-      names+="\${rec%%=*}"$'\n'
-    done <"$f"
+      names+="${rec%%=*}"$'\n'
+    done <"$file"
   fi
-  for n in \${SLOT_ENV_NAMES[@]+"\${SLOT_ENV_NAMES[@]}"}; do
-    [[ $names == *$'\n'"$n"$'\n'* ]] || ENV_PAIRS+=("$n=\${!n-}")
+  for n in ${SLOT_ENV_NAMES[@]+"${SLOT_ENV_NAMES[@]}"}; do
+    [[ $names == *$'\n'"$n"$'\n'* ]] || ENV_PAIRS+=("$n=${!n-}")
   done
   if [[ -n $POD_IP && $names != *$'\n'POD_IP$'\n'* ]]; then ENV_PAIRS+=("POD_IP=$POD_IP"); fi
   RT_ENV=() CTR_ENV=()
-  for rec in \${ENV_PAIRS[@]+"\${ENV_PAIRS[@]}"}; do
-    if [[ \${rec%%=*} =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then RT_ENV+=("$RT_ENV_PREFIX$rec"); else odd+=("$rec"); fi
+  for rec in ${ENV_PAIRS[@]+"${ENV_PAIRS[@]}"}; do
+    if [[ ${rec%%=*} =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then RT_ENV+=("$RT_ENV_PREFIX$rec"); else odd+=("$rec"); fi
   done
-  ((\${#odd[@]})) && CTR_ENV=(env -- "\${odd[@]}")
-  HOST_ENV=("PATH=$WRAPPER_PATH" "HOME=\${HOME:-$SANDBOX}" "TMPDIR=$SANDBOX/tmp" \${ENV_PAIRS[@]+"\${ENV_PAIRS[@]}"})
+  ((${#odd[@]})) && CTR_ENV=(env -- "${odd[@]}")
+  HOST_ENV=("PATH=$WRAPPER_PATH" "HOME=${HOME:-$SANDBOX}" "TMPDIR=$SANDBOX/tmp" ${ENV_PAIRS[@]+"${ENV_PAIRS[@]}"})
 }
 
-# Builds START_FLAGS (instance start) and EXEC_FLAGS (exec/run into the instance).
+# Builds START_FLAGS (instance start, without the binds: see prepare_binds) and EXEC_FLAGS
+# (exec/run into the instance).
 build_flags() {
-  local i j kind src dst mode pdst point
-  START_FLAGS=(--cleanenv) EXEC_FLAGS=(--cleanenv)
+  # --pid: both runtimes already start an instance in a PID namespace of its own, which every
+  # exec, probe and hook into it joins; said here so that no configuration can drop it.
+  START_FLAGS=(--cleanenv --pid) EXEC_FLAGS=(--cleanenv)
   if ((RT_NOEVAL)); then START_FLAGS+=(--no-eval) EXEC_FLAGS+=(--no-eval); fi
   ((RUNTIME_NO_HOME)) && START_FLAGS+=(--no-home)
-  START_FLAGS+=(\${C_GPU_FLAGS[@]+"\${C_GPU_FLAGS[@]}"})
+  START_FLAGS+=(${C_GPU_FLAGS[@]+"${C_GPU_FLAGS[@]}"})
+  # The pod's workingDir comes last: it wins over an allowed --pwd (the last value counts).
+  EXEC_FLAGS+=(${C_EXEC_OPTIONS[@]+"${C_EXEC_OPTIONS[@]}"})
+  [[ -n $C_WORKDIR ]] && EXEC_FLAGS+=(--pwd "$C_WORKDIR")
+  return 0
+}
+
+# ---- mounts: resolved on the worker at the moment of use ------------------------------------
+#
+# The pod's own containers can change what a mount's path leads to: an init container can leave a
+# symlink in an emptyDir, a container one in a writable hostPath. So right before each instance
+# start (restarts included) every source and mount point is resolved and must stay inside its own
+# volume's folder (a hostPath: below an allowed prefix, resolved here too); the resolved path is
+# what the runtime binds. What does not exist yet is made one component at a time, each checked
+# after it is made. What bash cannot close: a sibling container writing the same emptyDir can
+# swap a folder for a symlink between this check and the runtime's own lookup of the path.
+
+# resolve <name> <path>: sets the variable <name> to the path with every symlink resolved; fails
+# when it does not exist. (The x keeps a name that ends in a newline whole.)
+resolve() {
+  local r
+  r=$(realpath -e -- "$2" 2>/dev/null && echo x) || return 1
+  [[ $r == *$'\nx' ]] || return 1
+  printf -v "$1" '%s' "${r%$'\nx'}"
+}
+
+# inside <path> <folder>: is the path the folder itself or below it (both resolved)?
+inside() {
+  [[ $1 == "$2" || $1 == "${2%/}"/* ]]
+}
+
+# allowed_host <resolved path>: below one of HOST_PATH_PREFIXES, each resolved on this worker.
+allowed_host() {
+  local p real
+  for p in ${HOST_PATH_PREFIXES[@]+"${HOST_PATH_PREFIXES[@]}"}; do
+    resolve real "$p" && inside "$1" "$real" && return 0
+  done
+  return 1
+}
+
+# make_path <folder> <relative path> <dir|file>: makes the path below the (resolved) folder, one
+# component at a time and never through a symlink: each is made in the folder just entered (this
+# subshell's working directory, which no rename elsewhere can move), then entered only when it
+# resolves to itself; the last one of a file with O_EXCL (set -C), which never follows a symlink.
+# An existing component must be a plain folder (the last one a file, for <file>). Prints why and
+# fails when it cannot.
+make_path() {
+  (
+    here=$1 rest=$2
+    if ! cd -P -- "$here" 2>/dev/null || [[ $PWD != "$here" ]]; then
+      printf '%s is not a plain folder' "$here"
+      exit 1
+    fi
+    while [[ -n $rest ]]; do
+      part=${rest%%/*}
+      if [[ $rest == */* ]]; then rest=${rest#*/}; else rest=''; fi
+      [[ -z $part || $part == . ]] && continue
+      [[ $part == .. ]] && { printf '%s contains ..' "$2"; exit 1; }
+      if [[ -z $rest && $3 == file ]]; then
+        [[ -e $part || -L $part ]] || (set -C && : >"$part") 2>/dev/null
+        [[ -f $part && ! -L $part ]] || { printf '%s/%s is not a plain file' "$here" "$part"; exit 1; }
+        exit 0
+      fi
+      [[ -e $part || -L $part ]] || mkdir -- "$part" 2>/dev/null
+      if [[ -d $part && ! -L $part ]] && cd -P -- "$part" 2>/dev/null && [[ $PWD == "${here%/}/$part" ]]; then
+        here=$PWD
+      else
+        printf '%s/%s is not a plain folder' "$here" "$part"
+        exit 1
+      fi
+    done
+  )
+}
+
+# mount_source <kind> <volume folder> <subPath>: SRC = the source to bind, resolved now; fails
+# with WHY.
+mount_source() {
+  local kind=$1 root=$2 sub=$3 base
+  if [[ $kind == sandbox ]]; then
+    # The volume's folder is the wrapper's own (emptydir/<name>, volumes/<name>): no symlink on the way.
+    if ! resolve base "$SANDBOX/$root" || [[ $base != "$SANDBOX/$root" || ! -d $base ]]; then
+      WHY="$root is not a plain folder of the job's sandbox"
+      return 1
+    fi
+  else
+    resolve base "$root" || { WHY="hostPath $root does not exist on this worker"; return 1; }
+    allowed_host "$base" || { WHY="hostPath $root resolves to $base, which is not below an allowed prefix"; return 1; }
+  fi
+  SRC=$base
+  if [[ -n $sub ]]; then
+    if [[ $kind == sandbox && ! -e $base/$sub && ! -L $base/$sub ]]; then
+      wlog "creating the missing mount source $root/$sub"
+      WHY=$(make_path "$base" "$sub" dir) || { WHY="cannot create subPath $sub in $root: $WHY"; return 1; }
+    fi
+    resolve SRC "$base/$sub" || { WHY="subPath $sub of $root does not exist (or is a dangling symlink)"; return 1; }
+    inside "$SRC" "$base" || { WHY="subPath $sub of $root resolves to $SRC, outside its volume"; return 1; }
+  fi
+  # --bind is a CSV list of src:dst[:opts]: a resolved name may not add fields.
+  [[ $SRC != *[:,\"$'\n\r']* ]] || { WHY="$SRC: a path with ':', ',', '\"' or a line break cannot be bound"; return 1; }
+  return 0
+}
+
+# prepare_binds: BIND_FLAGS = the --bind of /tmp and of every mount, checked now (see above);
+# fails with WHY when one may not be bound.
+prepare_binds() {
+  local i j dst pdst kind type
+  local -a srcs=()
+  BIND_FLAGS=() WHY=''
   # Binds are made in order and C_MOUNTS is parent first: /tmp comes before the pod's mounts, so
   # that a volume at /tmp or below it is not hidden.
-  START_FLAGS+=(--bind "$SANDBOX/tmp:/tmp")
-  for ((i = 0; i + 3 < \${#C_MOUNTS[@]}; i += 4)); do
-    kind=\${C_MOUNTS[i]} src=\${C_MOUNTS[i + 1]} dst=\${C_MOUNTS[i + 2]} mode=\${C_MOUNTS[i + 3]}
-    if [[ $kind == sandbox ]]; then
-      src=$SANDBOX/$src
-      [[ -e $src ]] || { wlog "creating the missing mount source $src"; mkdir -p -- "$src"; }
-    fi
+  if ! resolve SRC "$SANDBOX/tmp" || [[ $SRC != "$SANDBOX/tmp" || ! -d $SRC ]]; then
+    WHY="tmp is not a plain folder of the job's sandbox"
+    return 1
+  fi
+  BIND_FLAGS+=(--bind "$SRC:/tmp")
+  for ((i = 0; i + 4 < ${#C_MOUNTS[@]}; i += 5)); do
+    kind=${C_MOUNTS[i]} dst=${C_MOUNTS[i + 3]}
+    mount_source "$kind" "${C_MOUNTS[i + 1]}" "${C_MOUNTS[i + 2]}" || { WHY="cannot mount $dst: $WHY"; return 1; }
+    srcs[i]=$SRC
     # A mount nested in an earlier one needs its mount point inside the innermost such one's
     # source, where that bind shows it (as the kubelet's runtime creates it); only in sources of
     # the sandbox, never on the host.
-    for ((j = i - 4; j >= 0; j -= 4)); do
-      pdst=\${C_MOUNTS[j + 2]}
+    for ((j = i - 5; j >= 0; j -= 5)); do
+      pdst=${C_MOUNTS[j + 3]}
       [[ $pdst != / && $dst == "$pdst"/* ]] || continue
-      point=$SANDBOX/\${C_MOUNTS[j + 1]}/\${dst#"$pdst"/}
-      if [[ \${C_MOUNTS[j]} == sandbox && ! -e $point ]]; then
-        if [[ -d $src ]]; then mkdir -p -- "$point"; else mkdir -p -- "\${point%/*}" && : >>"$point"; fi ||
-          wlog "cannot create the mount point $point"
+      if [[ ${C_MOUNTS[j]} == sandbox ]]; then
+        type='file'
+        [[ -d $SRC ]] && type='dir'
+        WHY=$(make_path "${srcs[j]}" "${dst#"$pdst"/}" "$type") || { WHY="cannot make the mount point of $dst: $WHY"; return 1; }
       fi
       break
     done
-    START_FLAGS+=(--bind "$src:$dst$([[ $mode == ro ]] && echo :ro)")
+    BIND_FLAGS+=(--bind "$SRC:$dst$([[ ${C_MOUNTS[i + 4]} == ro ]] && echo :ro)")
   done
-  START_FLAGS+=(\${C_RUNTIME_OPTIONS[@]+"\${C_RUNTIME_OPTIONS[@]}"})
-  # The pod's workingDir comes last: it wins over an allowed --pwd (the last value counts).
-  EXEC_FLAGS+=(\${C_EXEC_OPTIONS[@]+"\${C_EXEC_OPTIONS[@]}"})
-  [[ -n $C_WORKDIR ]] && EXEC_FLAGS+=(--pwd "$C_WORKDIR")
   return 0
 }
 
@@ -570,12 +686,71 @@ stop_requested() {
   return 1
 }
 
-# in_root <command...>: runs a command from /. Apptainer binds the caller's working directory into
-# the container (all but / and a few system directories), and the sandbox holds every container's
-# env file: the runtime is never started from there. A container without workingDir then starts in
-# /, as the image's default would be, not in the sandbox.
+# in_root <command...>: execs a command (the runtime, or timeout and the runtime) from /, with the
+# container's variables (RT_ENV) exported: they reach the runtime in its environment, which only
+# this job's user can read, never on a command line, which every user of the worker can. Call it in
+# a subshell. From /: Apptainer binds the caller's working directory into the container (all but /
+# and a few system directories), and the sandbox holds every container's env file: the runtime is
+# never started from there. A container without workingDir then starts in /, as the image's
+# default would be, not in the sandbox.
 in_root() {
+  local rec
+  for rec in ${RT_ENV[@]+"${RT_ENV[@]}"}; do export "${rec?}"; done
   cd / && exec "$@"
+}
+
+# bash_own_variable <name>: a variable bash keeps for itself (core/types.ts, BASH_OWN_VARIABLES,
+# lists the same): exported with another value, it arrives replaced or not at all.
+# shellcheck disable=SC2317 # exec_with_env runs it in a child bash
+bash_own_variable() {
+  case $1 in
+    UID | EUID | PPID | BASHOPTS | SHELLOPTS | RANDOM | SRANDOM | SECONDS | LINENO | HISTCMD | BASHPID | \
+      EPOCHSECONDS | EPOCHREALTIME | FUNCNAME | GROUPS | DIRSTACK | OPTIND | SHLVL | _ | BASH_*) return 0 ;;
+  esac
+  return 1
+}
+
+# exec_with_env <env program> <command...>: execs the command with exactly the NAME=value records
+# read from fd 3 (NUL-terminated) as its environment. Run by a bash started with env -i (see
+# host_exec), so that nothing else is in it; the exports use positional parameters only, so that
+# no record can overwrite a variable of this function. Names bash cannot export (not shell
+# identifiers, or its own variables) can only go through env's arguments; the plan lets only
+# literal values of the pod spec have such names.
+# shellcheck disable=SC2317 # host_exec runs it by name in a child bash
+exec_with_env() {
+  local -a records=() odd=() final=()
+  unset PWD OLDPWD SHLVL
+  mapfile -d '' -t records <&3
+  exec 3<&-
+  set -- "${records[@]}" -- "$@"
+  records=()
+  while [[ $1 != -- ]]; do
+    if [[ ${1%%=*} =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && ! bash_own_variable "${1%%=*}"; then records+=("$1"); else odd+=("$1"); fi
+    shift
+  done
+  shift
+  # $1 is the env program: bash puts SHLVL back into every program it execs, env takes it out
+  # (or sets the pod's own) and sets the names bash cannot export.
+  final=("$1" -u SHLVL -- ${odd[@]+"${odd[@]}"} "${@:2}")
+  set -- "${#records[@]}" "${records[@]}" "${final[@]}"
+  unset records odd final
+  while (($1 > 0)); do
+    export "${2?}"
+    set -- "$(($1 - 1))" "${@:3}"
+  done
+  shift
+  exec "$@"
+}
+
+# host_exec [prefix...] -- <command...>: execs a host container's command (after a prefix such as
+# timeout) with exactly HOST_ENV as its environment, through a pipe, never on a command line.
+# Call it in a subshell, in the container's working folder.
+host_exec() {
+  local -a pre=()
+  while [[ $1 != -- ]]; do pre+=("$1"); shift; done
+  shift
+  exec ${pre[@]+"${pre[@]}"} env -i "$BASH" -c "$(declare -f bash_own_variable exec_with_env); exec_with_env \"\$@\"" \
+    exec_with_env "$(type -P env)" "$@" 3< <(printf '%s\0' ${HOST_ENV[@]+"${HOST_ENV[@]}"})
 }
 
 # watched <label> <command...>: runs a command in the background (output to wrapper.log),
@@ -605,28 +780,28 @@ launch_main() {
   if [[ $C_IMAGE_KIND == host ]]; then
     # host:<site>: the site is the program's first argument (as in the original plugin), right
     # after the command (or after the first argument when only args are given).
-    if ((\${#C_COMMAND[@]})); then
-      argv=("\${C_COMMAND[@]}" \${C_HOST_SITE:+"$C_HOST_SITE"} \${C_ARGS[@]+"\${C_ARGS[@]}"})
-    elif ((\${#C_ARGS[@]})); then
-      argv=("\${C_ARGS[0]}" \${C_HOST_SITE:+"$C_HOST_SITE"} "\${C_ARGS[@]:1}")
+    if ((${#C_COMMAND[@]})); then
+      argv=("${C_COMMAND[@]}" ${C_HOST_SITE:+"$C_HOST_SITE"} ${C_ARGS[@]+"${C_ARGS[@]}"})
+    elif ((${#C_ARGS[@]})); then
+      argv=("${C_ARGS[0]}" ${C_HOST_SITE:+"$C_HOST_SITE"} "${C_ARGS[@]:1}")
     fi
     (
-      [[ -n \${NAP_FD:-} ]] && exec {NAP_FD}>&-
-      ((\${#argv[@]})) || { echo "host container $C_NAME has no command" >&2; exit 127; }
-      cd -- "\${C_WORKDIR:-$SANDBOX}" || exit 127
-      exec env -i -- \${HOST_ENV[@]+"\${HOST_ENV[@]}"} "\${argv[@]}"
+      [[ -n ${NAP_FD:-} ]] && exec {NAP_FD}>&-
+      ((${#argv[@]})) || { echo "host container $C_NAME has no command" >&2; exit 127; }
+      cd -- "${C_WORKDIR:-$SANDBOX}" || exit 127
+      host_exec -- "${argv[@]}"
     ) </dev/null >"$fifo" 2>&1 &
   else
-    if ((\${#C_COMMAND[@]})); then
-      argv=("$RT" exec \${EXEC_FLAGS[@]+"\${EXEC_FLAGS[@]}"} "instance://$INST" \${CTR_ENV[@]+"\${CTR_ENV[@]}"} "\${C_COMMAND[@]}" \${C_ARGS[@]+"\${C_ARGS[@]}"})
+    if ((${#C_COMMAND[@]})); then
+      argv=("$RT" exec ${EXEC_FLAGS[@]+"${EXEC_FLAGS[@]}"} "instance://$INST" ${CTR_ENV[@]+"${CTR_ENV[@]}"} "${C_COMMAND[@]}" ${C_ARGS[@]+"${C_ARGS[@]}"})
     else
       # The plan gives a container without a command only shell-identifier names (see load_env).
-      ((\${#CTR_ENV[@]})) && wlog "variables whose names are not shell identifiers cannot reach the image's entrypoint"
-      argv=("$RT" run \${EXEC_FLAGS[@]+"\${EXEC_FLAGS[@]}"} "instance://$INST" \${C_ARGS[@]+"\${C_ARGS[@]}"})
+      ((${#CTR_ENV[@]})) && wlog "variables whose names are not shell identifiers cannot reach the image's entrypoint"
+      argv=("$RT" run ${EXEC_FLAGS[@]+"${EXEC_FLAGS[@]}"} "instance://$INST" ${C_ARGS[@]+"${C_ARGS[@]}"})
     fi
     (
-      [[ -n \${NAP_FD:-} ]] && exec {NAP_FD}>&-
-      in_root env \${RT_ENV[@]+"\${RT_ENV[@]}"} "\${argv[@]}"
+      [[ -n ${NAP_FD:-} ]] && exec {NAP_FD}>&-
+      in_root "${argv[@]}"
     ) </dev/null >"$fifo" 2>&1 &
   fi
   MAIN_PID=$!
@@ -635,12 +810,12 @@ launch_main() {
 # stop_main [grace]: stops the main process within the grace period (the pod's by default):
 # preStop, SIGTERM, SIGKILL when time is up.
 stop_main() {
-  local deadline grace=\${1:-$GRACE_SECONDS}
+  local deadline grace=${1:-$GRACE_SECONDS}
   now_ms
   deadline=$((NOW_MS + grace * 1000))
-  if ((\${#C_PRE_STOP[@]})); then
+  if ((${#C_PRE_STOP[@]})); then
     wlog "preStop: running"
-    run_handler "$((grace > 0 ? grace : 1))" "\${C_PRE_STOP[@]}" > >(log_lines_as "$C_KEY preStop" >>"$WLOG") 2>&1
+    run_handler "$((grace > 0 ? grace : 1))" "${C_PRE_STOP[@]}" > >(log_lines_as "$C_KEY preStop" >>"$WLOG") 2>&1
     wlog "preStop: exit $?"
   fi
   SENT_SIGNAL=15
@@ -662,10 +837,19 @@ run_once() {
   local pids=() v p stopflags=(-t 2)
   rm -f -- "$RUN_DIR/$C_KEY".startup-ok "$RUN_DIR/$C_KEY".startup-failed "$RUN_DIR/$C_KEY".liveness-failed \
     "$RUN_DIR/$C_KEY".ready "$RUN_DIR/$C_KEY".poststart-failed
-  KILL_REASON= SENT_SIGNAL= END_REASON= RC=0
+  KILL_REASON='' SENT_SIGNAL='' END_REASON='' RC=0 S_MESSAGE=''
   if [[ $C_IMAGE_KIND != host ]]; then
+    if ! prepare_binds; then
+      # The kubelet would leave the container waiting; a batch slot must end, so it ends as a
+      # failed run and the restart policy decides what follows.
+      wlog "not starting the container: $WHY"
+      now
+      S_STARTED=$NOW S_FINISHED=$NOW END_REASON=CreateContainerConfigError RC=1 S_MESSAGE=$WHY
+      return 0
+    fi
     wlog "instance start $INST"
-    watched "$C_KEY runtime" in_root env \${RT_ENV[@]+"\${RT_ENV[@]}"} "$RT" instance start "\${START_FLAGS[@]}" "$C_IMAGE" "$INST"
+    watched "$C_KEY runtime" in_root "$RT" instance start "${START_FLAGS[@]}" \
+      "${BIND_FLAGS[@]}" ${C_RUNTIME_OPTIONS[@]+"${C_RUNTIME_OPTIONS[@]}"} "$C_IMAGE" "$INST"
     RC=$?
     if ((RC != 0)); then
       wlog "instance start failed (exit $RC)"
@@ -681,14 +865,14 @@ run_once() {
   now
   now_ms
   STARTED_MS=$NOW_MS
-  S_STATE=running S_REASON= S_EXIT= S_STARTED=$NOW S_FINISHED= S_SIGNAL= S_READY=0
-  ((\${#C_READINESS_PROBE[@]} == 0 && \${#C_STARTUP_PROBE[@]} == 0)) && S_READY=1
+  S_STATE=running S_REASON='' S_EXIT='' S_STARTED=$NOW S_FINISHED='' S_SIGNAL='' S_READY=0
+  ((${#C_READINESS_PROBE[@]} == 0 && ${#C_STARTUP_PROBE[@]} == 0)) && S_READY=1
   launch_main
   report
-  if ((\${#C_POST_START[@]})); then
+  if ((${#C_POST_START[@]})); then
     (
       trap - TERM INT
-      if run_handler 0 "\${C_POST_START[@]}" > >(log_lines_as "$C_KEY postStart" >>"$WLOG") 2>&1; then
+      if run_handler 0 "${C_POST_START[@]}" > >(log_lines_as "$C_KEY postStart" >>"$WLOG") 2>&1; then
         WHO=$C_KEY wlog "postStart: done"
       else
         WHO=$C_KEY wlog "postStart: failed"
@@ -697,9 +881,9 @@ run_once() {
     ) &
     pids+=($!)
   fi
-  if ((\${#C_STARTUP_PROBE[@]})); then probe_loop startup "\${C_STARTUP_PROBE[@]}" & pids+=($!); fi
-  if ((\${#C_READINESS_PROBE[@]})); then probe_loop readiness "\${C_READINESS_PROBE[@]}" & pids+=($!); fi
-  if ((\${#C_LIVENESS_PROBE[@]})); then probe_loop liveness "\${C_LIVENESS_PROBE[@]}" & pids+=($!); fi
+  if ((${#C_STARTUP_PROBE[@]})); then probe_loop startup "${C_STARTUP_PROBE[@]}" & pids+=($!); fi
+  if ((${#C_READINESS_PROBE[@]})); then probe_loop readiness "${C_READINESS_PROBE[@]}" & pids+=($!); fi
+  if ((${#C_LIVENESS_PROBE[@]})); then probe_loop liveness "${C_LIVENESS_PROBE[@]}" & pids+=($!); fi
 
   while kill -0 "$MAIN_PID" 2>/dev/null; do
     if stop_requested; then
@@ -708,21 +892,21 @@ run_once() {
       break
     fi
     for v in startup-failed:StartupProbeFailed liveness-failed:LivenessProbeFailed poststart-failed:PostStartHookError; do
-      if [[ -e $RUN_DIR/$C_KEY.\${v%%:*} ]]; then KILL_REASON=\${v#*:}; break; fi
+      if [[ -e $RUN_DIR/$C_KEY.${v%%:*} ]]; then KILL_REASON=${v#*:}; break; fi
     done
     if [[ -n $KILL_REASON ]]; then
       # A failed probe's file holds its grace period (the probe's own, else the pod's).
       p=
-      read -r p <"$RUN_DIR/$C_KEY.\${v%%:*}" 2>/dev/null
+      read -r p <"$RUN_DIR/$C_KEY.${v%%:*}" 2>/dev/null
       [[ $p =~ ^[0-9]+$ ]] || p=$GRACE_SECONDS
-      wlog "stopping the container: $KILL_REASON (grace \${p}s)"
+      wlog "stopping the container: $KILL_REASON (grace ${p}s)"
       stop_main "$p"
       break
     fi
     v=$S_READY
-    if ((\${#C_READINESS_PROBE[@]})); then
+    if ((${#C_READINESS_PROBE[@]})); then
       [[ -e $RUN_DIR/$C_KEY.ready ]] && read -r v <"$RUN_DIR/$C_KEY.ready"
-    elif ((\${#C_STARTUP_PROBE[@]})); then
+    elif ((${#C_STARTUP_PROBE[@]})); then
       [[ -e $RUN_DIR/$C_KEY.startup-ok ]] && v=1
     fi
     if [[ $v != "$S_READY" ]]; then
@@ -735,11 +919,11 @@ run_once() {
   RC=$?
   now
   S_FINISHED=$NOW
-  for p in \${pids[@]+"\${pids[@]}"}; do kill -TERM "$p" 2>/dev/null; done
+  for p in ${pids[@]+"${pids[@]}"}; do kill -TERM "$p" 2>/dev/null; done
   if [[ $C_IMAGE_KIND != host ]]; then
     # Ends what the container left behind (after a SIGKILL at once).
     [[ $SENT_SIGNAL == 9 ]] && stopflags=(-F)
-    timeout -k 2 30 "$RT" instance stop "\${stopflags[@]}" "$INST" </dev/null > >(log_lines_as "$C_KEY runtime" >>"$WLOG") 2>&1 ||
+    timeout -k 2 30 "$RT" instance stop "${stopflags[@]}" "$INST" </dev/null > >(log_lines_as "$C_KEY runtime" >>"$WLOG") 2>&1 ||
       wlog "instance stop $INST failed"
   fi
   # The log is complete once every writer has closed the FIFO.
@@ -795,13 +979,13 @@ run_container() {
     fi
     L_EXIT=$RC L_REASON=$END_REASON L_STARTED=$S_STARTED L_FINISHED=$S_FINISHED
     ((S_RESTARTS++))
-    S_STATE=waiting S_REASON=CrashLoopBackOff S_EXIT= S_STARTED= S_FINISHED= S_READY=0 S_SIGNAL=
+    S_STATE=waiting S_REASON=CrashLoopBackOff S_EXIT='' S_STARTED='' S_FINISHED='' S_READY=0 S_SIGNAL=''
     mv -f -- "$LOG_DIR/$C_KEY.log" "$LOG_DIR/$C_KEY.prev.log" && : >"$LOG_DIR/$C_KEY.log"
     backoff=$BACKOFF_INITIAL_SECONDS
     for ((end = 1; end < S_RESTARTS && backoff < BACKOFF_MAX_SECONDS; end++)); do ((backoff *= 2)); done
     ((backoff > BACKOFF_MAX_SECONDS)) && backoff=$BACKOFF_MAX_SECONDS
     report
-    wlog "restart $S_RESTARTS in \${backoff}s"
+    wlog "restart $S_RESTARTS in ${backoff}s"
     now_ms
     end=$((NOW_MS + backoff * 1000))
     while ((NOW_MS < end)) && ! stop_requested; do
@@ -825,19 +1009,19 @@ wait_supervisors() {
   local p alive
   while :; do
     alive=0
-    for p in "\${SUP_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    for p in "${SUP_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
     ((alive)) || break
     check_deadline
     nap "$TICK"
   done
-  for p in "\${SUP_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+  for p in "${SUP_PIDS[@]}"; do wait "$p" 2>/dev/null; done
 }
 
 # fail_pod <reason> <exit code>: every container not yet terminated is reported terminated.
 fail_pod() {
   local fn
   wlog "pod fails: $1 (exit $2)"
-  for fn in \${INIT_CONTAINERS[@]+"\${INIT_CONTAINERS[@]}"} \${CONTAINERS[@]+"\${CONTAINERS[@]}"}; do
+  for fn in ${INIT_CONTAINERS[@]+"${INIT_CONTAINERS[@]}"} ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
     "$fn"
     force_terminated "$C_KEY" "$C_ATTR" "$1" "$2"
   done
@@ -846,7 +1030,7 @@ fail_pod() {
 
 finish() {
   stop_background
-  [[ -n \${NAP_FD:-} ]] && exec {NAP_FD}>&-
+  [[ -n ${NAP_FD:-} ]] && exec {NAP_FD}>&-
   rm -rf -- "$RUN_DIR"
   wlog "job.sh exits with $1"
   exit "$1"
@@ -855,18 +1039,18 @@ finish() {
 dummy_pod() {
   local fn code=0 end
   trap 'STOP_REASON=Killed' TERM INT
-  for fn in \${INIT_CONTAINERS[@]+"\${INIT_CONTAINERS[@]}"} \${CONTAINERS[@]+"\${CONTAINERS[@]}"}; do
+  for fn in ${INIT_CONTAINERS[@]+"${INIT_CONTAINERS[@]}"} ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
     "$fn"
     reset_state
     now
-    S_STATE=running S_REASON= S_STARTED=$NOW S_READY=1
+    S_STATE=running S_REASON='' S_STARTED=$NOW S_READY=1
     report
   done
   now_ms
   end=$((NOW_MS + DUMMY_SECONDS * 1000))
   while ((NOW_MS < end)) && [[ -z $STOP_REASON ]]; do nap "$TICK"; now_ms; done
   [[ -n $STOP_REASON ]] && code=143
-  for fn in \${INIT_CONTAINERS[@]+"\${INIT_CONTAINERS[@]}"} \${CONTAINERS[@]+"\${CONTAINERS[@]}"}; do
+  for fn in ${INIT_CONTAINERS[@]+"${INIT_CONTAINERS[@]}"} ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
     "$fn"
     if ((code)); then force_terminated "$C_KEY" "$C_ATTR" Killed "$code"; else force_terminated "$C_KEY" "$C_ATTR" Completed 0; fi
   done
@@ -895,7 +1079,7 @@ main() {
     import_env "$PWD/.wrapper/prefix.env"
   fi
   [[ -n $STOP_REASON ]] && fail_pod "$STOP_REASON" 143
-  RT= RT_NOEVAL=0 RT_ENV_PREFIX=APPTAINERENV_
+  RT='' RT_NOEVAL=0 RT_ENV_PREFIX=APPTAINERENV_
   if needs_runtime; then
     find_runtime || fail_pod RuntimeNotFound 127
     if ((!RT_NOEVAL)); then
@@ -908,13 +1092,13 @@ main() {
     fi
   fi
   start_background
-  for ((fn = 0; fn < \${#PRE_EXEC[@]}; fn++)); do
-    run_snippet "pre-exec[$fn]" "\${PRE_EXEC[fn]}" || { rc=$?; [[ -n $STOP_REASON ]] || fail_pod PreExecFailed "$rc"; }
+  for ((fn = 0; fn < ${#PRE_EXEC[@]}; fn++)); do
+    run_snippet "pre-exec[$fn]" "${PRE_EXEC[fn]}" || { rc=$?; [[ -n $STOP_REASON ]] || fail_pod PreExecFailed "$rc"; }
     [[ -n $STOP_REASON ]] && fail_pod "$STOP_REASON" 143
   done
 
   # Init containers, one at a time, in order; the first failure stops the pod.
-  for fn in \${INIT_CONTAINERS[@]+"\${INIT_CONTAINERS[@]}"}; do
+  for fn in ${INIT_CONTAINERS[@]+"${INIT_CONTAINERS[@]}"}; do
     [[ -n $STOP_REASON ]] && fail_pod "$STOP_REASON" 143
     "$fn"
     local key=$C_KEY
@@ -932,13 +1116,13 @@ main() {
   done
 
   # Then all containers together.
-  for fn in \${CONTAINERS[@]+"\${CONTAINERS[@]}"}; do
+  for fn in ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
     run_container "$fn" &
     SUP_PIDS+=($!)
   done
-  ((\${#SUP_PIDS[@]})) && wait_supervisors
+  ((${#SUP_PIDS[@]})) && wait_supervisors
   code=0
-  for fn in \${CONTAINERS[@]+"\${CONTAINERS[@]}"}; do
+  for fn in ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
     "$fn"
     force_terminated "$C_KEY" "$C_ATTR" Error 137
     exit_code_of "$C_KEY"
@@ -946,4 +1130,3 @@ main() {
   done
   finish "$code"
 }
-`;
