@@ -91,7 +91,18 @@ export const Schema = z.object({
     .enum(["auto", "always", "never"])
     .default("auto")
     .describe("Submit with `-spool` and fetch the output with `condor_transfer_data`: `auto` when the schedd is on another host; `--spool` overrides it"),
-  MaxConcurrentSubmits: z.number().int().min(1).default(8).describe("`condor_submit` processes at once; further creates wait for a free one"),
+  MaxConcurrentSubmits: z
+    .number()
+    .int()
+    .min(1)
+    .default(8)
+    .describe("`condor_submit` processes at once. Creates that arrive while one runs wait and go together in the next (one cluster, one job per pod)"),
+  MaxSubmitBatch: z
+    .number()
+    .int()
+    .min(1)
+    .default(200)
+    .describe("Most pods in one `condor_submit` (pods batch only with the same submit commands); `1` submits every pod alone"),
   SubmitTimeoutSeconds: z
     .number()
     .int()
@@ -108,9 +119,11 @@ export const Schema = z.object({
     .describe("Timeout of `condor_q`, `condor_history`, `condor_rm`, `condor_status` and `condor_tail`"),
   StatusCacheSeconds: z
     .number()
-    .nonnegative()
+    .min(1, "must be at least 1: the background refresh runs a condor_q this often while pods are followed")
     .default(2)
-    .describe("One `condor_q` serves every status call within this window (interLink polls each pod every 5 s or so)"),
+    .describe(
+      "While pods are followed, one `condor_q` for all of them runs this often in the background and every status call reads its view (interLink polls each pod every 5 s or so)",
+    ),
   PingFailureThreshold: z
     .number()
     .int()

@@ -13,13 +13,17 @@ export interface JobId {
 
 export const jobIdString = (id: JobId) => `${id.cluster}.${id.proc}`;
 
-/** `condor_submit -terse` prints `first - last` per cluster (spec: htcondor-cli §1.1). */
-export function parseTerseSubmit(stdout: string): JobId {
+/**
+ * `condor_submit -terse` prints `first - last` per cluster (spec: htcondor-cli §1.1). One
+ * description with `queue N` is one cluster of `count` procs: their ids, in order.
+ */
+export function parseTerseSubmit(stdout: string, count: number): JobId[] {
   const lines = stdout.split("\n").filter((l) => l.trim() !== "");
   const m = lines.length === 1 ? /^(\d+)\.(\d+) - (\d+)\.(\d+)$/.exec(lines[0]!.trim()) : null;
   if (!m) throw new Error(`unexpected condor_submit -terse output: ${JSON.stringify(stdout.slice(0, 200))}`);
-  if (m[1] !== m[3] || m[2] !== m[4]) throw new Error(`condor_submit created more than one job: ${lines[0]}`);
-  return { cluster: Number(m[1]), proc: Number(m[2]) };
+  const [cluster, first, lastCluster, last] = [Number(m[1]), Number(m[2]), Number(m[3]), Number(m[4])];
+  if (cluster !== lastCluster || last - first + 1 !== count) throw new Error(`condor_submit created ${lines[0]}, not one cluster of ${count} job(s)`);
+  return Array.from({ length: count }, (_, i) => ({ cluster, proc: first + i }));
 }
 
 /**

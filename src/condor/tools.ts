@@ -2,6 +2,7 @@
  * The only code that runs the condor tools. Every call is an argv array with a timeout; the
  * environment is the sidecar's own plus what the flags map to (flags.ts condorAccess).
  */
+import { basename, dirname } from "node:path";
 import type { CondorAccess } from "../flags.ts";
 import { SidecarError } from "../core/errors.ts";
 import type { Logger } from "../logger.ts";
@@ -43,8 +44,12 @@ interface CondorOptions {
 }
 
 export interface Condor {
-  /** `podOptions`: the pod wrote part of the description (its submit-options annotation). */
-  submit(dir: string, submitFile: string, opts: { spool: boolean; podOptions: boolean }): Promise<JobId>;
+  /**
+   * condor_submit -terse of one description of `count` jobs (one cluster): their ids, in order.
+   * `podOptions`: a pod wrote part of the description (its submit-options annotation); a
+   * description refused then is a {@link SubmitRefused}.
+   */
+  submit(file: string, opts: { spool: boolean; podOptions: boolean; count: number }): Promise<JobId[]>;
   /**
    * condor_q -json, only the named attributes. `clusters` selects those clusters (ORed), and a
    * `constraint` is ANDed with them (spec: htcondor-cli §2.1); at least one of the two is needed.
@@ -52,8 +57,14 @@ export interface Condor {
   query(opts: { clusters?: readonly number[]; constraint?: string; attributes: readonly string[] }): Promise<JobAd[]>;
   /** condor_history -json for ids and/or a constraint (newest first); no scanLimit: the whole history. */
   history(opts: { ids?: readonly JobId[]; constraint?: string; attributes: readonly string[]; limit: number; scanLimit?: number }): Promise<JobAd[]>;
-  remove(id: JobId, reason: string): Promise<RmOutcome>;
-  transferData(id: JobId): Promise<void>;
+  /**
+   * condor_rm of many jobs with one reason: each id's outcome, from its own line (the exit code
+   * only says whether one of them succeeded, spec: htcondor-cli §4.1). Throws when the tool
+   * answered for none of them.
+   */
+  remove(ids: readonly JobId[], reason: string): Promise<Map<string, RmOutcome>>;
+  /** condor_transfer_data of spooled jobs (several ids in one call). */
+  transferData(ids: readonly JobId[]): Promise<void>;
   /** condor_tail -no-stdout of one sandbox file; resolves with its bytes. */
   tail(id: JobId, file: string, maxBytes: number, timeoutMs: number): Promise<SpawnResult>;
   machines(attributes: readonly string[]): Promise<JobAd[]>;
@@ -73,6 +84,23 @@ export function toolArgs(access: Pick<CondorAccess, "scheddArgs" | "debugArgs">,
   }
 }
 
+
+/**
+ * condor_submit refused the description (a parse or validation error, spec: htcondor-cli §1.2).
+ * Nothing was queued. With several pods in the description it may be any one's fault; alone,
+ * it is the pod's (a 400) when the pod wrote part of the description, else the sidecar's or
+ * the site's (a 503).
+ */
+export class SubmitRefused extends SidecarError {
+  constructor(readonly refusal: string, podOptions: boolean) {
+    super(
+      podOptions ? "invalid" : "unavailable",
+      podOptions
+        ? `metadata.annotations["htcondor-job.vk.io/submit-options"]: condor_submit refused the pod's submit options: ${refusal}`
+        : `condor_submit refused the description: ${refusal}`,
+    );
+  }
+}
 
 export function createCondor(o: CondorOptions): Condor {
   const env = { ...o.baseEnv, ...o.access.env };
@@ -106,17 +134,12 @@ export function createCondor(o: CondorOptions): Condor {
   }
 
   return {
-    async submit(dir, submitFile, { spool, podOptions }) {
-      const r = await run("condor_submit", ["-terse", ...(spool ? ["-spool"] : []), submitFile], { cwd: dir, timeoutMs: o.submitTimeoutMs });
+    async submit(file, { spool, podOptions, count }) {
+      const r = await run("condor_submit", ["-terse", ...(spool ? ["-spool"] : []), basename(file)], { cwd: dirname(file), timeoutMs: o.submitTimeoutMs });
       if (r.code !== 0) {
         // A description that condor_submit refused is the pod's to fix only when the pod wrote
         // part of it: the sidecar's own lines and the site's are the same for every pod.
-        if (classifySubmitFailure(r.stderr) === "description" && podOptions) {
-          throw new SidecarError(
-            "invalid",
-            `metadata.annotations["htcondor-job.vk.io/submit-options"]: condor_submit refused the pod's submit options: ${submitRefusal(r.stderr)}`,
-          );
-        }
+        if (classifySubmitFailure(r.stderr) === "description") throw new SubmitRefused(submitRefusal(r.stderr), podOptions);
         const line = firstErrorLine(r.stderr, r.stdout);
         // Only a refusal that names root gets the advice; other failures say what they are.
         const refusedRoot = r.stderr.split("\n").some((l) => /\broot\b/i.test(l) && /\b(owner|submitter|user)\b/i.test(l));
@@ -124,7 +147,7 @@ export function createCondor(o: CondorOptions): Condor {
         throw new SidecarError("unavailable", `condor_submit exited with ${r.code ?? r.signal}: ${line}${hint}`);
       }
       try {
-        return parseTerseSubmit(r.stdout);
+        return parseTerseSubmit(r.stdout, count);
       } catch (err) {
         throw new SidecarError("unavailable", err instanceof Error ? err.message : String(err));
       }
@@ -146,21 +169,20 @@ export function createCondor(o: CondorOptions): Condor {
       return ads("condor_history", r);
     },
 
-    async remove(id, reason) {
-      const sid = jobIdString(id);
-      const r = await run("condor_rm", ["-reason", reason, sid], { timeoutMs: o.queryTimeoutMs });
-      const outcome = parseRmLine(sid, r.stdout, r.stderr);
+    async remove(ids, reason) {
+      const sids = ids.map(jobIdString);
+      const r = await run("condor_rm", ["-reason", reason, ...sids], { timeoutMs: o.queryTimeoutMs });
       // An empty queue answers exit 0 with "There are no jobs in the queue" (spec: htcondor-cli §4.2).
-      if (outcome === "unknown" && /There are no jobs in the queue/.test(r.stderr)) return "not_found";
-      if (outcome === "unknown") fail("condor_rm", r, `Cannot remove job ${sid}`);
-      // The job keeps running: the removal must stay pending, not be taken for done.
-      if (outcome === "denied") throw new SidecarError("unavailable", `Cannot remove job ${sid}: permission denied (is the sidecar running as the job's owner?)`);
-      return outcome;
+      const empty = /There are no jobs in the queue/.test(r.stderr);
+      const out = new Map(sids.map((sid) => [sid, empty ? "not_found" : parseRmLine(sid, r.stdout, r.stderr)] as const));
+      if ([...out.values()].every((v) => v === "unknown")) fail("condor_rm", r, `Cannot remove job ${sids.join(" ")}`);
+      return out;
     },
 
-    async transferData(id) {
-      const r = await run("condor_transfer_data", [jobIdString(id)], { timeoutMs: o.submitTimeoutMs });
-      if (r.code !== 0) fail("condor_transfer_data", r, `Cannot fetch the output of job ${jobIdString(id)}`);
+    async transferData(ids) {
+      const sids = ids.map(jobIdString);
+      const r = await run("condor_transfer_data", sids, { timeoutMs: o.submitTimeoutMs });
+      if (r.code !== 0) fail("condor_transfer_data", r, `Cannot fetch the output of job ${sids.join(" ")}`);
     },
 
     async tail(id, file, maxBytes, timeoutMs) {

@@ -3,7 +3,7 @@
  * creates in flight, and the few rules about a pod record that all of them apply.
  */
 import type { Condor } from "../condor/tools.ts";
-import { type JobId, jobIdString } from "../condor/parse.ts";
+import { type JobAd, type JobId, adNumber, jobIdString } from "../condor/parse.ts";
 import { classAdString } from "../core/classad.ts";
 import { SidecarError } from "../core/errors.ts";
 import type { ContainerInfo } from "../core/status.ts";
@@ -12,7 +12,8 @@ import type { FileConfig } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import type { UnsafeJobFile } from "../store/files.ts";
 import type { PodRecord, Store } from "../store/store.ts";
-import { type QueueView, createQueueView } from "./queue.ts";
+import { type QueueView, type SetTimer, createQueueView, realTimer } from "./queue.ts";
+import { type Remover, createRemover } from "./remover.ts";
 
 export interface ServiceDeps {
   store: Store;
@@ -30,6 +31,8 @@ export interface ServiceDeps {
   /** Epoch milliseconds. */
   now: () => number;
   version: string;
+  /** The refresher's and the reaper's timer (tests move their own clock). */
+  timer?: SetTimer;
 }
 
 /** What /create answers. */
@@ -42,6 +45,8 @@ export interface Ctx extends ServiceDeps {
   /** Selects this sidecar's jobs in searches. Never decides which pod a job is: a job can rewrite it. */
   sidecarConstraint: string;
   queue: QueueView;
+  /** condor_rm, batched (remover.ts). */
+  remove: Remover;
   /** Creates running now, by pod UID: a repeated create joins the one that runs. */
   inflight: Map<string, Promise<CreateAnswer>>;
   /** When condor_transfer_data last ran for a pod (spooled output, retried at intervals). */
@@ -51,14 +56,17 @@ export interface Ctx extends ServiceDeps {
 }
 
 export function createContext(d: ServiceDeps): Ctx {
-  return {
+  const c: Ctx = {
     ...d,
     sidecarConstraint: `InterLinkSidecarId == ${classAdString(d.planConfig.sidecarId)}`,
-    queue: createQueueView(d),
+    queue: createQueueView({ ...d, timer: d.timer ?? realTimer }),
+    remove: () => Promise.reject(new Error("the remover is not set up")),
     inflight: new Map(),
     lastFetch: new Map(),
     reconciled: false,
   };
+  c.remove = createRemover(c);
+  return c;
 }
 
 /** The job id as interLink sees it (`cluster.proc`), or "" before the job exists. */
@@ -96,21 +104,46 @@ export class UidConflict extends SidecarError {
 }
 
 /**
- * The job a create submitted, found by the pod's UID when its id was never recorded (the
- * sidecar died, or condor_submit timed out, between the schedd's commit and the record).
- * The UID is an attribute the job could rewrite, so only jobs queued since the create began
- * count (they cannot have run yet), never one recorded for another pod, and two candidates
- * are a conflict that nothing here can settle: neither is adopted.
+ * The jobs creates submitted, found by the pods' UIDs when their ids were never recorded (the
+ * sidecar died, or condor_submit timed out, between the schedd's commit and the record): one
+ * condor_q for any number of records, then one condor_history for those the queue lacks.
+ * The UID is an attribute a job can rewrite, so a record only takes jobs queued since its
+ * create began (they cannot have run yet), never one recorded for another pod, and two
+ * candidates are a conflict that nothing here can settle: neither is adopted.
  */
+export async function findJobsByUid(c: Ctx, records: readonly Pick<PodRecord, "uid" | "createdAt">[]): Promise<Map<string, JobId | UidConflict | undefined>> {
+  const out = new Map<string, JobId | UidConflict | undefined>();
+  if (records.length === 0) return out;
+  const since = (r: Pick<PodRecord, "createdAt">) => Math.floor(r.createdAt / 1000) - QDATE_SLACK_SECONDS;
+  const byUid = new Map(records.map((r) => [r.uid, r]));
+  const one = records.length === 1 ? ` && InterLinkPodUID == ${classAdString(records[0]!.uid)}` : "";
+  const constraint = `${c.sidecarConstraint} && QDate >= ${Math.min(...records.map(since))}${one}`;
+  const attributes = ["ClusterId", "ProcId", "InterLinkPodUID", "QDate"];
+  const claims = (ads: readonly JobAd[]) => {
+    const found = new Map<string, JobId[]>();
+    for (const ad of ads) {
+      const r = typeof ad.InterLinkPodUID === "string" ? byUid.get(ad.InterLinkPodUID) : undefined;
+      if (!r || typeof ad.ClusterId !== "number" || typeof ad.ProcId !== "number" || (adNumber(ad, "QDate") ?? 0) < since(r)) continue;
+      if ((c.store.byJob(ad.ClusterId, ad.ProcId)?.uid ?? r.uid) !== r.uid) continue;
+      found.set(r.uid, [...(found.get(r.uid) ?? []), { cluster: ad.ClusterId, proc: ad.ProcId }]);
+    }
+    return found;
+  };
+  const found = claims(await c.condor.query({ constraint, attributes }));
+  if (records.some((r) => !found.has(r.uid))) {
+    const ended = claims(await c.condor.history({ constraint, attributes, limit: 10_000, scanLimit: 100_000 }));
+    for (const [uid, ids] of ended) if (!found.has(uid)) found.set(uid, ids);
+  }
+  for (const r of records) {
+    const ids = found.get(r.uid) ?? [];
+    out.set(r.uid, ids.length > 1 ? new UidConflict(r.uid, ids) : ids[0]);
+  }
+  return out;
+}
+
+/** {@link findJobsByUid} for one record; a conflict is thrown. */
 export async function findJobByUid(c: Ctx, r: Pick<PodRecord, "uid" | "createdAt">): Promise<JobId | undefined> {
-  const since = Math.floor(r.createdAt / 1000) - QDATE_SLACK_SECONDS;
-  const constraint = `${c.sidecarConstraint} && InterLinkPodUID == ${classAdString(r.uid)} && QDate >= ${since}`;
-  const attributes = ["ClusterId", "ProcId"];
-  const q = await c.condor.query({ constraint, attributes });
-  const ads = q.length ? q : await c.condor.history({ constraint, attributes, limit: 2, scanLimit: 100_000 });
-  const ids = ads
-    .flatMap((ad) => (typeof ad.ClusterId === "number" && typeof ad.ProcId === "number" ? [{ cluster: ad.ClusterId, proc: ad.ProcId }] : []))
-    .filter((id) => (c.store.byJob(id.cluster, id.proc)?.uid ?? r.uid) === r.uid);
-  if (ids.length > 1) throw new UidConflict(r.uid, ids);
-  return ids[0];
+  const found = (await findJobsByUid(c, [r])).get(r.uid);
+  if (found instanceof UidConflict) throw found;
+  return found;
 }

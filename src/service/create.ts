@@ -7,14 +7,13 @@ import { type JobId, jobIdString } from "../condor/parse.ts";
 import { SidecarError } from "../core/errors.ts";
 import { planJob } from "../core/plan.ts";
 import type { CreateRequest } from "../core/pod.ts";
-import { renderSubmit } from "../render/submit.ts";
+import { jobCommands, renderBatch } from "../render/submit.ts";
 import { renderWrapper } from "../render/wrapper.ts";
 import { podDir, removePodDir, writePodFiles } from "../store/files.ts";
 import { type CreateAnswer, type Ctx, errorText, findJobByUid, jid, secretPaths } from "./context.ts";
+import { type Submitter, SubmitUndecided } from "./submitter.ts";
 
-export function createCreateService(c: Ctx): { create(req: CreateRequest): Promise<CreateAnswer> } {
-  const submitSlots = semaphore(c.config.MaxConcurrentSubmits);
-
+export function createCreateService(c: Ctx, submit: Submitter): { create(req: CreateRequest): Promise<CreateAnswer> } {
   /** The create is over without a job: its folder and its record go (best effort: the disk may be what failed). */
   function abandon(uid: string, dir: string, secrets: readonly string[]): void {
     for (const cleanup of [() => removePodDir(dir, secrets), () => c.store.abandon(uid)]) {
@@ -38,6 +37,7 @@ export function createCreateService(c: Ctx): { create(req: CreateRequest): Promi
       const found = await findJobByUid(c, existing);
       if (found) {
         c.store.recordJob(uid, found.cluster, found.proc, c.now());
+        c.queue.wake();
         return { PodUID: uid, PodJID: jobIdString(found) };
       }
       removePodDir(existing.dir, secretPaths(existing));
@@ -46,8 +46,8 @@ export function createCreateService(c: Ctx): { create(req: CreateRequest): Promi
 
     const plan = planJob(req, c.planConfig);
     const wrapper = renderWrapper(plan);
-    const submit = renderSubmit(plan, podDir(c.dataRoot, uid));
     const dir = podDir(c.dataRoot, uid);
+    const job = { dir, label: `${plan.batchName} (uid ${uid})`, commands: jobCommands(plan) };
     const containers = [...plan.initContainers, ...plan.containers].map((ct) => ({
       name: ct.name,
       init: ct.init,
@@ -63,49 +63,23 @@ export function createCreateService(c: Ctx): { create(req: CreateRequest): Promi
         writePodFiles(dir, [
           ...plan.files,
           { path: "job.sh", content: enc.encode(wrapper), mode: 0o700, secret: false },
-          { path: "job.sub", content: enc.encode(submit), mode: 0o600, secret: false },
+          { path: "job.sub", content: enc.encode(renderBatch([job])), mode: 0o600, secret: false },
         ]);
       } catch (err) {
         throw new SidecarError("unavailable", `cannot write the job's files under ${dir}: ${errorText(err)}`);
       }
-      const podOptions = (plan.submit.podOptions ?? []).length > 0;
-      id = await submitSlots(() => c.condor.submit(dir, "job.sub", { spool: c.spool, podOptions }));
+      id = await submit({ uid, job, podOptions: (plan.submit.podOptions ?? []).length > 0 });
     } catch (err) {
-      if (err instanceof SidecarError && err.kind === "timeout") return settleTimedOut(uid, name, namespace, err);
+      // The schedd may have queued it: the record stays for a repeated create, a delete or the reaper.
+      if (err instanceof SubmitUndecided) throw new SidecarError("timeout", `Cannot submit job for pod "${namespace}/${name}": ${err.message}`);
       abandon(uid, dir, secrets);
       if (err instanceof SidecarError) throw new SidecarError(err.kind, `Cannot submit job for pod "${namespace}/${name}": ${err.message}`);
       throw err;
     }
     c.store.recordJob(uid, id.cluster, id.proc, c.now());
+    c.queue.wake();
     for (const w of plan.warnings) c.log.warn("create", { uid, warning: w });
     return { PodUID: uid, PodJID: jobIdString(id) };
-  }
-
-  /**
-   * condor_submit was killed at its timeout: the schedd may have queued the job anyway. Ask it
-   * (by the pod's UID) before answering, so that the pod is never left without its job nor
-   * submitted twice. If the schedd cannot say, the record stays `creating`: a repeated create,
-   * a delete, or the reaper's reconcile settles it.
-   */
-  async function settleTimedOut(uid: string, name: string, namespace: string, err: SidecarError): Promise<CreateAnswer> {
-    let found: JobId | undefined;
-    try {
-      const r = c.store.get(uid);
-      found = r && (await findJobByUid(c, r));
-    } catch (e) {
-      c.reconciled = false;
-      c.log.warn("condor_submit timed out and the schedd cannot say whether the job exists; the reaper will find out", { uid, error: errorText(e) });
-      throw new SidecarError("timeout", `Cannot submit job for pod "${namespace}/${name}": ${err.message}; whether HTCondor queued it is not known yet`);
-    }
-    if (found) {
-      c.store.recordJob(uid, found.cluster, found.proc, c.now());
-      c.log.warn("condor_submit timed out but the job was queued", { uid, jid: jobIdString(found) });
-      return { PodUID: uid, PodJID: jobIdString(found) };
-    }
-    const r = c.store.get(uid);
-    if (r) removePodDir(r.dir, secretPaths(r));
-    c.store.abandon(uid);
-    throw new SidecarError("timeout", `Cannot submit job for pod "${namespace}/${name}": ${err.message}`);
   }
 
   return {
@@ -118,20 +92,5 @@ export function createCreateService(c: Ctx): { create(req: CreateRequest): Promi
       p.finally(() => c.inflight.delete(uid)).catch(() => {});
       return p;
     },
-  };
-}
-
-function semaphore(max: number): <T>(fn: () => Promise<T>) => Promise<T> {
-  let active = 0;
-  const queue: (() => void)[] = [];
-  return async (fn) => {
-    if (active >= max) await new Promise<void>((r) => queue.push(r));
-    active++;
-    try {
-      return await fn();
-    } finally {
-      active--;
-      queue.shift()?.();
-    }
   };
 }

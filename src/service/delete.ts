@@ -30,7 +30,7 @@ export function createDeleteService(c: Ctx): DeleteService {
       const id = r.cluster !== undefined ? jobId(r) : await findJobByUid(c, r);
       if (id) {
         job = jobIdString(id);
-        outcome = (await c.condor.remove(id, "interLink deleted the pod")) === "removed" ? "removed" : "ended";
+        outcome = (await c.remove(id, "interLink deleted the pod")) === "removed" ? "removed" : "ended";
       }
     } catch (err) {
       c.log.warn("condor_rm failed; the reaper will retry", { uid: r.uid, jid: job, error: errorText(err) });

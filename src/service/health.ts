@@ -42,11 +42,14 @@ export function createHealthService(c: Ctx): HealthService {
             return undefined;
           },
         ),
-        // A slow condor_q must not hold the ping: it counts for the schedd when it ends.
-        Promise.race([
-          c.queue.snapshot().catch((err) => c.log.warn("ping: condor_q failed", { failures: c.queue.schedd.failures, error: errorText(err) })),
-          new Promise<void>((r) => setTimeout(r, PING_SCHEDD_WAIT_MS).unref?.()),
-        ]),
+        // While pods are followed the refresher's condor_q speaks for the schedd; otherwise the
+        // ping asks on its own. A slow condor_q must not hold the ping: it counts when it ends.
+        c.queue.running()
+          ? undefined
+          : Promise.race([
+              c.queue.probe().catch((err: unknown) => c.log.warn("ping: condor_q failed", { failures: c.queue.schedd.failures, error: errorText(err) })),
+              new Promise<void>((r) => setTimeout(r, PING_SCHEDD_WAIT_MS).unref?.()),
+            ]),
       ]);
       return pingAnswer({
         credentialProblem: credential(),

@@ -10,6 +10,7 @@ import { createHealthService } from "./health.ts";
 import { createLogService } from "./logs.ts";
 import { createReconcileService } from "./reconcile.ts";
 import { createStatusService } from "./status.ts";
+import { createSubmitter } from "./submitter.ts";
 
 export type { ServiceDeps } from "./context.ts";
 
@@ -21,7 +22,9 @@ export interface Service extends Api {
   reconcile(): Promise<void>;
   /** One pass of the background work: reconcile if still needed, pending removals, tombstones. */
   reap(): Promise<void>;
-  /** Waits (up to `deadlineMs`) for creates and a reaper pass that are still running. */
+  /** Runs a refresh of the queue's view now (and what it asks for), and waits for it. */
+  refresh(): Promise<void>;
+  /** Stops the refresher and waits (up to `deadlineMs`) for creates, a refresh and a reaper pass still running. */
   drain(deadlineMs: number): Promise<void>;
 }
 
@@ -31,11 +34,13 @@ export function createService(d: ServiceDeps): Service {
   const deletes = createDeleteService(c);
   const background = createReconcileService(c, deletes);
   const health = createHealthService(c);
-  const logs = createLogService(c, status);
+  const logs = createLogService(c);
   let reaping: Promise<void> | undefined;
+  // Jobs followed before a restart: the refresher starts with them.
+  c.queue.wake();
 
   return {
-    create: createCreateService(c).create,
+    create: createCreateService(c, createSubmitter(c)).create,
     remove: deletes.remove,
     status: status.status,
     ping: health.ping,
@@ -46,8 +51,9 @@ export function createService(d: ServiceDeps): Service {
       reaping ??= background.reap().finally(() => (reaping = undefined));
       return reaping;
     },
+    refresh: () => c.queue.refreshNow(),
     async drain(deadlineMs) {
-      const work = Promise.allSettled([...c.inflight.values(), reaping]);
+      const work = Promise.allSettled([...c.inflight.values(), reaping, c.queue.stop()]);
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([work, new Promise<void>((r) => (timer = setTimeout(r, deadlineMs)))]);
       clearTimeout(timer);

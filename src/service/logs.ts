@@ -25,7 +25,6 @@ import { containerKey, logFileName } from "../core/types.ts";
 import { type JobFile, UnsafeJobFile, jobFileSize, readJobFile, readStateFiles } from "../store/files.ts";
 import type { PodRecord } from "../store/store.ts";
 import { type Ctx, jid, jobId, unsafeFileWarning } from "./context.ts";
-import type { StatusService } from "./status.ts";
 
 type Container = { name: string; init: boolean };
 
@@ -48,7 +47,7 @@ const dec = new TextDecoder();
 
 /** JobStatus from the shared condor_q snapshot, or undefined when the job is not in the queue. */
 async function jobStatus(d: Ctx, r: PodRecord): Promise<number | undefined> {
-  const ad = (await d.queue.snapshot().catch(() => undefined))?.ads.get(jid(r));
+  const ad = d.queue.current()?.ads.get(jid(r));
   return ad ? adNumber(ad, "JobStatus") : undefined;
 }
 
@@ -59,11 +58,11 @@ async function jobStatus(d: Ctx, r: PodRecord): Promise<number | undefined> {
  */
 async function containerState(d: Ctx, r: PodRecord, c: Container): Promise<StateLine | undefined> {
   const k = containerKey(c.name, c.init);
-  const ad = (await d.queue.snapshot().catch(() => undefined))?.ads.get(jid(r));
+  const ad = d.queue.current()?.ads.get(jid(r));
   return ad ? linesFromAd(ad, r.containers).get(k) : readStateFiles(r.dir, [k], unsafeFileWarning(d, r)).get(k);
 }
 
-async function source(d: Ctx, status: StatusService, uid: string, file: string, maxBytes: number): Promise<Source> {
+async function source(d: Ctx, uid: string, file: string, maxBytes: number): Promise<Source> {
   let r = d.store.get(uid);
   if (!r || r.phase === "creating") return { kind: "none" };
   if (r.terminal === undefined && r.cluster !== undefined && !d.config.SharedFilesystem) {
@@ -77,19 +76,19 @@ async function source(d: Ctx, status: StatusService, uid: string, file: string, 
       }
       d.log.debug("condor_tail gave nothing", { uid, code: res.code, stderr: res.stderr.slice(0, 200) });
     }
-    // Not running, or it stopped just now: if the job has ended, finalizing it puts its output in place.
-    await status.statusOf([r]).catch(() => undefined);
+    // Not running, or it stopped just now: if the job has ended, the refresher records its end
+    // once its output is in place; a refresh now saves waiting for the next one.
+    await d.queue.refreshNow();
     r = d.store.get(uid) ?? r;
     // Still queued (idle, held, transferring output): nothing to show yet.
     if (r.terminal === undefined) return { kind: "none" };
   }
-  if (r.spooled && r.terminal !== undefined) await status.fetchOutput(r).catch(() => undefined);
   return { kind: "file", file: { dir: r.dir, rel: file } };
 }
 
 /** The last `maxBytes` of a log wherever it is; undefined when it is nowhere yet. */
-async function tailWindow(d: Ctx, status: StatusService, uid: string, file: string, maxBytes: number): Promise<Window | undefined> {
-  const src = await source(d, status, uid, file, maxBytes);
+async function tailWindow(d: Ctx, uid: string, file: string, maxBytes: number): Promise<Window | undefined> {
+  const src = await source(d, uid, file, maxBytes);
   if (src.kind === "none") return undefined;
   if (src.kind === "live") return src.window;
   const size = jobFileSize(src.file);
@@ -104,10 +103,10 @@ async function tailWindow(d: Ctx, status: StatusService, uid: string, file: stri
  * The complete lines written after `anchor` (and the partial last line too when `final`).
  * "none": the log is nowhere yet; "rotated": the file no longer holds the anchor.
  */
-async function readNew(d: Ctx, status: StatusService, uid: string, file: string, anchor: Uint8Array | undefined, hint: number, final: boolean): Promise<"none" | "rotated" | { bytes: Uint8Array; anchor: Uint8Array | undefined; hint: number }> {
+async function readNew(d: Ctx, uid: string, file: string, anchor: Uint8Array | undefined, hint: number, final: boolean): Promise<"none" | "rotated" | { bytes: Uint8Array; anchor: Uint8Array | undefined; hint: number }> {
   let max = hint;
   for (;;) {
-    const w = await tailWindow(d, status, uid, file, max);
+    const w = await tailWindow(d, uid, file, max);
     if (!w) return "none";
     // No file: not written yet (shared filesystem), or a job that ended without it (lost).
     if (w.missing) return final ? { bytes: w.bytes, anchor, hint } : "none";
@@ -132,7 +131,7 @@ async function readNew(d: Ctx, status: StatusService, uid: string, file: string,
 
 
 /** Follow: every second, send the complete lines written since; see the module comment for the end. */
-async function followLog(d: Ctx, status: StatusService, uid: string, c: Container, opts: LogOpts, anchor: Uint8Array | undefined, restarts: number | undefined, out: Limiter, signal: AbortSignal) {
+async function followLog(d: Ctx, uid: string, c: Container, opts: LogOpts, anchor: Uint8Array | undefined, restarts: number | undefined, out: Limiter, signal: AbortSignal) {
   const current = logFileName(c.name, c.init);
   const previous = logFileName(c.name, c.init, true);
   let hint = FOLLOW_MIN_WINDOW;
@@ -146,14 +145,14 @@ async function followLog(d: Ctx, status: StatusService, uid: string, c: Containe
     restarts ??= st?.restartCount;
     const restarted = st !== undefined && restarts !== undefined && st.restartCount > restarts;
     const final = st?.state === "terminated" || r.terminal !== undefined;
-    const got = restarted ? "rotated" : await readNew(d, status, uid, current, anchor, hint, final);
+    const got = restarted ? "rotated" : await readNew(d, uid, current, anchor, hint, final);
     // Not running and not ended (queued again, or between queue and history): try again.
     if (got === "none") continue;
     if (got === "rotated") {
       // The instance ended (a restart, or the current file no longer holds the last line sent):
       // the wrapper moved its log to the previous file, which must hold that line. If it does
       // not, the read was torn (a sandbox going away as the job ends): look again.
-      const rest = await readNew(d, status, uid, previous, anchor, hint, true);
+      const rest = await readNew(d, uid, previous, anchor, hint, true);
       if (typeof rest === "object") {
         await send(rest.bytes);
         d.log.debug("log follow ends with the container instance (restarted)", { uid, container: c.name, restarts: st?.restartCount });
@@ -187,7 +186,7 @@ function lastLineBefore(path: JobFile, offset: number): Uint8Array | undefined {
   }
 }
 
-export function createLogService(d: Ctx, status: StatusService): { logs(req: LogRequest, signal: AbortSignal): Promise<ReadableStream<Uint8Array> | string> } {
+export function createLogService(d: Ctx): { logs(req: LogRequest, signal: AbortSignal): Promise<ReadableStream<Uint8Array> | string> } {
   return {
     async logs(req, signal) {
       const r = d.store.get(req.PodUID);
@@ -203,7 +202,7 @@ export function createLogService(d: Ctx, status: StatusService): { logs(req: Log
       const since = sinceMs(opts, d.now());
       // Read before the log: a container that reads terminated has its whole log written.
       const state = follow && r.terminal === undefined ? await containerState(d, r, c).catch(() => undefined) : undefined;
-      const src = await source(d, status, r.uid, logFileName(c.name, c.init, opts.Previous), LIVE_MAX_BYTES);
+      const src = await source(d, r.uid, logFileName(c.name, c.init, opts.Previous), LIVE_MAX_BYTES);
       // Checked before the answer starts, so that a refusal is a status, not a broken stream.
       if (src.kind === "file") {
         try {
@@ -232,7 +231,7 @@ export function createLogService(d: Ctx, status: StatusService): { logs(req: Log
         }
         if (!follow || (src.kind !== "none" && ended())) return;
         try {
-          await followLog(d, status, r.uid, c, opts, anchor, state?.restartCount, out, signal);
+          await followLog(d, r.uid, c, opts, anchor, state?.restartCount, out, signal);
         } catch (err) {
           // The job replaced its log while it was followed: the stream ends, without the file.
           if (!(err instanceof UnsafeJobFile)) throw err;

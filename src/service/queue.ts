@@ -1,13 +1,16 @@
 /**
- * The view of this sidecar's jobs in the schedd's queue: one condor_q for every pod, shared by
- * concurrent callers and cached briefly, and the schedd's failure streak that the ping and the
- * stale-status header read.
+ * The view of this sidecar's jobs in the schedd's queue, kept fresh in the background: while any
+ * pod's job is followed, one condor_q for all of them every StatusCacheSeconds (start to
+ * start), after which `afterRefresh` does what the new view asks for (jobs that left, holds,
+ * spooled output). A status request reads the latest view and never waits on a condor tool,
+ * except for the first refresh after start. With nothing to follow the refresher sleeps, and a
+ * new job wakes it.
  */
 import type { JobAd } from "../condor/parse.ts";
-import { type Streak, recordFailure, recordSuccess } from "../core/health.ts";
-import { stateAttrName } from "../core/types.ts";
 import type { Condor } from "../condor/tools.ts";
-import type { Store } from "../store/store.ts";
+import { type Streak, recordSuccess } from "../core/health.ts";
+import { stateAttrName } from "../core/types.ts";
+import type { LiveJob, Store } from "../store/store.ts";
 
 /** Attributes the status path asks condor_q/condor_history for (never the whole ad). */
 const BASE_ATTRS = [
@@ -28,23 +31,55 @@ const BASE_ATTRS = [
 ] as const;
 
 /**
- * A snapshot of this sidecar's jobs in the queue, by job id (`cluster.proc`); `at` is when its
- * condor_q started. Ads are keyed by the job id alone: it is the one thing a job cannot rewrite.
+ * A failed condor_q counts towards the schedd's failure streak at most once in this long: the
+ * refresher runs every few seconds, and three failures in a row within seconds (a schedd busy
+ * for a moment) must not make the node NotReady (core/health.ts).
+ */
+const FAILURE_COUNT_INTERVAL_MS = 10_000;
+
+/**
+ * This sidecar's jobs in the queue, by job id (`cluster.proc`); `at` is when its condor_q started.
+ * Ads are keyed by the job id alone: it is the one thing a job cannot rewrite.
  */
 export interface Snapshot {
   at: number;
   ads: Map<string, JobAd>;
 }
 
+/** A timer the refresher schedules itself with (the real one, or the tests' hand-moved clock). */
+export type SetTimer = (fn: () => void, ms: number) => () => void;
+
+export const realTimer: SetTimer = (fn, ms) => {
+  const t = setTimeout(fn, ms);
+  (t as { unref?: () => void }).unref?.();
+  return () => clearTimeout(t);
+};
+
 export interface QueueView {
-  /** The current snapshot, refreshed when it is older than StatusCacheSeconds. */
-  snapshot(): Promise<Snapshot>;
+  /** The latest view, or undefined before the first refresh. */
+  current(): Snapshot | undefined;
+  /** Whether the last refresh failed: the view is stale, and status leaves followed pods out. */
+  failing(): boolean;
+  /** The latest view, after waiting for the first refresh if none has run since start. */
+  ready(): Promise<Snapshot | undefined>;
+  /** Starts the refresher if it sleeps (a job was recorded or adopted). */
+  wake(): void;
+  /** Runs a refresh that starts now (after one that is running) and waits for it (logs and tests; never status). */
+  refreshNow(): Promise<void>;
+  /** The ping's own condor_q while nothing is followed (the refresher's otherwise). */
+  probe(): Promise<void>;
+  /** Whether the refresher runs (something is followed). */
+  running(): boolean;
   /** The attributes a job's status needs: the base ones and a state attribute per container slot. */
   attributes(): string[];
   /** Counts a new pod's containers into the attributes asked for. */
   noteWidth(containers: readonly { init: boolean }[]): void;
   /** condor_q's failure streak. */
   readonly schedd: Streak;
+  /** Set by the status service: what a fresh view asks for (finalizing, removals, fetches). */
+  afterRefresh?: (snapshot: Snapshot, live: readonly LiveJob[]) => Promise<void>;
+  /** Stops the refresher (shutdown); resolves when a refresh in flight has ended. */
+  stop(): Promise<void>;
 }
 
 interface QueueDeps {
@@ -52,13 +87,21 @@ interface QueueDeps {
   condor: Condor;
   config: { StatusCacheSeconds: number };
   now: () => number;
+  log: { warn(msg: string, fields?: Record<string, unknown>): void };
+  timer: SetTimer;
 }
 
 export function createQueueView(d: QueueDeps): QueueView {
-  const statusCacheMs = d.config.StatusCacheSeconds * 1000;
+  const periodMs = d.config.StatusCacheSeconds * 1000;
   const schedd: Streak = { failures: 0 };
+  let lastCounted = -Infinity;
   let current: Snapshot | undefined;
-  let refreshing: Promise<Snapshot> | undefined;
+  let failing = false;
+  let cycle: Promise<void> | undefined;
+  let cancelTimer: (() => void) | undefined;
+  let first: Promise<void> | undefined;
+  let looping = false;
+  let stopped = false;
 
   /**
    * The widest pod (init containers, containers) is counted once from the store, then kept up to
@@ -82,50 +125,110 @@ export function createQueueView(d: QueueDeps): QueueView {
     return out;
   }
 
-  async function refresh(): Promise<Snapshot> {
+  function failed(err: unknown): void {
+    failing = true;
+    schedd.error = err instanceof Error ? err.message : String(err);
+    const now = d.now();
+    if (now - lastCounted < FAILURE_COUNT_INTERVAL_MS) return;
+    lastCounted = now;
+    if (schedd.failures === 0) schedd.since = now;
+    schedd.failures++;
+  }
+  function answered(): void {
+    failing = false;
+    lastCounted = -Infinity;
+    recordSuccess(schedd);
+  }
+
+  /** One refresh: condor_q of the followed jobs by their cluster ids, then what the view asks for. */
+  async function refresh(): Promise<void> {
+    const at = d.now();
+    const live = d.store.liveJobs();
+    if (live.length === 0) return;
+    // Selected by the recorded cluster ids: a job can rewrite its InterLinkSidecarId and hide
+    // from a query by attribute.
+    const clusters = [...new Set(live.map((j) => j.cluster))].sort((a, b) => a - b);
+    let ads: JobAd[];
     try {
-      const at = d.now();
-      // The jobs recorded at create, selected by their cluster ids: a job can rewrite its
-      // InterLinkSidecarId and hide from a query by attribute. With nothing to follow, a query
-      // that matches nothing still tells whether the schedd answers.
-      const clusters = [...new Set(d.store.liveJobs().map((j) => j.cluster))].sort((a, b) => a - b);
-      const ads = await d.condor.query(clusters.length > 0 ? { clusters, attributes: attributes() } : { constraint: "false", attributes: ["ClusterId"] });
-      const byJob = new Map<string, JobAd>();
-      for (const ad of ads) {
-        if (typeof ad.ClusterId === "number" && typeof ad.ProcId === "number") byJob.set(`${ad.ClusterId}.${ad.ProcId}`, ad);
-      }
-      current = { at, ads: byJob };
-      recordSuccess(schedd);
-      return current;
+      ads = await d.condor.query({ clusters, attributes: attributes() });
     } catch (err) {
-      recordFailure(schedd, err instanceof Error ? err.message : String(err), d.now());
-      throw err;
+      failed(err);
+      d.log.warn("condor_q failed; status leaves the followed pods out, so interLink keeps their last state", { error: schedd.error });
+      return;
+    }
+    answered();
+    const byJob = new Map<string, JobAd>();
+    for (const ad of ads) {
+      if (typeof ad.ClusterId === "number" && typeof ad.ProcId === "number") byJob.set(`${ad.ClusterId}.${ad.ProcId}`, ad);
+    }
+    current = { at, ads: byJob };
+    try {
+      await view.afterRefresh?.(current, live);
+    } catch (err) {
+      d.log.warn("acting on the queue's view failed; the next refresh tries again", { error: err instanceof Error ? err.message : String(err) });
     }
   }
 
-  return {
-    /**
-     * While a refresh runs, callers get the snapshot it replaces if that is at most one cache
-     * period past its age: interLink polls pod after pod (spec: interlink §5.1), and one slow
-     * condor_q must not hold every one of those calls.
-     */
-    async snapshot() {
-      const now = d.now();
-      if (current && now - current.at < statusCacheMs) return current;
-      if (refreshing) {
-        if (current && now - current.at < 2 * statusCacheMs) return current;
-        return refreshing;
+  function runCycle(): Promise<void> {
+    cycle ??= refresh().finally(() => {
+      cycle = undefined;
+    });
+    return cycle;
+  }
+
+  /** The refresher's loop: a refresh every period while something is followed, then sleep. */
+  function loop(): void {
+    cancelTimer = undefined;
+    if (stopped) {
+      looping = false;
+      return;
+    }
+    looping = true;
+    const started = d.now();
+    void runCycle().then(() => {
+      if (stopped || d.store.liveJobs().length === 0) {
+        looping = false;
+        return;
       }
-      const p = refresh();
-      refreshing = p;
-      const done = () => {
-        if (refreshing === p) refreshing = undefined;
-      };
-      p.then(done, done);
-      return p;
+      cancelTimer = d.timer(loop, Math.max(0, periodMs - (d.now() - started)));
+    });
+  }
+
+  const view: QueueView = {
+    current: () => current,
+    failing: () => failing,
+    async ready() {
+      if (!current && !failing) await (first ??= runCycle());
+      return current;
     },
+    wake() {
+      if (!stopped && !looping) loop();
+    },
+    async refreshNow() {
+      // A refresh that started before the caller asked may have read the queue too early.
+      await cycle;
+      await runCycle();
+    },
+    async probe() {
+      try {
+        await d.condor.query({ constraint: "false", attributes: ["ClusterId"] });
+        answered();
+      } catch (err) {
+        failed(err);
+        throw err;
+      }
+    },
+    running: () => looping,
     attributes,
     noteWidth,
     schedd,
+    async stop() {
+      stopped = true;
+      looping = false;
+      cancelTimer?.();
+      cancelTimer = undefined;
+      await cycle;
+    },
   };
+  return view;
 }

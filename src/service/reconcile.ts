@@ -3,10 +3,10 @@
  * creates interrupted between submit and record, a lost store, jobs of pods deleted meanwhile.
  * And the reaper's other work: pending removals and expired tombstones.
  */
-import { type JobAd, type JobId, jobIdString } from "../condor/parse.ts";
+import { type JobAd, jobIdString } from "../condor/parse.ts";
 import { parseContainerList } from "../core/container-list.ts";
 import { isDir, listPodDirs, podDir, removePodDir } from "../store/files.ts";
-import { type Ctx, UidConflict, errorText, findJobByUid, secretPaths } from "./context.ts";
+import { type Ctx, UidConflict, errorText, findJobsByUid, secretPaths } from "./context.ts";
 import type { DeleteService } from "./delete.ts";
 
 const TOMBSTONE_TTL_MS = 24 * 3600 * 1000;
@@ -22,21 +22,18 @@ export interface ReconcileService {
 }
 
 export function createReconcileService(c: Ctx, deletes: DeleteService): ReconcileService {
-  /** Creates interrupted between submit and record: the schedd knows whether the job exists. */
+  /** Creates interrupted between submit and record: the schedd knows whether the job exists (one query for all). */
   async function settleInterrupted(): Promise<void> {
-    for (const r of c.store.list(["creating"])) {
-      if (c.inflight.has(r.uid)) continue; // a create running now settles itself
-      let found: JobId | undefined;
-      try {
-        found = await findJobByUid(c, r);
-      } catch (err) {
-        if (!(err instanceof UidConflict)) throw err;
-        c.log.error("an interrupted create is left undecided", { uid: r.uid, error: err.message });
-        continue;
-      }
-      if (found) {
-        c.store.recordJob(r.uid, found.cluster, found.proc, c.now());
-        c.log.info("reconciled an interrupted create", { uid: r.uid, jid: jobIdString(found) });
+    // A create running now settles itself.
+    const records = c.store.list(["creating"]).filter((r) => !c.inflight.has(r.uid));
+    const found = await findJobsByUid(c, records);
+    for (const r of records) {
+      const id = found.get(r.uid);
+      if (id instanceof UidConflict) {
+        c.log.error("an interrupted create is left undecided", { uid: r.uid, error: id.message });
+      } else if (id) {
+        c.store.recordJob(r.uid, id.cluster, id.proc, c.now());
+        c.log.info("reconciled an interrupted create", { uid: r.uid, jid: jobIdString(id) });
       } else {
         removePodDir(r.dir, secretPaths(r));
         c.store.abandon(r.uid);
@@ -66,7 +63,7 @@ export function createReconcileService(c: Ctx, deletes: DeleteService): Reconcil
       if (known?.phase === "deleted" || known?.phase === "removing") {
         // Removing a job that claims a deleted pod removes only that job, whoever it really is.
         for (const id of inQueue && known.cluster === undefined ? ids : []) {
-          await c.condor.remove(id, "interLink deleted the pod");
+          await c.remove(id, "interLink deleted the pod");
           c.log.info("removed the job of a pod deleted while its create was interrupted", { uid, jid: jobIdString(id) });
         }
         continue;
@@ -103,6 +100,7 @@ export function createReconcileService(c: Ctx, deletes: DeleteService): Reconcil
       );
     }
     c.reconciled = true;
+    c.queue.wake();
   }
 
   async function reap(): Promise<void> {

@@ -39,6 +39,18 @@ export function writePodFiles(dir: string, files: readonly PodFile[]): void {
   }
 }
 
+/**
+ * A submit description for several pods (service/submitter.ts): `batches/<name>.sub` under
+ * DataRootFolder, 0600, removed by the caller after its condor_submit. Returns its path.
+ */
+export function writeBatchFile(dataRoot: string, name: string, text: string): string {
+  const dir = join(dataRoot, "batches");
+  ensureDir(dir);
+  const path = join(dir, `${name}.sub`);
+  writeFileSync(path, text, { mode: 0o600 });
+  return path;
+}
+
 /** Removes the secret files first (so a failure half-way never leaves secrets behind), then the folder. */
 export function removePodDir(dir: string, secrets: readonly string[] = []): void {
   for (const p of secrets) rmSync(join(dir, p), { force: true });

@@ -114,6 +114,16 @@ function fromRow(r: Row): PodRecord {
   };
 }
 
+/** A pod whose job is followed: its job id and the bookkeeping a refresh of the queue checks. */
+export interface LiveJob {
+  uid: string;
+  cluster: number;
+  proc: number;
+  submittedAt: number;
+  heldSince?: number;
+  missingSince?: number;
+}
+
 /** What a new record is made of (accept, adopt, tombstone). */
 export type NewRecord = Pick<PodRecord, "uid" | "namespace" | "name" | "dir" | "spooled" | "containers" | "secrets" | "createdAt">;
 
@@ -130,8 +140,8 @@ export interface Store {
   list(phases: readonly PodPhase[]): PodRecord[];
   /** The record that holds this job id, if any. */
   byJob(cluster: number, proc: number): PodRecord | undefined;
-  /** The job ids of the pods whose job is followed (phase `submitted`). */
-  liveJobs(): { uid: string; cluster: number; proc: number }[];
+  /** The pods whose job is followed (phase `submitted`), with what a refresh of the queue checks. */
+  liveJobs(): LiveJob[];
   /** How many records each phase has. */
   countByPhase(): Record<PodPhase, number>;
 
@@ -237,7 +247,18 @@ function openStoreUnguarded(db: Sqlite): Store {
       return r ? fromRow(r) : undefined;
     },
     liveJobs() {
-      return db.all<{ uid: string; cluster: number; proc: number }>("SELECT uid, cluster, proc FROM pods WHERE phase = 'submitted' AND cluster IS NOT NULL");
+      return db
+        .all<{ uid: string; cluster: number; proc: number; submitted_at: number | null; held_since: number | null; missing_since: number | null }>(
+          "SELECT uid, cluster, proc, submitted_at, held_since, missing_since FROM pods WHERE phase = 'submitted' AND cluster IS NOT NULL",
+        )
+        .map((r) => ({
+          uid: r.uid,
+          cluster: r.cluster,
+          proc: r.proc,
+          submittedAt: r.submitted_at ?? 0,
+          heldSince: r.held_since ?? undefined,
+          missingSince: r.missing_since ?? undefined,
+        }));
     },
 
     accept: (rec) => insert("accept", rec),

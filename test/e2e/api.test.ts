@@ -370,7 +370,8 @@ describe("server basics (issue: foundation)", () => {
   }, 30_000);
 
   test("creates run in parallel up to MaxConcurrentSubmits condor_submit processes", async () => {
-    const own = await startSidecar({ config: "MaxConcurrentSubmits: 2\n" });
+    // One pod per condor_submit, so that six creates need six processes (batching is tested in batch.test.ts).
+    const own = await startSidecar({ config: "MaxConcurrentSubmits: 2\nMaxSubmitBatch: 1\n" });
     try {
       writeFileSync(join(own.home, "faults.json"), JSON.stringify({ tools: { condor_submit: "slow:1200" } }));
       const reqs = Array.from({ length: 6 }, (_, i) => shPod(`par-${i}`, "true"));

@@ -136,7 +136,8 @@ test("a lost store after the job has finished: the pod is adopted from the histo
 
 test("kill -9 mid-create, restarted while the schedd is down: reconcile runs when it is back; a delete removes the job", async () => {
   await sc?.destroy();
-  sc = await startSidecar();
+  // One pod per condor_submit: two submits in flight at once (a batch is killed in batch.test.ts).
+  sc = await startSidecar({ config: "MaxSubmitBatch: 1\n" });
   const { writeFileSync } = await import("node:fs");
   // condor_submit sleeps, then queues the job: the sidecar dies before it records the job id.
   writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ tools: { condor_submit: "slow:2500" } }));

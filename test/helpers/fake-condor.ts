@@ -21,7 +21,7 @@ export interface FakeCondor extends Condor {
   failing: Set<Tool>;
   /** What condor_status answers. */
   machineAds: JobAd[];
-  /** Called by transferData (e.g. to put the output in place). */
+  /** Called by transferData for each job (e.g. to put the output in place). */
   onTransfer?: (id: JobId) => void;
   /** Moves a job from the queue to the history with these final attributes. */
   end(jid: string, final: JobAd): void;
@@ -38,7 +38,7 @@ function adFromSubmit(text: string, id: JobId): JobAd {
   return ad;
 }
 
-export function fakeCondor(opts: { readSubmitFile: (dir: string, file: string) => string; now: () => number }): FakeCondor {
+export function fakeCondor(opts: { readSubmitFile: (path: string) => string; now: () => number }): FakeCondor {
   let nextCluster = 1;
   const f: FakeCondor = {
     queued: new Map(),
@@ -54,13 +54,15 @@ export function fakeCondor(opts: { readSubmitFile: (dir: string, file: string) =
     },
     count: (tool) => f.calls.filter((c) => c.tool === tool).length,
 
-    async submit(dir, submitFile) {
-      call("submit", dir);
+    async submit(file, { count }) {
+      call("submit", file);
+      // One pod per description: the in-process tests create pods one after the other.
+      if (count !== 1) throw new Error("fake condor: one job per submit");
       const id = { cluster: nextCluster++, proc: 0 };
-      const ad = adFromSubmit(opts.readSubmitFile(dir, submitFile), id);
+      const ad = adFromSubmit(opts.readSubmitFile(file), id);
       ad.QDate = Math.floor(opts.now() / 1000);
       f.queued.set(jobIdString(id), ad);
-      return id;
+      return [id];
     },
     async query({ clusters = [], constraint, attributes }) {
       call("query", clusters.length > 0 ? clusters : constraint);
@@ -72,17 +74,22 @@ export function fakeCondor(opts: { readSubmitFile: (dir: string, file: string) =
       const want = new Set(ids.map(jobIdString));
       return [...f.left.entries()].filter(([k]) => want.has(k)).slice(0, limit).map(([, ad]) => project(ad, attributes));
     },
-    async remove(id) {
-      call("remove", jobIdString(id));
-      const jid = jobIdString(id);
-      const ad = f.queued.get(jid);
-      if (!ad) return "not_found" satisfies RmOutcome;
-      f.end(jid, { JobStatus: 3, RemoveReason: "removed" });
-      return "removed";
+    async remove(ids) {
+      call("remove", ids.map(jobIdString));
+      const out = new Map<string, RmOutcome>();
+      for (const jid of ids.map(jobIdString)) {
+        if (!f.queued.has(jid)) {
+          out.set(jid, "not_found");
+          continue;
+        }
+        f.end(jid, { JobStatus: 3, RemoveReason: "removed" });
+        out.set(jid, "removed");
+      }
+      return out;
     },
-    async transferData(id) {
-      call("transferData", jobIdString(id));
-      f.onTransfer?.(id);
+    async transferData(ids) {
+      call("transferData", ids.map(jobIdString));
+      for (const id of ids) f.onTransfer?.(id);
     },
     async tail(): Promise<SpawnResult> {
       call("tail");

@@ -76,7 +76,7 @@ export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
   const defaults = [
     "DataRootFolder: ./data",
     `ContainerRuntime: ${SHIM}`,
-    "StatusCacheSeconds: 0.2",
+    "StatusCacheSeconds: 1",
     "ShutdownGraceSeconds: 2",
     "ReaperIntervalSeconds: 1",
     "Restart:\n  BackoffInitialSeconds: 1\n  BackoffMaxSeconds: 2",

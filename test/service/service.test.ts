@@ -31,9 +31,9 @@ function setup(o: { config?: string; spool?: boolean; credential?: { path: strin
   dirs.push(dir);
   const dataRoot = join(dir, "data");
   mkdirSync(join(dataRoot, "pods"), { recursive: true });
-  const { config } = parseConfig(`StatusCacheSeconds: 0\n${o.config ?? ""}`);
+  const { config } = parseConfig(o.config ?? "");
   let now = T0;
-  const condor = fakeCondor({ readSubmitFile: (d, f) => readFileSync(join(d, f), "utf8"), now: () => now });
+  const condor = fakeCondor({ readSubmitFile: (path) => readFileSync(path, "utf8"), now: () => now });
   const log = memoryLogger();
   const store = openStore(bunRuntime.openSqlite(join(dataRoot, "state.db")));
   const service = createService({
@@ -49,6 +49,9 @@ function setup(o: { config?: string; spool?: boolean; credential?: { path: strin
     log,
     now: () => now,
     version: "test",
+    // The refresher never runs by itself here: each status below refreshes first, as the
+    // background refresher would have done by then.
+    timer: () => () => {},
   });
   const ref = (p: Json) => ({ uid: p.metadata.uid, name: p.metadata.name, namespace: p.metadata.namespace ?? "default" });
   return {
@@ -66,7 +69,9 @@ function setup(o: { config?: string; spool?: boolean; credential?: { path: strin
       now += 1; // a status after the create sees a snapshot newer than the record
       return { pod: req.pod, jid: answer.PodJID };
     },
+    /** A refresh of the queue's view (the refresher's work), then the status call, a lookup. */
     async status(pod: Json): Promise<Json | undefined> {
+      await service.refresh();
       return (await service.status([ref(pod)])).statuses[0] as Json | undefined;
     },
     ref,
@@ -211,7 +216,7 @@ describe("the hold grace period (HoldGraceSeconds)", () => {
     expect(s.condor.count("remove")).toBe(0);
     s.advance(2_000);
     const st = await s.status(pod);
-    expect(s.condor.calls.filter((c) => c.tool === "remove")).toEqual([{ tool: "remove", arg: jid }]);
+    expect(s.condor.calls.filter((c) => c.tool === "remove")).toEqual([{ tool: "remove", arg: [jid] }]);
     expect(st.containers[0].state.terminated).toMatchObject({ reason: "OOMKilled", exitCode: 137 });
     expect(st.containers[0].state.terminated.message).toContain("(HoldReasonCode 34); removed by the sidecar");
   });

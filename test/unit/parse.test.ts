@@ -15,10 +15,13 @@ import {
 } from "../../src/condor/parse.ts";
 
 describe("parseTerseSubmit (spec: htcondor-cli §1.1)", () => {
-  test("one job", () => expect(parseTerseSubmit("123.0 - 123.0\n")).toEqual({ cluster: 123, proc: 0 }));
-  for (const bad of ["", "Submitting job(s).\n1 job(s) submitted to cluster 5.\n", "4.0 - 4.1\n", "1.0 - 1.0\n2.0 - 2.0\n"]) {
-    test(`refuses ${JSON.stringify(bad)}`, () => expect(() => parseTerseSubmit(bad)).toThrow());
+  test("one job", () => expect(parseTerseSubmit("123.0 - 123.0\n", 1)).toEqual([{ cluster: 123, proc: 0 }]));
+  test("a cluster of three (issue 14: one proc per pod, in order)", () =>
+    expect(parseTerseSubmit("410.0 - 410.2\n", 3)).toEqual([{ cluster: 410, proc: 0 }, { cluster: 410, proc: 1 }, { cluster: 410, proc: 2 }]));
+  for (const bad of ["", "Submitting job(s).\n1 job(s) submitted to cluster 5.\n", "4.0 - 4.1\n", "1.0 - 1.0\n2.0 - 2.0\n", "5.0 - 6.0\n"]) {
+    test(`refuses ${JSON.stringify(bad)} for one job`, () => expect(() => parseTerseSubmit(bad, 1)).toThrow());
   }
+  test("refuses a cluster of another size", () => expect(() => parseTerseSubmit("7.0 - 7.1\n", 3)).toThrow(/not one cluster of 3/));
 });
 
 describe("parseJsonAds (spec: htcondor-cli §2.2, §3)", () => {

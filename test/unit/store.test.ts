@@ -78,7 +78,7 @@ test("a store written by the version before the lifecycle phases (schema 3) open
   expect(store.get("done")).toMatchObject({ phase: "finished", cluster: 7, terminal: '{"name":"a"}' });
   expect(store.get("running")!.phase).toBe("submitted");
   expect(store.get("gone")!.phase).toBe("deleted");
-  expect(store.liveJobs()).toEqual([{ uid: "running", cluster: 8, proc: 0 }]);
+  expect(store.liveJobs()).toEqual([{ uid: "running", cluster: 8, proc: 0, submittedAt: 0, heldSince: undefined, missingSince: undefined }]);
   expect(store.countByPhase()).toEqual({ creating: 0, submitted: 1, finished: 1, removing: 0, deleted: 1 });
   store.close();
 });

@@ -1,0 +1,38 @@
+/**
+ * Batched removal: concurrent deletes, the reaper's pending removals and the refresher's
+ * removals go out as one condor_rm with many job ids (observed to work, one line per job; spec:
+ * htcondor-observed.md, "Many pods in one condor_submit"). One `-reason` covers every id, so
+ * removals are grouped by reason; each id's own line decides its outcome.
+ */
+import { type JobId, type RmOutcome, jobIdString } from "../condor/parse.ts";
+import { SidecarError } from "../core/errors.ts";
+import type { Ctx } from "./context.ts";
+import { type Settled, groupCommit } from "./group-commit.ts";
+
+/** Job ids in one condor_rm at most (its command line stays far below the kernel's limit). */
+const REMOVE_BATCH_MAX = 500;
+
+/** What a removal found: the job removed now, gone already, or being removed already. */
+export type Removed = Exclude<RmOutcome, "denied" | "unknown">;
+
+export type Remover = (id: JobId, reason: string) => Promise<Removed>;
+
+export function createRemover(c: Ctx): Remover {
+  const remove = groupCommit<{ id: JobId; reason: string }, Removed>({
+    maxInFlight: c.config.MaxConcurrentSubmits,
+    maxBatch: REMOVE_BATCH_MAX,
+    group: (r) => r.reason,
+    async run(batch): Promise<Settled<Removed>[]> {
+      const outcomes = await c.condor.remove([...new Map(batch.map((r) => [jobIdString(r.id), r.id])).values()], batch[0]!.reason);
+      return batch.map(({ id }) => {
+        const sid = jobIdString(id);
+        const outcome = outcomes.get(sid);
+        // The job keeps running: the removal must stay pending, not be taken for done.
+        if (outcome === "denied") return { ok: false, error: new SidecarError("unavailable", `Cannot remove job ${sid}: permission denied (is the sidecar running as the job's owner?)`) };
+        if (outcome === undefined || outcome === "unknown") return { ok: false, error: new SidecarError("unavailable", `Cannot remove job ${sid}: condor_rm said nothing about it`) };
+        return { ok: true, value: outcome };
+      });
+    },
+  });
+  return (id, reason) => remove({ id, reason });
+}
