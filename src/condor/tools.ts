@@ -92,12 +92,12 @@ export function toolArgs(access: Pick<CondorAccess, "scheddArgs" | "debugArgs">,
  * the site's (a 503).
  */
 export class SubmitRefused extends SidecarError {
-  constructor(readonly refusal: string, podOptions: boolean) {
+  constructor(readonly refusal: string, podOptions: boolean, exitCode: number | string | null) {
     super(
       podOptions ? "invalid" : "unavailable",
       podOptions
         ? `metadata.annotations["htcondor-job.vk.io/submit-options"]: condor_submit refused the pod's submit options: ${refusal}`
-        : `condor_submit refused the description: ${refusal}`,
+        : `condor_submit exited with ${exitCode}: ${refusal}`,
     );
   }
 }
@@ -139,7 +139,7 @@ export function createCondor(o: CondorOptions): Condor {
       if (r.code !== 0) {
         // A description that condor_submit refused is the pod's to fix only when the pod wrote
         // part of it: the sidecar's own lines and the site's are the same for every pod.
-        if (classifySubmitFailure(r.stderr) === "description") throw new SubmitRefused(submitRefusal(r.stderr), podOptions);
+        if (classifySubmitFailure(r.stderr) === "description") throw new SubmitRefused(submitRefusal(r.stderr), podOptions, r.code ?? r.signal);
         const line = firstErrorLine(r.stderr, r.stdout);
         // Only a refusal that names root gets the advice; other failures say what they are.
         const refusedRoot = r.stderr.split("\n").some((l) => /\broot\b/i.test(l) && /\b(owner|submitter|user)\b/i.test(l));

@@ -276,8 +276,10 @@ export const WITHHELD = "(a value from a secret or configMap, not shown)";
 /**
  * The quoting helper for reasons about one create request. interLink copies a reason into the
  * pod's status, which more people can read than the pod's secrets and configMaps, so a value
- * that may have come from them is never shown: one that contains any key or value of the
- * request's configMaps, secrets or projected volume maps (decoded, as the planner uses it).
+ * that may have come from them is never shown: one that contains any value of the request's
+ * configMaps, secrets or projected volume maps (decoded, as the planner uses it). Keys are not
+ * values: Kubernetes shows them to whoever may describe the object, and a variable made from one
+ * (envFrom) must be named to say what to fix (issue 12, class 3).
  * Whatever the planner makes of that data (an env value or name, a `$(VAR)` expansion in
  * command, args or subPathExpr, a file name, a mount path) contains it verbatim, so this finds
  * every derived value without following each derivation. A value that merely happens to contain
@@ -291,21 +293,17 @@ export function requestQuote(req: Pick<CreateRequest, "container">): Quote {
   };
 }
 
-/** Every non-empty key and value of the request's configMaps, secrets and projected volume maps. */
+/** Every non-empty value of the request's configMaps, secrets and projected volume maps. */
 function requestData(req: Pick<CreateRequest, "container">): string[] {
   const out = new Set<string>();
   const add = (s: string | undefined) => {
     if (s) out.add(s);
   };
   const text = (map: Record<string, string>) => {
-    for (const [k, v] of Object.entries(map)) {
-      add(k);
-      add(v);
-    }
+    for (const v of Object.values(map)) add(v);
   };
   const base64 = (map: Record<string, string>) => {
-    for (const [k, v] of Object.entries(map)) {
-      add(k);
+    for (const v of Object.values(map)) {
       add(v);
       add(decodeLenient(v));
     }
@@ -322,8 +320,6 @@ function requestData(req: Pick<CreateRequest, "container">): string[] {
     for (const pm of rc.projectedvolumemaps) {
       text(pm.data);
       base64(pm.binaryData);
-      // The planner names files by the normalized key (`a//./b` → `a/b`).
-      for (const k of [...Object.keys(pm.data), ...Object.keys(pm.binaryData)]) add(k.split("/").filter((x) => x && x !== ".").join("/"));
     }
   }
   return [...out];

@@ -314,13 +314,12 @@ describe("env", () => {
       ["AFTER", "2"],
     ]);
     // No command: the image's entrypoint cannot be given a name Apptainer does not carry.
-    expect(p.warnings.join("\n")).toContain('envFrom variable (a value from a secret or configMap, not shown) skipped: not a shell identifier, and the container has no command');
+    expect(p.warnings.join("\n")).toContain('envFrom variable "CM_x.y" skipped: not a shell identifier, and the container has no command');
     // With a command it would travel on a command line (env NAME=value), which every user of the
     // worker can read: a configMap's or secret's value is refused there (issue 12, class 3).
     expectInvalid(
       () => plan(changed(body, (r) => (r.pod.spec.containers[0].command = ["sh"]))),
-      // "main" contains the configMap key "a": withheld too (a less specific reason, never a secret).
-      "spec.containers[0].envFrom[0]: env (a value from a secret or configMap, not shown) of container (a value from a secret or configMap, not shown) takes its value from a secret or configMap, so its name must be a shell identifier",
+      'spec.containers[0].envFrom[0]: env "CM_x.y" of container "main" takes its value from a secret or configMap, so its name must be a shell identifier',
     );
   });
 
@@ -839,7 +838,7 @@ const badPlans: [string, Json, Partial<PlanConfig>, string][] = [
   ["configMapKeyRef to a missing key", envRef({ configMapKeyRef: { name: "cm", key: "k" } }, { configMaps: [configMapObject("cm", {})] }), {}, 'key "k" is not in configMap "cm"'],
   ["secret value is not UTF-8", envRef({ secretKeyRef: { name: "s", key: "k" } }, { secrets: [{ metadata: { name: "s" }, data: { k: btoa("\u00ff\u00fe") } }] }), {}, 'env "V" of container "main": the value is not valid UTF-8'],
   ["secret value holds NUL", envRef({ secretKeyRef: { name: "s", key: "k" } }, { secrets: [secretObject("s", { k: "a\u0000b" })] }), {}, 'env "V" of container "main" must not contain NUL'],
-  ["secret data not base64", envRef({ secretKeyRef: { name: "s", key: "k" } }, { secrets: [{ metadata: { name: "s" }, data: { k: "not base64!" } }] }), {}, 'data (a value from a secret or configMap, not shown) of secret "s" is not valid base64'],
+  ["secret data not base64", envRef({ secretKeyRef: { name: "s", key: "k" } }, { secrets: [{ metadata: { name: "s" }, data: { k: "not base64!" } }] }), {}, 'data "k" of secret "s" is not valid base64'],
   ["fieldRef unsupported", envRef({ fieldRef: { fieldPath: "spec.hostNetwork" } }), {}, 'valueFrom.fieldRef.fieldPath: unsupported fieldPath "spec.hostNetwork"'],
   ["fieldRef to all labels in env", envRef({ fieldRef: { fieldPath: "metadata.labels" } }), {}, 'unsupported fieldPath "metadata.labels"'],
   ["resourceFieldRef unsupported", envRef({ resourceFieldRef: { resource: "limits.hugepages-2Mi" } }), {}, 'valueFrom.resourceFieldRef.resource: unsupported resource "limits.hugepages-2Mi"'],
@@ -851,7 +850,7 @@ const badPlans: [string, Json, Partial<PlanConfig>, string][] = [
   ["secret volume not sent", vol({ name: "s", secret: { secretName: "db" } }), {}, 'spec.volumes[0].secret.secretName: secret "db" is not in the create request'],
   ["configMap item key missing", vol({ name: "c", configMap: { name: "cm", items: [{ key: "nope", path: "x" }] } }, { configMaps: [configMapObject("cm", { a: "1" })] }), {}, 'spec.volumes[0].configMap.items[0].key: key "nope" is not in configMap "cm"'],
   ["items path file/directory conflict", vol({ name: "c", configMap: { name: "cm", items: [{ key: "a", path: "x" }, { key: "b", path: "x/y" }] } }, { configMaps: [configMapObject("cm", { a: "1", b: "2" })] }), {}, 'configMap.items[1].path: "x/y" conflicts with "x"'],
-  ["binaryData not base64", vol({ name: "c", configMap: { name: "cm" } }, { configMaps: [configMapObject("cm", null, { b: "@@@@" })] }), {}, 'binaryData (a value from a secret or configMap, not shown) of configMap "cm" is not valid base64'],
+  ["binaryData not base64", vol({ name: "c", configMap: { name: "cm" } }, { configMaps: [configMapObject("cm", null, { b: "@@@@" })] }), {}, 'binaryData "b" of configMap "cm" is not valid base64'],
   ["downwardAPI resourceFieldRef without containerName", vol({ name: "d", downwardAPI: { items: [{ path: "cpu", resourceFieldRef: { resource: "limits.cpu" } }] } }), {}, "downwardAPI.items[0].resourceFieldRef.containerName: is required in a volume"],
   ["subPathExpr expanding out of the volume", pod1({ env: [{ name: "X", value: "../../etc" }], volumeMounts: [{ name: "v", mountPath: "/v", subPathExpr: "$(X)" }] }, { volumes: [{ name: "v", emptyDir: {} }] }), {}, "volumeMounts[0].subPathExpr: expands to \"../../etc\" must not contain '..'"],
   ["subPath with : breaks --bind", vol({ name: "v", emptyDir: {} }, {}, { subPath: "a:b" }), {}, "volumeMounts[0].subPath: \"a:b\" must not contain ':', ','"],

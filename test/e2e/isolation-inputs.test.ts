@@ -121,15 +121,19 @@ describe("class 5: reasons never show secret or configMap data", () => {
     await expectRefusedBeforeSubmit(r, "spec.containers[0].volumeMounts[0].subPathExpr", [secret, "s3cr3t-E"]);
   });
 
-  // The env name is the secret's own key: the reason names the envFrom entry, not the key.
+  // A key is named, a value never: Kubernetes shows keys to whoever may describe the object, and
+  // the variable made from one must be named to say what to fix (class 3).
   test("envFrom a secret whose value holds NUL", async () => {
-    const r = pod("envfrom-nul", { envFrom: [{ prefix: "P_", secretRef: { name: "bag" } }] }, { container: dataOf({ secrets: [secretObject("bag", { S3CR3T_KEY_F: "a\u0000b" })] }) });
-    await expectRefusedBeforeSubmit(r, "spec.containers[0].envFrom[0]", ["S3CR3T_KEY_F"]);
+    const r = pod("envfrom-nul", { envFrom: [{ prefix: "P_", secretRef: { name: "bag" } }] }, { container: dataOf({ secrets: [secretObject("bag", { S3CR3T_KEY_F: "s3cr3t-F\u0000tail" })] }) });
+    const res = await expectRefusedBeforeSubmit(r, "spec.containers[0].envFrom[0]", ["s3cr3t-F", "tail"]);
+    expect(res.body).toContain("P_S3CR3T_KEY_F");
   });
 
   test("envFrom a secret whose value is not UTF-8", async () => {
-    const r = pod("envfrom-utf8", { envFrom: [{ secretRef: { name: "bag" } }] }, { container: dataOf({ secrets: [{ metadata: { name: "bag" }, data: { S3CR3T_KEY_G: btoa("\xff\xfe") } }] }) });
-    await expectRefusedBeforeSubmit(r, "spec.containers[0].envFrom[0]", ["S3CR3T_KEY_G"]);
+    const value = "s3cr3t-G\xff\xfe";
+    const r = pod("envfrom-utf8", { envFrom: [{ secretRef: { name: "bag" } }] }, { container: dataOf({ secrets: [{ metadata: { name: "bag" }, data: { S3CR3T_KEY_G: btoa(value) } }] }) });
+    const res = await expectRefusedBeforeSubmit(r, "spec.containers[0].envFrom[0]", ["s3cr3t-G", btoa(value)]);
+    expect(res.body).toContain("S3CR3T_KEY_G");
   });
 
   test("a secretKeyRef env expanded into command", async () => {
@@ -141,16 +145,17 @@ describe("class 5: reasons never show secret or configMap data", () => {
   });
 
   test("a secret key that is no file name", async () => {
-    const r = pod("sec-key", {}, { container: dataOf({ secrets: [{ metadata: { name: "s" }, data: { "s3cr3t key I": b64("x") } }] }) });
-    await expectRefusedBeforeSubmit(r, "container[0].secrets[0].data", ["s3cr3t key I", "s3cr3t"]);
+    const r = pod("sec-key", {}, { container: dataOf({ secrets: [{ metadata: { name: "s" }, data: { "key I": b64("s3cr3t-I") } }] }) });
+    const res = await expectRefusedBeforeSubmit(r, "container[0].secrets[0].data", ["s3cr3t-I"]);
+    expect(res.body).toContain('"key I"');
   });
 
   test("two keys of a projected volume that collide as files", async () => {
     const r = pod("proj-collide", { volumeMounts: [{ name: "kube-api", mountPath: "/var/run/secrets" }] }, {
       volumes: [{ name: "kube-api", projected: { sources: [{ secret: { name: "tok" } }] } }],
-      container: dataOf({ projected: [{ metadata: { name: "kube-api" }, data: { "s3cr3t-J": "x", "s3cr3t-J/inner": "y" } }] }),
+      container: dataOf({ projected: [{ metadata: { name: "kube-api" }, data: { "key-J": "s3cr3t-J1", "key-J/inner": "s3cr3t-J2" } }] }),
     });
-    await expectRefusedBeforeSubmit(r, "container[0].projectedvolumemaps[0].data", ["s3cr3t-J"]);
+    await expectRefusedBeforeSubmit(r, "container[0].projectedvolumemaps[0].data", ["s3cr3t-J1", "s3cr3t-J2"]);
   });
 });
 

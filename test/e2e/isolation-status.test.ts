@@ -20,10 +20,10 @@ function pod(name: string, opts: { background?: string; script?: string } = {}) 
   });
 }
 
-/** Shell code, run by the job, that keeps rewriting attributes of its own ad. */
-function forge(attrs: Record<string, string>): string {
+/** Shell code, run by the job, that keeps rewriting attributes of its own ad (after `delay` seconds). */
+function forge(attrs: Record<string, string>, delay = 0): string {
   const sets = Object.entries(attrs).map(([k, v]) => `"$_CONDOR_BIN/../libexec/condor_chirp" set_job_attr ${k} '"${v}"'`);
-  return `while :; do ${sets.join("; ")}; sleep 0.3; done`;
+  return `sleep ${delay}; while :; do ${sets.join("; ")}; sleep 0.3; done`;
 }
 
 const tool = (sc: Sidecar, name: string, args: string[]) =>
@@ -127,10 +127,11 @@ describe("a job that rewrites its identity (issue 12, class 4)", () => {
     const first = started.pop()!;
     const a = pod("claimed");
     const aJid = await create(first, a);
-    const b = pod("claimer", { background: forge({ InterLinkPodUID: a.pod.metadata.uid }) });
+    // The claimer starts forging once this sidecar is gone (its refresher would fail and remove it).
+    const b = pod("claimer", { background: forge({ InterLinkPodUID: a.pod.metadata.uid }, 3) });
     const bJid = await create(first, b);
-    await eventually(() => (claiming(first, a.pod.metadata.uid).length === 2 ? true : undefined), 60_000, "both jobs claiming the pod");
     await first.kill9();
+    await eventually(() => (claiming(first, a.pod.metadata.uid).length === 2 ? true : undefined), 60_000, "both jobs claiming the pod");
     rmSync(join(first.dataRoot, "state.db"), { force: true });
     rmSync(join(first.dataRoot, "state.db-wal"), { force: true });
     rmSync(join(first.dataRoot, "state.db-shm"), { force: true });
