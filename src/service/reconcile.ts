@@ -111,7 +111,8 @@ export function createReconcileService(c: Ctx, deletes: DeleteService): Reconcil
         c.log.warn("reconcile with the schedd failed; retrying on the next pass", { error: errorText(err) });
       }
     }
-    for (const r of c.store.list(["removing"])) await deletes.removeJob(r);
+    // Together, so that the remover sends them as one condor_rm.
+    await Promise.all(c.store.list(["removing"]).map((r) => deletes.removeJob(r)));
     for (const r of c.store.list(["deleted"])) {
       if (c.now() - r.updatedAt > TOMBSTONE_TTL_MS) c.store.forget(r.uid);
     }
