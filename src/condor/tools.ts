@@ -51,10 +51,10 @@ export interface Condor {
    */
   submit(file: string, opts: { spool: boolean; podOptions: boolean; count: number }): Promise<JobId[]>;
   /**
-   * condor_q -json, only the named attributes. `clusters` selects those clusters (ORed), and a
-   * `constraint` is ANDed with them (spec: htcondor-cli §2.1); at least one of the two is needed.
+   * condor_q -json of the caller's own jobs (condor_q's default, spec: htcondor-cli §2.1) that
+   * match the constraint, only the named attributes.
    */
-  query(opts: { clusters?: readonly number[]; constraint?: string; attributes: readonly string[] }): Promise<JobAd[]>;
+  query(opts: { constraint: string; attributes: readonly string[] }): Promise<JobAd[]>;
   /** condor_history -json for ids and/or a constraint (newest first); no scanLimit: the whole history. */
   history(opts: { ids?: readonly JobId[]; constraint?: string; attributes: readonly string[]; limit: number; scanLimit?: number }): Promise<JobAd[]>;
   /**
@@ -153,11 +153,8 @@ export function createCondor(o: CondorOptions): Condor {
       }
     },
 
-    async query({ clusters = [], constraint, attributes }) {
-      if (clusters.length === 0 && constraint === undefined) throw new Error("condor_q needs clusters or a constraint");
-      const args = [...clusters.map(String), "-json", "-attributes", attributes.join(",")];
-      if (constraint !== undefined) args.push("-constraint", constraint);
-      const r = await run("condor_q", args, { timeoutMs: o.queryTimeoutMs });
+    async query({ constraint, attributes }) {
+      const r = await run("condor_q", ["-json", "-attributes", attributes.join(","), "-constraint", constraint], { timeoutMs: o.queryTimeoutMs });
       return ads("condor_q", r);
     },
 

@@ -145,12 +145,15 @@ export function createQueueView(d: QueueDeps): QueueView {
     const at = d.now();
     const live = d.store.liveJobs();
     if (live.length === 0) return;
-    // Selected by the recorded cluster ids: a job can rewrite its InterLinkSidecarId and hide
-    // from a query by attribute.
-    const clusters = [...new Set(live.map((j) => j.cluster))].sort((a, b) => a - b);
+    // The caller's own jobs (Owner, which no job can change) from the oldest followed cluster on
+    // (ClusterId cannot change either); the view keeps the recorded ids alone. Not a constraint
+    // on InterLinkSidecarId, which a job can rewrite to hide, nor a list of ids, which costs the
+    // schedd one comparison per id for every job it holds.
+    const oldest = live.reduce((m, j) => Math.min(m, j.cluster), Infinity);
+    const recorded = new Set(live.map((j) => `${j.cluster}.${j.proc}`));
     let ads: JobAd[];
     try {
-      ads = await d.condor.query({ clusters, attributes: attributes() });
+      ads = await d.condor.query({ constraint: `ClusterId >= ${oldest}`, attributes: attributes() });
     } catch (err) {
       failed(err);
       d.log.warn("condor_q failed; status leaves the followed pods out, so interLink keeps their last state", { error: schedd.error });
@@ -159,7 +162,8 @@ export function createQueueView(d: QueueDeps): QueueView {
     answered();
     const byJob = new Map<string, JobAd>();
     for (const ad of ads) {
-      if (typeof ad.ClusterId === "number" && typeof ad.ProcId === "number") byJob.set(`${ad.ClusterId}.${ad.ProcId}`, ad);
+      const id = `${ad.ClusterId}.${ad.ProcId}`;
+      if (recorded.has(id)) byJob.set(id, ad);
     }
     current = { at, ads: byJob };
     try {

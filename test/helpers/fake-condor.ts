@@ -64,10 +64,12 @@ export function fakeCondor(opts: { readSubmitFile: (path: string) => string; now
       f.queued.set(jobIdString(id), ad);
       return [id];
     },
-    async query({ clusters = [], constraint, attributes }) {
-      call("query", clusters.length > 0 ? clusters : constraint);
-      if (constraint !== undefined && clusters.length === 0) return []; // the searches by UID find nothing here
-      return [...f.queued.values()].filter((ad) => clusters.includes(ad.ClusterId as number)).map((ad) => project(ad, attributes));
+    async query({ constraint, attributes }) {
+      call("query", constraint);
+      // The refresher's query (ClusterId >= N); the searches by UID find nothing here.
+      const m = /^ClusterId >= (\d+)$/.exec(constraint);
+      if (!m) return [];
+      return [...f.queued.values()].filter((ad) => (ad.ClusterId as number) >= Number(m[1])).map((ad) => project(ad, attributes));
     },
     async history({ ids = [], attributes, limit }) {
       call("history", ids.map(jobIdString));
