@@ -37,6 +37,26 @@ export function parseJsonAds(stdout: string): JobAd[] {
   return parsed.filter((x): x is JobAd => typeof x === "object" && x !== null && !Array.isArray(x));
 }
 
+/**
+ * The ads of a `-json` answer, each as its own text, unparsed: the writer puts `,` between two
+ * ads on a line of its own, after the first ad's closing brace and before the next one's opening
+ * brace (spec: htcondor-cli §2.2), and a JSON string cannot hold a raw newline, so "\n,\n" only
+ * ever separates two ads. An answer in another shape is split by parsing it whole.
+ */
+export function splitJsonAds(stdout: string): string[] {
+  const text = stdout.trim();
+  if (text === "" || text === "[\n]" || text === "[]") return [];
+  if (!text.startsWith("[\n{") || !text.endsWith("}\n]")) return parseJsonAds(stdout).map((ad) => JSON.stringify(ad));
+  return text.slice(2, -2).split("\n,\n");
+}
+
+/** One ad's text (from {@link splitJsonAds}). */
+export function parseJsonAd(text: string): JobAd {
+  const parsed: unknown = JSON.parse(text);
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("expected a ClassAd (a JSON object)");
+  return parsed as JobAd;
+}
+
 /** A ClassAd expression rendered by the JSON writer as `/Expr(…)/` is not a value. */
 export function adNumber(ad: JobAd, key: string): number | undefined {
   const v = ad[key];

@@ -17,6 +17,7 @@ import {
   parseJsonAds,
   parseRmLine,
   parseTerseSubmit,
+  splitJsonAds,
   submitRefusal,
 } from "./parse.ts";
 
@@ -55,6 +56,8 @@ export interface Condor {
    * match the constraint, only the named attributes.
    */
   query(opts: { constraint: string; attributes: readonly string[] }): Promise<JobAd[]>;
+  /** {@link Condor.query}, each ad as its own unparsed text (the refresher parses only what changed). */
+  queryTexts(opts: { constraint: string; attributes: readonly string[] }): Promise<string[]>;
   /** condor_history -json for ids and/or a constraint (newest first); no scanLimit: the whole history. */
   history(opts: { ids?: readonly JobId[]; constraint?: string; attributes: readonly string[]; limit: number; scanLimit?: number }): Promise<JobAd[]>;
   /**
@@ -156,6 +159,16 @@ export function createCondor(o: CondorOptions): Condor {
     async query({ constraint, attributes }) {
       const r = await run("condor_q", ["-json", "-attributes", attributes.join(","), "-constraint", constraint], { timeoutMs: o.queryTimeoutMs });
       return ads("condor_q", r);
+    },
+
+    async queryTexts({ constraint, attributes }) {
+      const r = await run("condor_q", ["-json", "-attributes", attributes.join(","), "-constraint", constraint], { timeoutMs: o.queryTimeoutMs });
+      if (r.code !== 0) fail("condor_q", r, `Cannot query HTCondor`);
+      try {
+        return splitJsonAds(r.stdout);
+      } catch (err) {
+        throw new SidecarError("unavailable", `Cannot parse condor_q -json output: ${err instanceof Error ? err.message : String(err)}`);
+      }
     },
 
     async history({ ids = [], constraint, attributes, limit, scanLimit }) {

@@ -6,7 +6,7 @@
  * except for the first refresh after start. With nothing to follow the refresher sleeps, and a
  * new job wakes it.
  */
-import type { JobAd } from "../condor/parse.ts";
+import { type JobAd, parseJsonAd } from "../condor/parse.ts";
 import type { Condor } from "../condor/tools.ts";
 import { type Streak, recordSuccess } from "../core/health.ts";
 import { stateAttrName } from "../core/types.ts";
@@ -36,6 +36,23 @@ const BASE_ATTRS = [
  * for a moment) must not make the node NotReady (core/health.ts).
  */
 const FAILURE_COUNT_INTERVAL_MS = 10_000;
+
+/** Ads handled between two yields to the event loop: a refresh of thousands must not hold up status calls. */
+const ADS_PER_SLICE = 500;
+
+/** FNV-1a over a string's UTF-16 units, with its length: tells an ad that changed from one that did not. */
+function fingerprint(s: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return `${s.length}:${h >>> 0}`;
+}
+
+/** The job id in an ad's text, without parsing it (the writer prints `"ClusterId": N` and `"ProcId": N`). */
+function jobIdOf(text: string): string | undefined {
+  const c = /"ClusterId": (\d+)/.exec(text);
+  const p = /"ProcId": (\d+)/.exec(text);
+  return c && p ? `${c[1]}.${p[1]}` : undefined;
+}
 
 /**
  * This sidecar's jobs in the queue, by job id (`cluster.proc`); `at` is when its condor_q started.
@@ -96,6 +113,8 @@ export function createQueueView(d: QueueDeps): QueueView {
   const schedd: Streak = { failures: 0 };
   let lastCounted = -Infinity;
   let current: Snapshot | undefined;
+  /** The last text each ad had, and what it parsed to: most ads do not change between refreshes. */
+  let parsed = new Map<string, { fingerprint: string; ad: JobAd }>();
   let failing = false;
   let cycle: Promise<void> | undefined;
   let cancelTimer: (() => void) | undefined;
@@ -151,9 +170,9 @@ export function createQueueView(d: QueueDeps): QueueView {
     // schedd one comparison per id for every job it holds.
     const oldest = live.reduce((m, j) => Math.min(m, j.cluster), Infinity);
     const recorded = new Set(live.map((j) => `${j.cluster}.${j.proc}`));
-    let ads: JobAd[];
+    let texts: string[];
     try {
-      ads = await d.condor.query({ constraint: `ClusterId >= ${oldest}`, attributes: attributes() });
+      texts = await d.condor.queryTexts({ constraint: `ClusterId >= ${oldest}`, attributes: attributes() });
     } catch (err) {
       failed(err);
       d.log.warn("condor_q failed; status leaves the followed pods out, so interLink keeps their last state", { error: schedd.error });
@@ -161,10 +180,19 @@ export function createQueueView(d: QueueDeps): QueueView {
     }
     answered();
     const byJob = new Map<string, JobAd>();
-    for (const ad of ads) {
-      const id = `${ad.ClusterId}.${ad.ProcId}`;
-      if (recorded.has(id)) byJob.set(id, ad);
+    const next = new Map<string, { fingerprint: string; ad: JobAd }>();
+    for (let i = 0; i < texts.length; i++) {
+      if (i > 0 && i % ADS_PER_SLICE === 0) await new Promise<void>((r) => setTimeout(r, 0));
+      const text = texts[i]!;
+      const id = jobIdOf(text);
+      if (id === undefined || !recorded.has(id)) continue;
+      const fp = fingerprint(text);
+      const before = parsed.get(id);
+      const ad = before?.fingerprint === fp ? before.ad : parseJsonAd(text);
+      byJob.set(id, ad);
+      next.set(id, { fingerprint: fp, ad });
     }
+    parsed = next;
     current = { at, ads: byJob };
     try {
       await view.afterRefresh?.(current, live);

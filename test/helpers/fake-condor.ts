@@ -71,6 +71,10 @@ export function fakeCondor(opts: { readSubmitFile: (path: string) => string; now
       if (!m) return [];
       return [...f.queued.values()].filter((ad) => (ad.ClusterId as number) >= Number(m[1])).map((ad) => project(ad, attributes));
     },
+    async queryTexts(q) {
+      // The refresher's query, each ad as condor_q -json writes it.
+      return (await f.query(q)).map((ad) => JSON.stringify(ad, null, 2));
+    },
     async history({ ids = [], attributes, limit }) {
       call("history", ids.map(jobIdString));
       const want = new Set(ids.map(jobIdString));
