@@ -34,7 +34,11 @@ export interface Api {
 
 type Env = { Bindings: RequestExtras };
 
-export function createApp(api: Api, log: Logger): Hono<Env> {
+/** The Prometheus text exposition's content type (format 0.0.4). */
+export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+/** `metrics`: the exposition text for `GET /metrics` (docs/metrics.md). */
+export function createApp(api: Api, log: Logger, metrics?: () => string): Hono<Env> {
   const app = new Hono<Env>();
 
   app.onError((err, c) => {
@@ -83,6 +87,8 @@ export function createApp(api: Api, log: Logger): Hono<Env> {
   app.post("/getLogs", logs);
 
   app.get("/system-info", async (c) => c.json((await api.systemInfo()) as object, 200));
+
+  if (metrics) app.get("/metrics", (c) => c.body(metrics(), 200, { "content-type": METRICS_CONTENT_TYPE }));
 
   return app;
 }

@@ -5,9 +5,19 @@
  */
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { listenAddress } from "./flags.ts";
 import { tryParseQuantity } from "./core/quantity.ts";
 import type { PlanConfig } from "./core/types.ts";
 import { submitKey, submitValueProblem } from "./core/submit-rules.ts";
+
+function validListen(v: string): boolean {
+  try {
+    listenAddress(v, "MetricsListen");
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -143,6 +153,10 @@ export const Schema = z.object({
     .min(1)
     .default(30)
     .describe("How often pending removals, and a reconcile with the schedd that failed, are retried"),
+  MetricsListen: str
+    .default("")
+    .refine((v) => v === "" || validListen(v), "must be ADDR:PORT (e.g. 127.0.0.1:9100 or [::1]:9100), or empty for off")
+    .describe("Also serve `GET /metrics` (Prometheus) on this `ADDR:PORT`, for deployments whose API is a unix socket; empty: only on the API listener. `--metrics-listen` overrides it"),
   SharedFilesystem: z
     .boolean()
     .default(false)

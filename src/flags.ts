@@ -36,6 +36,8 @@ export interface CliOptions {
   keyfile?: string;
   debug?: string;
   dummyJob: boolean;
+  /** Where /metrics is served besides the API listener (`--metrics-listen`), if given. */
+  metricsListen?: { host: string; port: number };
   /** Which flags were given explicitly (flags override the config file). */
   given: ReadonlySet<string>;
 }
@@ -64,6 +66,10 @@ export const FLAGS = {
   },
   "log-level": { type: "string", group: "server", arg: "LEVEL", defaultText: "info", description: "`debug`, `info`, `warn` or `error`" },
   "log-format": { type: "string", group: "server", arg: "FORMAT", defaultText: "json", description: "`json` or `text`: one line per event, on stderr" },
+  "metrics-listen": {
+    type: "string", group: "server", arg: "ADDR:PORT", defaultText: "off (config `MetricsListen`)",
+    description: "Also serve `GET /metrics` (Prometheus) on this address, e.g. `127.0.0.1:9100` or `[::1]:9100`: Prometheus cannot scrape a unix socket. The API listener serves `/metrics` too",
+  },
   "condor-bin": {
     type: "string", group: "htcondor", arg: "DIR", defaultText: "found in `PATH`",
     description: "Where the `condor_*` tools are. The compiled binary never falls back to the emulator: without the tools it says so and exits",
@@ -116,6 +122,7 @@ Server:
   --config PATH          SidecarConfig.yaml (default ./SidecarConfig.yaml)
   --log-level LEVEL      debug | info | warn | error (default info)
   --log-format FORMAT    json | text (default json)
+  --metrics-listen ADDR:PORT  also serve /metrics (Prometheus) there (default: off)
 
 HTCondor:
   --condor-bin DIR       where the condor_* tools are (default: found in PATH)
@@ -216,9 +223,24 @@ export function parseCli(argv: readonly string[]): CliResult {
       keyfile: nonEmpty("keyfile", s("keyfile")),
       debug: nonEmpty("debug", s("debug")),
       dummyJob: values["dummy-job"] === true,
+      metricsListen: s("metrics-listen") === undefined ? undefined : listenAddress(s("metrics-listen")!, "--metrics-listen"),
       given,
     },
   };
+}
+
+/**
+ * `ADDR:PORT` (an IPv6 address in brackets: `[::1]:9100`), for `--metrics-listen` and the config's
+ * `MetricsListen`. Throws a UsageError naming `what`.
+ */
+export function listenAddress(text: string, what: string): { host: string; port: number } {
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:\s]+)):(\d{1,5})$/.exec(text);
+  const host = m?.[1] ?? m?.[2];
+  const port = Number(m?.[3]);
+  if (!m || !host || port > 65535 || (isIP(host) === 0 && !HOSTNAME.test(host)) || (m[1] !== undefined && isIP(host) !== 6)) {
+    throw new UsageError(`${what}: "${text}" is not ADDR:PORT (e.g. 127.0.0.1:9100 or [::1]:9100). ${HINT}`);
+  }
+  return { host, port };
 }
 
 function describeParseError(err: unknown): string {

@@ -5,9 +5,10 @@
 import { X509Certificate } from "node:crypto";
 import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
-import { createApp } from "./app.ts";
+import { METRICS_CONTENT_TYPE, createApp } from "./app.ts";
 import { credentialKind } from "./core/credentials.ts";
-import { type CliOptions, USAGE, UsageError, VERSION, condorAccess, parseCli } from "./flags.ts";
+import { createSidecarMetrics } from "./core/metrics.ts";
+import { type CliOptions, USAGE, UsageError, VERSION, condorAccess, listenAddress, parseCli } from "./flags.ts";
 import { CONDOR_TOOLS, createCondor } from "./condor/tools.ts";
 import { ConfigError, type FileConfig, parseConfig, planConfig } from "./config.ts";
 import { createLogger, type Logger } from "./logger.ts";
@@ -183,6 +184,14 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
   const storePath = join(dataRoot, "state.db");
   const store = openStore(runtime.openSqlite(storePath), storePath);
 
+  const startTime = Math.floor(Date.now() / 1000);
+  // The service is created below; the gauges read it only when /metrics is scraped.
+  let service: ReturnType<typeof createService> | undefined;
+  const metrics = createSidecarMetrics(() => ({
+    ...(service?.view() ?? { pods: {}, failures: { schedd: 0, collector: 0 }, threshold: config.PingFailureThreshold, snapshotAgeSeconds: 0 }),
+    rss: runtime.rss(),
+    startTime,
+  }));
   const condor = createCondor({
     runtime,
     bin,
@@ -191,8 +200,9 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     submitTimeoutMs: config.SubmitTimeoutSeconds * 1000,
     queryTimeoutMs: config.QueryTimeoutSeconds * 1000,
     log,
+    onCommand: (tool, outcome, seconds) => metrics.command(tool, outcome, seconds),
   });
-  const service = createService({
+  service = createService({
     store,
     condor,
     config,
@@ -211,6 +221,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     log,
     now: () => Date.now(),
     version: VERSION,
+    onSubmitBatch: (size) => metrics.submitBatch(size),
   });
   try {
     await service.reconcile();
@@ -220,7 +231,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     });
   }
 
-  const app = createApp(service, log);
+  const app = createApp(service, log, () => metrics.render());
   const target = o.socket ? { kind: "unix" as const, path: resolve(o.socket) } : { kind: "tcp" as const, host: o.listen, port: o.port };
   let server: HttpServer;
   try {
@@ -230,7 +241,10 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
         bodyLimitBytes: config.BodyLimit,
         keepAliveTimeoutMs: config.KeepAliveTimeoutSeconds * 1000,
         // One line per request, after its response ended; bodies are never logged (they carry secrets).
-        onRequest: (r) => log.info("request", { ...r }),
+        onRequest: (r) => {
+          log.info("request", { ...r });
+          metrics.request(r);
+        },
       },
       (req, extras) => app.fetch(req, extras),
     );
@@ -239,10 +253,28 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     const where = target.kind === "unix" ? `--socket ${target.path}` : `--listen ${target.host} --port ${target.port}`;
     throw new Error(`cannot listen on ${where}: ${err instanceof Error ? err.message : String(err)}`);
   }
+  // Prometheus cannot scrape a unix socket: /metrics can have a TCP listener of its own.
+  const metricsAt = o.metricsListen ?? (config.MetricsListen ? listenAddress(config.MetricsListen, "MetricsListen") : undefined);
+  let metricsServer: HttpServer | undefined;
+  if (metricsAt) {
+    try {
+      metricsServer = await serveHttp(
+        { target: { kind: "tcp", ...metricsAt }, bodyLimitBytes: 1024, keepAliveTimeoutMs: config.KeepAliveTimeoutSeconds * 1000 },
+        (req) =>
+          new URL(req.url).pathname === "/metrics"
+            ? new Response(metrics.render(), { status: 200, headers: { "content-type": METRICS_CONTENT_TYPE } })
+            : new Response("This listener serves GET /metrics only\n", { status: 404, headers: { "content-type": "text/plain; charset=utf-8" } }),
+      );
+    } catch (err) {
+      await server.close(0);
+      store.close();
+      throw new Error(`cannot listen on --metrics-listen ${metricsAt.host}:${metricsAt.port}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
   const reaper = setInterval(() => {
     service.reap().catch((err) => log.warn("reaper pass failed", { error: String(err) }));
   }, config.ReaperIntervalSeconds * 1000);
-  log.info("listening", { url: server.url, condorBin: bin, dataRoot, spool, sidecarId: config.SidecarId, runtime: runtime.name });
+  log.info("listening", { url: server.url, metricsUrl: metricsServer?.url, condorBin: bin, dataRoot, spool, sidecarId: config.SidecarId, runtime: runtime.name });
 
   return {
     server,
@@ -250,7 +282,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
       log.info("shutting down");
       clearInterval(reaper);
       const deadline = Date.now() + config.ShutdownGraceSeconds * 1000;
-      await server.close(config.ShutdownGraceSeconds * 1000);
+      await Promise.all([server.close(config.ShutdownGraceSeconds * 1000), metricsServer?.close(0)]);
       // A create or a reaper pass still waiting on a condor tool writes to the store when it ends.
       await service.drain(Math.max(0, deadline - Date.now()));
       store.close();

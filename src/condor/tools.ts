@@ -30,7 +30,7 @@ export const CONDOR_TOOLS = [
   "condor_tail",
   "condor_transfer_data",
 ] as const;
-type CondorTool = (typeof CONDOR_TOOLS)[number];
+export type CondorTool = (typeof CONDOR_TOOLS)[number];
 
 interface CondorOptions {
   runtime: Runtime;
@@ -42,6 +42,8 @@ interface CondorOptions {
   submitTimeoutMs: number;
   queryTimeoutMs: number;
   log: Logger;
+  /** Told about every tool run that ended (metrics). */
+  onCommand?: (tool: CondorTool, outcome: "ok" | "error" | "timeout", seconds: number) => void;
 }
 
 export interface Condor {
@@ -110,11 +112,23 @@ export function createCondor(o: CondorOptions): Condor {
   const path = (tool: CondorTool) => `${o.bin}/${tool}`;
   const command = (tool: CondorTool, args: readonly string[]) => [path(tool), ...toolArgs(o.access, tool), ...args];
 
+  /** Runs a tool and tells onCommand how it ended. */
+  async function spawnTool(tool: CondorTool, args: readonly string[], opts: { cwd?: string; timeoutMs: number }): Promise<SpawnResult> {
+    const started = performance.now();
+    try {
+      const r = await o.runtime.spawn({ argv: command(tool, args), env, cwd: opts.cwd, timeoutMs: opts.timeoutMs });
+      o.onCommand?.(tool, r.timedOut ? "timeout" : r.code === 0 ? "ok" : "error", r.durationMs / 1000);
+      return r;
+    } catch (err) {
+      o.onCommand?.(tool, "error", (performance.now() - started) / 1000);
+      throw err;
+    }
+  }
+
   async function run(tool: CondorTool, args: string[], opts: { cwd?: string; timeoutMs: number }): Promise<SpawnResult> {
-    const argv = command(tool, args);
     let r: SpawnResult;
     try {
-      r = await o.runtime.spawn({ argv, env, cwd: opts.cwd, timeoutMs: opts.timeoutMs });
+      r = await spawnTool(tool, args, opts);
     } catch (err) {
       throw new SidecarError("unavailable", `Cannot run ${tool}: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -197,7 +211,7 @@ export function createCondor(o: CondorOptions): Condor {
 
     async tail(id, file, maxBytes, timeoutMs) {
       // condor_tail on a job that is not running waits forever (spec: htcondor-cli §5.2).
-      return o.runtime.spawn({ argv: command("condor_tail", ["-no-stdout", "-maxbytes", String(maxBytes), jobIdString(id), file]), env, timeoutMs });
+      return spawnTool("condor_tail", ["-no-stdout", "-maxbytes", String(maxBytes), jobIdString(id), file], { timeoutMs });
     },
 
 

@@ -29,6 +29,11 @@ function jwtExpiry(text: string): number | undefined {
   }
 }
 
+/** When the credential expires (epoch ms): a certificate's notAfter or a JWT's `exp`; undefined when unknown. */
+export function credentialExpiry(text: string, certificateExpiry: (pem: string) => number | undefined): number | undefined {
+  return text.includes("-----BEGIN CERTIFICATE-----") ? certificateExpiry(text) : jwtExpiry(text);
+}
+
 /**
  * Why the credential stops the sidecar from working, or undefined: missing, or past its expiry
  * (a JWT's `exp`; a certificate's notAfter, read by `certificateExpiry`, which needs a crypto API).
@@ -40,7 +45,7 @@ export function credentialProblem(
   certificateExpiry: (pem: string) => number | undefined,
 ): string | undefined {
   if (text === undefined) return `credential file ${path} is missing`;
-  const exp = text.includes("-----BEGIN CERTIFICATE-----") ? certificateExpiry(text) : jwtExpiry(text);
+  const exp = credentialExpiry(text, certificateExpiry);
   if (exp !== undefined && exp <= now) return `credential ${path} expired at ${new Date(exp).toISOString()}`;
   return undefined;
 }

@@ -33,6 +33,8 @@ export interface ServiceDeps {
   version: string;
   /** The refresher's and the reaper's timer (tests move their own clock). */
   timer?: SetTimer;
+  /** Told the size of every condor_submit's batch (metrics). */
+  onSubmitBatch?: (size: number) => void;
 }
 
 /** What /create answers. */

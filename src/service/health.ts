@@ -3,16 +3,21 @@
  * schedd and the collector answer, the credential, and what the pool offers.
  */
 import type { JobAd } from "../condor/parse.ts";
-import { credentialProblem } from "../core/credentials.ts";
+import { credentialExpiry, credentialProblem } from "../core/credentials.ts";
+import type { MetricsView } from "../core/metrics.ts";
 import { type Streak, pingAnswer, recordFailure, recordSuccess } from "../core/health.ts";
 import { type Ctx, errorText } from "./context.ts";
 
 /** How long the ping waits for the schedd's answer (condor_q) before answering without it. */
 const PING_SCHEDD_WAIT_MS = 5_000;
 
+/** What the service's gauges show (core/metrics.ts), read at scrape time. */
+export type ServiceView = Omit<MetricsView, "rss" | "startTime">;
+
 export interface HealthService {
   ping(): Promise<{ healthy: boolean; body: unknown }>;
   systemInfo(): Promise<unknown>;
+  view(): ServiceView;
 }
 
 export function createHealthService(c: Ctx): HealthService {
@@ -59,6 +64,18 @@ export function createHealthService(c: Ctx): HealthService {
         machines: machines ?? lastMachines,
         node: c.config.Node,
       });
+    },
+
+    view() {
+      const text = c.credentialFile && c.readCredential ? c.readCredential(c.credentialFile) : undefined;
+      const snap = c.queue.current();
+      return {
+        pods: c.store.countByPhase(),
+        failures: { schedd: c.queue.schedd.failures, collector: collector.failures },
+        threshold: c.config.PingFailureThreshold,
+        credentialExpiry: text === undefined ? undefined : credentialExpiry(text, c.certificateExpiry ?? (() => undefined)),
+        snapshotAgeSeconds: c.queue.running() && snap ? Math.max(0, (c.now() - snap.at) / 1000) : 0,
+      };
     },
 
     async systemInfo() {

@@ -12,6 +12,8 @@ import { createReconcileService } from "./reconcile.ts";
 import { createStatusService } from "./status.ts";
 import { createSubmitter } from "./submitter.ts";
 
+import type { ServiceView } from "./health.ts";
+
 export type { ServiceDeps } from "./context.ts";
 
 export interface Service extends Api {
@@ -22,6 +24,8 @@ export interface Service extends Api {
   reconcile(): Promise<void>;
   /** One pass of the background work: reconcile if still needed, pending removals, tombstones. */
   reap(): Promise<void>;
+  /** What the metrics' gauges read (core/metrics.ts). */
+  view(): ServiceView;
   /** Runs a refresh of the queue's view now (and what it asks for), and waits for it. */
   refresh(): Promise<void>;
   /** Stops the refresher and waits (up to `deadlineMs`) for creates, a refresh and a reaper pass still running. */
@@ -40,11 +44,12 @@ export function createService(d: ServiceDeps): Service {
   c.queue.wake();
 
   return {
-    create: createCreateService(c, createSubmitter(c)).create,
+    create: createCreateService(c, createSubmitter(c, d.onSubmitBatch)).create,
     remove: deletes.remove,
     status: status.status,
     ping: health.ping,
     systemInfo: health.systemInfo,
+    view: health.view,
     logs: logs.logs,
     reconcile: background.reconcile,
     reap() {
