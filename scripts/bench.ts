@@ -37,6 +37,7 @@
  * (docs/performance.md explains it), or to `--out PATH`. A `--quick` run writes no file unless
  * `--out` names one, so that its numbers never replace a real run's; `--out -` writes none.
  */
+import { type BatchRow, batchRows } from "./lib/batch-bench.ts";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, release, tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
@@ -454,6 +455,8 @@ interface Report {
   create: CreateResult[];
   status: StatusResult[];
   memory: { flavour: Flavour; idleKiB?: number; maxPods: number; withMaxPodsKiB?: number }[];
+  /** Many pods per condor process (issue 14): scripts/lib/batch-bench.ts, plus rows read off the tables above. */
+  batch: BatchRow[];
   durationSeconds?: number;
   notes: string[];
 }
@@ -549,8 +552,13 @@ function render(rep: Report): string {
   const deletes = compare.flatMap((c) => (c.deletes ? [{ flavour: c.flavour, ...c.deletes }] : []));
   if (deletes.length) {
     out.push(
-      `deletes between rows (${DELETE_CLIENTS} clients, condor_rm each): ${deletes.map((d) => `${d.flavour} ${d.count} p50 ${fmtMs(d.p50)} p99 ${fmtMs(d.p99)}${d.errors ? ` ${d.errors} errors` : ""}`).join("; ")}`,
+      `deletes between rows (${DELETE_CLIENTS} clients): ${deletes.map((d) => `${d.flavour} ${d.count} p50 ${fmtMs(d.p50)} p99 ${fmtMs(d.p99)}${d.errors ? ` ${d.errors} errors` : ""}`).join("; ")}`,
     );
+  }
+  if (rep.batch.length > 0) {
+    out.push("");
+    out.push("Many pods per condor process (issue 14): each row on a minicondor home and a sidecar of its own; status and lone-create rows from the tables above");
+    out.push(table(["row", "value", "target", "met"], rep.batch.map((b) => [b.row, b.value, b.target, b.met === undefined ? "–" : b.met ? "yes" : "NO"])));
   }
   for (const c of rep.create) if (c.errors) out.push(`create errors (${c.flavour}, ${c.kind}, ${c.concurrency} clients): ${c.errorSamples.join(" | ")}`);
   for (const n of rep.notes) out.push(`note: ${n}`);
@@ -602,6 +610,7 @@ async function run(): Promise<Report> {
     create: [],
     status: [],
     memory: [],
+    batch: [],
     notes: [],
   };
 
@@ -685,6 +694,21 @@ async function run(): Promise<Report> {
   for (const c of rep.create) {
     if (c.kind !== "warmup" && c.deletes?.errors) rep.notes.push(`${c.deletes.errors} of ${c.deletes.count} deletes failed after the ${c.flavour} row with ${c.concurrency} clients`);
     if (c.kind === "compare" && c.errors) rep.notes.push(`${c.errors} creates failed in the ${c.flavour} row with ${c.concurrency} clients`);
+  }
+  // 5. many pods per condor process, each row on a minicondor home and a sidecar of its own.
+  rep.batch = await batchRows({ root, flavour: "binary", binary: opts.binary, quick, say });
+  const at1000 = rep.status.find((r) => r.flavour === "binary" && r.level === 1000);
+  if (at1000) {
+    rep.batch.push({ row: "status at interLink's pace on 1000 live pods: p99", value: fmtMs(at1000.p99), target: "< 5 ms", met: at1000.p99 < 5 });
+  }
+  const lone = rep.create.find((c) => c.kind === "compare" && c.flavour === "binary" && c.concurrency === 1);
+  if (lone?.overheadP50 !== undefined) {
+    rep.batch.push({
+      row: "a lone create: latency beyond its own condor_submit (p50)",
+      value: `${fmtMs(lone.overheadP50)} (create p50 ${fmtMs(lone.p50)}, its condor_submit ${fmtMs(lone.submitP50)})`,
+      target: "within a few ms",
+      met: lone.overheadP50 < 10,
+    });
   }
   rep.durationSeconds = (performance.now() - t0) / 1000;
   if (opts.deno) {

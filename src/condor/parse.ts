@@ -41,13 +41,28 @@ export function parseJsonAds(stdout: string): JobAd[] {
  * The ads of a `-json` answer, each as its own text, unparsed: the writer puts `,` between two
  * ads on a line of its own, after the first ad's closing brace and before the next one's opening
  * brace (spec: htcondor-cli §2.2), and a JSON string cannot hold a raw newline, so "\n,\n" only
- * ever separates two ads. An answer in another shape is split by parsing it whole.
+ * ever separates two ads. Works on the bytes, so that a large answer never becomes one big
+ * string; an answer in another shape is split by parsing it whole.
  */
-export function splitJsonAds(stdout: string): string[] {
-  const text = stdout.trim();
-  if (text === "" || text === "[\n]" || text === "[]") return [];
-  if (!text.startsWith("[\n{") || !text.endsWith("}\n]")) return parseJsonAds(stdout).map((ad) => JSON.stringify(ad));
-  return text.slice(2, -2).split("\n,\n");
+export function splitJsonAds(stdout: Uint8Array): string[] {
+  const dec = new TextDecoder();
+  let start = 0;
+  let end = stdout.byteLength;
+  while (start < end && (stdout[start] === 0x20 || stdout[start] === 0x0a)) start++;
+  while (end > start && (stdout[end - 1] === 0x20 || stdout[end - 1] === 0x0a)) end--;
+  if (start === end) return [];
+  const shaped = stdout[start] === 0x5b && stdout[start + 1] === 0x0a && stdout[end - 1] === 0x5d && stdout[end - 2] === 0x0a;
+  if (!shaped || (end - start > 3 && stdout[start + 2] !== 0x7b)) return parseJsonAds(dec.decode(stdout)).map((ad) => JSON.stringify(ad));
+  if (end - start === 3) return []; // "[\n]"
+  const out: string[] = [];
+  let from = start + 2;
+  for (let i = stdout.indexOf(0x2c, from); i !== -1 && i < end - 2; i = stdout.indexOf(0x2c, i + 1)) {
+    if (stdout[i - 1] !== 0x0a || stdout[i + 1] !== 0x0a) continue;
+    out.push(dec.decode(stdout.subarray(from, i - 1)));
+    from = i + 2;
+  }
+  out.push(dec.decode(stdout.subarray(from, end - 2)));
+  return out;
 }
 
 /** One ad's text (from {@link splitJsonAds}). */

@@ -113,10 +113,10 @@ export function createCondor(o: CondorOptions): Condor {
   const command = (tool: CondorTool, args: readonly string[]) => [path(tool), ...toolArgs(o.access, tool), ...args];
 
   /** Runs a tool and tells onCommand how it ended. */
-  async function spawnTool(tool: CondorTool, args: readonly string[], opts: { cwd?: string; timeoutMs: number }): Promise<SpawnResult> {
+  async function spawnTool(tool: CondorTool, args: readonly string[], opts: { cwd?: string; timeoutMs: number; stdoutBytes?: boolean }): Promise<SpawnResult> {
     const started = performance.now();
     try {
-      const r = await o.runtime.spawn({ argv: command(tool, args), env, cwd: opts.cwd, timeoutMs: opts.timeoutMs });
+      const r = await o.runtime.spawn({ argv: command(tool, args), env, cwd: opts.cwd, timeoutMs: opts.timeoutMs, stdoutBytes: opts.stdoutBytes });
       o.onCommand?.(tool, r.timedOut ? "timeout" : r.code === 0 ? "ok" : "error", r.durationMs / 1000);
       return r;
     } catch (err) {
@@ -125,7 +125,7 @@ export function createCondor(o: CondorOptions): Condor {
     }
   }
 
-  async function run(tool: CondorTool, args: string[], opts: { cwd?: string; timeoutMs: number }): Promise<SpawnResult> {
+  async function run(tool: CondorTool, args: string[], opts: { cwd?: string; timeoutMs: number; stdoutBytes?: boolean }): Promise<SpawnResult> {
     let r: SpawnResult;
     try {
       r = await spawnTool(tool, args, opts);
@@ -176,10 +176,10 @@ export function createCondor(o: CondorOptions): Condor {
     },
 
     async queryTexts({ constraint, attributes }) {
-      const r = await run("condor_q", ["-json", "-attributes", attributes.join(","), "-constraint", constraint], { timeoutMs: o.queryTimeoutMs });
+      const r = await run("condor_q", ["-json", "-attributes", attributes.join(","), "-constraint", constraint], { timeoutMs: o.queryTimeoutMs, stdoutBytes: true });
       if (r.code !== 0) fail("condor_q", r, `Cannot query HTCondor`);
       try {
-        return splitJsonAds(r.stdout);
+        return splitJsonAds(r.stdoutBytes ?? new Uint8Array());
       } catch (err) {
         throw new SidecarError("unavailable", `Cannot parse condor_q -json output: ${err instanceof Error ? err.message : String(err)}`);
       }

@@ -2,7 +2,7 @@
 import { Database } from "bun:sqlite";
 import { hostname } from "node:os";
 import type { Runtime, SpawnOptions, SpawnResult, Sqlite, SqlValue } from "./types.ts";
-import { DEFAULT_MAX_OUTPUT, KILL_GRACE_MS, readCapped, toBytes } from "./spawn-util.ts";
+import { DEFAULT_MAX_OUTPUT, KILL_GRACE_MS, readCapped, readCappedBytes, toBytes } from "./spawn-util.ts";
 
 async function spawn(opts: SpawnOptions): Promise<SpawnResult> {
   const started = performance.now();
@@ -24,14 +24,15 @@ async function spawn(opts: SpawnOptions): Promise<SpawnResult> {
           killTimer = setTimeout(() => proc.kill("SIGKILL"), KILL_GRACE_MS);
         }, opts.timeoutMs);
   const max = opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
-  const [stdout, stderr] = await Promise.all([readCapped(proc.stdout, max), readCapped(proc.stderr, max)]);
+  const [out, stderr] = await Promise.all([readCappedBytes(proc.stdout, max), readCapped(proc.stderr, max)]);
   await proc.exited;
   clearTimeout(timer);
   clearTimeout(killTimer);
   return {
     code: proc.signalCode ? null : proc.exitCode,
     signal: proc.signalCode ? String(proc.signalCode) : null,
-    stdout,
+    stdout: opts.stdoutBytes ? "" : new TextDecoder().decode(out),
+    ...(opts.stdoutBytes ? { stdoutBytes: out } : {}),
     stderr,
     timedOut,
     durationMs: performance.now() - started,

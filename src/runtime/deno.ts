@@ -1,7 +1,7 @@
 /** The Deno runtime adapter: Deno.Command and node:sqlite. */
 import { DatabaseSync } from "node:sqlite";
 import type { Runtime, SpawnOptions, SpawnResult, Sqlite, SqlValue } from "./types.ts";
-import { DEFAULT_MAX_OUTPUT, KILL_GRACE_MS, readCapped, toBytes } from "./spawn-util.ts";
+import { DEFAULT_MAX_OUTPUT, KILL_GRACE_MS, readCapped, readCappedBytes, toBytes } from "./spawn-util.ts";
 
 async function spawn(opts: SpawnOptions): Promise<SpawnResult> {
   const started = performance.now();
@@ -37,13 +37,14 @@ async function spawn(opts: SpawnOptions): Promise<SpawnResult> {
           killTimer = setTimeout(() => kill("SIGKILL"), KILL_GRACE_MS);
         }, opts.timeoutMs);
   const max = opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
-  const [stdout, stderr, status] = await Promise.all([readCapped(proc.stdout, max), readCapped(proc.stderr, max), proc.status]);
+  const [out, stderr, status] = await Promise.all([readCappedBytes(proc.stdout, max), readCapped(proc.stderr, max), proc.status]);
   clearTimeout(timer);
   clearTimeout(killTimer);
   return {
     code: status.signal ? null : status.code,
     signal: status.signal ?? null,
-    stdout,
+    stdout: opts.stdoutBytes ? "" : new TextDecoder().decode(out),
+    ...(opts.stdoutBytes ? { stdoutBytes: out } : {}),
     stderr,
     timedOut,
     durationMs: performance.now() - started,

@@ -20,6 +20,11 @@ export interface SpawnOptions {
   timeoutMs?: number;
   /** Keep at most this many bytes of each of stdout and stderr (default 16 MiB). */
   maxOutputBytes?: number;
+  /**
+   * Hand stdout over as bytes (`stdoutBytes`, with `stdout` empty): a large answer read a piece
+   * at a time never becomes one big string.
+   */
+  stdoutBytes?: boolean;
 }
 
 export interface SpawnResult {
@@ -28,6 +33,8 @@ export interface SpawnResult {
   /** The signal name (e.g. "SIGTERM") when killed by one. */
   signal: string | null;
   stdout: string;
+  /** stdout as bytes, when asked for with `stdoutBytes`. */
+  stdoutBytes?: Uint8Array;
   stderr: string;
   timedOut: boolean;
   durationMs: number;

@@ -40,13 +40,6 @@ const FAILURE_COUNT_INTERVAL_MS = 10_000;
 /** Ads handled between two yields to the event loop: a refresh of thousands must not hold up status calls. */
 const ADS_PER_SLICE = 500;
 
-/** FNV-1a over a string's UTF-16 units, with its length: tells an ad that changed from one that did not. */
-function fingerprint(s: string): string {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-  return `${s.length}:${h >>> 0}`;
-}
-
 /** The job id in an ad's text, without parsing it (the writer prints `"ClusterId": N` and `"ProcId": N`). */
 function jobIdOf(text: string): string | undefined {
   const c = /"ClusterId": (\d+)/.exec(text);
@@ -114,7 +107,7 @@ export function createQueueView(d: QueueDeps): QueueView {
   let lastCounted = -Infinity;
   let current: Snapshot | undefined;
   /** The last text each ad had, and what it parsed to: most ads do not change between refreshes. */
-  let parsed = new Map<string, { fingerprint: string; ad: JobAd }>();
+  let parsed = new Map<string, { text: string; ad: JobAd }>();
   let failing = false;
   let cycle: Promise<void> | undefined;
   let cancelTimer: (() => void) | undefined;
@@ -180,17 +173,16 @@ export function createQueueView(d: QueueDeps): QueueView {
     }
     answered();
     const byJob = new Map<string, JobAd>();
-    const next = new Map<string, { fingerprint: string; ad: JobAd }>();
+    const next = new Map<string, { text: string; ad: JobAd }>();
     for (let i = 0; i < texts.length; i++) {
       if (i > 0 && i % ADS_PER_SLICE === 0) await new Promise<void>((r) => setTimeout(r, 0));
       const text = texts[i]!;
       const id = jobIdOf(text);
       if (id === undefined || !recorded.has(id)) continue;
-      const fp = fingerprint(text);
       const before = parsed.get(id);
-      const ad = before?.fingerprint === fp ? before.ad : parseJsonAd(text);
+      const ad = before?.text === text ? before.ad : parseJsonAd(text);
       byJob.set(id, ad);
-      next.set(id, { fingerprint: fp, ad });
+      next.set(id, { text, ad });
     }
     parsed = next;
     current = { at, ads: byJob };

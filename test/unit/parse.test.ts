@@ -1,5 +1,6 @@
 // What the condor tools print, parsed strictly (spec: htcondor-cli §1.1, §2.2, §3, §4.1).
 import { classAdString } from "../../src/core/classad.ts";
+import { splitJsonAds } from "../../src/condor/parse.ts";
 import { describe, expect, test } from "bun:test";
 import {
   type RmOutcome,
@@ -98,4 +99,18 @@ describe("submitRefusal: condor_submit's own words, on one line", () => {
     expect(submitRefusal(stderr)).toBe("ERROR: on Line 2 of job.sub: ERROR: Failed to parse command file (line 2).");
   });
   test("long output is cut", () => expect(submitRefusal(`ERROR: ${"x".repeat(1000)}`, 20)).toBe(`ERROR: ${"x".repeat(13)}…`));
+});
+
+describe("splitJsonAds: each ad's text, unparsed (spec: htcondor-cli §2.2)", () => {
+  const enc = (s: string) => new TextEncoder().encode(s);
+  const two = '[\n{\n  "ClusterId": 1,\n  "HoldReason": "a, b\\n,\\nc",\n  "ProcId": 0\n}\n,\n{\n  "ClusterId": 2,\n  "ProcId": 0\n}\n]\n';
+  test("the writer's own shape: split at the comma lines, a string's escaped newlines kept", () => {
+    const ads = splitJsonAds(enc(two));
+    expect(ads).toHaveLength(2);
+    expect(ads.map((a) => JSON.parse(a))).toEqual([{ ClusterId: 1, HoldReason: "a, b\n,\nc", ProcId: 0 }, { ClusterId: 2, ProcId: 0 }]);
+  });
+  test.each([["condor_q: nothing", ""], ["condor_history: nothing", "[\n]\n"]])("%s → no ad", (_, out) => expect(splitJsonAds(enc(out))).toEqual([]));
+  test("one ad", () => expect(splitJsonAds(enc('[\n{\n  "ClusterId": 7\n}\n]\n')).map((a) => JSON.parse(a))).toEqual([{ ClusterId: 7 }]));
+  test("another shape is parsed whole", () => expect(splitJsonAds(enc('[{"ClusterId":1},{"ClusterId":2}]')).map((a) => JSON.parse(a))).toEqual([{ ClusterId: 1 }, { ClusterId: 2 }]));
+  test("a multibyte character survives", () => expect(JSON.parse(splitJsonAds(enc('[\n{\n  "X": "é€"\n}\n]\n'))[0]!)).toEqual({ X: "é€" }));
 });

@@ -1,0 +1,135 @@
+/**
+ * The benchmark's batching rows (issue 14; docs/performance.md): many pods per condor process.
+ * Each measurement runs on a minicondor home and a sidecar of its own, so that one row's queue
+ * does not slow the next.
+ */
+import { mkdtempSync } from "node:fs";
+import { join } from "node:path";
+import { type Flavour, type Json, type Reply, cleanupHome, createHome, pct, podUid, readCalls, shPod, sorted, startSidecar } from "./kit.ts";
+
+export interface BatchRow {
+  row: string;
+  value: string;
+  target: string;
+  /** Whether the value meets the target (undefined: reported only). */
+  met?: boolean;
+}
+
+export interface BatchOptions {
+  root: string;
+  flavour: Flavour;
+  binary: string;
+  /** Smaller counts, to check the script. */
+  quick: boolean;
+  say: (msg: string) => void;
+}
+
+/** Refresh period of the sidecar under test (the default StatusCacheSeconds). */
+const REFRESH_SECONDS = 2;
+
+const fmt = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(ms < 10 ? 2 : 0)} ms`);
+
+async function withSidecar<T>(o: BatchOptions, cpus: number, config: string[], args: string[], fn: (s: Awaited<ReturnType<typeof startSidecar>>, home: string) => Promise<T>): Promise<T> {
+  const home = createHome({ cpus }, o.root);
+  const dir = mkdtempSync(join(o.root, "batch-"));
+  const s = await startSidecar({ flavour: o.flavour, dir, home, binary: o.binary, config, args });
+  try {
+    return await fn(s, home);
+  } finally {
+    await s.stop();
+    cleanupHome(home, true);
+  }
+}
+
+const tools = (home: string, name: string, from = 0) => readCalls(home, from).calls.filter((c) => c.tool === name);
+
+/** `n` creates sent at once: time until every one is answered, condor_submit processes, errors. */
+async function burst(s: Awaited<ReturnType<typeof startSidecar>>, home: string, pods: Json[]) {
+  const t0 = performance.now();
+  const replies = await Promise.all(pods.map((p) => s.client.create(p).catch((): Reply => ({ status: 0, body: "", ms: 0, start: 0, end: 0 }))));
+  return { wallMs: performance.now() - t0, submits: tools(home, "condor_submit").length, errors: replies.filter((r) => r.status !== 200).length };
+}
+
+export async function batchRows(o: BatchOptions): Promise<BatchRow[]> {
+  const rows: BatchRow[] = [];
+  const n = o.quick ? 20 : 100;
+  const big = o.quick ? 50 : 1000;
+  const runId = Math.floor(Math.random() * 0xffffffff);
+  let seq = 0;
+  const pods = (count: number, script = "sleep 86400") => Array.from({ length: count }, () => shPod(`batch-${++seq}`, podUid(runId), script));
+
+  o.say(`batching: ${n} concurrent creates, then ${n} concurrent deletes (defaults)`);
+  const batched = await withSidecar(o, 4, [], [], async (s, home) => {
+    const ps = pods(n);
+    const b = await burst(s, home, ps);
+    const rmBefore = tools(home, "condor_rm").length;
+    const deletes = await Promise.all(ps.map((p) => s.client.remove(p.pod)));
+    return { ...b, removes: tools(home, "condor_rm").length - rmBefore, deleteErrors: deletes.filter((d) => d.status !== 200).length };
+  });
+  o.say(`  ${batched.submits} condor_submit, all answered in ${fmt(batched.wallMs)}; ${batched.removes} condor_rm for ${n} deletes`);
+  o.say(`batching: ${n} concurrent creates with MaxSubmitBatch: 1`);
+  const single = await withSidecar(o, 4, ["MaxSubmitBatch: 1"], [], (s, home) => burst(s, home, pods(n)));
+  o.say(`  ${single.submits} condor_submit, all answered in ${fmt(single.wallMs)}`);
+  o.say(`batching: ${big} concurrent creates (defaults)`);
+  const thousand = await withSidecar(o, 4, [], [], (s, home) => burst(s, home, pods(big)));
+  o.say(`  ${thousand.submits} condor_submit, all answered in ${fmt(thousand.wallMs)}, ${thousand.errors} errors`);
+
+  const speedup = single.wallMs / batched.wallMs;
+  rows.push(
+    { row: `${n} concurrent creates: condor_submit processes`, value: String(batched.submits), target: "≤ 5", met: batched.submits <= 5 && batched.errors === 0 },
+    { row: `${n} concurrent creates: time until all answered`, value: `${fmt(batched.wallMs)} (MaxSubmitBatch 1: ${fmt(single.wallMs)}, ${speedup.toFixed(1)}× faster)`, target: "≥ 10× faster than MaxSubmitBatch 1", met: speedup >= 10 },
+    { row: `${big} concurrent creates: time until all answered`, value: `${fmt(thousand.wallMs)} (${thousand.submits} condor_submit, ${thousand.errors} errors)`, target: "reported" },
+    { row: `${n} concurrent deletes: condor_rm processes`, value: String(batched.removes), target: "≤ 5", met: batched.removes <= 5 && batched.deleteErrors === 0 },
+  );
+
+  // 200 jobs finish while interLink polls each pod every 5 s: dummy jobs (a second each) on 20
+  // slots, so that they end in waves over the run.
+  const finishing = o.quick ? 40 : 200;
+  o.say(`batching: status while ${finishing} jobs finish (each pod polled every 5 s)`);
+  const f = await withSidecar(o, 20, [], ["--dummy-job"], async (s, home) => {
+    const ps = pods(finishing, "true");
+    await Promise.all(ps.map((p) => s.client.create(p)));
+    const from = readCalls(home).lines;
+    const t0 = Date.now();
+    const latencies: number[] = [];
+    const done = new Set<string>();
+    let errors = 0;
+    const deadline = t0 + 180_000;
+    // One pod per call, each pod every 5 s, spread evenly: finishing / 5 calls per second.
+    const gapMs = 5000 / finishing;
+    let i = 0;
+    while (done.size < finishing && Date.now() < deadline) {
+      const p = ps[i++ % finishing]!;
+      const started = t0 + i * gapMs;
+      if (started > Date.now()) await Bun.sleep(started - Date.now());
+      void s.client.status(p.pod).then(
+        (r) => {
+          latencies.push(r.ms);
+          if (r.status !== 200) errors++;
+          else if ((JSON.parse(r.body) as Json[])[0]?.containers?.[0]?.state?.terminated) done.add(p.pod.metadata.uid);
+        },
+        () => errors++,
+      );
+    }
+    await Bun.sleep(500);
+    const seconds = (Date.now() - t0) / 1000;
+    const q = tools(home, "condor_q", from).length;
+    const h = tools(home, "condor_history", from).length;
+    return { seconds, q, h, latencies: sorted(latencies), errors, ended: done.size };
+  });
+  const periods = f.seconds / REFRESH_SECONDS;
+  const perPeriod = (f.q + f.h) / periods;
+  const perMinute = ((f.q + f.h) / f.seconds) * 60;
+  const p99 = pct(f.latencies, 99) ?? NaN;
+  o.say(`  ${f.ended}/${finishing} ended in ${f.seconds.toFixed(0)} s; ${f.q} condor_q and ${f.h} condor_history (${perPeriod.toFixed(2)} per refresh period); status p99 ${fmt(p99)}, ${f.errors} errors`);
+  rows.push(
+    {
+      row: `status while ${finishing} jobs finish: condor processes`,
+      value: `${perMinute.toFixed(1)} per minute = ${perPeriod.toFixed(2)} per ${REFRESH_SECONDS} s refresh (${f.q} condor_q, ${f.h} condor_history in ${f.seconds.toFixed(0)} s; ${f.ended} of ${finishing} ended)`,
+      target: "≤ 2 per refresh period",
+      met: perPeriod <= 2 && f.q <= Math.ceil(periods) + 1 && f.ended === finishing,
+    },
+    { row: `status while ${finishing} jobs finish: p99`, value: `${fmt(p99)} (${f.latencies.length} calls, ${f.errors} errors)`, target: "< 5 ms", met: p99 < 5 && f.errors === 0 },
+  );
+  return rows;
+}
