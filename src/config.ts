@@ -3,12 +3,15 @@
  * plus this sidecar's own, validated with zod. Pure: text in, config (or a ConfigError) out.
  * Every key and its default is documented in docs/configuration.md, generated from this schema.
  */
-import { parse as parseYaml } from "yaml";
+import { parseDocument, isMap, isScalar } from "yaml";
 import { z } from "zod";
 import { listenAddress } from "./flags.ts";
 import { tryParseQuantity } from "./core/quantity.ts";
 import type { PlanConfig } from "./core/types.ts";
 import { submitKey, submitValueProblem } from "./core/submit-rules.ts";
+import { isDnsLabel } from "./core/pod.ts";
+import { parseImageOverride, type ImageOverride } from "./core/images.ts";
+import type { Flavor } from "./core/flavors.ts";
 
 function validListen(v: string): boolean {
   try {
@@ -43,6 +46,35 @@ const extraLines = z.record(str, z.union([str, z.number(), z.boolean()])).superR
     if (problem) ctx.addIssue({ code: "custom", path: [k], message: "problem" in r ? problem : `the value ${problem}` });
   }
 });
+
+/** A submit value written as the config gives it (Requirements), checked by the one value rule. */
+const submitText = str.superRefine((v, ctx) => {
+  const problem = submitValueProblem(v);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+});
+
+const Flavor = z
+  .strictObject({
+    Cpu: z
+      .union([str, z.number()])
+      .transform(String)
+      .refine((q) => tryParseQuantity(q) !== undefined, "is not a Kubernetes quantity (e.g. 500m, 2)")
+      .optional()
+      .describe("CPUs of the job when none of its containers sets `cpu`"),
+    Memory: z
+      .union([str, z.number()])
+      .transform(String)
+      .refine((q) => tryParseQuantity(q) !== undefined, "is not a Kubernetes quantity (e.g. 4Gi)")
+      .optional()
+      .describe("Memory of the job when none of its containers sets `memory`"),
+    Gpus: z.number().int().nonnegative().optional().describe("GPUs of the job when none of its containers requests one"),
+    Requirements: submitText.optional().describe("ANDed with `Submit.Requirements`"),
+    AccountingGroup: str
+      .refine((v) => v !== "" && v.trim() === v && !v.includes('"') && submitValueProblem(v) === undefined, "must be a plain value: not empty, quoted or padded")
+      .optional()
+      .describe("`accounting_group` for namespaces that `Submit.AccountingGroups` does not name"),
+    ExtraLines: extraLines.default({}).describe("Submit commands after `Submit.ExtraLines` (a key of both is refused)"),
+  });
 
 const Channels = z.object({
   HostImage: z.boolean().default(false).describe("Allow the image `host` or `host:<site>`: the container's command runs on the worker, without a container"),
@@ -223,9 +255,48 @@ export const Schema = z.object({
     })
     .default({ ExtraLines: {}, AccountingGroups: {}, Requirements: "" })
     .describe("Site policy written into every job's submit file"),
-});
+  Flavors: z
+    .record(str.refine(isDnsLabel, "a flavor name must be a DNS label (lower-case letters, digits and '-', at most 63)"), Flavor)
+    .default({})
+    .describe(
+      "Named job-level defaults a pod picks with the annotation `htcondor-job.vk.io/flavor` (keys `Cpu`, `Memory`, `Gpus`, `Requirements`, `AccountingGroup`, `ExtraLines`; see docs/pod-to-job.md). A pod that names none gets the first flavor with `Gpus` if it requests GPUs, else `DefaultFlavor`",
+    ),
+  DefaultFlavor: str.default("").describe("The flavor of a pod that names none (and requests no GPU a flavor offers); empty: none"),
+  ImageOverrides: z
+    .record(str, str)
+    .default({})
+    .superRefine((entries, ctx) => {
+      for (const [k, v] of Object.entries(entries)) {
+        const r = parseImageOverride(k, v);
+        if ("problem" in r) ctx.addIssue({ code: "custom", path: [k], message: r.problem });
+      }
+    })
+    .describe(
+      "Image reference → what the runtime gets instead: a `.sif` file, an unpacked folder (e.g. on CVMFS) or another reference. References compare in canonical form (`python:3.12` is `docker.io/library/python:3.12`); a trailing `*` on both sides maps a prefix",
+    ),
+})
+  .superRefine((c, ctx) => {
+    if (c.DefaultFlavor !== "" && !Object.hasOwn(c.Flavors, c.DefaultFlavor)) {
+      ctx.addIssue({ code: "custom", path: ["DefaultFlavor"], message: `no flavor is named ${JSON.stringify(c.DefaultFlavor)}` });
+    }
+    const siteKeys = new Set(Object.keys(c.Submit.ExtraLines).map(lineKey));
+    for (const [name, f] of Object.entries(c.Flavors)) {
+      for (const k of Object.keys(f.ExtraLines)) {
+        if (siteKeys.has(lineKey(k))) ctx.addIssue({ code: "custom", path: ["Flavors", name, "ExtraLines", k], message: "is also set by Submit.ExtraLines" });
+      }
+    }
+  });
 
-export type FileConfig = z.infer<typeof Schema>;
+/** How condor_submit tells two ExtraLines keys apart: case-insensitively, `+X` being `MY.X`. */
+function lineKey(k: string): string {
+  const r = submitKey(k);
+  return ("key" in r ? r.key : k).toLowerCase();
+}
+
+export type FileConfig = z.infer<typeof Schema> & {
+  /** The flavor names in the file's order ("first" is the file's first: an object would put `"1"` before `"a"`). */
+  flavorOrder: string[];
+};
 
 interface LoadedConfig {
   config: FileConfig;
@@ -238,13 +309,14 @@ interface LoadedConfig {
  */
 export function parseConfig(text: string | undefined, fileLabel = "SidecarConfig.yaml"): LoadedConfig {
   let raw: unknown = {};
+  let flavorOrder: string[] = [];
   if (text !== undefined && text.trim() !== "") {
-    try {
-      raw = parseYaml(text) ?? {};
-    } catch (err) {
-      const first = (err instanceof Error ? err.message : String(err)).split("\n")[0];
-      throw new ConfigError(`${fileLabel}: not valid YAML: ${first}`);
-    }
+    const doc = parseDocument(text);
+    const err = doc.errors[0];
+    if (err) throw new ConfigError(`${fileLabel}: not valid YAML: ${err.message.split("\n")[0]}`);
+    raw = doc.toJS() ?? {};
+    const flavors = doc.get("Flavors");
+    if (isMap(flavors)) flavorOrder = flavors.items.map((i) => String(isScalar(i.key) ? i.key.value : i.key));
   }
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     throw new ConfigError(`${fileLabel}: must be a mapping of keys to values`);
@@ -252,10 +324,12 @@ export function parseConfig(text: string | undefined, fileLabel = "SidecarConfig
   const result = Schema.safeParse(raw);
   if (!result.success) {
     const issue = result.error.issues[0]!;
-    const key = issue.path.length ? issue.path.join(".") : "(top level)";
-    throw new ConfigError(`${fileLabel}: ${key}: ${issue.message}`);
+    const path = issue.code === "unrecognized_keys" ? [...issue.path, issue.keys[0]!] : issue.path;
+    const key = path.length ? path.join(".") : "(top level)";
+    const message = issue.code === "unrecognized_keys" ? "unknown key" : issue.code === "invalid_key" ? (issue.issues[0]?.message ?? issue.message) : issue.message;
+    throw new ConfigError(`${fileLabel}: ${key}: ${message}`);
   }
-  return { config: result.data, warnings: unknownKeys(raw as Record<string, unknown>, Schema, "").map((k) => `${fileLabel}: unknown key ${k} (ignored)`) };
+  return { config: { ...result.data, flavorOrder }, warnings: unknownKeys(raw as Record<string, unknown>, Schema, "").map((k) => `${fileLabel}: unknown key ${k} (ignored)`) };
 }
 
 function unknownKeys(raw: Record<string, unknown>, schema: z.ZodObject, prefix: string): string[] {
@@ -306,7 +380,20 @@ export function planConfig(c: FileConfig, dummyJob: boolean): PlanConfig {
     extraSubmitLines: Object.entries(c.Submit.ExtraLines).map(([k, v]) => [k, String(v)]),
     accountingGroups: c.Submit.AccountingGroups,
     requirements: c.Submit.Requirements || undefined,
+    flavors: c.flavorOrder.map((name) => flavorOf(name, c.Flavors[name]!)),
+    defaultFlavor: c.DefaultFlavor || undefined,
+    imageOverrides: Object.entries(c.ImageOverrides).map(([k, v]) => parseImageOverride(k, v) as ImageOverride),
     sharedFilesystem: c.SharedFilesystem,
     dummyJob,
   };
+}
+
+function flavorOf(name: string, f: FileConfig["Flavors"][string]): Flavor {
+  const flavor: Flavor = { name, extraLines: Object.entries(f.ExtraLines).map(([k, v]) => [k, String(v)]) };
+  if (f.Cpu !== undefined) flavor.cpu = f.Cpu;
+  if (f.Memory !== undefined) flavor.memory = f.Memory;
+  if (f.Gpus !== undefined) flavor.gpus = f.Gpus;
+  if (f.Requirements) flavor.requirements = f.Requirements;
+  if (f.AccountingGroup !== undefined) flavor.accountingGroup = f.AccountingGroup;
+  return flavor;
 }

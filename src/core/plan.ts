@@ -61,6 +61,8 @@ import { BASH_OWN_VARIABLES, containerKey } from "./types.ts";
 // The rules for submit command names and values (submit-rules.ts); the annotation must accept
 // exactly what the renderer can write.
 import { submitKey, submitValueProblem } from "./submit-rules.ts";
+import { chooseFlavor, combineRequirements, FLAVOR_ANNOTATION } from "./flavors.ts";
+import { overrideImage } from "./images.ts";
 
 // Annotation keys (spec: interlink §8).
 export const ANNOTATIONS = {
@@ -531,7 +533,22 @@ function checkEnvCarriage(c: Container, plan: ContainerPlan, base: PathSeg[], ct
 // ---------------------------------------------------------------------------------------------
 // Images (spec: interlink §8.3)
 
-function planImage(c: Container, base: PathSeg[], ctx: Ctx): ImageRef {
+const URI = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
+
+/**
+ * The image the runtime gets and, when the site's ImageOverrides replaced it, the pod's own
+ * image for the status (as it would have reached the runtime: `docker://` for a reference).
+ */
+function planImage(c: Container, base: PathSeg[], ctx: Ctx): { ref: ImageRef; statusImage?: string } {
+  const target = overrideImage(c.image, ctx.cfg.imageOverrides);
+  if (target === undefined) return { ref: imageRef(c, base, ctx) };
+  // Before anything else reads the reference: no image-root prefix, and the runtime never sees
+  // the original (docs/pod-to-job.md#image-overrides). Targets are never `host` (config.ts).
+  const uri = target.startsWith("/") || URI.test(target) ? target : `docker://${target}`;
+  return { ref: { kind: "container", uri }, statusImage: URI.test(c.image) ? c.image : `docker://${c.image}` };
+}
+
+function imageRef(c: Container, base: PathSeg[], ctx: Ctx): ImageRef {
   const image = c.image;
   const path = [...base, "image"];
   if (image === "host" || image.startsWith("host:")) {
@@ -539,7 +556,7 @@ function planImage(c: Container, base: PathSeg[], ctx: Ctx): ImageRef {
     const site = image.slice("host:".length);
     return site ? { kind: "host", site } : { kind: "host" };
   }
-  if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(image)) return { kind: "container", uri: image };
+  if (URI.test(image)) return { kind: "container", uri: image };
   // Apptainer's other transports have no `//`.
   if (/^(docker-archive|docker-daemon|oci-archive|oci-sif|oci):/.test(image)) return { kind: "container", uri: image };
   if (image === "/cvmfs" || image.startsWith("/cvmfs/")) return { kind: "container", uri: image };
@@ -946,8 +963,46 @@ function total(main: (Quantity | undefined)[], init: (Quantity | undefined)[]): 
 
 function configQuantity(text: string, what: string): Quantity {
   const q = tryParseQuantity(text);
-  if (!q) throw new SidecarError("internal", `config DefaultResources.${what}: ${quoteSpec(text)} is not a Kubernetes quantity`);
+  if (!q) throw new SidecarError("internal", `config ${what}: ${quoteSpec(text)} is not a Kubernetes quantity`);
   return q;
+}
+
+/** Whether any container of the pod sets `resource` (a limit or a request). */
+function podSets(pod: Pod, resource: string): boolean {
+  return [...pod.spec.initContainers, ...pod.spec.containers].some((c) => Object.hasOwn(c.resources.limits, resource) || Object.hasOwn(c.resources.requests, resource));
+}
+
+/**
+ * The job's resources: the containers' amounts added up, and the pod's flavor
+ * (docs/pod-to-job.md#flavors). A flavor's Cpu, Memory and Gpus are job-level: each stands in
+ * for the total only where no container sets that resource, never per container.
+ */
+function planResources(pod: Pod, cfg: PlanConfig, label: string, quote: Quote) {
+  const defaults: Defaults = {
+    cpu: configQuantity(cfg.defaultResources.cpu, "DefaultResources.Cpu"),
+    memory: configQuantity(cfg.defaultResources.memory, "DefaultResources.Memory"),
+  };
+  if (cfg.defaultResources.disk !== undefined) defaults.disk = configQuantity(cfg.defaultResources.disk, "DefaultResources.Disk");
+  const initAmounts = pod.spec.initContainers.map((c) => containerAmounts(c, defaults));
+  const mainAmounts = pod.spec.containers.map((c) => containerAmounts(c, defaults));
+  const podGpus = Math.max(
+    mainAmounts.reduce((s, a) => s + a.gpus, 0),
+    ...initAmounts.map((a) => a.gpus),
+  );
+  const choice = chooseFlavor(pod.metadata.annotations[FLAVOR_ANNOTATION], podGpus > 0, cfg.flavors, cfg.defaultFlavor);
+  if ("unknown" in choice) {
+    const offered = cfg.flavors.length ? `this site offers ${cfg.flavors.map((f) => f.name).join(", ")}` : "this site offers none";
+    throw podError(label, annotationPath(FLAVOR_ANNOTATION), `no flavor is named ${quote(choice.unknown)}; ${offered}`);
+  }
+  const flavor = choice.flavor;
+  const fromFlavor = (res: "cpu" | "memory", text: string | undefined) =>
+    text !== undefined && !podSets(pod, res) ? configQuantity(text, `Flavors.${flavor!.name}.${res === "cpu" ? "Cpu" : "Memory"}`) : undefined;
+  // A pod with no container at all (nothing offloaded) still asks for one container's defaults.
+  const cpu = fromFlavor("cpu", flavor?.cpu) ?? total(mainAmounts.map((a) => a.cpu), initAmounts.map((a) => a.cpu)) ?? defaults.cpu;
+  const memory = fromFlavor("memory", flavor?.memory) ?? total(mainAmounts.map((a) => a.memory), initAmounts.map((a) => a.memory)) ?? defaults.memory;
+  const disk = total(mainAmounts.map((a) => a.disk), initAmounts.map((a) => a.disk)) ?? defaults.disk;
+  const gpus = podGpus === 0 && flavor?.gpus ? flavor.gpus : podGpus;
+  return { defaults, initAmounts, mainAmounts, cpu, memory, disk, gpus, flavor };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1055,28 +1110,15 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
   const { name, namespace, uid, annotations } = pod.metadata;
   const label = podLabel(namespace, name);
 
-  const defaults: Defaults = {
-    cpu: configQuantity(cfg.defaultResources.cpu, "cpu"),
-    memory: configQuantity(cfg.defaultResources.memory, "memory"),
-  };
-  if (cfg.defaultResources.disk !== undefined) defaults.disk = configQuantity(cfg.defaultResources.disk, "disk");
-  const initAmounts = pod.spec.initContainers.map((c) => containerAmounts(c, defaults));
-  const mainAmounts = pod.spec.containers.map((c) => containerAmounts(c, defaults));
-  // A pod with no container at all (nothing offloaded) still asks for one container's defaults.
-  const cpu = total(mainAmounts.map((a) => a.cpu), initAmounts.map((a) => a.cpu)) ?? defaults.cpu;
-  const memory = total(mainAmounts.map((a) => a.memory), initAmounts.map((a) => a.memory)) ?? defaults.memory;
-  const disk = total(mainAmounts.map((a) => a.disk), initAmounts.map((a) => a.disk)) ?? defaults.disk;
-  const gpus = Math.max(
-    mainAmounts.reduce((s, a) => s + a.gpus, 0),
-    ...initAmounts.map((a) => a.gpus),
-  );
+  const quote = requestQuote(req);
+  const { defaults, initAmounts, mainAmounts, cpu, memory, disk, gpus, flavor } = planResources(pod, cfg, label, quote);
 
   const ctx: Ctx = {
     req,
     pod,
     cfg,
     label,
-    quote: requestQuote(req),
+    quote,
     podIP: planPodIP(pod, label),
     hostname: podHostname(pod),
     volumes: new Map(pod.spec.volumes.map((volume, index) => [volume.name, { volume, index }])),
@@ -1113,7 +1155,7 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
 
   const planContainer = (c: Container, index: number, init: boolean, amounts: Amounts): ContainerPlan => {
     const base: PathSeg[] = ["spec", init ? "initContainers" : "containers", index];
-    const image = planImage(c, base, ctx);
+    const { ref: image, statusImage } = planImage(c, base, ctx);
     const { env, defined, fromData } = planEnv(c, base, ctx);
     const lookup = (n: string) => defined.get(n);
     const mounts = c.volumeMounts.map((m, j) => planMount(m, j, c, base, defined, ctx));
@@ -1128,6 +1170,7 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
       execOptions: [...runtimeOptions.exec],
       gpus: amounts.gpus,
     };
+    if (statusImage !== undefined) plan.statusImage = statusImage;
     if (c.command !== undefined && c.command.length > 0) plan.command = c.command.map((s) => expandK8s(s, lookup));
     if (c.args !== undefined && c.args.length > 0) plan.args = c.args.map((s) => expandK8s(s, lookup));
     if (amounts.amdGpus > 0) plan.amdGpus = amounts.amdGpus;
@@ -1144,12 +1187,17 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
   };
 
   const initContainers = pod.spec.initContainers.map((c, i) => planContainer(c, i, true, initAmounts[i]!));
-  const containers = pod.spec.containers.map((c, i) => planContainer(c, i, false, mainAmounts[i]!));
+  // GPUs from the flavor alone: the main containers get them, for --nv.
+  const flavorGpus = gpus > 0 && mainAmounts.every((a) => a.gpus === 0) && initAmounts.every((a) => a.gpus === 0);
+  const containers = pod.spec.containers.map((c, i) => planContainer(c, i, false, flavorGpus ? { ...mainAmounts[i]!, gpus } : mainAmounts[i]!));
   if (containers.length === 0) ctx.warnings.push("the pod has no offloaded containers: the job runs only its init containers");
 
   const transferInput = ["env", "volumes"].filter((top) => ctx.files.some((f) => f.path.startsWith(top + "/")));
 
-  const accountingGroup = Object.hasOwn(cfg.accountingGroups, namespace) ? cfg.accountingGroups[namespace] : undefined;
+  // A flavor's group only where the site names none for the namespace: a pod must not leave its
+  // namespace's group by picking a flavor.
+  const accountingGroup = Object.hasOwn(cfg.accountingGroups, namespace) ? cfg.accountingGroups[namespace] : flavor?.accountingGroup;
+  const requirements = combineRequirements(cfg.requirements, flavor?.requirements);
   const plan: JobPlan = {
     uid,
     name,
@@ -1180,7 +1228,7 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
       memoryMiB: Math.max(1, toMiB(memory)),
       gpus,
     },
-    submit: { lines: [...cfg.extraSubmitLines], podOptions },
+    submit: { lines: [...cfg.extraSubmitLines, ...(flavor?.extraLines ?? [])], podOptions },
     sharedFilesystem: cfg.sharedFilesystem,
     dummy: cfg.dummyJob,
     warnings: ctx.warnings,
@@ -1191,7 +1239,7 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
   if (ctx.podIP !== undefined) plan.podIP = ctx.podIP;
   if (cfg.containerRuntime) plan.runtime.pinned = cfg.containerRuntime;
   if (cfg.apptainerCacheDir) plan.runtime.cacheDir = cfg.apptainerCacheDir;
-  if (cfg.requirements) plan.submit.requirements = cfg.requirements;
+  if (requirements) plan.submit.requirements = requirements;
   if (accountingGroup) plan.submit.accountingGroup = accountingGroup;
   return plan;
 }

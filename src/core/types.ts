@@ -18,6 +18,9 @@
  * `<key>` is `c.<name>` for a container and `i.<name>` for an init container.
  */
 
+import type { Flavor } from "./flavors.ts";
+import type { ImageOverride } from "./images.ts";
+
 /** A Kubernetes container name is a DNS label, so these keys are safe file names. */
 export function containerKey(name: string, init: boolean): string {
   return `${init ? "i" : "c"}.${name}`;
@@ -93,6 +96,11 @@ export interface ContainerPlan {
   /** Position within its group (init containers or containers), in spec order. */
   index: number;
   image: ImageRef;
+  /**
+   * What the status reports as the container's image when ImageOverrides replaced it: the pod's
+   * own image, never the override's target (which only the runtime sees).
+   */
+  statusImage?: string;
   /** Kubernetes `command`: replaces the image entrypoint (→ `exec`). */
   command?: string[];
   /** Kubernetes `args`: replaces the image CMD (with no command → `run` with these args). */
@@ -260,6 +268,11 @@ export interface PlanConfig {
   extraSubmitLines: [string, string][];
   accountingGroups: Record<string, string>;
   requirements?: string;
+  /** Flavors in the file's order (core/flavors.ts). */
+  flavors: Flavor[];
+  defaultFlavor?: string;
+  /** The site's ImageOverrides (core/images.ts). */
+  imageOverrides: ImageOverride[];
   /** `SharedFilesystem`: container logs are written to the pod folder directly (see JobPlan). */
   sharedFilesystem: boolean;
   dummyJob: boolean;

@@ -51,7 +51,7 @@ export function createCreateService(c: Ctx, submit: Submitter): { create(req: Cr
     const containers = [...plan.initContainers, ...plan.containers].map((ct) => ({
       name: ct.name,
       init: ct.init,
-      image: ct.image.kind === "host" ? "host" : ct.image.uri,
+      image: ct.statusImage ?? (ct.image.kind === "host" ? "host" : ct.image.uri),
     }));
     const secrets = plan.files.filter((f) => f.secret).map((f) => f.path);
     c.store.accept({ uid, name, namespace, dir, spooled: c.spool, containers, secrets, createdAt: c.now() });
