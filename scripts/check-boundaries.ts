@@ -1,8 +1,9 @@
 /**
- * Fails the build when process APIs leak out of their layers (DESIGN.md "Data flows one way",
- * decision 4): in the sidecar process no command line is built from a string and no shell is
- * ever invoked, only src/runtime/ touches the APIs that start processes, and only src/condor/
- * asks the runtime to start one.
+ * Fails the build when process APIs leak out of their layers
+ * (docs/architecture.md#import-direction,
+ * docs/architecture.md#4-no-shell-between-the-sidecar-and-htcondor): in the sidecar process no
+ * command line is built from a string and no shell is ever invoked, only src/runtime/ touches the
+ * APIs that start processes, and only src/condor/ asks the runtime to start one.
  *
  * It parses every file under src/ with the TypeScript compiler (syntax, plus the type checker for
  * computed member access), so spelling tricks that defeat a text search are seen for what they are.

@@ -1,7 +1,8 @@
 /**
- * The HTTP surface interLink calls (spec: interlink §0): thin routes that parse JSON, hand it
+ * The HTTP surface interLink calls (docs/interlink.md#routes): thin routes that parse JSON, hand it
  * to the service, and map errors to statuses through one table. Error bodies are one line of
- * plain text (interLink HTML-escapes them into pod messages, spec: interlink §2).
+ * plain text (interLink HTML-escapes them into pod messages,
+ * docs/interlink.md#how-interlink-treats-responses).
  */
 import { Hono } from "hono";
 import type { Context } from "hono";
@@ -26,7 +27,7 @@ export interface Api {
   create(req: CreateRequest): Promise<{ PodUID: string; PodJID: string }>;
   remove(pod: PodRef): Promise<string>;
   status(pods: readonly PodRef[]): Promise<StatusAnswer>;
-  /** Ping: `GET /status` with `[]` (spec: interlink §6). */
+  /** Ping: `GET /status` with `[]` (docs/interlink.md#the-ping). */
   ping(): Promise<{ healthy: boolean; body: unknown }>;
   logs(req: LogRequest, signal: AbortSignal): Promise<ReadableStream<Uint8Array> | Uint8Array | string>;
   systemInfo(): Promise<unknown>;

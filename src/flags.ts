@@ -1,7 +1,8 @@
 /**
  * Command-line flags (node:util parseArgs, which works on Bun and Deno), and how each of the
- * original plugin's flags maps onto what current HTCondor reads (spec: htcondor-cli §7).
- * Pure: argv in, options or a usage error out.
+ * original plugin's flags maps onto what current HTCondor reads
+ * (docs/htcondor.md#environment-variables-the-tools-read). Pure: argv in, options or a usage error
+ * out.
  */
 import { isIP } from "node:net";
 import { parseArgs } from "node:util";
@@ -275,8 +276,9 @@ export interface CondorAccess {
 }
 
 /**
- * Maps the original plugin's flags onto current HTCondor (spec: htcondor-cli §7). GSI was
- * removed from HTCondor; SciTokens are read from SCITOKENS_FILE; SSL uses the client cert/key.
+ * Maps the original plugin's flags onto current HTCondor
+ * (docs/htcondor.md#environment-variables-the-tools-read). GSI was removed from HTCondor; SciTokens
+ * are read from SCITOKENS_FILE; SSL uses the client cert/key.
  */
 export function condorAccess(o: CliOptions, localHost: string, proxyKind?: "token" | "x509"): CondorAccess {
   const env: Record<string, string> = {};

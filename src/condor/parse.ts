@@ -1,6 +1,8 @@
 /**
  * Parsers for what the condor tools print. Pure and strict: anything unexpected is an error
- * with the tool's own words, never a guess (spec: htcondor-cli §1.1, §2.2, §3, §4).
+ * with the tool's own words, never a guess (docs/htcondor.md#what-condor_submit-prints,
+ * docs/htcondor.md#json-output, docs/htcondor.md#condor_history,
+ * docs/htcondor.md#condor_rm-condor_hold-condor_release).
  */
 
 export type ClassAdValue = string | number | boolean | null | ClassAdValue[] | { [k: string]: ClassAdValue };
@@ -14,8 +16,9 @@ export interface JobId {
 export const jobIdString = (id: JobId) => `${id.cluster}.${id.proc}`;
 
 /**
- * `condor_submit -terse` prints `first - last` per cluster (spec: htcondor-cli §1.1). One
- * description with `queue N` is one cluster of `count` procs: their ids, in order.
+ * `condor_submit -terse` prints `first - last` per cluster
+ * (docs/htcondor.md#what-condor_submit-prints). One description with `queue N` is one cluster of
+ * `count` procs: their ids, in order.
  */
 export function parseTerseSubmit(stdout: string, count: number): JobId[] {
   const lines = stdout.split("\n").filter((l) => l.trim() !== "");
@@ -28,7 +31,8 @@ export function parseTerseSubmit(stdout: string, count: number): JobId[] {
 
 /**
  * `-json` output of condor_q / condor_history / condor_status. condor_q prints nothing at all
- * when no job matches, condor_history prints `[\n]\n` (spec: htcondor-cli §2.2, §3).
+ * when no job matches, condor_history prints `[\n]\n` (docs/htcondor.md#json-output,
+ * docs/htcondor.md#condor_history).
  */
 export function parseJsonAds(stdout: string): JobAd[] {
   if (stdout.trim() === "") return [];
@@ -40,8 +44,8 @@ export function parseJsonAds(stdout: string): JobAd[] {
 /**
  * The ads of a `-json` answer, each as its own text, unparsed: the writer puts `,` between two
  * ads on a line of its own, after the first ad's closing brace and before the next one's opening
- * brace (spec: htcondor-cli §2.2), and a JSON string cannot hold a raw newline, so "\n,\n" only
- * ever separates two ads. Works on the bytes, so that a large answer never becomes one big
+ * brace (docs/htcondor.md#json-output), and a JSON string cannot hold a raw newline, so "\n,\n"
+ * only ever separates two ads. Works on the bytes, so that a large answer never becomes one big
  * string; an answer in another shape is split by parsing it whole.
  */
 export function splitJsonAds(stdout: Uint8Array): string[] {
@@ -88,7 +92,7 @@ export type RmOutcome = "removed" | "not_found" | "already_removing" | "denied" 
 
 /**
  * condor_rm prints one line per fully qualified id; its exit code says only whether at least
- * one id succeeded, so the lines are what counts (spec: htcondor-cli §4.1).
+ * one id succeeded, so the lines are what counts (docs/htcondor.md#job-ids-one-line-per-id).
  */
 export function parseRmLine(id: string, stdout: string, stderr: string): RmOutcome {
   const all = `${stdout}\n${stderr}`;
@@ -110,8 +114,9 @@ export function firstErrorLine(stderr: string, stdout = ""): string {
 }
 
 /**
- * Why condor_submit failed, by what the real tool prints (spec: htcondor-cli §1.2;
- * htcondor-observed.md §7 and "Many pods in one `condor_submit`"):
+ * Why condor_submit failed, by what the real tool prints
+ * (docs/htcondor.md#condor_submit-exit-codes-and-errors; docs/htcondor.md#key-observations and
+ * docs/htcondor.md#submitting-many-pods-at-once):
  * - `schedd`: the schedd could not be found or reached, or did not take the job (commit, queue,
  *   spool). HTCondor's side: the create may work later.
  * - `files`: condor_submit could not read what the sidecar wrote (the submit file, the

@@ -54,8 +54,9 @@ export interface Condor {
    */
   submit(file: string, opts: { spool: boolean; podOptions: boolean; count: number }): Promise<JobId[]>;
   /**
-   * condor_q -json of the caller's own jobs (condor_q's default, spec: htcondor-cli §2.1) that
-   * match the constraint, only the named attributes.
+   * condor_q -json of the caller's own jobs (condor_q's default,
+   * docs/htcondor.md#which-jobs-condor_q-shows) that match the constraint, only the named
+   * attributes.
    */
   query(opts: { constraint: string; attributes: readonly string[] }): Promise<JobAd[]>;
   /** {@link Condor.query}, each ad as its own unparsed text (the refresher parses only what changed). */
@@ -64,8 +65,8 @@ export interface Condor {
   history(opts: { ids?: readonly JobId[]; constraint?: string; attributes: readonly string[]; limit: number; scanLimit?: number }): Promise<JobAd[]>;
   /**
    * condor_rm of many jobs with one reason: each id's outcome, from its own line (the exit code
-   * only says whether one of them succeeded, spec: htcondor-cli §4.1). Throws when the tool
-   * answered for none of them.
+   * only says whether one of them succeeded, docs/htcondor.md#job-ids-one-line-per-id). Throws when
+   * the tool answered for none of them.
    */
   remove(ids: readonly JobId[], reason: string): Promise<Map<string, RmOutcome>>;
   /** condor_transfer_data of spooled jobs (several ids in one call). */
@@ -91,10 +92,10 @@ export function toolArgs(access: Pick<CondorAccess, "scheddArgs" | "debugArgs">,
 
 
 /**
- * condor_submit refused the description (a parse or validation error, spec: htcondor-cli §1.2).
- * Nothing was queued. With several pods in the description it may be any one's fault; alone,
- * it is the pod's (a 400) when the pod wrote part of the description, else the sidecar's or
- * the site's (a 503).
+ * condor_submit refused the description (a parse or validation error,
+ * docs/htcondor.md#condor_submit-exit-codes-and-errors). Nothing was queued. With several pods in
+ * the description it may be any one's fault; alone, it is the pod's (a 400) when the pod wrote part
+ * of the description, else the sidecar's or the site's (a 503).
  */
 export class SubmitRefused extends SidecarError {
   constructor(readonly refusal: string, podOptions: boolean, exitCode: number | string | null) {
@@ -196,7 +197,8 @@ export function createCondor(o: CondorOptions): Condor {
     async remove(ids, reason) {
       const sids = ids.map(jobIdString);
       const r = await run("condor_rm", ["-reason", reason, ...sids], { timeoutMs: o.queryTimeoutMs });
-      // An empty queue answers exit 0 with "There are no jobs in the queue" (spec: htcondor-cli §4.2).
+      // An empty queue answers exit 0 with "There are no jobs in the queue"
+      // (docs/htcondor.md#clusters-users-and-constraints-one-summary-line).
       const empty = /There are no jobs in the queue/.test(r.stderr);
       const out = new Map(sids.map((sid) => [sid, empty ? "not_found" : parseRmLine(sid, r.stdout, r.stderr)] as const));
       if ([...out.values()].every((v) => v === "unknown")) fail("condor_rm", r, `Cannot remove job ${sids.join(" ")}`);
@@ -210,7 +212,7 @@ export function createCondor(o: CondorOptions): Condor {
     },
 
     async tail(id, file, maxBytes, timeoutMs) {
-      // condor_tail on a job that is not running waits forever (spec: htcondor-cli §5.2).
+      // condor_tail on a job that is not running waits forever (docs/htcondor.md#condor_tail).
       return spawnTool("condor_tail", ["-no-stdout", "-maxbytes", String(maxBytes), jobIdString(id), file], { timeoutMs });
     },
 

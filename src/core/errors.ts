@@ -2,8 +2,9 @@
  * One error type for the whole sidecar, and one table from its kind to an HTTP status.
  *
  * interLink treats every status but 200 as failure and shows the body to users after
- * HTML-escaping it (spec: interlink §2), so messages are one line of plain text that says what
- * to fix, e.g. `pod "default/web-1": spec.containers[0].name: "Web" is not a DNS label`.
+ * HTML-escaping it (docs/interlink.md#how-interlink-treats-responses), so messages are one line of
+ * plain text that says what to fix, e.g. `pod "default/web-1": spec.containers[0].name: "Web" is
+ * not a DNS label`.
  */
 export type ErrorKind =
   /** The request is wrong: bad JSON, a field that breaks Kubernetes' rules, a refused channel. */

@@ -1,6 +1,6 @@
 /**
- * The sidecar's health as the ping reports it (spec: interlink §6), from what the tools said.
- * Pure: the streaks are updated by the caller, the answer is computed from them.
+ * The sidecar's health as the ping reports it (docs/interlink.md#the-ping), from what the tools
+ * said. Pure: the streaks are updated by the caller, the answer is computed from them.
  *
  * A failed ping makes interLink mark the node NotReady, and Kubernetes may then evict every pod
  * on it (each eviction a condor_rm): one failed tool call must not fail the ping, only a streak

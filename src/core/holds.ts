@@ -1,6 +1,7 @@
 /**
  * Holds that cannot recover (the job is removed after a grace period): what the pod then
- * reports. HoldReasonCode and HoldReasonSubCode as the schedd sets them (spec: htcondor-cli §6).
+ * reports. HoldReasonCode and HoldReasonSubCode as the schedd sets them
+ * (docs/htcondor.md#hold-codes).
  */
 
 const REASONS: Readonly<Record<number, string>> = {

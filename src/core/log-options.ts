@@ -1,5 +1,5 @@
 /**
- * kubectl logs options applied to a container log (spec: interlink §7). Pure.
+ * kubectl logs options applied to a container log (docs/interlink.md#get-getlogs). Pure.
  *
  * The wrapper writes every line as `<RFC 3339 UTC timestamp> <line>` (stdout and stderr
  * interleaved); the timestamp is kept internally so that SinceSeconds/SinceTime/Timestamps work,

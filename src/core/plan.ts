@@ -1,5 +1,6 @@
 /**
- * planJob: one validated create request (spec: interlink §3) → one JobPlan (core/types.ts). Pure.
+ * planJob: one validated create request (docs/interlink.md#the-create-request) → one JobPlan
+ * (core/types.ts). Pure.
  *
  * The plan does what a kubelet would do before starting containers: resolve env (incl. `valueFrom`
  * and `$(VAR)` expansion), lay out volume files, add up resources, apply probe defaults. Whatever
@@ -64,7 +65,7 @@ import { submitKey, submitValueProblem } from "./submit-rules.ts";
 import { chooseFlavor, combineRequirements, FLAVOR_ANNOTATION } from "./flavors.ts";
 import { overrideImage } from "./images.ts";
 
-// Annotation keys (spec: interlink §8).
+// Annotation keys (docs/interlink.md#annotations).
 export const ANNOTATIONS = {
   podIP: "interlink.eu/pod-ip",
   wstunnel: "interlink.eu/wstunnel-client-commands",
@@ -171,10 +172,10 @@ export function encodeEnvFile(env: readonly [string, string][]): Uint8Array {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Request data lookup (spec: interlink §3.2). Each `container[]` entry holds what that container
-// mounts; the same objects may appear in several entries. The container's own entry is searched
-// first, then the others (same pod, same namespace), so an env `secretKeyRef` also resolves when
-// another container of the pod mounts the secret.
+// Request data lookup (docs/interlink.md#volume-data). Each `container[]` entry holds what that
+// container mounts; the same objects may appear in several entries. The container's own entry is
+// searched first, then the others (same pod, same namespace), so an env `secretKeyRef` also
+// resolves when another container of the pod mounts the secret.
 
 function dataEntries(ctx: Ctx, containerName: string): RetrievedContainer[] {
   const own = ctx.req.container.filter((c) => c.name === containerName);
@@ -468,8 +469,8 @@ function planEnv(c: Container, base: PathSeg[], ctx: Ctx): { env: [string, strin
 }
 
 /**
- * Env names that are not shell identifiers (valid in Kubernetes: spec §3.1, KEP-4369) cannot
- * travel as APPTAINERENV_<NAME>: Apptainer's action script exports injected variables with a
+ * Env names that are not shell identifiers (valid in Kubernetes: docs/pod-to-job.md#env, KEP-4369)
+ * cannot travel as APPTAINERENV_<NAME>: Apptainer's action script exports injected variables with a
  * shell and keeps only identifiers. The wrapper sets them with `env NAME=value <command>` inside
  * the container instead, so the container needs a command to put after them (the image's own
  * entrypoint, `run`, cannot be wrapped), and `env` must not read that command's first word as one
@@ -531,7 +532,7 @@ function checkEnvCarriage(c: Container, plan: ContainerPlan, base: PathSeg[], ct
 }
 
 // ---------------------------------------------------------------------------------------------
-// Images (spec: interlink §8.3)
+// Images (docs/interlink.md#annotations-kept-from-the-python-plugin)
 
 const URI = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
 
@@ -572,7 +573,7 @@ function imageRef(c: Container, base: PathSeg[], ctx: Ctx): ImageRef {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Volumes (spec: interlink §3.2)
+// Volumes (docs/interlink.md#volume-data)
 
 function volumeType(v: Volume): string {
   const present = Object.keys(v).filter((k) => k !== "name" && v[k] !== undefined && v[k] !== null);
@@ -697,8 +698,8 @@ function dataVolumeDir(v: Volume, vIndex: number, type: string, c: Container, ct
         vf.add(key, bytes!, modes.get(key) ?? defaultMode, true, [...ep, "data", key]);
       }
     } else {
-      // No data sent (the VK's DisableProjectedVolumes, spec: interlink §3.2): downwardAPI sources
-      // can be computed here; the others cannot.
+      // No data sent (the VK's DisableProjectedVolumes, docs/interlink.md#volume-data): downwardAPI
+      // sources can be computed here; the others cannot.
       const missing: string[] = [];
       src.sources.forEach((s, i) => {
         if (s.downwardAPI) downwardFiles(vf, s.downwardAPI.items, defaultMode, [...vp, "projected", "sources", i, "downwardAPI", "items"]);

@@ -5,7 +5,8 @@
  * Two layers:
  * 1. Structure (zod). Lenient where the wire is: unknown fields are dropped, and `null` is accepted
  *    wherever an array, map or object may be absent, because Go serializes empty slices as `null`
- *    (spec: interlink §3, §11 item 7). Absent/null lists become `[]`, maps `{}`, objects `undefined`.
+ *    (docs/interlink.md#the-create-request, docs/interlink.md#check-7). Absent/null lists become
+ *    `[]`, maps `{}`, objects `undefined`.
  * 2. Rules (`parseCreateRequest` only). Each field is checked by the rule Kubernetes applies to it
  *    (so no pod the API server accepted is refused), plus what the job itself needs: no NUL in any
  *    string that reaches the job, mount paths Apptainer's `--bind` can express.
@@ -213,7 +214,7 @@ const SecretSchema = z.object({
 export const RetrievedContainerSchema = z.object({
   name: z.string(),
   configMaps: list(ConfigMapSchema),
-  /** Synthetic ConfigMaps, one per projected volume, named after the VOLUME (spec: interlink §3.2). */
+  /** Synthetic ConfigMaps, one per projected volume, named after the VOLUME (docs/interlink.md#volume-data). */
   projectedvolumemaps: list(ConfigMapSchema),
   secrets: list(SecretSchema),
 });
@@ -349,7 +350,8 @@ const DATA_MAPS = new Set(["data", "binaryData", "stringData"]);
 
 /**
  * A path into a request's configMap, secret or projected volume map stops at its data map: the
- * keys below it are the object's own data (spec: interlink §3.2), which a reason never shows.
+ * keys below it are the object's own data (docs/interlink.md#volume-data), which a reason never
+ * shows.
  */
 function withoutDataKeys(path: readonly PathSeg[]): readonly PathSeg[] {
   const obj = path.findIndex((seg) => typeof seg === "string" && DATA_OBJECTS.has(seg));
@@ -380,8 +382,9 @@ function describe(v: unknown): string {
 // Entry points
 
 /**
- * Parses and validates a `/create` body (one `RetrievedPodData` object, spec: interlink §3).
- * Throws `SidecarError("invalid")` naming the first problem's path.
+ * Parses and validates a `/create` body (one `RetrievedPodData` object,
+ * docs/interlink.md#the-create-request). Throws `SidecarError("invalid")` naming the first
+ * problem's path.
  */
 export function parseCreateRequest(body: unknown): CreateRequest {
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
@@ -403,9 +406,10 @@ export function parseCreateRequest(body: unknown): CreateRequest {
 }
 
 /**
- * Parses the pod of a `/delete` or `/status` request (spec: interlink §4, §5). Only the identity is
- * checked by Kubernetes' rules: these pods may list containers that were never offloaded, and a
- * status request must not fail on a field the sidecar does not use.
+ * Parses the pod of a `/delete` or `/status` request (docs/interlink.md#post-delete,
+ * docs/interlink.md#get-status). Only the identity is checked by Kubernetes' rules: these pods may
+ * list containers that were never offloaded, and a status request must not fail on a field the
+ * sidecar does not use.
  */
 export function parsePod(body: unknown): Pod {
   if (body === null || typeof body !== "object" || Array.isArray(body)) {

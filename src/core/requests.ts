@@ -1,6 +1,7 @@
 /**
  * Request bodies as the routes hand them to the service: parsed and typed at the edge, with
- * the same tolerance interLink's own callers rely on (spec: interlink §4, §5, §7).
+ * the same tolerance interLink's own callers rely on (docs/interlink.md#post-delete,
+ * docs/interlink.md#get-status, docs/interlink.md#get-getlogs).
  */
 import { SidecarError } from "./errors.ts";
 import { type LogRequest, LogRequestSchema } from "./log-options.ts";

@@ -3,8 +3,9 @@
  *
  * The wrapper writes it to `podstate/<key>` in the sandbox and chirps it into the job attribute
  * `stateAttrName(index, init)` as a ClassAd string literal. Chirped strings do not round-trip
- * backslashes and silently drop values with newlines (spec: htcondor-observed.md, "condor_chirp
- * set_job_attr with string values"), so the line holds only plain tokens: digits, letters, `-`.
+ * backslashes and silently drop values with newlines
+ * (docs/htcondor.md#what-condor_chirp-does-to-strings), so the line holds only plain tokens:
+ * digits, letters, `-`.
  *
  *   1 <state> <reason> <exitCode> <startedAt> <finishedAt> <ready> <restartCount> \
  *     <lastExitCode> <lastReason> <lastStartedAt> <lastFinishedAt> <signal> [<message>]

@@ -1,8 +1,10 @@
 /**
- * Job ClassAd + per-container state lines → interLink PodStatus (spec: interlink §5).
+ * Job ClassAd + per-container state lines → interLink PodStatus (docs/interlink.md#get-status).
  * Pure: everything it needs, `now` included, is passed in.
  *
- * The rules that decide a pod's fate (spec: interlink §5.3, §5.4):
+ * The rules that decide a pod's fate
+ * (docs/interlink.md#what-the-virtual-kubelet-does-with-a-status,
+ * docs/interlink.md#unknown-and-in-flight-pods):
  * - one entry per offloaded container, init containers in spec order, never empty;
  * - exactly one of waiting/running/terminated; exit codes are integers; times RFC 3339 UTC;
  * - every container reads terminated only once the job has really ended;
@@ -153,7 +155,8 @@ function queuedLines(ad: JobAd, containers: readonly ContainerInfo[]): Map<strin
     return all("ContainerCreating", starts > 0 ? "The job was evicted and waits for an HTCondor slot again" : "Waiting for an HTCondor slot");
   }
   if (status === 5) {
-    // Spooled jobs are held with code 16 while their input is copied (spec: htcondor-cli §1.3).
+    // Spooled jobs are held with code 16 while their input is copied
+    // (docs/htcondor.md#condor_submit-options).
     if (holdCode === 16) return all("ContainerCreating", "Spooling input files to the schedd");
     return all("JobHeld", `${adString(ad, "HoldReason") ?? "held"} (HoldReasonCode ${holdCode ?? "unknown"})`);
   }
@@ -165,9 +168,10 @@ function queuedLines(ad: JobAd, containers: readonly ContainerInfo[]): Map<strin
 }
 
 /**
- * The pod ends when every container reads terminated (spec: interlink §5.3), but the job has not
- * ended yet (output still to come back): the container that finished last reads running until
- * the job leaves the queue (spec: interlink §11.22).
+ * The pod ends when every container reads terminated
+ * (docs/interlink.md#what-the-virtual-kubelet-does-with-a-status), but the job has not ended yet
+ * (output still to come back): the container that finished last reads running until the job leaves
+ * the queue (docs/interlink.md#check-22).
  */
 function holdBackLast(containers: readonly ContainerInfo[], lines: Map<string, Line | undefined>): void {
   const main = containers.filter((c) => !c.init);
@@ -232,9 +236,10 @@ function finish(
 }
 
 /**
- * Init containers in spec order with consistent states (spec: interlink §5.3): a later init
- * container is never ahead of an earlier one; once one failed, everything after it, main
- * containers included, reads terminated with a non-zero code.
+ * Init containers in spec order with consistent states
+ * (docs/interlink.md#what-the-virtual-kubelet-does-with-a-status): a later init container is never
+ * ahead of an earlier one; once one failed, everything after it, main containers included, reads
+ * terminated with a non-zero code.
  */
 function enforceInitOrder(
   containers: readonly ContainerInfo[],

@@ -2,7 +2,7 @@
  * The rules for what may be written into a submit description: command names and values. The
  * submit renderer (render/submit.ts) applies them; the planner (the submit-options annotation)
  * and the config (ExtraLines) check with them first, so that a bad line is refused where it
- * came from (spec: htcondor-cli §1.4).
+ * came from (docs/htcondor.md#submit-file-rules).
  */
 
 /** A submit command name (condor_submit's own commands and macros). */
@@ -40,8 +40,8 @@ const RESERVED_ATTRIBUTES = new Set(
  * The one rule for a submit command name, used by the renderer, the submit-options annotation
  * and the config's ExtraLines: the canonical key, or why it cannot be written.
  *
- * `+X` and `MY.X` are the same thing to condor_submit (spec: htcondor-cli §1.4); both are written
- * `MY.X`, so that the reserved-name checks see one spelling and a pod cannot reach
+ * `+X` and `MY.X` are the same thing to condor_submit (docs/htcondor.md#submit-file-rules); both
+ * are written `MY.X`, so that the reserved-name checks see one spelling and a pod cannot reach
  * `MY.InterLinkPodUID` by writing `+InterLinkPodUID`.
  */
 export function submitKey(key: string): { key: string } | { problem: string; reserved: boolean } {
@@ -63,9 +63,9 @@ export function submitKey(key: string): { key: string } | { problem: string; res
  * the file line by line: a line ends at `\n` (a NUL ends what it reads of one), the whitespace
  * C's isspace() sees at its end (space, \t, \v, \f, \r) is trimmed, and a line that then ends
  * in `\` continues onto the next one, which becomes part of the value (observed on HTCondor 25:
- * `rank = 1 \` took in the next line; spec: htcondor-observed.md, "Many pods in one
- * `condor_submit`"). A value that could do any of that would change another line of the file.
- * Any Unicode space after the backslash counts, so that no locale's idea of a space matters.
+ * `rank = 1 \` took in the next line; docs/htcondor.md#submitting-many-pods-at-once). A value that
+ * could do any of that would change another line of the file. Any Unicode space after the backslash
+ * counts, so that no locale's idea of a space matters.
  */
 export function submitValueProblem(value: string): string | undefined {
   if (/[\r\n\0]/.test(value)) return "must not contain a line break or NUL";

@@ -2,8 +2,8 @@
  * The only submit-description renderer: `JobPlan` → the text given to `condor_submit -terse job.sub`,
  * run with cwd = the pod's folder (which holds job.sh, env/ and volumes/).
  *
- * Quoting rules (spec: htcondor-cli.md §1.4): a submit file is line-based and condor_submit expands
- * `$(…)` macros in every value, so a value that could reach another line is refused (see
+ * Quoting rules (docs/htcondor.md#submit-file-rules): a submit file is line-based and condor_submit
+ * expands `$(…)` macros in every value, so a value that could reach another line is refused (see
  * {@link submitValueProblem}) and every `$` is written as `$(DOLLAR)`. `MY.Attr` values are
  * ClassAd expressions; strings become ClassAd string literals (`\` and `"` escaped). Env values
  * never appear here: the job ad is readable by every user of the pool, so they travel in
@@ -85,7 +85,8 @@ export function jobCommands(plan: JobPlan): SubmitCommand[] {
     cmd("transfer_input_files", plan.transferInput.map((f) => listItem(f, "transfer_input_files")).join(", "));
   }
   // With a shared filesystem the wrapper writes the logs straight into the pod folder: listed
-  // here, a log missing from the sandbox at transfer time would hold the job (spec: htcondor-cli §1.4).
+  // here, a log missing from the sandbox at transfer time would hold the job
+  // (docs/htcondor.md#submit-file-rules).
   const output = [...(plan.sharedFilesystem ? [] : logFiles(plan)), "podstate"];
   cmd("transfer_output_files", output.map((f) => listItem(f, "transfer_output_files")).join(", "));
   cmd("output", "job.out");
@@ -134,8 +135,9 @@ export interface SubmitJob {
 /**
  * Jobs that may share one condor_submit: the same commands in the same order, each with a value.
  * A job that leaves a command unset inherits the first job's value for some of them (observed:
- * accounting_group, transfer_input_files, allowed_job_duration; spec: htcondor-observed.md,
- * "Many pods in one condor_submit"), so jobs of different shapes never share a cluster.
+ * accounting_group, transfer_input_files, allowed_job_duration;
+ * docs/htcondor.md#submitting-many-pods-at-once), so jobs of different shapes never share a
+ * cluster.
  */
 export function submitShape(job: SubmitJob): string {
   return job.commands.map(([key]) => key).join(" ");

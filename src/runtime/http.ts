@@ -1,10 +1,11 @@
 /**
  * The HTTP server, on `node:http` for both runtimes.
  *
- * interLink sends `GET /status` and `GET /getLogs` with JSON bodies (spec: interlink §1).
- * `Bun.serve` and `Deno.serve` hand over a `Request` whose body is null on GET, and the WHATWG
- * `Request` constructor refuses a GET body (DESIGN.md decision 7). So this adapter reads the raw
- * bytes itself and passes them to the app beside a body-less `Request`.
+ * interLink sends `GET /status` and `GET /getLogs` with JSON bodies
+ * (docs/interlink.md#get-requests-carry-a-body). `Bun.serve` and `Deno.serve` hand over a `Request`
+ * whose body is null on GET, and the WHATWG `Request` constructor refuses a GET body
+ * (docs/architecture.md#7-serve-with-nodehttp). So this adapter reads the raw bytes itself and
+ * passes them to the app beside a body-less `Request`.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { chmodSync, existsSync, lstatSync, unlinkSync } from "node:fs";
@@ -27,7 +28,7 @@ export interface RequestRecord {
   path: string;
   status: number;
   durationMs: number;
-  /** interLink's `InterLink-Http-Session` header (spec: interlink §1), for correlation. */
+  /** interLink's `InterLink-Http-Session` header (docs/interlink.md#headers), for correlation. */
   session: string | null;
   /** The client went away before the response ended. */
   aborted: boolean;
@@ -37,7 +38,7 @@ export interface ServeOptions {
   target: ListenTarget;
   onRequest?: (r: RequestRecord) => void;
   bodyLimitBytes: number;
-  /** interLink pools connections for 120 s; the idle timeout must be longer (spec: interlink §1). */
+  /** interLink pools connections for 120 s; the idle timeout must be longer (docs/interlink.md#timeouts-and-keep-alive). */
   keepAliveTimeoutMs: number;
 }
 

@@ -1,7 +1,7 @@
 /**
- * POST /create (spec: interlink §3): plan → render → write the pod folder → condor_submit →
- * record the job id. A pod is submitted at most once: a repeated create answers the recorded
- * job, joins a create that runs, or asks the schedd about one that was interrupted.
+ * POST /create (docs/interlink.md#post-create): plan → render → write the pod folder →
+ * condor_submit → record the job id. A pod is submitted at most once: a repeated create answers the
+ * recorded job, joins a create that runs, or asks the schedd about one that was interrupted.
  */
 import { type JobId, jobIdString } from "../condor/parse.ts";
 import { SidecarError } from "../core/errors.ts";

@@ -1,6 +1,6 @@
 /**
- * POST /delete (spec: interlink §4): condor_rm of the pod's job, then its folder. A removal
- * that HTCondor does not confirm stays pending and the reaper retries it.
+ * POST /delete (docs/interlink.md#post-delete): condor_rm of the pod's job, then its folder. A
+ * removal that HTCondor does not confirm stays pending and the reaper retries it.
  */
 import { jobIdString } from "../condor/parse.ts";
 import type { PodRef } from "../core/requests.ts";
@@ -47,8 +47,9 @@ export function createDeleteService(c: Ctx): DeleteService {
       await c.inflight.get(ref.uid)?.catch(() => undefined);
       const r = c.store.get(ref.uid);
       if (!r) {
-        // A tombstone keeps a late create for this pod from submitting a job (spec: interlink §3),
-        // and tells reconcile to remove a job of this pod it finds later (a lost store).
+        // A tombstone keeps a late create for this pod from submitting a job
+        // (docs/interlink.md#when-interlink-sends-a-create), and tells reconcile to remove a job of
+        // this pod it finds later (a lost store).
         const rec = { uid: ref.uid, name: ref.name, namespace: ref.namespace, dir: podDir(c.dataRoot, ref.uid), spooled: false, containers: [], secrets: [] };
         c.store.tombstone({ ...rec, createdAt: c.now() }, c.now());
         return `Pod ${ref.uid} is not known here; nothing to remove`;

@@ -1,5 +1,5 @@
 /**
- * The ping (GET /status with `[]`, spec: interlink §6) and GET /system-info: whether the
+ * The ping (GET /status with `[]`, docs/interlink.md#the-ping) and GET /system-info: whether the
  * schedd and the collector answer, the credential, and what the pool offers.
  */
 import type { JobAd } from "../condor/parse.ts";

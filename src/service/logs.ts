@@ -1,5 +1,5 @@
 /**
- * getLogs (spec: interlink §7): one container's log with every kubectl option.
+ * getLogs (docs/interlink.md#get-getlogs): one container's log with every kubectl option.
  *
  * Where the bytes come from: a running job → `condor_tail -no-stdout` of the container's log file
  * (listed in transfer_output_files, so the starter may send it; always with a timeout, since

@@ -1,8 +1,8 @@
 /**
  * Batched removal: concurrent deletes, the reaper's pending removals and the refresher's
- * removals go out as one condor_rm with many job ids (observed to work, one line per job; spec:
- * htcondor-observed.md, "Many pods in one condor_submit"). One `-reason` covers every id, so
- * removals are grouped by reason; each id's own line decides its outcome.
+ * removals go out as one condor_rm with many job ids (observed to work, one line per job;
+ * docs/htcondor.md#submitting-many-pods-at-once). One `-reason` covers every id, so removals are
+ * grouped by reason; each id's own line decides its outcome.
  */
 import { type JobId, type RmOutcome, jobIdString } from "../condor/parse.ts";
 import { SidecarError } from "../core/errors.ts";

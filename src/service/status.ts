@@ -1,6 +1,6 @@
 /**
- * GET /status (spec: interlink §5) is a lookup: each pod's status from its job's ad in the
- * latest view of the queue (queue.ts), or the final status recorded when the job left. The
+ * GET /status (docs/interlink.md#get-status) is a lookup: each pod's status from its job's ad in
+ * the latest view of the queue (queue.ts), or the final status recorded when the job left. The
  * refresher does the work behind it (`track`, after every refresh): one condor_history for all
  * the jobs that left, the removal of unrecoverable holds and of jobs that rewrote their
  * identity, the fetch of spooled output, and the search for jobs that seem lost.
@@ -58,8 +58,9 @@ async function status(c: Ctx, pods: readonly PodRef[]): Promise<StatusAnswer> {
 
 /**
  * One pod's status as known now; undefined leaves the pod out, and interLink keeps serving the
- * last state it had (spec: interlink §5.3, "Missing pod in the response"): while HTCondor does
- * not answer, and between the job leaving the queue and the refresher recording its end.
+ * last state it had (docs/interlink.md#what-the-virtual-kubelet-does-with-a-status, "A pod missing
+ * from the answer"): while HTCondor does not answer, and between the job leaving the queue and the
+ * refresher recording its end.
  */
 function view(c: Ctx, r: PodRecord, snap: Snapshot | undefined): PodStatus | undefined {
   if (r.phase === "creating") return podStatus(identity(r), { kind: "creating" });

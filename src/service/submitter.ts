@@ -1,11 +1,11 @@
 /**
  * Batched submission: the creates that arrive while a condor_submit runs go together in the next
- * one, one cluster with one proc per pod (group-commit.ts; spec: htcondor-observed.md, "Many
- * pods in one condor_submit"). Only pods with the same submit commands share a description
- * (render/submit.ts submitShape). One bad pod fails the whole submit with nothing queued, so a
- * refused batch is halved until every valid pod has its job and only the bad one gets the error;
- * a pod that was refused once is submitted alone next time. A batch killed at its timeout is
- * settled with one query for the whole batch.
+ * one, one cluster with one proc per pod (group-commit.ts;
+ * docs/htcondor.md#submitting-many-pods-at-once). Only pods with the same submit commands share a
+ * description (render/submit.ts submitShape). One bad pod fails the whole submit with nothing
+ * queued, so a refused batch is halved until every valid pod has its job and only the bad one gets
+ * the error; a pod that was refused once is submitted alone next time. A batch killed at its
+ * timeout is settled with one query for the whole batch.
  */
 import { join } from "node:path";
 import { SubmitRefused } from "../condor/tools.ts";

@@ -1,5 +1,6 @@
-// spec: interlink §3 (create request), §3.2 (mounts → data), §8 (annotations); issue 4 (every pod
-// feature), issue 7 "Bad input" (refused channels, unresolvable valueFrom, unknown volume types).
+// docs/interlink.md#the-create-request (create request), docs/interlink.md#volume-data (mounts →
+// data), docs/interlink.md#annotations (annotations); issue 4 (every pod feature), issue 7 "Bad
+// input" (refused channels, unresolvable valueFrom, unknown volume types).
 import { describe, expect, test } from "bun:test";
 import { parseCreateRequest } from "../../src/core/pod.ts";
 import { encodeEnvFile, expandK8s, parseSubmitOptions, planJob } from "../../src/core/plan.ts";
@@ -105,7 +106,8 @@ describe("identity and site settings", () => {
   });
 });
 
-// spec: interlink §8.3 (image conventions of the Python plugin)
+// docs/interlink.md#annotations-kept-from-the-python-plugin (image conventions of the Python
+// plugin)
 describe("images", () => {
   const ROOT = { "htcondor-job.knoc.io/image-root": "/images/" };
   const cases: [string, Record<string, string>, string][] = [
@@ -201,7 +203,8 @@ describe("env", () => {
 
   // The kubelet expands $(VAR) against the container's own variables defined before the
   // reference (envFrom, then env in order); HOSTNAME and POD_IP, which the sidecar adds, are not
-  // among them unless the pod sets them itself (spec: interlink §3.1).
+  // among them unless the pod sets them itself
+  // (docs/interlink.md#the-pod-as-the-virtual-kubelet-sends-it).
   const expansion: [string, Json, [string, string][] | undefined, string[] | undefined][] = [
     ["HOSTNAME is not in the map", { env: [{ name: "A", value: "$(HOSTNAME)" }] }, [["A", "$(HOSTNAME)"]], undefined],
     ["POD_IP is not in the map", { env: [{ name: "A", value: "$(POD_IP)" }] }, [["A", "$(POD_IP)"]], undefined],
@@ -323,7 +326,8 @@ describe("env", () => {
     );
   });
 
-  // spec: interlink §3.1; KEP-4369: any printable ASCII name but '='. Byte-exact into the env file.
+  // docs/pod-to-job.md#env; KEP-4369: any printable ASCII name but '='. Byte-exact into the env
+  // file.
   test("env names that are not shell identifiers: kept for a command, refused for the image's entrypoint", () => {
     const env = [{ name: "A-B", value: "1" }, { name: "my.var", value: "$(A-B)2" }, { name: "1VAR", value: "3" }];
     const p = plan(pod1({ command: ["sh", "-c", "env"], env }));
@@ -362,7 +366,7 @@ describe("env", () => {
   });
 });
 
-// spec: interlink §3.2
+// docs/interlink.md#volume-data
 describe("volumes", () => {
   test("the rich example: every type lands where it should", () => {
     const p = rich();
@@ -699,7 +703,8 @@ describe("restart, termination, deadline", () => {
   });
 });
 
-// spec: interlink §8.1, §8.3
+// docs/interlink.md#annotations-the-sidecar-acts-on,
+// docs/interlink.md#annotations-kept-from-the-python-plugin
 describe("annotations", () => {
   test("pre-exec (both keys), wstunnel, singularity-options, submit-options, pod-ip", () => {
     const p = plan(
@@ -776,7 +781,8 @@ describe("annotations", () => {
     ["rank = 1 \\\\", ["rank"], "must not end in '\\'"],
     ["rank = a \\ b", ["rank"], [["rank", "a \\ b"]]],
     ["x = 1", [], 'submit command "x" is not allowed on this site'],
-    // spec: htcondor-cli §1.4: +X and MY.X are one command, checked by the renderer's own rule.
+    // docs/htcondor.md#submit-file-rules: +X and MY.X are one command, checked by the renderer's
+    // own rule.
     ['+SingularityImage = "/cvmfs/img"', ["+SingularityImage"], [["+SingularityImage", '"/cvmfs/img"']]],
     ['MY.SingularityImage = "/cvmfs/img"', ["+SingularityImage"], [["MY.SingularityImage", '"/cvmfs/img"']]],
     ['+singularityimage = "x"', ["MY.SingularityImage"], [["+singularityimage", '"x"']]],
@@ -831,7 +837,7 @@ const badPlans: [string, Json, Partial<PlanConfig>, string][] = [
   ["submit-options injection through a newline", ann({ "htcondor-job.vk.io/submit-options": "request_walltime = 1\n+Owner = \"root\"" }), { submitOptionsAllow: ["request_walltime"] }, 'submit command "+Owner" is not allowed'],
   ["submit-options malformed", ann({ "htcondor-job.vk.io/submit-options": "request_walltime 1" }), { submitOptionsAllow: ["request_walltime"] }, 'line 1: expected "command = value"'],
   ["pod-ip annotation is not an IP", ann({ "interlink.eu/pod-ip": "$(reboot)" }), {}, 'metadata.annotations["interlink.eu/pod-ip"]: "$(reboot)" is not an IP address'],
-  // unresolvable valueFrom (spec: interlink §3.1)
+  // unresolvable valueFrom (docs/interlink.md#the-pod-as-the-virtual-kubelet-sends-it)
   ["secretKeyRef to a secret not sent", envRef({ secretKeyRef: { name: "db", key: "k" } }), {}, 'spec.containers[0].env[0].valueFrom.secretKeyRef.name: env "V" of container "main": secret "db" is not in the create request'],
   ["secretKeyRef to a missing key", envRef({ secretKeyRef: { name: "db", key: "k" } }, { secrets: [secretObject("db", { other: "x" })] }), {}, 'env "V" of container "main": key "k" is not in secret "db"'],
   ["configMapKeyRef to a configMap not sent", envRef({ configMapKeyRef: { name: "cm", key: "k" } }), {}, 'valueFrom.configMapKeyRef.name: env "V" of container "main": configMap "cm" is not in the create request'],

@@ -1,5 +1,7 @@
-// spec: interlink §3 (the create request), §3.1 (the pod), §11 item 7 (null for absent lists);
-// issue 7 "Bad input": each case is a 4xx with a one-line reason naming the field.
+// docs/interlink.md#the-create-request (the create request),
+// docs/interlink.md#the-pod-as-the-virtual-kubelet-sends-it (the pod), docs/interlink.md#check-7
+// (null for absent lists); issue 7 "Bad input": each case is a 4xx with a one-line reason naming
+// the field.
 import { describe, expect, test } from "bun:test";
 import { hasControlOrLineBreak } from "../../src/core/errors.ts";
 import { WITHHELD, jsonPath, parseCreateRequest, parsePod, podError, quote, requestQuote } from "../../src/core/pod.ts";
@@ -20,7 +22,7 @@ describe("parseCreateRequest accepts what interLink sends", () => {
     expect(req.container[2]?.projectedvolumemaps[0]?.metadata.name).toBe("kube-api-access-x7k2p");
   });
 
-  // spec: interlink §3 "Empty slices are serialized as null"
+  // docs/interlink.md#the-create-request: an empty list arrives as null
   test("null wherever a list, map or object may be absent", () => {
     const body = makeCreateRequest({
       metadata: { labels: null, annotations: null },
@@ -100,7 +102,7 @@ describe("parseCreateRequest accepts what interLink sends", () => {
     expect(() => parseCreateRequest(body)).not.toThrow();
   });
 
-  // spec: interlink §3.1 (a v1.Pod as the API server accepted it): env names are any printable
+  // docs/pod-to-job.md#env (a v1.Pod as the API server accepted it): env names are any printable
   // ASCII but '=' since Kubernetes 1.34 (KEP-4369), [-._a-zA-Z][-._a-zA-Z0-9]* before.
   const validEnvNames = ["A-B", "my.var", "1VAR", "-dash", ".dot", "x y", "$(not-run)", "`id`", "a'b\"c", "~!@#%^&*()[]{}|\\;:,<>?/"];
   test.each(validEnvNames)("env name %p is accepted", (name) => {
@@ -218,13 +220,13 @@ const base = makeCreateRequest();
 const mod = (fn: (r: Json) => void) => changed(base, fn);
 
 const badInput: [string, unknown, string][] = [
-  // spec: interlink §3 — one JSON object
+  // docs/interlink.md#the-create-request — one JSON object
   ["body is an array", [makeCreateRequest()], "expected one JSON object"],
   ["body is null", null, "got null"],
   ["body is a string", "pod", "got string"],
   ["pod missing", { container: [] }, "pod: is required"],
   ["pod is a list", { pod: [], container: [] }, "pod: expected object"],
-  // spec: interlink §3.1 — identity
+  // docs/interlink.md#the-pod-as-the-virtual-kubelet-sends-it — identity
   ["uid missing", mod((r) => delete r.pod.metadata.uid), "metadata.uid: is required"],
   ["name missing", mod((r) => delete r.pod.metadata.name), "metadata.name: is required"],
   ["namespace missing", mod((r) => delete r.pod.metadata.namespace), "metadata.namespace: is required"],
@@ -294,14 +296,15 @@ const badInput: [string, unknown, string][] = [
     mod((r) => (c0(r).env = [{ name: "A", valueFrom: { secretKeyRef: { name: "s", key: "../k" } } }])),
     "spec.containers[0].env[0].valueFrom.secretKeyRef.key",
   ],
-  // resources (spec: interlink §3.1 "maps of quantity strings")
+  // resources (docs/interlink.md#the-pod-as-the-virtual-kubelet-sends-it: its values are quantity
+  // strings)
   ["invalid cpu quantity", mod((r) => (c0(r).resources = { limits: { cpu: "1.5 cores" } })), 'spec.containers[0].resources.limits.cpu: "1.5 cores" is not a Kubernetes quantity'],
   ["invalid memory quantity", mod((r) => (c0(r).resources = { requests: { memory: "1GB" } })), "spec.containers[0].resources.requests.memory"],
   ["negative memory", mod((r) => (c0(r).resources = { limits: { memory: "-1Gi" } })), "resources.limits.memory: \"-1Gi\" must be greater than or equal to 0"],
   ["fractional GPU", mod((r) => (c0(r).resources = { limits: { "nvidia.com/gpu": "0.5" } })), 'resources.limits["nvidia.com/gpu"]: "0.5" must be an integer'],
   ["request above limit", mod((r) => (c0(r).resources = { limits: { cpu: "1" }, requests: { cpu: "2" } })), "resources.requests.cpu"],
   ["resources is a string", mod((r) => (c0(r).resources = "big")), "spec.containers[0].resources: expected object"],
-  // volumes and mounts (spec: interlink §3.2)
+  // volumes and mounts (docs/interlink.md#volume-data)
   ["volume name uppercase", withVolume({ name: "Data", emptyDir: {} }), "spec.volumes[0].name"],
   [
     "duplicate volume names",

@@ -1,4 +1,5 @@
-// spec: interlink §3.1 (resources are maps of quantity strings); issue 4 "Resources".
+// docs/interlink.md#the-pod-as-the-virtual-kubelet-sends-it (resources are maps of quantity
+// strings); issue 4 "Resources".
 import { describe, expect, test } from "bun:test";
 import { SidecarError } from "../../src/core/errors.ts";
 import {

@@ -1,5 +1,5 @@
 // The interLink plugin API end to end: real HTTP to a running sidecar on minicondor.
-// Each test names the checklist item of spec interlink §11 it checks.
+// Each test names the checklist item of docs/interlink.md#conformance-checklist it checks.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -56,7 +56,7 @@ afterAll(async () => {
 });
 
 describe("transport", () => {
-  test("§11.1 §11.2 §11.17: GET /status with [] is the ping: 200 and a PingResponse object", async () => {
+  test("check-1 check-2 check-17: GET /status with [] is the ping: 200 and a PingResponse object", async () => {
     const r = await sc.call("GET", "/status", []);
     expect(r.status).toBe(200);
     const body = JSON.parse(r.body);
@@ -65,7 +65,7 @@ describe("transport", () => {
     expect(body.resources.memory).toMatch(/^\d+Mi$/);
     expect(body.resources.pods).toBe("1000");
   });
-  test("§11.5: keep-alive idle timeout above 120 s", async () => {
+  test("check-5: keep-alive idle timeout above 120 s", async () => {
     const r = await sc.call("GET", "/status", []);
     expect(String(r.headers["keep-alive"])).toMatch(/timeout=125/);
   });
@@ -85,7 +85,7 @@ describe("transport", () => {
 });
 
 describe("create, status, delete", () => {
-  test("§11.8 §11.18-22: create → 200 {PodUID, PodJID}; status runs to Succeeded with exit code 0", async () => {
+  test("check-8 check-18 check-19 check-20 check-21 check-22: create → 200 {PodUID, PodJID}; status runs to Succeeded with exit code 0", async () => {
     const req = shPod("hello", "echo hello; sleep 1");
     const r = await create(req);
     expect(r.status).toBe(200);
@@ -100,14 +100,14 @@ describe("create, status, delete", () => {
     expect((await logOf(req.pod, "main")).body).toBe("hello\n");
   }, 90_000);
 
-  test("§11.20: a failing container reports its exit code", async () => {
+  test("check-20: a failing container reports its exit code", async () => {
     const req = shPod("fails", "exit 7");
     expect((await create(req)).status).toBe(200);
     const s = await terminated(req.pod);
     expect(s.containers[0].state.terminated.exitCode).toBe(7);
   }, 90_000);
 
-  test("§11.10: a repeated create returns the same JID and submits once", async () => {
+  test("check-10: a repeated create returns the same JID and submits once", async () => {
     const req = shPod("twice", "sleep 2");
     const before = calls("condor_submit");
     const [a, b] = await Promise.all([create(req), create(req)]);
@@ -119,7 +119,7 @@ describe("create, status, delete", () => {
     expect(await jobsForUid(req.pod.metadata.uid)).toBe(1);
   }, 30_000);
 
-  test("§11.6: parallel creates for different pods, and a status during a create", async () => {
+  test("check-6: parallel creates for different pods, and a status during a create", async () => {
     const reqs = Array.from({ length: 8 }, (_, i) => shPod(`par-${i}`, "sleep 1"));
     const during = status([reqs[0].pod]);
     const res = await Promise.all(reqs.map(create));
@@ -129,7 +129,7 @@ describe("create, status, delete", () => {
     expect(jids.size).toBe(8);
   }, 60_000);
 
-  test("§11.21: an unknown UID in a batch is omitted, the batch still answers 200", async () => {
+  test("check-21: an unknown UID in a batch is omitted, the batch still answers 200", async () => {
     const req = shPod("known", "sleep 1");
     await create(req);
     const unknown = { ...req.pod, metadata: { ...req.pod.metadata, uid: "ffffffff-0000-4000-8000-000000000000", name: "ghost" } };
@@ -139,14 +139,14 @@ describe("create, status, delete", () => {
     expect(list.map((p: Json) => p.UID)).toEqual([req.pod.metadata.uid]);
   }, 30_000);
 
-  test("§11.7: unknown fields are ignored and null accepted where an array is expected", async () => {
+  test("check-7: unknown fields are ignored and null accepted where an array is expected", async () => {
     const req = shPod("nulls", "true", { spec: { volumes: null, initContainers: null, extraField: { x: 1 } } });
     req.extra = "ignored";
     req.pod.metadata.annotations = null;
     expect((await create(req)).status).toBe(200);
   }, 30_000);
 
-  test("§11.9: a failed submission → non-200 plain text, nothing left behind", async () => {
+  test("check-9: a failed submission → non-200 plain text, nothing left behind", async () => {
     writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ tools: { condor_submit: "fail" } }));
     try {
       const req = shPod("nosubmit", "true");
@@ -160,7 +160,7 @@ describe("create, status, delete", () => {
     }
   }, 30_000);
 
-  test("§11.14: an unresolvable valueFrom is a 400 naming the variable", async () => {
+  test("check-14: an unresolvable valueFrom is a 400 naming the variable", async () => {
     const req = shPod("envbad", "true");
     req.pod.spec.containers[0].env = [{ name: "PASSWORD", valueFrom: { secretKeyRef: { name: "nope", key: "pw" } } }];
     const r = await create(req);
@@ -169,7 +169,7 @@ describe("create, status, delete", () => {
     expect(existsSync(join(sc.dataRoot, "pods", req.pod.metadata.uid))).toBe(false);
   });
 
-  test("§11.11 §11.12 §11.13 §11.16: volumes at mount paths, shared emptyDir, init order, pre-exec first", async () => {
+  test("check-11 check-12 check-13 check-16: volumes at mount paths, shared emptyDir, init order, pre-exec first", async () => {
     const u = uid();
     const req = makeCreateRequest({
       metadata: { name: "full", uid: u, annotations: { "slurm-job.vk.io/pre-exec": "echo pre-exec >> emptydir/work/order" } },
@@ -241,7 +241,7 @@ describe("create, status, delete", () => {
     for (const f of secretFiles) expect(existsSync(f)).toBe(false);
   }, 60_000);
 
-  test("§11.19: status reports only the offloaded containers, though the status request lists all of them", async () => {
+  test("check-19: status reports only the offloaded containers, though the status request lists all of them", async () => {
     const req = shPod("partly", "sleep 1", { metadata: { annotations: { "interlink.eu/disable-offload-containers": "local" } } });
     expect((await create(req)).status).toBe(200);
     // interLink sends the original pod on /status: it still has the container that runs in-cluster.
@@ -252,7 +252,7 @@ describe("create, status, delete", () => {
     await terminated(original);
   }, 60_000);
 
-  test("§11.3: a create body over 16 MiB (a large ConfigMap) is accepted and its data reaches the container", async () => {
+  test("check-3: a create body over 16 MiB (a large ConfigMap) is accepted and its data reaches the container", async () => {
     const big = "x".repeat(17 * 1024 * 1024);
     const req = shPod("bigcfg", "wc -c < /cfg/big", {
       spec: {
@@ -284,7 +284,7 @@ describe("create, status, delete", () => {
     expect(q2.stdout.toString()).not.toContain("very-secret-value-42");
   }, 30_000);
 
-  test("§11.23 §11.24: delete removes the job and the files; unknown and repeated deletes answer 200; a late create is refused", async () => {
+  test("check-23 check-24: delete removes the job and the files; unknown and repeated deletes answer 200; a late create is refused", async () => {
     const req = shPod("doomed", "sleep 300");
     const r = await create(req);
     expect(r.status).toBe(200);
@@ -393,7 +393,7 @@ describe("server basics (issue: foundation)", () => {
 });
 
 describe("restarts and faults", () => {
-  test("§11.15: the mapping survives a restart", async () => {
+  test("check-15: the mapping survives a restart", async () => {
     const req = shPod("survivor", "sleep 2; exit 3");
     const r = await create(req);
     const jid = JSON.parse(r.body).PodJID;
@@ -404,7 +404,7 @@ describe("restarts and faults", () => {
     expect(s.containers[0].state.terminated.exitCode).toBe(3);
   }, 90_000);
 
-  test("§11.17: ping degrades only after consecutive failures", async () => {
+  test("check-17: ping degrades only after consecutive failures", async () => {
     writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ scheddDown: true }));
     try {
       const codes = [];

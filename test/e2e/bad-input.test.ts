@@ -1,7 +1,8 @@
-// Bad and hostile input over real HTTP (issue 7 "Bad input"; spec: interlink §3 create, §4
-// delete, §5 status, §6 getLogs): every bad request gets a 4xx with one plain-text line, nothing
-// is submitted or written outside DataRootFolder, no pod folder is left, and injected text never
-// runs (a planted marker command).
+// Bad and hostile input over real HTTP (issue 7 "Bad input"; docs/interlink.md#post-create create,
+// docs/interlink.md#post-delete delete, docs/interlink.md#get-status status,
+// docs/interlink.md#get-getlogs getLogs): every bad request gets a 4xx with one plain-text line,
+// nothing is submitted or written outside DataRootFolder, no pod folder is left, and injected text
+// never runs (a planted marker command).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, lstatSync, readFileSync, readdirSync } from "node:fs";
 import { request } from "node:http";
@@ -194,7 +195,8 @@ describe("bad input: 4xx, one line, nothing submitted, nothing left behind", () 
       expectNothingDone();
     });
   }
-  // spec: interlink §5 (status takes a list of pods), §6 (getLogs one object), §4 (delete one pod).
+  // docs/interlink.md#get-status (status takes a list of pods), docs/interlink.md#get-getlogs
+  // (getLogs one object), docs/interlink.md#post-delete (delete one pod).
   test.each([
     ["a /status body that is an object", "GET", "/status", { metadata: {} }],
     ["a /getLogs body that is an array", "GET", "/getLogs", []],

@@ -61,7 +61,7 @@ afterAll(async () => {
   for (const s of started) await s.destroy();
 });
 
-describe("batched submission (issue 14; spec: htcondor-observed.md, \"Many pods in one condor_submit\")", () => {
+describe("batched submission (issue 14; docs/htcondor.md#submitting-many-pods-at-once)", () => {
   test("a burst of 100 creates: a few condor_submit, each pod its own cluster.proc, every pod runs", async () => {
     const sc = await start();
     const reqs = Array.from({ length: 100 }, (_, i) => pod(`burst-${i}`));
@@ -199,7 +199,7 @@ describe("batched submission (issue 14; spec: htcondor-observed.md, \"Many pods 
   }, 180_000);
 });
 
-describe("batched removal (issue 14; spec: htcondor-observed.md, \"Many pods in one condor_submit\")", () => {
+describe("batched removal (issue 14; docs/htcondor.md#submitting-many-pods-at-once)", () => {
   test("a burst of deletes is a few condor_rm, each job removed", async () => {
     // The jobs run long (sleep), on enough slots: the deletes find them running or idle.
     const sc = await startSidecar({ env: { MINICONDOR_CPUS: "4" } });

@@ -31,7 +31,7 @@ afterAll(async () => {
   for (const s of started) await s.destroy();
 });
 
-describe("remote schedd: -spool and condor_transfer_data (spec: htcondor-cli §1.3, §5.3)", () => {
+describe("remote schedd: -spool and condor_transfer_data (docs/htcondor.md#condor_submit-options, docs/htcondor.md#condor_transfer_data)", () => {
   test("a spooled job reads ContainerCreating while spooling, runs, and its output and logs come back once", async () => {
     const sc = await start({ args: ["--spool", "always"], env: { MINICONDOR_SPOOL_RELEASE_MS: "1500" } });
     const r = pod("spooled", "echo from-spool; exit 4");
@@ -51,7 +51,7 @@ describe("remote schedd: -spool and condor_transfer_data (spec: htcondor-cli §1
   }, 90_000);
 });
 
-describe("held jobs (spec: interlink §5.3, htcondor-cli §6)", () => {
+describe("held jobs (docs/interlink.md#what-the-virtual-kubelet-does-with-a-status, docs/htcondor.md#job-status-and-job-attributes)", () => {
   test("a held job reads waiting JobHeld with the reason; an unrecoverable hold is removed and reported OOMKilled", async () => {
     const sc = await start({ config: "HoldGraceSeconds: 1\n" });
     faults(sc, { holdOnStart: { code: 34, subCode: 102, reason: "Job has gone over memory limit of 128 megabytes" } });
@@ -152,7 +152,7 @@ describe("tools that fail, hang or warn", () => {
     faults(sc, {});
   }, 30_000);
 
-  test("a condor_q that hangs (within its 20 s timeout) holds the ping for 5 s at most (spec: interlink §6: answer well within 120 s)", async () => {
+  test("a condor_q that hangs (within its 20 s timeout) holds the ping for 5 s at most (docs/interlink.md#the-ping: answer well within 120 s)", async () => {
     const sc = await start();
     expect((await sc.call("GET", "/status", [])).status).toBe(200); // condor_status has answered once
     faults(sc, { tools: { condor_q: "hang" } });
@@ -164,7 +164,7 @@ describe("tools that fail, hang or warn", () => {
     faults(sc, {});
   }, 60_000);
 
-  test("schedd down: status still answers 200 and leaves the pod out, so interLink keeps its last state (spec: interlink §5.3)", async () => {
+  test("schedd down: status still answers 200 and leaves the pod out, so interLink keeps its last state (docs/interlink.md#what-the-virtual-kubelet-does-with-a-status)", async () => {
     const sc = await start();
     const r = pod("steady", "sleep 20");
     await sc.call("POST", "/create", r);
@@ -261,7 +261,7 @@ describe("tools that fail, hang or warn", () => {
   }, 60_000);
 });
 
-describe("the schedd down while the collector answers (spec: interlink §6, §5.3)", () => {
+describe("the schedd down while the collector answers (docs/interlink.md#the-ping, docs/interlink.md#what-the-virtual-kubelet-does-with-a-status)", () => {
   test("the ping degrades after consecutive condor_q failures; status leaves pods out and says it is stale", async () => {
     const sc = await start({ config: "PingFailureThreshold: 2\n" });
     const r = pod("stale", "sleep 60");
@@ -322,7 +322,7 @@ describe("the schedd down while the collector answers (spec: interlink §6, §5.
   }, 30_000);
 });
 
-describe("ping and system-info (spec: interlink §6)", () => {
+describe("ping and system-info (docs/interlink.md#the-ping)", () => {
   test("the node advertises the smaller of the pool's totals and the configured caps, and the configured taints", async () => {
     const sc = await start({ config: 'Node:\n  Cpu: "4"\n  Memory: 2Gi\n  Pods: "50"\n  Taints: [{key: example.org/htc, value: "true", effect: NoSchedule}]\n' });
     const r = await sc.call("GET", "/status", []);

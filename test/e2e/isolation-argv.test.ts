@@ -115,7 +115,7 @@ describe("argv audit (strace -f -e trace=execve)", () => {
 // identifier (inside the container: env NAME=value), and for a host container also a variable bash
 // keeps for itself. Its value must then be the pod spec's own literal: one from a secret or a
 // configMap (directly, through envFrom, or through $(VAR)) is refused at create, naming the variable
-// and never quoting the value (spec: interlink §3, 400 with a one-line reason).
+// and never quoting the value (docs/interlink.md#post-create, 400 with a one-line reason).
 describe("names that could only travel on a command line", () => {
   const data = { secrets: [secretObject("db", { password: SECRET.password, "odd.key": SECRET.token })], configMaps: [configMapObject("cfg", { "log.level": CONFIG.level })] };
   const create = (c: Json) =>

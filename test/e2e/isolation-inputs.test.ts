@@ -1,7 +1,8 @@
 // Issue 12, classes 5, 6 and 7, over real HTTP to a real sidecar on minicondor: a hostile pod
 // author attacks what a create's reason shows and what reaches the submit file. Each refusal is a
 // 4xx (400) with a one-line reason that names the field, shows no secret or configMap data, and
-// leaves nothing behind: no job, no pod folder, no record (spec: interlink §3 create, §5 status).
+// leaves nothing behind: no job, no pod folder, no record (docs/interlink.md#post-create create,
+// docs/interlink.md#get-status status).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -161,8 +162,9 @@ describe("class 5: reasons never show secret or configMap data", () => {
 
 // ---------------------------------------------------------------------------------------------
 // Class 6: nothing the pod writes reaches another line of the submit file; condor_submit's
-// refusal of the pod's own options is the pod's error (spec: htcondor-observed.md, "Many pods in
-// one `condor_submit`"; htcondor-cli §1.2, §1.4)
+// refusal of the pod's own options is the pod's error
+// (docs/htcondor.md#submitting-many-pods-at-once;
+// docs/htcondor.md#condor_submit-exit-codes-and-errors, docs/htcondor.md#submit-file-rules)
 
 const SUBMIT_FIELD = 'metadata.annotations["htcondor-job.vk.io/submit-options"]';
 const withOptions = (name: string, text: string) => pod(name, {}, { annotations: { "htcondor-job.vk.io/submit-options": text } });

@@ -2,7 +2,8 @@
 // HTTP to the sidecar, jobs on minicondor, containers under the apptainer shim, whose binds are
 // real. Each pod plants a symlink the way a hostile pod author would and mounts through it; the
 // container that would have used it must end terminated, reason CreateContainerConfigError, exit
-// code 1, with the reason in its message (spec: interlink §5.3), never having run, and nothing
+// code 1, with the reason in its message
+// (docs/interlink.md#what-the-virtual-kubelet-does-with-a-status), never having run, and nothing
 // may appear on the host.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";

@@ -1,5 +1,6 @@
-// getLogs end to end (spec: interlink §7, checklist §11.25-27): real HTTP to a running sidecar,
-// real jobs on minicondor, logs written by the generated wrapper.
+// getLogs end to end (docs/interlink.md#get-getlogs, docs/interlink.md#check-25,
+// docs/interlink.md#check-26, docs/interlink.md#check-27): real HTTP to a running sidecar, real
+// jobs on minicondor, logs written by the generated wrapper.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { request } from "node:http";
 import { makeCreateRequest } from "../fixtures/pods.ts";
@@ -69,7 +70,7 @@ describe("finished pod", () => {
     await done(p.pod);
   }, 120_000);
 
-  test("§11.25 whole log: stdout and stderr interleaved, internal stamps removed", async () => {
+  test("check-25 whole log: stdout and stderr interleaved, internal stamps removed", async () => {
     const r = await logs(p.pod, "main");
     expect(r.status).toBe(200);
     expect(r.body).toBe("one\ntwo\nthree\nno newline\n");
@@ -139,7 +140,7 @@ describe("a 100 MB log", () => {
 });
 
 describe("running pod", () => {
-  test("§11.25 a running container's log comes through condor_tail; options apply", async () => {
+  test("check-25 a running container's log comes through condor_tail; options apply", async () => {
     const p = pod("live", "for i in 1 2 3; do echo line $i; done; sleep 30");
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
     await running(p.pod);
@@ -153,7 +154,7 @@ describe("running pod", () => {
     await sc.call("POST", "/delete", p.pod);
   }, 90_000);
 
-  test("§11.26 Follow streams lines as they are written and ends when the container terminates", async () => {
+  test("check-26 Follow streams lines as they are written and ends when the container terminates", async () => {
     const p = pod("follow", "for i in 1 2 3 4; do echo tick $i; sleep 1; done");
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
     await running(p.pod);
@@ -178,7 +179,7 @@ describe("running pod", () => {
     expect(arrivals[arrivals.length - 1]!.at - arrivals[0]!.at).toBeGreaterThan(1000);
   }, 90_000);
 
-  test("§11.26 tailing stops when the client disconnects", async () => {
+  test("check-26 tailing stops when the client disconnects", async () => {
     const p = pod("hangup", "while true; do echo x; sleep 0.5; done");
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
     await running(p.pod);
@@ -202,8 +203,8 @@ describe("running pod", () => {
   }, 90_000);
 });
 
-describe("running pod: every option (spec: interlink §7, §11.25)", () => {
-  test("spec: interlink §7 Bytes is a byte limit on a running pod: a multibyte character is cut, not replaced", async () => {
+describe("running pod: every option (docs/interlink.md#get-getlogs, docs/interlink.md#check-25)", () => {
+  test("docs/interlink.md#get-getlogs Bytes is a byte limit on a running pod: a multibyte character is cut, not replaced", async () => {
     const p = pod("live-bytes", "printf '\\303\\251 one\\n'; echo two; sleep 60");
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
     await running(p.pod);
@@ -217,7 +218,7 @@ describe("running pod: every option (spec: interlink §7, §11.25)", () => {
     await sc.call("POST", "/delete", p.pod);
   }, 90_000);
 
-  test("spec: interlink §7 SinceTime and SinceSeconds on a running pod", async () => {
+  test("docs/interlink.md#get-getlogs SinceTime and SinceSeconds on a running pod", async () => {
     const p = pod("live-since", "echo early; sleep 5; echo late; sleep 60");
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
     await running(p.pod);
@@ -234,7 +235,7 @@ describe("running pod: every option (spec: interlink §7, §11.25)", () => {
     await sc.call("POST", "/delete", p.pod);
   }, 90_000);
 
-  test("spec: interlink §7 Previous on a running pod: the instance before the last restart", async () => {
+  test("docs/interlink.md#get-getlogs Previous on a running pod: the instance before the last restart", async () => {
     // /tmp is the job's own (sandbox/tmp): it survives a restart of the container.
     const p = pod("live-prev", "if [ -e /tmp/ran ]; then echo second run; sleep 60; fi; touch /tmp/ran; echo first run; exit 1", { restartPolicy: "OnFailure" });
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
@@ -247,7 +248,7 @@ describe("running pod: every option (spec: interlink §7, §11.25)", () => {
     await sc.call("POST", "/delete", p.pod);
   }, 90_000);
 
-  test("spec: interlink §7 a running container that printed nothing yet: 200, empty body", async () => {
+  test("docs/interlink.md#get-getlogs a running container that printed nothing yet: 200, empty body", async () => {
     const p = pod("live-quiet", "sleep 60");
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
     await running(p.pod);
@@ -258,8 +259,8 @@ describe("running pod: every option (spec: interlink §7, §11.25)", () => {
   }, 90_000);
 });
 
-describe("follow ends when the container terminates (spec: interlink §7, §11.26)", () => {
-  test("spec: interlink §7 a side container's follow ends when it ends, while its sibling runs on", async () => {
+describe("follow ends when the container terminates (docs/interlink.md#get-getlogs, docs/interlink.md#check-26)", () => {
+  test("docs/interlink.md#get-getlogs a side container's follow ends when it ends, while its sibling runs on", async () => {
     const p = makeCreateRequest({
       metadata: { name: "two-ctr", uid: uid() },
       spec: {
@@ -280,7 +281,7 @@ describe("follow ends when the container terminates (spec: interlink §7, §11.2
     await sc.call("POST", "/delete", p.pod);
   }, 150_000);
 
-  test("spec: interlink §7 an init container's follow ends when it ends", async () => {
+  test("docs/interlink.md#get-getlogs an init container's follow ends when it ends", async () => {
     const p = makeCreateRequest({
       metadata: { name: "init-ctr", uid: uid() },
       spec: {
@@ -298,7 +299,7 @@ describe("follow ends when the container terminates (spec: interlink §7, §11.2
     await sc.call("POST", "/delete", p.pod);
   }, 150_000);
 
-  test("spec: interlink §7 a restart ends the follow after the whole instance (as kubectl logs -f on a kubelet), never hangs", async () => {
+  test("docs/interlink.md#get-getlogs a restart ends the follow after the whole instance (as kubectl logs -f on a kubelet), never hangs", async () => {
     // Exits 1 and restarts (MaxRestarts 3, 1-2 s backoff): the job outlives each instance.
     const p = pod("crashloop", "echo first; sleep 3; echo last; exit 1", { restartPolicy: "Always" });
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
@@ -312,7 +313,7 @@ describe("follow ends when the container terminates (spec: interlink §7, §11.2
     await sc.call("POST", "/delete", p.pod);
   }, 150_000);
 
-  test("spec: interlink §7 follow on a finished pod closes right after sending", async () => {
+  test("docs/interlink.md#get-getlogs follow on a finished pod closes right after sending", async () => {
     const p = pod("follow-done", "echo a; echo b");
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
     await done(p.pod);
@@ -322,7 +323,7 @@ describe("follow ends when the container terminates (spec: interlink §7, §11.2
     expect(Date.now() - t0).toBeLessThan(6000);
   }, 90_000);
 
-  test("spec: interlink §7 follow keeps every line of a log that grows fast and past 16 MiB", async () => {
+  test("docs/interlink.md#get-getlogs follow keeps every line of a log that grows fast and past 16 MiB", async () => {
     const p = pod("torrent", "echo start; while [ ! -e /tmp/stop ]; do sleep 0.2; done; echo done");
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
     await running(p.pod);
@@ -369,12 +370,12 @@ describe("follow ends when the container terminates (spec: interlink §7, §11.2
 });
 
 describe("errors and edge cases", () => {
-  test("§11.27 unknown pod → 404 plain text", async () => {
+  test("check-27 unknown pod → 404 plain text", async () => {
     const r = await logs({ metadata: { namespace: "default", uid: "9999aaaa-0000-4000-8000-000000000000", name: "ghost" } }, "main");
     expect(r.status).toBe(404);
     expect(r.body).toMatch(/not known/);
   });
-  test("§11.27 unknown container → 404 plain text", async () => {
+  test("check-27 unknown container → 404 plain text", async () => {
     const p = pod("known", "true");
     await sc.call("POST", "/create", p);
     const r = await logs(p.pod, "nope");
@@ -400,7 +401,7 @@ describe("errors and edge cases", () => {
 });
 
 describe("SharedFilesystem: the log files are read in the pod folder", () => {
-  test("spec: interlink §7 follow reads the growing file, ends after the whole instance at a restart", async () => {
+  test("docs/interlink.md#get-getlogs follow reads the growing file, ends after the whole instance at a restart", async () => {
     const own = await startSidecar({ config: "SharedFilesystem: true", env: { MINICONDOR_SHARED_FS: "1" } });
     try {
       const p = pod("shared", "echo first; sleep 3; echo last; exit 1", { restartPolicy: "Always" });
@@ -421,7 +422,7 @@ describe("SharedFilesystem: the log files are read in the pod folder", () => {
 });
 
 describe("shutdown", () => {
-  test("spec: interlink §7 the sidecar's shutdown closes follow streams", async () => {
+  test("docs/interlink.md#get-getlogs the sidecar's shutdown closes follow streams", async () => {
     const own = await startSidecar();
     try {
       const p = pod("endless", "while true; do echo x; sleep 0.5; done");

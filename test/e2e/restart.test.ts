@@ -1,5 +1,6 @@
-// Nothing is lost on restart (DESIGN.md decision 3; spec: interlink §11.15): kill -9 during a
-// burst of creates, a lost store file, a restart between delete and removal.
+// Nothing is lost on restart (docs/architecture.md#3-nothing-is-lost-on-restart;
+// docs/interlink.md#check-15): kill -9 during a burst of creates, a lost store file, a restart
+// between delete and removal.
 import { afterAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";

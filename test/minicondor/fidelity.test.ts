@@ -1,5 +1,6 @@
-// Fidelity tests for the minicondor emulator against /work/shared/spec/htcondor-cli.md ("cli") and
-// /work/shared/spec/htcondor-observed.md ("observed"). Run: node_modules/.bin/bun test test/minicondor
+// Fidelity tests for the minicondor emulator against docs/htcondor.md: each tool's section there (read from
+// the HTCondor source) and what a real pool printed (docs/htcondor.md#observed-on-a-real-htcondor).
+// Run: node_modules/.bin/bun test test/minicondor
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -69,15 +70,15 @@ afterAll(() => {
 });
 
 // ---------------------------------------------------------------------------------------------
-describe("cli §0 conventions", () => {
-  test("condor_version prints two lines (cli §0, observed more.txt version)", async () => {
+describe("docs/htcondor.md#conventions-of-every-tool conventions", () => {
+  test("condor_version prints two lines (docs/htcondor.md#conventions-of-every-tool, docs/htcondor.md#transcript-more version)", async () => {
     const r = await run("condor_version");
     expect(r.code).toBe(0);
     expect(r.stdout).toBe("$CondorVersion: 25.14.0 2026-11-22 PRE-RELEASE-UWCS $\n$CondorPlatform: X86_64-Debian_12 $\n");
     const q = await run("condor_q", ["-version"]);
     expect(q.stdout.split("\n")[0]).toStartWith("$CondorVersion: 25.14.0");
   });
-  test("unique-prefix option matching; --full-name only (cli §0)", async () => {
+  test("unique-prefix option matching; --full-name only (docs/htcondor.md#conventions-of-every-tool)", async () => {
     const a = await run("condor_q", ["-const", "ClusterId == 424242", "-js"]);
     expect(a.code).toBe(0);
     expect(a.stdout).toBe("");
@@ -92,7 +93,7 @@ describe("cli §0 conventions", () => {
     const log = fs.readFileSync(path.join(home, "calls.log"), "utf8").trim().split("\n");
     expect(log[log.length - 1]).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z condor_version \["-x"\] \d+ 1$/);
   });
-  test("condor_version refuses what it does not know, exit 1 (cli §0, src/condor_tools/version.cpp)", async () => {
+  test("condor_version refuses what it does not know, exit 1 (docs/htcondor.md#conventions-of-every-tool, src/condor_tools/version.cpp)", async () => {
     let r = await run("condor_version", ["-x"]);
     expect(r.code).toBe(1);
     expect(r.stdout).toBe("");
@@ -106,7 +107,7 @@ describe("cli §0 conventions", () => {
   });
 });
 
-describe("ClassAd evaluator (cli §0 constraint syntax)", () => {
+describe("ClassAd evaluator (docs/htcondor.md#conventions-of-every-tool constraint syntax)", () => {
   const ad = Ad.fromObject({ JobStatus: "2", Owner: '"Alice"', Name: '"x\\"y"', R: "1.5", L: "{ 1,2,3 }", E: "JobStatus + 1", B: "true" });
   const ev = (s: string) => afValue(evalExpr(s, ad));
   test("strings: == ignores case, =?= does not", () => {
@@ -133,15 +134,15 @@ describe("ClassAd evaluator (cli §0 constraint syntax)", () => {
     expect(ev('JobStatus == 2 ? "r" : "x"')).toBe("r");
     expect(ev('versionGE(split("$CondorVersion: 25.14.0 x $")[1], "25.12.0")')).toBe("true");
   });
-  test("JSON writer: sorted case-insensitively, expressions as \\/Expr(...)\\/ (cli §2.2)", () => {
+  test("JSON writer: sorted case-insensitively, expressions as \\/Expr(...)\\/ (docs/htcondor.md#json-output)", () => {
     expect(adToJson(Ad.fromObject({ b: "1", A: "2.0", E: "a+b", s: '"q\\"t"', u: "undefined" }))).toBe(
       '{\n  "A": 2.0,\n  "b": 1,\n  "E": "\\/Expr(a + b)\\/",\n  "s": "q\\"t",\n  "u": null\n}');
   });
 });
 
 // ---------------------------------------------------------------------------------------------
-describe("condor_submit (cli §1)", () => {
-  test("-terse prints N.0 - N.M (cli §1.1, observed §7)", async () => {
+describe("condor_submit (docs/htcondor.md#condor_submit)", () => {
+  test("-terse prints N.0 - N.M (docs/htcondor.md#what-condor_submit-prints, docs/htcondor.md#key-observations)", async () => {
     const sub = "executable = /bin/true\nqueue 3\n";
     writeFile("three.sub", sub);
     const r = await run("condor_submit", ["-terse", "three.sub"]);
@@ -149,13 +150,13 @@ describe("condor_submit (cli §1)", () => {
     expect(r.stdout).toMatch(/^(\d+)\.0 - \1\.2\n$/);
     expect(r.stderr).toBe("");
   });
-  test("normal output: dots per proc and the summary line (cli §1.1)", async () => {
+  test("normal output: dots per proc and the summary line (docs/htcondor.md#what-condor_submit-prints)", async () => {
     writeFile("two.sub", "executable = /bin/true\nqueue 2\n");
     const r = await run("condor_submit", ["two.sub"]);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^Submitting job\(s\)\.\.\n2 job\(s\) submitted to cluster \d+\.\n$/);
   });
-  test("stdin with -terse - (observed more.txt submit-stdin)", async () => {
+  test("stdin with -terse - (docs/htcondor.md#transcript-more submit-stdin)", async () => {
     const r = await run("condor_submit", ["-terse", "-"], { stdin: "executable=/bin/echo\narguments=from stdin\noutput=stdin.$(Cluster).out\nlog=stdin.log\nqueue 3\n" });
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^(\d+)\.0 - \1\.2\n$/);
@@ -163,7 +164,7 @@ describe("condor_submit (cli §1)", () => {
     await waitDone(`${c}.2`);
     expect(fs.readFileSync(path.join(work, `stdin.${c}.out`), "utf8")).toBe("from stdin\n");
   });
-  test("-append overrides the file; -batch-name sets JobBatchName (cli §1.3, observed more.txt)", async () => {
+  test("-append overrides the file; -batch-name sets JobBatchName (docs/htcondor.md#condor_submit-options, docs/htcondor.md#transcript-more)", async () => {
     writeFile("hello.sub", "executable = /bin/echo\narguments = hello\noutput = hello.$(Cluster).$(Process).out\nlog = hello.log\nbatch_name = fromfile\nqueue\n");
     const r = await run("condor_submit", ["-terse", "hello.sub", "-append", "arguments=appended", "-batch-name", "run42"]);
     expect(r.code).toBe(0);
@@ -172,7 +173,7 @@ describe("condor_submit (cli §1)", () => {
     expect(fs.readFileSync(path.join(work, `hello.${c}.0.out`), "utf8")).toBe("appended\n");
     expect(await histAf(`${c}.0`, ["JobBatchName"])).toBe("run42\n");
   });
-  test("errors: missing file, parse error, missing executable (cli §1.2, observed §7)", async () => {
+  test("errors: missing file, parse error, missing executable (docs/htcondor.md#condor_submit-exit-codes-and-errors, docs/htcondor.md#key-observations)", async () => {
     let r = await run("condor_submit", ["-terse", "nonexist.sub"]);
     expect(r).toEqual({ code: 1, stdout: "", stderr: "\nERROR: Failed to open command file (nonexist.sub) (No such file or directory)\n" });
     writeFile("bad.sub", "executable = /bin/true\nthis line is bad\nqueue\n");
@@ -183,7 +184,7 @@ describe("condor_submit (cli §1)", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toBe("\nERROR: Can't access executable file /nonexistent/prog: No such file or directory\n");
   });
-  test("unused line warning keeps exit 0; bare +Attr=val argument is rejected (cli §1.2, §1.3)", async () => {
+  test("unused line warning keeps exit 0; bare +Attr=val argument is rejected (docs/htcondor.md#condor_submit-exit-codes-and-errors, docs/htcondor.md#condor_submit-options)", async () => {
     writeFile("typo.sub", "executable = /bin/true\nfoo = bar\nqueue\n");
     let r = await run("condor_submit", ["-terse", "typo.sub"]);
     expect(r.code).toBe(0);
@@ -192,7 +193,7 @@ describe("condor_submit (cli §1)", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("invalid attribute name '+Foo' for attrib=value assigment");
   });
-  test("root is refused unless MINICONDOR_ALLOW_ROOT=1 (issue 3 Owner; schedd qmgmt.cpp, refusal seen at commit per cli §1.2)", async () => {
+  test("root is refused unless MINICONDOR_ALLOW_ROOT=1 (issue 3 Owner; schedd qmgmt.cpp, refusal seen at commit per docs/htcondor.md#condor_submit-exit-codes-and-errors)", async () => {
     writeFile("two-root.sub", "executable = /bin/true\nqueue 2\n");
     const asRoot = { MINICONDOR_OWNER: "root", MINICONDOR_ALLOW_ROOT: "0" };
     let r = await runTool(home, "condor_submit", ["-batch-name", "refused-root", path.join(work, "two-root.sub")], { cwd: work, env: asRoot });
@@ -203,7 +204,7 @@ describe("condor_submit (cli §1)", () => {
     // nothing was queued
     expect((await run("condor_q", ["-allusers", "-constraint", 'JobBatchName == "refused-root"', "-af", "ClusterId"])).stdout).toBe("");
   });
-  test("job ad attributes: units, +Attr expressions, requirements, defaults (cli §1.4, §6)", async () => {
+  test("job ad attributes: units, +Attr expressions, requirements, defaults (docs/htcondor.md#submit-file-rules, docs/htcondor.md#job-status-and-job-attributes)", async () => {
     const c = await submit(`executable = /bin/true
 request_memory = 1.5G
 request_disk = 2G
@@ -246,7 +247,7 @@ queue
 
 // ---------------------------------------------------------------------------------------------
 describe("jobs really run", () => {
-  test("output file, exit code in history, user log events (cli §6, observed hello.txt)", async () => {
+  test("output file, exit code in history, user log events (docs/htcondor.md#job-status-and-job-attributes, docs/htcondor.md#transcript-hello)", async () => {
     writeFile("exit3.sh", "#!/bin/bash\necho out-$1\necho err-$2 >&2\nexit 3\n", 0o755);
     const c = await submit("executable = exit3.sh\narguments = a b\noutput = e3.out\nerror = e3.err\nlog = e3.log\nshould_transfer_files = YES\nqueue\n");
     expect(await waitDone(`${c}.0`)).toBe("4");
@@ -267,7 +268,7 @@ describe("jobs really run", () => {
     expect(log).toContain("001 (");
     expect(log).toContain("Job terminated.\n\t(1) Normal termination (return value 3)\n");
   });
-  test("the job environment has no PATH, only HTCondor's variables (observed: complete environment)", async () => {
+  test("the job environment has no PATH, only HTCondor's variables (docs/htcondor.md#the-complete-job-environment)", async () => {
     const c = await submit("executable = /usr/bin/env\noutput = env.out\nenvironment = \"FOO=bar\"\nshould_transfer_files = YES\nqueue\n");
     await waitDone(`${c}.0`);
     const env = Object.fromEntries(fs.readFileSync(path.join(work, "env.out"), "utf8").trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
@@ -291,7 +292,7 @@ describe("jobs really run", () => {
       "_CHIRP_DELAYED_UPDATE_PREFIX", "_CONDOR_AssignedGPUs", "_CONDOR_BIN", "_CONDOR_CHIRP_CONFIG", "_CONDOR_JOB_AD", "_CONDOR_JOB_IWD", "_CONDOR_JOB_PIDS",
       "_CONDOR_MACHINE_AD", "_CONDOR_SCRATCH_DIR", "_CONDOR_SLOT"].sort());
   });
-  test("the default should_transfer_files = IF_NEEDED transfers: the job runs in its scratch dir (cli §1.4)", async () => {
+  test("the default should_transfer_files = IF_NEEDED transfers: the job runs in its scratch dir (docs/htcondor.md#submit-file-rules)", async () => {
     // the EP's FileSystemDomain differs from the AP's, as on any pool whose EPs are other machines
     writeFile("where.sh", "#!/bin/bash\npwd\necho made > made-by-where.txt\n", 0o755);
     const c = await submit("executable = where.sh\noutput = where.out\nqueue\n");
@@ -303,7 +304,7 @@ describe("jobs really run", () => {
     expect(h.ShouldTransferFiles).toBe("IF_NEEDED");
     expect(typeof h.FileSystemDomain).toBe("string");
   });
-  test("arguments and environment: new-syntax quoting (cli §1.4)", async () => {
+  test("arguments and environment: new-syntax quoting (docs/htcondor.md#submit-file-rules)", async () => {
     writeFile("args.sh", '#!/bin/bash\nfor a in "$@"; do echo "[$a]"; done\necho "one=[$one] two=[$two] three=[$three]"\n', 0o755);
     const c = await submit(`executable = args.sh
 arguments = "one ""two"" 'spacey ''quoted'' argument'"
@@ -321,7 +322,7 @@ queue
     expect(fs.readFileSync(path.join(work, "args2.out"), "utf8")).toBe("[old]\n[syntax]\none=[1] two=[2] three=[]\n");
     expect(await histAf(`${c2}.0`, ["Args"])).toBe("old syntax\n");
   }, 30_000);
-  test("file transfer: inputs by basename, dir/ contents, output files and directories (cli §1.4, observed output transfer)", async () => {
+  test("file transfer: inputs by basename, dir/ contents, output files and directories (docs/htcondor.md#submit-file-rules, docs/htcondor.md#output-transfer-of-folders-and-missing-files)", async () => {
     writeFile("in/a.txt", "A\n");
     writeFile("in/d/b.txt", "B\n");
     writeFile("in/e/c.txt", "C\n");
@@ -339,8 +340,8 @@ queue
 });
 
 // ---------------------------------------------------------------------------------------------
-describe("condor_q / condor_history output (cli §2, §3)", () => {
-  test("condor_q -json with no match prints nothing; history prints [\\n]\\n (cli §9.1)", async () => {
+describe("condor_q / condor_history output (docs/htcondor.md#condor_q, docs/htcondor.md#condor_history)", () => {
+  test("condor_q -json with no match prints nothing; history prints [\\n]\\n (docs/htcondor.md#pitfalls)", async () => {
     const q = await run("condor_q", ["-json", "-constraint", "ClusterId == 999999"]);
     expect(q).toEqual({ code: 0, stdout: "", stderr: "" });
     const h = await run("condor_history", ["-json", "999999.0"]);
@@ -348,7 +349,7 @@ describe("condor_q / condor_history output (cli §2, §3)", () => {
     const af = await run("condor_q", ["999999", "-af", "JobStatus"]);
     expect(af).toEqual({ code: 0, stdout: "", stderr: "" });
   });
-  test("-json shape: [\\n{...}\\n,\\n{...}\\n]\\n, -attributes limits keys (cli §2.2, observed multi.txt)", async () => {
+  test("-json shape: [\\n{...}\\n,\\n{...}\\n]\\n, -attributes limits keys (docs/htcondor.md#json-output, docs/htcondor.md#transcript-multi)", async () => {
     const c = await submit("executable = /bin/true\nhold = true\nqueue 2\n");
     const r = await run("condor_q", ["-json", "-attributes", "ClusterId,ProcId,JobStatus,NoSuchAttr", String(c)]);
     expect(r.stdout).toBe(`[\n{\n  "ClusterId": ${c},\n  "JobStatus": 5,\n  "ProcId": 0\n}\n,\n{\n  "ClusterId": ${c},\n  "JobStatus": 5,\n  "ProcId": 1\n}\n]\n`);
@@ -357,7 +358,7 @@ describe("condor_q / condor_history output (cli §2, §3)", () => {
     expect(keys).toEqual([...keys].sort((a, b) => a.toLowerCase().localeCompare(b.toLowerCase())));
     expect(keys).toContain("ServerTime");
     expect(full.stdout).toContain('"RequestDisk": "\\/Expr(MAX({ 1024,(TransferInputSizeMB + 1) * 1.250000000000000E+00 }) * 1024)\\/"');
-    // -af (cli §2.3)
+    // -af (docs/htcondor.md#autoformat-output)
     expect((await run("condor_q", [String(c), "-af", "ClusterId", "ProcId", "JobStatus", "HoldReasonCode", "Nope", "Owner"])).stdout)
       .toMatch(new RegExp(`^${c} 0 5 15 undefined \\S+\n${c} 1 5 15 undefined \\S+\n$`));
     expect((await run("condor_q", [String(c), "-af:jt", "JobStatus", "HoldReason"])).stdout)
@@ -379,7 +380,7 @@ describe("condor_q / condor_history output (cli §2, §3)", () => {
     expect(bad.code).toBe(1);
     expect((await run("condor_rm", [String(c)])).code).toBe(0);
   }, 30_000);
-  test("condor_history: newest first, -forwards, -limit, -match, -scanlimit, -jsonl (cli §3, observed hist-af)", async () => {
+  test("condor_history: newest first, -forwards, -limit, -match, -scanlimit, -jsonl (docs/htcondor.md#condor_history, docs/htcondor.md#transcript-more hist-af)", async () => {
     const c = await submit("executable = /bin/true\nqueue 3\n");
     await waitDone(`${c}.2`);
     await waitDone(`${c}.0`);
@@ -398,7 +399,7 @@ describe("condor_q / condor_history output (cli §2, §3)", () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-describe("condor_rm / condor_hold / condor_release (cli §4, observed hold.txt, sleeper.txt, multi.txt)", () => {
+describe("condor_rm / condor_hold / condor_release (docs/htcondor.md#condor_rm-condor_hold-condor_release, docs/htcondor.md#transcript-hold, docs/htcondor.md#transcript-sleeper, docs/htcondor.md#transcript-multi)", () => {
   test("rm of a running job, again, not found, cluster not found", async () => {
     const c = await submit("executable = sleeper.sh\noutput = rm.out\nlog = rm.log\nshould_transfer_files = YES\nqueue\n");
     await waitQ(`${c}.0`, ["JobStatus"], "2");
@@ -419,14 +420,15 @@ describe("condor_rm / condor_hold / condor_release (cli §4, observed hold.txt, 
     expect(hist.RemoveReason).toMatch(/^via condor_rm \(by user .+\)$/);
     expect(hist.ExitCode).toBeUndefined();
     expect(fs.readFileSync(path.join(work, "rm.log"), "utf8")).toContain("Job was aborted.\n\tvia condor_rm (by user ");
-    // held then removed: HoldReason moves to LastHoldReason (cli §4.2)
+    // held then removed: HoldReason moves to LastHoldReason
+    // (docs/htcondor.md#clusters-users-and-constraints-one-summary-line)
     r = await run("condor_rm", [String(h)]);
     expect(r).toEqual({ code: 0, stdout: `All jobs in cluster ${h} have been marked for removal\n`, stderr: "" });
     const hh = JSON.parse((await run("condor_history", ["-json", `${h}.0`])).stdout)[0];
     expect(hh.HoldReason).toBeUndefined();
     expect(hh.LastHoldReason).toBe("submitted on hold at user's request");
   }, 30_000);
-  test("hold and release a running job; it runs again (observed hold.txt)", async () => {
+  test("hold and release a running job; it runs again (docs/htcondor.md#transcript-hold)", async () => {
     const c = await submit("executable = sleeper.sh\nlog = hold.log\nshould_transfer_files = YES\nqueue 2\n");
     await waitQ(`${c}.1`, ["JobStatus"], "2");
     let r = await run("condor_hold", [`${c}.1`]);
@@ -468,7 +470,7 @@ describe("condor_rm / condor_hold / condor_release (cli §4, observed hold.txt, 
     expect(Date.now() - t0).toBeGreaterThan(900);
     expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).length).toBe(0);
   }, 30_000);
-  test("stop = one soft kill to the job's own pid, SIGKILL to everything after JobMaxVacateTime (issue 3 condor_rm; cli §4.2)", async () => {
+  test("stop = one soft kill to the job's own pid, SIGKILL to everything after JobMaxVacateTime (issue 3 condor_rm; docs/htcondor.md#clusters-users-and-constraints-one-summary-line)", async () => {
     // the starter signals the job process only (kill_sig / remove_kill_sig / hold_kill_sig, default SIGTERM):
     // a child in the same process group hears nothing until the hard kill
     writeFile("stopme.sh", `#!/bin/bash
@@ -507,7 +509,7 @@ while :; do sleep 0.1; done
     expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).length).toBe(0);
     await run("condor_rm", [String(h)]);
   }, 30_000);
-  test("job_max_vacate_time = 0 stays 0: no grace at all; unset means no attribute (observed hello.txt q-json-idle)", async () => {
+  test("job_max_vacate_time = 0 stays 0: no grace at all; unset means no attribute (docs/htcondor.md#transcript-hello q-json-idle)", async () => {
     writeFile("deaf.sh", "#!/bin/bash\ntrap '' TERM\nwhile :; do sleep 0.1; done\n", 0o755);
     const c = await submit("executable = deaf.sh\njob_max_vacate_time = 0\nshould_transfer_files = YES\nqueue\n");
     const j = JSON.parse((await run("condor_q", ["-json", `${c}.0`])).stdout)[0];
@@ -519,7 +521,7 @@ while :; do sleep 0.1; done
     expect(await waitDone(`${c}.0`)).toBe("3");
     expect(Date.now() - t0).toBeLessThan(5000); // far from the 10 s a job without job_max_vacate_time gets
   });
-  test("cluster and -constraint together act on their intersection, one summary line (cli §4.2)", async () => {
+  test("cluster and -constraint together act on their intersection, one summary line (docs/htcondor.md#clusters-users-and-constraints-one-summary-line)", async () => {
     const a = await submit("executable = /bin/true\nhold = true\nqueue 3\n");
     const b = await submit("executable = sleeper.sh\nshould_transfer_files = YES\nhold = true\nqueue 2\n");
     let r = await run("condor_rm", [String(a), "-constraint", "ProcId == 1"]);
@@ -535,7 +537,7 @@ while :; do sleep 0.1; done
     expect(r).toEqual({ code: 1, stdout: "", stderr: `\nCouldn't find/remove all jobs matching constraint ((ClusterId == ${a}) && (ProcId == 7))\n` });
     expect((await run("condor_rm", [String(a), String(b)])).code).toBe(0);
   }, 30_000);
-  test("a job killed by a signal: ExitBySignal/ExitSignal; stray children killed at exit (cli §6)", async () => {
+  test("a job killed by a signal: ExitBySignal/ExitSignal; stray children killed at exit (docs/htcondor.md#job-status-and-job-attributes)", async () => {
     writeFile("selfkill.sh", "#!/bin/bash\nsleep 300 &\nkill -9 $$\n", 0o755);
     const c = await submit("executable = selfkill.sh\nshould_transfer_files = YES\nqueue\n");
     expect(await waitDone(`${c}.0`)).toBe("4");
@@ -548,7 +550,7 @@ while :; do sleep 0.1; done
 describe("-name, -pool, -remote: this machine's schedd and collector are the only ones", () => {
   // minicondor's default host: the short host name (README, config "host")
   const host = () => os.hostname().split(".")[0] || "localhost";
-  test("condor_q (cli §2.5)", async () => {
+  test("condor_q (docs/htcondor.md#remote-schedds-and-condor_q-errors)", async () => {
     expect(await run("condor_q", ["-name", "nosuch.example.org", "-af", "ClusterId"])).toEqual({ code: 1, stdout: "", stderr: "Error: Collector has no record of schedd/submitter\n" });
     expect(await run("condor_q", ["-name", host(), "-pool", "cm.example.org:9618", "-af", "ClusterId"])).toEqual({ code: 1, stdout: "", stderr: "Error: Couldn't contact the condor_collector on cm.example.org:9618.\n" });
     expect((await run("condor_q", ["-name", host(), "-pool", "localhost:9618", "-af", "ClusterId"])).code).toBe(0);
@@ -561,7 +563,7 @@ describe("-name, -pool, -remote: this machine's schedd and collector are the onl
     }
     expect(await run("condor_q", ["-limit", "0"])).toEqual({ code: 1, stdout: "", stderr: "Error: 0 is not a valid for -limit.\n" });
   });
-  test("condor_submit: -name, -pool, -remote = -name + -spool (cli §1.2, §1.3)", async () => {
+  test("condor_submit: -name, -pool, -remote = -name + -spool (docs/htcondor.md#condor_submit-exit-codes-and-errors, docs/htcondor.md#condor_submit-options)", async () => {
     writeFile("remote.sub", "executable = /bin/true\nshould_transfer_files = YES\nqueue\n");
     expect(await run("condor_submit", ["-terse", "-name", "nosuch.example.org", "remote.sub"])).toEqual({ code: 1, stdout: "", stderr: "\nERROR: Can't find address of schedd nosuch.example.org\n" });
     expect(await run("condor_submit", ["-terse", "-remote", "nosuch.example.org", "remote.sub"])).toEqual({ code: 1, stdout: "", stderr: "\nERROR: Can't find address of schedd nosuch.example.org\n" });
@@ -574,27 +576,27 @@ describe("-name, -pool, -remote: this machine's schedd and collector are the onl
     expect(q.SUBMIT_Iwd).toBe(work);
     await run("condor_rm", [c]);
   });
-  test("condor_rm / condor_hold: an unknown schedd (cli §4.2, src/condor_rm.V6/rm.cpp)", async () => {
+  test("condor_rm / condor_hold: an unknown schedd (docs/htcondor.md#clusters-users-and-constraints-one-summary-line, src/condor_rm.V6/rm.cpp)", async () => {
     // without -pool the tool asks the collector itself; with -pool the schedd lookup fails
     expect(await run("condor_rm", ["-name", "nosuch.example.org", "1.0"])).toEqual({ code: 1, stdout: "", stderr: "Error: cannot get address of schedd nosuch.example.org\n" });
     expect(await run("condor_hold", ["-name", "nosuch.example.org", "-pool", "localhost", "1.0"])).toEqual({ code: 1, stdout: "", stderr: "condor_hold: Can't find address for schedd nosuch.example.org\n" });
     expect((await run("condor_rm", ["-name", host(), "999999.0"])).stderr).toBe("\nJob 999999.0 not found\n");
   });
-  test("condor_history (cli §3)", async () => {
+  test("condor_history (docs/htcondor.md#condor_history)", async () => {
     expect(await run("condor_history", ["-name", "nosuch.example.org", "-json"])).toEqual({ code: 1, stdout: "", stderr: "Unable to locate remote schedd (name=nosuch.example.org, pool=).\n" });
     expect(await run("condor_history", ["-name", host(), "-pool", "cm.example.org", "-json"])).toEqual({ code: 1, stdout: "", stderr: `Unable to locate remote schedd (name=${host()}, pool=cm.example.org).\n` });
     expect((await run("condor_history", ["-name", host(), "-json", "999999.0"])).stdout).toBe("[\n]\n");
   });
-  test("condor_tail (cli §5.2, src/condor_tools/tail.cpp)", async () => {
+  test("condor_tail (docs/htcondor.md#condor_tail, src/condor_tools/tail.cpp)", async () => {
     expect(await run("condor_tail", ["-name", "nosuch.example.org", "999999.0"])).toEqual({ code: 1, stdout: "", stderr: "No such schedd named nosuch.example.org in local pool\n" });
     expect(await run("condor_tail", ["-pool", "cm.example.org", "-name", host(), "999999.0"])).toEqual({ code: 1, stdout: "", stderr: `No such schedd named ${host()} in pool cm.example.org\n` });
     expect(await run("condor_tail", ["-name", host(), "999999.0"])).toEqual({ code: 1, stdout: "", stderr: "No such job: 999999.0\n" });
   });
-  test("condor_transfer_data (cli §5.3, src/condor_tools/transfer_data.cpp)", async () => {
+  test("condor_transfer_data (docs/htcondor.md#condor_transfer_data, src/condor_tools/transfer_data.cpp)", async () => {
     expect(await run("condor_transfer_data", ["-name", "nosuch.example.org", "1"])).toEqual({ code: 1, stdout: "", stderr: "condor_transfer_data: Can't find address for schedd nosuch.example.org\n" });
     expect(await run("condor_transfer_data", ["-name", host(), "-pool", "localhost", "999999"])).toEqual({ code: 0, stdout: "Fetching data files...\n", stderr: "" });
   });
-  test("condor_status has no -name; -pool and -debug are fine (cli §5.1, src/condor_status.V6/status.cpp firstPass)", async () => {
+  test("condor_status has no -name; -pool and -debug are fine (docs/htcondor.md#condor_status, src/condor_status.V6/status.cpp firstPass)", async () => {
     const r = await run("condor_status", ["-name", host(), "-af", "Name"]);
     expect(r.code).toBe(1);
     expect(r.stdout).toBe("");
@@ -605,7 +607,7 @@ describe("-name, -pool, -remote: this machine's schedd and collector are the onl
 });
 
 // ---------------------------------------------------------------------------------------------
-describe("slots and condor_status (cli §5.1, observed status.txt)", () => {
+describe("slots and condor_status (docs/htcondor.md#condor_status, docs/htcondor.md#transcript-status)", () => {
   test("jobs stay Idle when the machine is full; status -totals format", async () => {
     const h = newHome({ cpus: 1, memory: 1024 });
     const o = { home: h };
@@ -634,7 +636,7 @@ describe("slots and condor_status (cli §5.1, observed status.txt)", () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-describe("condor_chirp (cli §5.4, observed chirp table)", () => {
+describe("condor_chirp (docs/htcondor.md#condor_chirp, docs/htcondor.md#what-condor_chirp-does-to-strings)", () => {
   test("set_job_attr is visible in condor_q at once; string table; get_job_attr; ulog; delayed", async () => {
     setConfig(home, { scheddIdleExitMs: 1500, pollMs: 50, delayedUpdateMs: 300 });
     writeFile("chirp.sh", `#!/bin/bash
@@ -672,7 +674,7 @@ sleep 30
     expect(fs.existsSync(path.join(work, "chirp.out"))).toBe(false); // removed jobs transfer no output (ON_EXIT)
     expect(await histAf(`${c}.0`, ["ChirpTestAttr", "ChirpDelayedAttr"])).toBe("set-by-chirp 7\n");
   }, 30_000);
-  test("without WantIOProxy: Error 22 on stdout, exit 255; get_job_attr (null); outside a job (observed §7)", async () => {
+  test("without WantIOProxy: Error 22 on stdout, exit 255; get_job_attr (null); outside a job (docs/htcondor.md#key-observations)", async () => {
     writeFile("nochirp.sh", `#!/bin/bash
 chirp=$_CONDOR_BIN/../libexec/condor_chirp
 $chirp set_job_attr Foo 1 > sj.txt; echo "rc=$?" >> sj.txt
@@ -689,7 +691,7 @@ $chirp set_job_attr_delayed ChirpX 1; echo "rcd=$?" >> sj.txt
 });
 
 // ---------------------------------------------------------------------------------------------
-describe("condor_tail (cli §5.2, observed sleeper.txt / tail_f.txt / tail_idle.txt)", () => {
+describe("condor_tail (docs/htcondor.md#condor_tail, docs/htcondor.md#transcript-sleeper / docs/htcondor.md#transcript-tail_f / docs/htcondor.md#transcript-tail_idle)", () => {
   test("stdout, -no-stdout -stderr, -maxbytes, unauthorized file, -f, not in queue, idle hangs", async () => {
     const c = await submit("executable = sleeper.sh\noutput = tail.out\nerror = tail.err\ntransfer_output_files = ok.txt\nshould_transfer_files = YES\nqueue\n");
     await waitQ(`${c}.0`, ["JobStatus"], "2");
@@ -722,8 +724,8 @@ describe("condor_tail (cli §5.2, observed sleeper.txt / tail_f.txt / tail_idle.
   }, 30_000);
 
   // The job ends (its starter, and with it the sandbox, gone) after condor_tail looked it up: the
-  // peek finds no starter. Never a silent success (cli §5.2: other failures print a message, exit 1;
-  // tail.cpp: "Failed to peek at file from starter: <error>"). Staged here by deleting the sandbox
+  // peek finds no starter. Never a silent success (docs/htcondor.md#condor_tail: other failures print a message, exit
+  // 1; tail.cpp: "Failed to peek at file from starter: <error>"). Staged here by deleting the sandbox
   // of a job the queue still shows running, the state condor_tail sees in that race.
   test("a sandbox gone between the lookup and the read: an error, exit 1, also with -f", async () => {
     const h = newHome();
@@ -745,7 +747,7 @@ describe("condor_tail (cli §5.2, observed sleeper.txt / tail_f.txt / tail_idle.
 });
 
 // ---------------------------------------------------------------------------------------------
-describe("-spool and condor_transfer_data (cli §1.3, §5.3, observed spool.txt)", () => {
+describe("-spool and condor_transfer_data (docs/htcondor.md#condor_submit-options, docs/htcondor.md#condor_transfer_data, docs/htcondor.md#transcript-spool)", () => {
   test("held with code 16, released, runs in the spool, stays with status 4 until transfer_data", async () => {
     const sd = path.join(work, "spooldir");
     writeFile("spool.sh", "#!/bin/bash\necho \"spool job\"\ncat input.txt\necho result > result.txt\necho err >&2\n", 0o755, sd);
@@ -771,7 +773,8 @@ describe("-spool and condor_transfer_data (cli §1.3, §5.3, observed spool.txt)
     expect(fs.readFileSync(path.join(sd, `spool.${c}.0.out`), "utf8")).toBe("spool job\ninput data\n");
     expect(fs.readFileSync(path.join(sd, `spool.${c}.0.err`), "utf8")).toBe("err\n");
     expect(fs.readFileSync(path.join(sd, "result.txt"), "utf8")).toBe("result\n");
-    // observed q-after-transfer: still in the queue, status 4, StageOutFinish set, LeaveJobInQueue false
+    // docs/htcondor.md#transcript-spool q-after-transfer: still in the queue, status 4, StageOutFinish set,
+    // LeaveJobInQueue false
     expect((await qAf(`${c}.0`, ["ClusterId", "ProcId", "JobStatus", "StageOutFinish", "LeaveJobInQueue"]))).toMatch(new RegExp(`^${c} 0 4 \\d+ false$`));
     await Bun.sleep(1000);
     expect(await qAf(`${c}.0`, ["JobStatus"])).toBe("4");
@@ -783,7 +786,7 @@ describe("-spool and condor_transfer_data (cli §1.3, §5.3, observed spool.txt)
     r = await run("condor_transfer_data", ["999999.0"]);
     expect(r).toEqual({ code: 0, stdout: "Fetching data files...\n", stderr: "" });
   }, 30_000);
-  test("remaps of a spooled job apply at condor_transfer_data, not at exit (cli §1.3, §5.3)", async () => {
+  test("remaps of a spooled job apply at condor_transfer_data, not at exit (docs/htcondor.md#condor_submit-options, docs/htcondor.md#condor_transfer_data)", async () => {
     const sd = path.join(work, "spoolremap");
     writeFile("remap.sh", "#!/bin/bash\necho out-line\necho err-line >&2\necho data > result.txt\n", 0o755, sd);
     fs.mkdirSync(path.join(sd, "logs"), { recursive: true });
@@ -813,9 +816,9 @@ describe("-spool and condor_transfer_data (cli §1.3, §5.3, observed spool.txt)
 });
 
 // ---------------------------------------------------------------------------------------------
-// spec: htcondor-observed.md, "Many pods in one condor_submit"
-describe("many pods in one condor_submit (observed: Many pods in one condor_submit)", () => {
-  const OBS = 'spec: htcondor-observed.md, "Many pods in one condor_submit"';
+// docs/htcondor.md#submitting-many-pods-at-once
+describe("many pods in one condor_submit (docs/htcondor.md#submitting-many-pods-at-once)", () => {
+  const OBS = 'docs/htcondor.md#submitting-many-pods-at-once';
   /** Three pod folders, each with its own job.sh, as the observed form uses them. */
   function podDirs(tag: string, script = "#!/bin/bash\necho \"$(basename \"$_CONDOR_JOB_IWD\")\" > result.txt\necho out-$1\n"): string[] {
     return [1, 2, 3].map((n) => {
@@ -973,7 +976,7 @@ queue 2
     expect(r).toEqual({ code: 1, stdout: "", stderr: "ERROR: Cannot set hold to 'true' when using -remote or -spool\n" });
   }, 40_000);
 
-  test(`condor_rm, condor_history and condor_q with several job ids (${OBS}; cli §2.1, §3, §4.1)`, async () => {
+  test(`condor_rm, condor_history and condor_q with several job ids (${OBS}; docs/htcondor.md#which-jobs-condor_q-shows, docs/htcondor.md#condor_history, docs/htcondor.md#job-ids-one-line-per-id)`, async () => {
     const c = await submit("executable = /bin/true\nhold = true\nMY.InterLinkPodUID = \"uid-$(Process)\"\nqueue 3\n");
     const d = await submit("executable = /bin/true\nhold = true\nqueue 1\n");
     // condor_q: ids and cluster ids together, in job-id order
@@ -998,9 +1001,9 @@ queue 2
 });
 
 // ---------------------------------------------------------------------------------------------
-// spec: htcondor-observed.md, "Many pods in one condor_submit" (its end: a value ending in `\`)
+// docs/htcondor.md#submitting-many-pods-at-once (its end: a value ending in `\`)
 describe("line continuation and the failures a pod's own submit values cause", () => {
-  test('a value ending in \\ continues onto the next line: rank = 1 \\ + priority = 2 (spec: htcondor-observed.md, "Many pods in one condor_submit")', async () => {
+  test('a value ending in \\ continues onto the next line: rank = 1 \\ + priority = 2 (docs/htcondor.md#submitting-many-pods-at-once)', async () => {
     const f = writeFile("cont.sub", "executable = /bin/true\nbatch_name = cont-test\nrank = 1 \\\npriority = 2\nqueue\n");
     let r = await run("condor_submit", ["-terse", f]);
     expect(r).toEqual({ code: 1, stdout: "", stderr: "ERROR: Parse error in expression: \n\tRank = 1 priority = 2\n\t\n" });
@@ -1114,7 +1117,7 @@ ln -s ${outside} auto_link
 
 // ---------------------------------------------------------------------------------------------
 // src/condor_shadow.V6.1/remoteresource.cpp allowRemoteWriteAttributeAccess; src/condor_utils/param_info.in
-describe("condor_chirp set_job_attr: what a job may rewrite in its own ad (cli §5.4; remoteresource.cpp, qmgmt.cpp)", () => {
+describe("condor_chirp set_job_attr: what a job may rewrite in its own ad (docs/htcondor.md#condor_chirp; remoteresource.cpp, qmgmt.cpp)", () => {
   test("any attribute but the immutable ones (EACCES, error 13, rc 255); secure ones are ignored; JobStatus is accepted", async () => {
     const h = newHome({ delayedUpdateMs: 200, sharedFileSystem: true });
     writeFile("imm.sh", `#!/bin/bash
@@ -1165,7 +1168,7 @@ $chirp set_job_attr_delayed ChirpOk 2; echo "d2 rc=$?"
 });
 
 // ---------------------------------------------------------------------------------------------
-describe("fault injection (observed §7 pool down)", () => {
+describe("fault injection (docs/htcondor.md#key-observations pool down)", () => {
   test("schedd down: every tool fails with the observed text; history still works", async () => {
     const h = newHome();
     const o = { home: h };
@@ -1191,7 +1194,7 @@ describe("fault injection (observed §7 pool down)", () => {
     expect((await runTool(h, "condor_q", ["-af", "x"], { env: { MINICONDOR_SCHEDD_DOWN: "1" } })).code).toBe(1);
     expect((await run("condor_q", ["-af", "x"], o)).code).toBe(0);
   });
-  test("per-tool fail / hang / slow / warn; hold on start (cli §1.2, §2.5, §6 HoldReasonCode)", async () => {
+  test("per-tool fail / hang / slow / warn; hold on start (docs/htcondor.md#condor_submit-exit-codes-and-errors, docs/htcondor.md#remote-schedds-and-condor_q-errors, docs/htcondor.md#hold-codes HoldReasonCode)", async () => {
     const h = newHome();
     const o = { home: h };
     setFaults(h, { tools: { condor_q: "fail", condor_history: "hang", condor_status: "slow:400", condor_rm: "warn" } });
@@ -1207,7 +1210,8 @@ describe("fault injection (observed §7 pool down)", () => {
     r = await run("condor_rm", ["-all"], o);
     expect(r.code).toBe(0);
     expect(r.stderr).toStartWith("WARNING: ");
-    // cli §1.1/§1.2: "Submitting job(s)" (no newline) is out before the connection fails, unless -terse or stdin
+    // docs/htcondor.md#what-condor_submit-prints/docs/htcondor.md#condor_submit-exit-codes-and-errors: "Submitting
+    // job(s)" (no newline) is out before the connection fails, unless -terse or stdin
     const failEnv = { ...ENV, MINICONDOR_FAULT_CONDOR_SUBMIT: "fail" };
     let fail = await runTool(h, "condor_submit", [path.join(work, "f.sub")], { cwd: work, env: failEnv });
     expect(fail.code).toBe(1);
@@ -1258,7 +1262,7 @@ describe("condor_submit slowafter (a submit killed by its caller's timeout after
 });
 
 describe("faults reach the jobs they were given for", () => {
-  test("a job held at start never ran: no JobStartDate, JobRunCount, NumShadowStarts, FirstJobMatchDate (cli §6)", async () => {
+  test("a job held at start never ran: no JobStartDate, JobRunCount, NumShadowStarts, FirstJobMatchDate (docs/htcondor.md#job-status-and-job-attributes)", async () => {
     const c = await submit('executable = /bin/true\n+MiniCondorHoldCode = 34\n+MiniCondorHoldSubCode = 102\n+MiniCondorHoldReason = "Job has gone over memory limit"\nqueue\n');
     await waitQ(`${c}.0`, ["JobStatus", "HoldReasonCode"], "5 34");
     const j = JSON.parse((await run("condor_q", ["-json", `${c}.0`])).stdout)[0];
@@ -1267,7 +1271,7 @@ describe("faults reach the jobs they were given for", () => {
     expect(j.HoldReason).toBe("Job has gone over memory limit");
     await run("condor_rm", [String(c)]);
   });
-  test("MINICONDOR_HOLD_ON_START given to condor_submit holds its jobs, even on a schedd already running (cli §6 HoldReasonCode)", async () => {
+  test("MINICONDOR_HOLD_ON_START given to condor_submit holds its jobs, even on a schedd already running (docs/htcondor.md#hold-codes HoldReasonCode)", async () => {
     const h = newHome();
     const o = { home: h };
     const busy = await submit("executable = sleeper.sh\nshould_transfer_files = YES\nqueue\n", [], o);

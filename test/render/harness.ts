@@ -76,7 +76,7 @@ export interface RunOptions {
   onTick?: () => void;
 }
 
-/** The environment HTCondor gives a vanilla job (spec: htcondor-observed.md), minus PATH. */
+/** The environment HTCondor gives a vanilla job (docs/htcondor.md#the-jobs-environment), minus PATH. */
 export function jobEnv(sandbox: string, extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {
     _CONDOR_SCRATCH_DIR: sandbox,

@@ -1,6 +1,7 @@
-// The planner and the renderers together: a create request as interLink sends it (spec: interlink
-// §3), planned with a site config, rendered into the submit file and the wrapper. The other golden
-// files come from hand-built plans, so only these catch a plan the renderers refuse or misread.
+// The planner and the renderers together: a create request as interLink sends it
+// (docs/interlink.md#post-create), planned with a site config, rendered into the submit file and
+// the wrapper. The other golden files come from hand-built plans, so only these catch a plan the
+// renderers refuse or misread.
 import { describe, expect, test } from "bun:test";
 import { parseCreateRequest } from "../../src/core/pod.ts";
 import { planJob } from "../../src/core/plan.ts";
@@ -21,7 +22,8 @@ describe("planJob → renderSubmit / renderWrapper (the rich example and its sit
   // The library is the same for every pod (wrapper-lib.bash): this golden is the plan part.
   test("the wrapper's plan section (golden)", () => expectGolden("planned-rich.plan.sh", perPodPart(renderWrapper(plan()))));
 
-  // spec: htcondor-cli §1.4: `+X` is written `MY.X`; the site's line comes first, then the pod's.
+  // docs/htcondor.md#submit-file-rules: `+X` is written `MY.X`; the site's line comes first, then
+  // the pod's.
   test("site ExtraLines and allowlisted submit-options with + reach the submit file as MY.", () => {
     const cmds = commands(renderSubmit(plan(), DIR));
     const tail = cmds.slice(cmds.findIndex(([k]) => k === "MY.SiteFlavour"));

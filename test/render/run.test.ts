@@ -446,7 +446,7 @@ const termDuringInit = scenario(
 );
 
 // The runtime's cache: HTCondor points APPTAINER_CACHEDIR/SINGULARITY_CACHEDIR at the scratch dir
-// (spec: htcondor-observed.md "env-out"); config apptainerCacheDir overrides both.
+// (docs/htcondor.md#transcript-multi env-out); config apptainerCacheDir overrides both.
 const SLOT_CACHE = "/slot/scratch";
 const CACHE_DIR = join(tempDir("cache-"), "it's the cache");
 const cachedCalls = join(tempDir("shim-calls-"), "calls");
@@ -532,8 +532,9 @@ const execOpts = scenario(
   { env: { MINICONDOR_SHIM_LOG: optCalls } },
 );
 
-// SharedFilesystem: HTCondor sets _CONDOR_JOB_IWD to the submit folder (spec: htcondor-observed.md,
-// job environment), which the sidecar reads the logs from while the job runs.
+// SharedFilesystem: HTCondor sets _CONDOR_JOB_IWD to the submit folder
+// (docs/htcondor.md#the-jobs-environment), which the sidecar reads the logs from while the job
+// runs.
 const IWD = tempDir("pod-folder-");
 const sharedFs = scenario(
   plan({
@@ -667,7 +668,7 @@ describe("a pod runs as one job", () => {
     expect(existsSync(join(o.dir, "emptydir/shared/marker"))).toBe(false);
   });
 
-  // spec: interlink §3.1 (env), KEP-4369: names that are not shell identifiers reach the main
+  // docs/pod-to-job.md#env (env), KEP-4369: names that are not shell identifiers reach the main
   // process, its hooks and a host container byte for byte; never as APPTAINERENV_<NAME>, which
   // Apptainer's action script would drop.
   test("env names that are not shell identifiers reach the container byte for byte", async () => {
@@ -1014,8 +1015,8 @@ describe("stopping a pod", () => {
     expect(o.ms - o.termAt!).toBeLessThan(GRACE * 1000 + 10_000);
   });
 
-  // spec: interlink §5.3 (a stopped init container leaves every container terminated, non-zero;
-  // a later one never runs), §11 item 20.
+  // docs/interlink.md#what-the-virtual-kubelet-does-with-a-status (a stopped init container leaves
+  // every container terminated, non-zero; a later one never runs), docs/interlink.md#check-20.
   test("SIGTERM during an init container stops it at once; nothing after it starts", async () => {
     const o = await termDuringInit;
     expect(o.termAt).toBeDefined();

@@ -21,7 +21,7 @@ describe("renderSubmit golden files", () => {
   test("shared filesystem", () => expectGolden("shared-fs.sub", renderSubmit({ ...minimalPlan, sharedFilesystem: true }, DIR)));
 });
 
-describe("renderBatch: many pods in one condor_submit (issue 14; spec: htcondor-observed.md, \"Many pods in one condor_submit\")", () => {
+describe("renderBatch: many pods in one condor_submit (issue 14; docs/htcondor.md#submitting-many-pods-at-once)", () => {
   const job = (uid: string, over: Partial<JobPlan> = {}) => {
     const plan = basePlan({ uid, name: `web-${uid}`, ...over });
     return { dir: `/var/lib/htcondor-sidecar/pods/${uid}`, label: `${plan.batchName} (uid ${uid})`, commands: jobCommands(plan) };
@@ -92,7 +92,8 @@ describe("renderSubmit content", () => {
   });
 
   // With a shared filesystem the wrapper writes the logs into the pod folder itself; a listed
-  // file missing from the sandbox at transfer time would hold the job (spec: htcondor-cli §1.4).
+  // file missing from the sandbox at transfer time would hold the job
+  // (docs/htcondor.md#submit-file-rules).
   test("shared filesystem: no log in transfer_output_files, the state files still come back", () => {
     expect(get(renderSubmit({ ...richPlan, sharedFilesystem: true }, DIR), "transfer_output_files")).toBe("podstate");
   });
@@ -167,8 +168,8 @@ describe("renderSubmit never lets a value inject", () => {
   });
 
   // condor_submit trims the whitespace C's isspace() sees at the end of a line and joins the next
-  // line onto one that then ends in `\` (spec: htcondor-observed.md, "Many pods in one
-  // `condor_submit`"): such a value would change the line after it.
+  // line onto one that then ends in `\` (docs/htcondor.md#submitting-many-pods-at-once): such a
+  // value would change the line after it.
   test.each([
     ["a trailing backslash", "1 \\"],
     ["a backslash and spaces", "1 \\   "],
@@ -203,7 +204,8 @@ describe("renderSubmit never lets a value inject", () => {
     expect(get(out, "MY.InterLinkPodName")).toBe('"x\\" || true || \\""');
   });
 
-  // spec: htcondor-cli §1.4 (+Attr and MY.Attr are the same; a job attribute is a ClassAd name).
+  // docs/htcondor.md#submit-file-rules (+Attr and MY.Attr are the same; a job attribute is a
+  // ClassAd name).
   test.each([
     ["bad key", "a b"],
     ["bad key", "x=y"],

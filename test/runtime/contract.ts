@@ -123,14 +123,15 @@ export const contractCases: ContractCase[] = [
     },
   },
   {
-    name: "serve: a GET with a JSON body over TCP reaches the handler (spec: interlink §1, §11.2)",
+    name: "serve: a GET with a JSON body over TCP reaches the handler (docs/interlink.md#get-requests-carry-a-body, docs/interlink.md#check-2)",
     async run() {
       const server = await serveHttp({ target: { kind: "tcp", host: "127.0.0.1", port: 0 }, bodyLimitBytes: 1 << 20, keepAliveTimeoutMs: 125_000 }, echo);
       try {
         const r = await rawRequest({ port: server.port! }, "GET", "/status", "[]");
         assert.equal(r.status, 200);
         assert.deepEqual(JSON.parse(r.body), { method: "GET", path: "/status", body: "[]", session: "GetStatus#1" });
-        // Keep-alive must outlive interLink's 120 s idle pool (spec: interlink §1).
+        // Keep-alive must outlive interLink's 120 s idle pool
+        // (docs/interlink.md#timeouts-and-keep-alive).
         assert.match(String(r.headers["keep-alive"]), /timeout=125/);
       } finally {
         await server.close(1000);

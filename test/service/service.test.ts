@@ -172,7 +172,8 @@ describe("spooled output", () => {
     const s = setup({ spool: true });
     const { pod, jid } = await s.create("spooled");
     const ad = s.condor.queued.get(jid)!;
-    // Completed; a spooled job stays in the queue until its output is fetched (spec: htcondor-cli §1.3).
+    // Completed; a spooled job stays in the queue until its output is fetched
+    // (docs/htcondor.md#condor_submit-options).
     Object.assign(ad, { JobStatus: 4, ExitCode: 0, ExitBySignal: false, InterLinkCtr0State: "1 terminated Completed 0 1 2 0 0 - - - - -" });
     for (let attempt = 1; attempt <= 10; attempt++) {
       const st = await s.status(pod);

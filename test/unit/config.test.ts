@@ -42,7 +42,7 @@ describe("parseConfig", () => {
     ["Channels: {SubmitOptions: request_disk}", "SidecarConfig.yaml: Channels.SubmitOptions: "],
     ["DefaultResources: {Memory: lots}", "SidecarConfig.yaml: DefaultResources.Memory: is not a Kubernetes quantity"],
     // Submit lines are checked by the submit renderer's own rule when the file loads, not at the
-    // first create (spec: htcondor-cli §1.4).
+    // first create (docs/htcondor.md#submit-file-rules).
     ['Submit: {ExtraLines: {"+InterLinkPodUID": \'"x"\'}}', "SidecarConfig.yaml: Submit.ExtraLines.+InterLinkPodUID: it is set by the sidecar"],
     ['Submit: {ExtraLines: {"MY.InterLinkSidecarId": \'"x"\'}}', "SidecarConfig.yaml: Submit.ExtraLines.MY.InterLinkSidecarId: it is set by the sidecar"],
     ["Submit: {ExtraLines: {executable: /bin/sh}}", "SidecarConfig.yaml: Submit.ExtraLines.executable: it is set by the sidecar"],

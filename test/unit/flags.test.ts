@@ -1,4 +1,5 @@
-// Flags: every original flag mapped onto current HTCondor (spec: htcondor-cli §7), usage errors exit 2.
+// Flags: every original flag mapped onto current HTCondor
+// (docs/htcondor.md#environment-variables-the-tools-read), usage errors exit 2.
 import { describe, expect, test } from "bun:test";
 import { type CliOptions, UsageError, condorAccess, parseCli } from "../../src/flags.ts";
 import { CONDOR_TOOLS, toolArgs } from "../../src/condor/tools.ts";
@@ -79,7 +80,7 @@ describe("condorAccess: flags → what current HTCondor reads", () => {
       expect(a.warnings).toEqual([]);
     });
   }
-  test("schedd selection only for the tools that talk to the schedd (spec: htcondor-cli §5.1: condor_status has no -name)", () => {
+  test("schedd selection only for the tools that talk to the schedd (docs/htcondor.md#condor_status: condor_status has no -name)", () => {
     const a = condorAccess(run(["--schedd-name", "s", "--collector-host", "cm", "--debug", "D_ALL"]), "h");
     for (const tool of ["condor_submit", "condor_q", "condor_history", "condor_rm", "condor_tail", "condor_transfer_data"] as const) {
       expect(toolArgs(a, tool)).toEqual(["-name", "s", "-pool", "cm", "-debug"]);

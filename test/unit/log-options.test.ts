@@ -1,5 +1,5 @@
-// kubectl logs options on the wrapper's stamped lines (spec: interlink §7, §11.25), and the byte
-// helpers of log follow.
+// kubectl logs options on the wrapper's stamped lines (docs/interlink.md#get-getlogs,
+// docs/interlink.md#check-25), and the byte helpers of log follow.
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -39,7 +39,7 @@ describe("a log file through the kubectl options (logFileStream)", () => {
   for (const [name, o, want] of table) test(name, async () => expect(text(await applied(log, o))).toBe(want));
   test("empty log → empty body", async () => expect((await applied("", {})).byteLength).toBe(0));
   test("a partial last line is kept", async () => expect(text(await applied("2026-11-22T10:00:00.000001Z partial", {}))).toBe("partial\n"));
-  test("spec: interlink §7 Bytes is a byte limit: one byte of é is one byte", async () => {
+  test("docs/interlink.md#get-getlogs Bytes is a byte limit: one byte of é is one byte", async () => {
     expect([...(await applied("2026-11-22T10:00:00.000001Z é", { Bytes: 1 }))]).toEqual([0xc3]);
     expect([...(await applied("2026-11-22T10:00:00.000001Z é", { Bytes: 2 }))]).toEqual([0xc3, 0xa9]);
   });

@@ -1,4 +1,6 @@
-// What the condor tools print, parsed strictly (spec: htcondor-cli §1.1, §2.2, §3, §4.1).
+// What the condor tools print, parsed strictly (docs/htcondor.md#what-condor_submit-prints,
+// docs/htcondor.md#json-output, docs/htcondor.md#condor_history,
+// docs/htcondor.md#job-ids-one-line-per-id).
 import { classAdString } from "../../src/core/classad.ts";
 import { splitJsonAds } from "../../src/condor/parse.ts";
 import { describe, expect, test } from "bun:test";
@@ -15,7 +17,7 @@ import {
   submitRefusal,
 } from "../../src/condor/parse.ts";
 
-describe("parseTerseSubmit (spec: htcondor-cli §1.1)", () => {
+describe("parseTerseSubmit (docs/htcondor.md#what-condor_submit-prints)", () => {
   test("one job", () => expect(parseTerseSubmit("123.0 - 123.0\n", 1)).toEqual([{ cluster: 123, proc: 0 }]));
   test("a cluster of three (issue 14: one proc per pod, in order)", () =>
     expect(parseTerseSubmit("410.0 - 410.2\n", 3)).toEqual([{ cluster: 410, proc: 0 }, { cluster: 410, proc: 1 }, { cluster: 410, proc: 2 }]));
@@ -25,7 +27,7 @@ describe("parseTerseSubmit (spec: htcondor-cli §1.1)", () => {
   test("refuses a cluster of another size", () => expect(() => parseTerseSubmit("7.0 - 7.1\n", 3)).toThrow(/not one cluster of 3/));
 });
 
-describe("parseJsonAds (spec: htcondor-cli §2.2, §3)", () => {
+describe("parseJsonAds (docs/htcondor.md#json-output, docs/htcondor.md#condor_history)", () => {
   test("condor_q with no match prints nothing", () => expect(parseJsonAds("")).toEqual([]));
   test("condor_history with no match prints [ and ]", () => expect(parseJsonAds("[\n]\n")).toEqual([]));
   test("the writer's shape: ads separated by a lone comma line, expressions as /Expr()/", () => {
@@ -38,7 +40,7 @@ describe("parseJsonAds (spec: htcondor-cli §2.2, §3)", () => {
   });
 });
 
-describe("parseRmLine (spec: htcondor-cli §4.1, observed)", () => {
+describe("parseRmLine (docs/htcondor.md#job-ids-one-line-per-id, docs/htcondor.md#key-observations)", () => {
   const table: [string, string, RmOutcome][] = [
     ["Job 2.0 marked for removal\n", "", "removed"],
     ["", "\nJob 2.0 not found\n", "not_found"],
@@ -60,9 +62,11 @@ test("classAdString escapes quotes and backslashes", () => {
 });
 
 // What condor_submit prints when it fails (all exit 1), by whose side must act (issue 12 class 6).
-describe("classifySubmitFailure (spec: htcondor-cli §1.2, htcondor-observed.md)", () => {
+describe("classifySubmitFailure (docs/htcondor.md#condor_submit-exit-codes-and-errors, docs/htcondor.md#key-observations)", () => {
   const table: [string, string, SubmitFailure][] = [
-    // HTCondor's side: finding, reaching or committing to the schedd (spec: htcondor-cli §1.2; observed §7 "Pool down").
+    // HTCondor's side: finding, reaching or committing to the schedd
+    // (docs/htcondor.md#condor_submit-exit-codes-and-errors; docs/htcondor.md#key-observations
+    // "Pool down").
     ["no local schedd", "\nERROR: Can't find address of local schedd\n", "schedd"],
     ["no named schedd", "\nERROR: Can't find address of schedd sched1@submit.example.org\n", "schedd"],
     ["connection refused", "\nERROR: Failed to connect to local queue manager\nCEDAR:6001:Failed to connect to <127.0.0.1:9618>\n", "schedd"],
@@ -101,7 +105,7 @@ describe("submitRefusal: condor_submit's own words, on one line", () => {
   test("long output is cut", () => expect(submitRefusal(`ERROR: ${"x".repeat(1000)}`, 20)).toBe(`ERROR: ${"x".repeat(13)}…`));
 });
 
-describe("splitJsonAds: each ad's text, unparsed (spec: htcondor-cli §2.2)", () => {
+describe("splitJsonAds: each ad's text, unparsed (docs/htcondor.md#json-output)", () => {
   const enc = (s: string) => new TextEncoder().encode(s);
   const two = '[\n{\n  "ClusterId": 1,\n  "HoldReason": "a, b\\n,\\nc",\n  "ProcId": 0\n}\n,\n{\n  "ClusterId": 2,\n  "ProcId": 0\n}\n]\n';
   test("the writer's own shape: split at the comma lines, a string's escaped newlines kept", () => {

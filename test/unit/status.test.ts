@@ -1,4 +1,7 @@
-// Job ads + state lines → PodStatus: the rules of spec interlink §5.2-§5.4 and §11 items 19-22.
+// Job ads + state lines → PodStatus: the rules of docs/interlink.md#the-status-response,
+// docs/interlink.md#what-the-virtual-kubelet-does-with-a-status,
+// docs/interlink.md#unknown-and-in-flight-pods and docs/interlink.md#check-19,
+// docs/interlink.md#check-20, docs/interlink.md#check-21, docs/interlink.md#check-22.
 import { describe, expect, test } from "bun:test";
 import type { JobAd } from "../../src/condor/parse.ts";
 import { formatStateLine, type StateLine } from "../../src/core/state-line.ts";
@@ -23,7 +26,7 @@ const ad = (extra: JobAd): JobAd => ({ ClusterId: 7, ProcId: 0, JobStatus: 2, ..
 const state = (c: ContainerStatus) => Object.keys(c.state)[0];
 
 function checkShape(s: ReturnType<typeof podStatus>) {
-  // spec: interlink §11.18-20
+  // docs/interlink.md#check-18, docs/interlink.md#check-19, docs/interlink.md#check-20
   expect(s.name).toBe("web");
   expect(s.UID).toBe("u1");
   expect(s.namespace).toBe("default");
@@ -43,7 +46,7 @@ function checkShape(s: ReturnType<typeof podStatus>) {
 }
 
 describe("podStatus", () => {
-  test("create in flight: every container waiting ContainerCreating (spec: interlink §5.4)", () => {
+  test("create in flight: every container waiting ContainerCreating (docs/interlink.md#unknown-and-in-flight-pods)", () => {
     const s = podStatus(pod, { kind: "creating" });
     checkShape(s);
     expect([...s.initContainers, ...s.containers].every((c) => c.state.waiting?.reason === "ContainerCreating")).toBe(true);
@@ -55,7 +58,7 @@ describe("podStatus", () => {
     expect(s.containers[0]!.state.waiting?.message).toMatch(/slot/);
   });
 
-  test("spooling hold (code 16) reads as ContainerCreating, not JobHeld (spec: htcondor-cli §1.3)", () => {
+  test("spooling hold (code 16) reads as ContainerCreating, not JobHeld (docs/htcondor.md#condor_submit-options)", () => {
     const s = podStatus(pod, { kind: "queued", ad: ad({ JobStatus: 5, HoldReasonCode: 16, HoldReason: "Spooling input data files" }) });
     expect(s.containers[0]!.state.waiting?.reason).toBe("ContainerCreating");
   });
@@ -75,7 +78,7 @@ describe("podStatus", () => {
     expect(s.containers.map((c) => c.state.waiting?.reason)).toEqual(["PodInitializing", "PodInitializing"]);
   });
 
-  test("an init container cannot run ahead of an earlier one (spec: interlink §5.3)", () => {
+  test("an init container cannot run ahead of an earlier one (docs/interlink.md#what-the-virtual-kubelet-does-with-a-status)", () => {
     const s = podStatus(pod, { kind: "queued", ad: ad({ InterLinkInit1State: formatStateLine(running) }) });
     expect(s.initContainers.map(state)).toEqual(["waiting", "waiting"]);
   });
@@ -94,7 +97,7 @@ describe("podStatus", () => {
     expect(s.containers.map((c) => c.ready)).toEqual([true, false]);
   });
 
-  test("a running job never reports every container terminated... until it ends (spec: interlink §11.22)", () => {
+  test("a running job never reports every container terminated... until it ends (docs/interlink.md#check-22)", () => {
     const lines = new Map([["i.setup", term(0)], ["i.migrate", term(0)], ["c.main", term(0)], ["c.side", term(3)]]);
     const s = podStatus(pod, { kind: "ended", ad: ad({ JobStatus: 4, ExitCode: 3, ExitBySignal: false }), lines });
     checkShape(s);
@@ -111,7 +114,7 @@ describe("podStatus", () => {
     expect(s.containers[0]!.state.terminated?.exitCode).toBe(137);
   });
 
-  test("removed jobs never read as Succeeded (spec: interlink §5.3, P9)", () => {
+  test("removed jobs never read as Succeeded (docs/interlink.md#what-the-virtual-kubelet-does-with-a-status, docs/interlink.md#p9)", () => {
     const s = podStatus(pod, { kind: "ended", ad: ad({ JobStatus: 3, RemoveReason: "via condor_rm (by user bob)" }), lines: new Map([["c.main", running]]) });
     checkShape(s);
     for (const c of [...s.initContainers, ...s.containers]) {
@@ -120,12 +123,12 @@ describe("podStatus", () => {
     expect(s.containers[0]!.state.terminated?.message).toBe("via condor_rm (by user bob)");
   });
 
-  test("lost job: terminated non-zero with a reason (spec: interlink §5.4)", () => {
+  test("lost job: terminated non-zero with a reason (docs/interlink.md#unknown-and-in-flight-pods)", () => {
     const s = podStatus(pod, { kind: "lost", message: "gone" });
     expect(s.containers.every((c) => c.state.terminated?.reason === "JobLost" && c.state.terminated.exitCode === 1)).toBe(true);
   });
 
-  test("a failed init container terminates every later container non-zero (spec: interlink §5.3)", () => {
+  test("a failed init container terminates every later container non-zero (docs/interlink.md#what-the-virtual-kubelet-does-with-a-status)", () => {
     const s = podStatus(pod, { kind: "queued", ad: ad({ InterLinkInit0State: formatStateLine(term(2)) }) });
     checkShape(s);
     expect(s.initContainers.map((c) => c.state.terminated?.exitCode)).toEqual([2, 2]);
@@ -145,7 +148,7 @@ describe("podStatus", () => {
   });
 });
 
-test("every container terminated while the job is still in the queue: the last one reads running (spec: interlink §11.22)", () => {
+test("every container terminated while the job is still in the queue: the last one reads running (docs/interlink.md#check-22)", () => {
   const lines = {
     InterLinkInit0State: formatStateLine(term(0)),
     InterLinkInit1State: formatStateLine(term(0)),

@@ -1,4 +1,6 @@
-// condor_rm / condor_hold / condor_release, condor_transfer_data, condor_tail. spec: htcondor-cli §4, §5.2, §5.3; observed §7/§8
+// condor_rm / condor_hold / condor_release, condor_transfer_data, condor_tail.
+// docs/htcondor.md#condor_rm-condor_hold-condor_release, docs/htcondor.md#condor_tail,
+// docs/htcondor.md#condor_transfer_data; docs/htcondor.md#key-observations/docs/htcondor.md#transcripts
 // The option handling and messages follow src/condor_rm.V6/rm.cpp of htcondor/htcondor.
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -165,7 +167,7 @@ function rmMain(tool: string, argv: string[]): number {
     `${n.ok} Succeeded, 0 Failed, ${n.notFound} Not Found, ${n.bad} Bad Status, ${n.already} Already Done, 0 Permission Denied\n`;
   let acted = 0;
 
-  // fully qualified IDs: one request, one line per ID (spec §4.1)
+  // fully qualified IDs: one request, one line per ID (docs/htcondor.md#job-ids-one-line-per-id)
   if (ids.length) {
     if (ctype !== "none") err("Warning, -constraint is ignored for fully qualified job ids\n");
     const okLines: string[] = [], errLines: string[] = [];
@@ -188,15 +190,17 @@ function rmMain(tool: string, argv: string[]): number {
     });
     acted += n.ok;
     if (totals) out(totalsLine(n));
-    // the schedd answers "acted on at least one" for the whole list (spec §4.1)
+    // the schedd answers "acted on at least one" for the whole list (docs/htcondor.md#job-ids-one-line-per-id)
     if (!n.ok) { hadError = true; err("\n"); }
     if (okLines.length) out(okLines.join("\n") + "\n");
     if (errLines.length) err(errLines.join("\n") + "\n");
   }
 
-  // clusters, users, -constraint, -all: one request for their combination, one summary line (spec §4.2)
-  // spec §4.2: a cluster mixed with -constraint gives "((ClusterId == 123) && (<expr>))" (the cluster first;
-  // the rm.cpp read for this port puts the -constraint first, the spec's newer source the cluster)
+  // clusters, users, -constraint, -all: one request for their combination, one summary line
+  // (docs/htcondor.md#clusters-users-and-constraints-one-summary-line)
+  // docs/htcondor.md#clusters-users-and-constraints-one-summary-line: a cluster mixed with -constraint gives
+  // "((ClusterId == 123) && (<expr>))" (the cluster first; the rm.cpp read for this port puts the -constraint first,
+  // the newer source that docs/htcondor.md follows puts the cluster first)
   if (uctype !== "none") {
     if (ctype === "none") { constraint = usercluster; ctype = uctype; }
     else { constraint = `(${usercluster}) && (${constraint})`; ctype = "complex"; }
@@ -222,7 +226,7 @@ function rmMain(tool: string, argv: string[]): number {
     acted += n.ok;
     if (totals) out(totalsLine(n));
     if (n.ok) out(`All jobs${cmsg} have been ${WORDS[mode].past}\n`);
-    else if (!queued) err(`${tool}:0:There are no jobs in the queue\n`); // and exit 0 (spec §4.2)
+    else if (!queued) err(`${tool}:0:There are no jobs in the queue\n`); // and exit 0 (docs/htcondor.md#clusters-users-and-constraints-one-summary-line)
     else { hadError = true; err(`\nCouldn't find/${WORDS[mode].verb} all jobs${cmsg}\n`); }
   }
   void dashLong;
@@ -317,7 +321,8 @@ export function condorTransferData(argv: string[]): number {
     const spoolIwd = ad.str("Iwd")!, dest = ad.str("SUBMIT_Iwd")!;
     const remaps = parseRemaps(ad.str("TransferOutputRemaps"));
     const start = nowSec();
-    // the remaps (incl. _condor_stdout=<path> of -spool) apply now, not when the job ended (spec: htcondor-cli §5.3)
+    // the remaps (incl. _condor_stdout=<path> of -spool) apply now, not when the job ended
+    // (docs/htcondor.md#condor_transfer_data)
     const fetch = (name: string) => {
       const src = path.resolve(spoolIwd, name);
       if (!fs.existsSync(src)) return;
@@ -379,7 +384,7 @@ export async function condorTail(argv: string[]): Promise<number> {
       if (!/^\s*[+-]?\d+\s*$/.test(v)) { err(`Error: maxbytes (${v}) is not valid\n\n` + tailUsage()); return 1; }
       maxbytes = Number(v);
     } else if (a === "-version") { out(VERSION + "\n" + PLATFORM + "\n"); return 0; }
-    else if (a === "-debug" || a === "-auto-retry") { /* accepted; -auto-retry is parsed but never read (spec §5.2) */ }
+    else if (a === "-debug" || a === "-auto-retry") { /* accepted; -auto-retry is parsed but never read (docs/htcondor.md#condor_tail) */ }
     else if (a === "-no-stdout") noStdout = true;
     else if (a === "-stderr") { stderrToo = true; noStdout = true; }
     else if (a === "-f" || a === "-follow") follow = true;
@@ -400,7 +405,7 @@ export async function condorTail(argv: string[]): Promise<number> {
   const db = openDb();
   const cfg = loadConfig();
   const pollMs = Number(process.env.MINICONDOR_TAIL_POLL_MS ?? 2000);
-  // wait (forever) until the job is running (spec §5.2)
+  // wait (forever) until the job is running (docs/htcondor.md#condor_tail)
   let ad: Ad | null;
   let run;
   for (;;) {
@@ -454,7 +459,7 @@ export async function condorTail(argv: string[]): Promise<number> {
   const emit = (s: string) => { if (s) fs.writeSync(1, Buffer.from(s, "latin1")); };
   // One peek answers for every file at once (src/condor_tools/tail.cpp). The starter removes the
   // sandbox when it exits: a sandbox gone by now means the job ended after it was looked up, and the
-  // peek would have found no starter. Before any success that is an error (spec htcondor-cli §5.2:
+  // peek would have found no starter. Before any success that is an error (docs/htcondor.md#condor_tail:
   // other failures print a message and exit 1); later in a follow, tail.cpp exits quietly (below).
   const first = targets.map((t) => readTail(t, false));
   if (!fs.existsSync(run.scratch)) {

@@ -1,4 +1,4 @@
-// HTCondor argument/environment syntaxes. spec: htcondor-cli §1.4
+// HTCondor argument/environment syntaxes. docs/htcondor.md#submit-file-rules
 export class SyntaxError2 extends Error {}
 
 /** Parse a V2 "raw" string (what the Arguments/Environment attributes hold): whitespace separates,

@@ -1,4 +1,5 @@
-// condor_chirp (libexec), run by a job. spec: htcondor-cli §5.4; observed §7 and the chirp string table
+// condor_chirp (libexec), run by a job. docs/htcondor.md#condor_chirp; docs/htcondor.md#key-observations and
+// docs/htcondor.md#what-condor_chirp-does-to-strings
 import * as fs from "node:fs";
 import { Ad, tryParse, unparse } from "./classad.ts";
 import { bumpGen, getJob, jobStatus, openDb, out, err, putJob, tx, loadConfig, type Config } from "./common.ts";
@@ -45,7 +46,7 @@ function noConnect(): number {
   return 255;
 }
 
-/** the shadow's view of a chirped value (observed table): \" → ", \\ kept, newline or non-expression → undefined */
+/** the shadow's view of a chirped value (docs/htcondor.md#what-condor_chirp-does-to-strings): \" → ", \\ kept, newline or non-expression → undefined */
 export function chirpValueText(v: string): string {
   if (v.includes("\n")) return "undefined";
   const n = tryParse(v, true);

@@ -1,6 +1,7 @@
 // Small ClassAd expression language: tokenizer, parser, evaluator, unparser,
 // and the writers used by condor_q / condor_history (-json, -long, -af).
-// spec: htcondor-cli §0 (constraint syntax), §2.2 (JSON writer), §2.3 (-af)
+// docs/htcondor.md#conventions-of-every-tool (constraint syntax), docs/htcondor.md#json-output (JSON writer),
+// docs/htcondor.md#autoformat-output (-af)
 
 export type Val =
   | { t: "u" }
@@ -661,7 +662,7 @@ export function fmtG(x: number, p: number): string {
   void e;
   return s;
 }
-/** JSON writer for reals: %.16G, ".0" added when it looks like an integer (spec §2.2) */
+/** JSON writer for reals: %.16G, ".0" added when it looks like an integer (docs/htcondor.md#json-output) */
 export function fmtRealJson(x: number): string {
   const s = fmtG(x, 16);
   return /^-?\d+$/.test(s) ? s + ".0" : s;
@@ -756,7 +757,7 @@ function jsonVal(v: Val, indent: string): string {
   }
 }
 
-/** JSON text for one attribute's stored ClassAd text (spec §2.2 value table) */
+/** JSON text for one attribute's stored ClassAd text (docs/htcondor.md#json-output value table) */
 export function jsonOfText(text: string | undefined, indent = "  "): string {
   if (text === undefined) return "null";
   const n = tryParse(text);

@@ -110,13 +110,13 @@ export function loadConfig(home = homeDir()): Config {
     gpus: pick("gpus", "MINICONDOR_GPUS", 0),
     disk: pick("disk", "MINICONDOR_DISK", 100 * 1024 * 1024),
     spoolReleaseMs: pick("spoolReleaseMs", "MINICONDOR_SPOOL_RELEASE_MS", 700),
-    // observed spool.txt q-after-transfer: the fetched job is still in condor_q (status 4, StageOutFinish
-    // set) until the schedd's next periodic pass, up to a minute on a real pool
+    // docs/htcondor.md#transcript-spool q-after-transfer: the fetched job is still in condor_q (status 4,
+    // StageOutFinish set) until the schedd's next periodic pass, up to a minute on a real pool
     stageOutLingerMs: pick("stageOutLingerMs", "MINICONDOR_STAGEOUT_LINGER_MS", 5000),
     pollMs: pick("pollMs", "MINICONDOR_POLL_MS", 100),
     periodicIntervalS: pick("periodicIntervalS", "MINICONDOR_PERIODIC_INTERVAL", 60),
     // false: the execute side has its own FileSystemDomain, as on any pool whose EPs are other machines,
-    // so the default should_transfer_files = IF_NEEDED transfers (spec: htcondor-cli §1.4)
+    // so the default should_transfer_files = IF_NEEDED transfers (docs/htcondor.md#submit-file-rules)
     sharedFileSystem: pick("sharedFileSystem", "MINICONDOR_SHARED_FS", false),
     scheddIdleExitMs: pick("scheddIdleExitMs", "MINICONDOR_SCHEDD_IDLE_EXIT_MS", 3000),
     // config only: condor_chirp reads it inside the job, whose environment has no MINICONDOR_* variables
@@ -402,7 +402,7 @@ export function killByEnv(marker: string): number {
 }
 
 // ---------------------------------------------------------------- options
-/** HTCondor-style option matching (spec §0): unique prefix after one dash, full name after two. */
+/** HTCondor-style option matching (docs/htcondor.md#conventions-of-every-tool): unique prefix after one dash, full name after two. */
 export function isOpt(arg: string, name: string, minLen = 1): boolean {
   if (!arg.startsWith("-")) return false;
   if (arg.startsWith("--")) return arg.slice(2) === name;

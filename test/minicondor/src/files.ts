@@ -1,4 +1,5 @@
-// File transfer as HTCondor's FileTransfer object does it (spec §1.4 transfer_input_files / transfer_output_files).
+// File transfer as HTCondor's FileTransfer object does it (docs/htcondor.md#submit-file-rules transfer_input_files /
+// transfer_output_files).
 //
 // What a symbolic link in a transferred tree becomes (src/condor_utils/file_transfer.cpp of htcondor/htcondor,
 // FileTransfer::ExpandFileTransferList and FileTransfer::DoUpload; src/condor_utils/directory.cpp Directory::Next;
@@ -13,7 +14,8 @@
 //   Transfer of symlinks to directories is not supported.", after sending everything else;
 // - a dangling link inside a transferred directory is skipped silently (Directory::Next drops entries whose
 //   stat() fails); named in the list it takes the path of a missing file (lstat succeeds, stat fails, and
-//   put_file's open fails with ENOENT), which 25.x did not hold on (observed: output transfer of a missing file);
+//   put_file's open fails with ENOENT), which 25.x did not hold on
+//   (docs/htcondor.md#output-transfer-of-folders-and-missing-files);
 // - the receiver opens every destination file following symlinks (ReliSock::get_file, safe_open_wrapper_follow,
 //   O_CREAT|O_TRUNC): a link already present at the destination is written through.
 import * as fs from "node:fs";

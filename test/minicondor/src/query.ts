@@ -1,4 +1,5 @@
-// condor_q, condor_history, condor_status. spec: htcondor-cli §2, §3, §5.1; observed §8
+// condor_q, condor_history, condor_status. docs/htcondor.md#condor_q, docs/htcondor.md#condor_history,
+// docs/htcondor.md#condor_status; docs/htcondor.md#transcripts
 import { Ad, adToJson, adToJsonLine, adToLong, afValue, evaluate, isTrue, parse, tryParse, ParseError, type Node } from "./classad.ts";
 import {
   acceptablePool, acceptableSchedd, allJobs, allRuns, err, isOpt, loadConfig, nowSec, openDb, out, ownerName, rowAd, scheddAddr, PLATFORM,
@@ -312,7 +313,8 @@ export function condorQ(argv: string[]): number {
     if (e instanceof UsageError) { err(e.message + "\n"); out(e.stdout); return 1; }
     throw e;
   }
-  // -name asks the collector (-pool's, or this machine's) for the schedd ad (spec §2.5)
+  // -name asks the collector (-pool's, or this machine's) for the schedd ad
+  // (docs/htcondor.md#remote-schedds-and-condor_q-errors)
   if (q.name !== null && q.pool !== null && !acceptablePool(q.pool, cfg)) {
     err(`Error: Couldn't contact the condor_collector on ${q.pool}.\n`);
     return 1;
@@ -410,7 +412,7 @@ export function condorStatus(argv: string[]): number {
     if (e instanceof UsageError) { err(e.message + "\n"); return 1; }
     throw e;
   }
-  // the only collector is this machine's: any other pool cannot be contacted (spec §5.1)
+  // the only collector is this machine's: any other pool cannot be contacted (docs/htcondor.md#condor_status)
   if (q.pool !== null && !acceptablePool(q.pool, cfg)) {
     err(`Error: communication error\nError: Couldn't contact the condor_collector on ${q.pool}.\n`);
     return 1;
@@ -456,7 +458,7 @@ export function condorStatus(argv: string[]): number {
     for (const a of ads) s += `${pad(a.str("Name") ?? "", 34)} ${pad(a.str("Machine") ?? "", 10)} ${lpad(String(a.num("TotalRunningJobs")), 11)} ${lpad(String(a.num("TotalIdleJobs")), 10)} ${lpad(String(a.num("TotalHeldJobs")), 10)}\n`;
     return out(s), 0;
   }
-  // totals (spec §5.1)
+  // totals (docs/htcondor.md#condor_status)
   const keyOf = (a: Ad) => `${a.str("Arch")}/${a.str("OpSys")}`;
   const keys = [...new Set(ads.map(keyOf))].sort();
   const w = Math.max(14, ...keys.map((k) => k.length));

@@ -243,7 +243,8 @@ function releaseRemoteHost(ad: Ad): void {
 }
 
 export function finalizeRemoved(ad: Ad): void {
-  // spec §4.2: removing a held job moves HoldReason* to LastHoldReason*
+  // docs/htcondor.md#clusters-users-and-constraints-one-summary-line: removing a held job moves HoldReason* to
+  // LastHoldReason*
   for (const [a, b] of [["HoldReason", "LastHoldReason"], ["HoldReasonCode", "LastHoldReasonCode"], ["HoldReasonSubCode", "LastHoldReasonSubCode"]] as const) {
     const t = ad.get(a);
     if (t !== undefined) { ad.setText(b, t); ad.delete(a); }
@@ -293,7 +294,8 @@ async function pass(db: Database, cfg: Config, children: Map<string, Child>, log
       }
     }
   }
-  // 3. stage-out linger: spooled jobs whose output was fetched leave the queue (observed spool.txt q-after-transfer)
+  // 3. stage-out linger: spooled jobs whose output was fetched leave the queue (docs/htcondor.md#transcript-spool
+  //    q-after-transfer)
   const fetched = db.query("SELECT ad FROM jobs WHERE status = 4 AND ad LIKE '%StageOutFinish%'").all() as { ad: string }[];
   for (const r of fetched) {
     const ad = rowAd(r);
@@ -329,7 +331,8 @@ async function pass(db: Database, cfg: Config, children: Map<string, Child>, log
       const now = nowSec();
       const hold = injectedHold(db, ad, faults);
       if (hold) {
-        // refused before it runs: nothing of a start (JobStartDate, JobRunCount, ...) is recorded (spec: htcondor-cli §6)
+        // refused before it runs: nothing of a start (JobStartDate, JobRunCount, ...) is recorded
+        // (docs/htcondor.md#job-status-and-job-attributes)
         setStatus(ad, 5, now);
         ad.set("HoldReason", hold.reason);
         ad.set("HoldReasonCode", hold.code);
@@ -504,7 +507,7 @@ function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<
   fs.writeFileSync(jobAdPath, longAd(ad));
   fs.writeFileSync(machAdPath, longAd(machineAd(cfg, freeResources(cfg, runsNow), runsNow)));
   fs.writeFileSync(chirpPath, JSON.stringify({ home: homeDir(), cluster: c, proc: p, scratch }) + "\n");
-  // environment (observed: "The complete environment of a vanilla-universe job")
+  // environment (docs/htcondor.md#the-complete-job-environment)
   const env: Record<string, string> = {};
   const envText = ad.get("Environment") !== undefined ? ad.str("Environment") ?? "" : null;
   let userEnv: [string, string][] = [];
@@ -618,7 +621,8 @@ function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<
  */
 function transferOutput(ad: Ad, ch: Child, dest: string): { sent: string[]; failure: XferFailure | null } {
   // a spooled job's output stays in the spool under its sandbox names (_condor_stdout, ...):
-  // condor_transfer_data applies TransferOutputRemaps when it fetches them (spec: htcondor-cli §1.3, §5.3)
+  // condor_transfer_data applies TransferOutputRemaps when it fetches them (docs/htcondor.md#condor_submit-options,
+  // docs/htcondor.md#condor_transfer_data)
   const remaps = ad.has("SUBMIT_Iwd") ? new Map<string, string>() : parseRemaps(ad.str("TransferOutputRemaps"));
   const sent: string[] = [];
   const items: XferItem[] = [];
@@ -776,7 +780,7 @@ function canon(text: string): string {
   return n ? unparse(n) : text;
 }
 
-/** PeriodicHold / PeriodicRemove / PeriodicRelease (spec §1.4), checked every periodicIntervalS. */
+/** PeriodicHold / PeriodicRemove / PeriodicRelease (docs/htcondor.md#submit-file-rules), checked every periodicIntervalS. */
 function periodic(db: Database, cfg: Config, children: Map<string, Child>): void {
   void cfg; void children;
   const holds: Ad[] = [], removes: Ad[] = [], releases: Ad[] = [];

@@ -1,4 +1,4 @@
-// condor_submit. spec: htcondor-cli §1, observed §7/§8
+// condor_submit. docs/htcondor.md#condor_submit, docs/htcondor.md#key-observations/docs/htcondor.md#transcripts
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -164,7 +164,8 @@ function expand(s: string, look: (name: string) => string | undefined, depth = 0
     if (s.startsWith("$(", i)) {
       const j = findClose(s, i + 1);
       if (j >= 0) {
-        // the inner macro first: $(V_dir_$(Step)) looks up V_dir_0, V_dir_1, ... (observed: many pods in one submit)
+        // the inner macro first: $(V_dir_$(Step)) looks up V_dir_0, V_dir_1, ...
+        // (docs/htcondor.md#submitting-many-pods-at-once)
         let name = expand(s.slice(i + 2, j), look, depth + 1);
         let def: string | undefined;
         const c = name.indexOf(":");
@@ -260,7 +261,8 @@ function parseSubmitArgs(argv: string[], quiet = false): SubmitArgs | number {
 
 /**
  * What stdout holds once condor_submit has opened the submit file and before it talks to the schedd:
- * "Submitting job(s)" without a newline, unless -terse or the file is stdin (spec: htcondor-cli §1.1, §1.2).
+ * "Submitting job(s)" without a newline, unless -terse or the file is stdin
+ * (docs/htcondor.md#what-condor_submit-prints, docs/htcondor.md#condor_submit-exit-codes-and-errors).
  */
 export function submitBanner(argv: string[]): string {
   const o = parseSubmitArgs(argv, true);
@@ -470,7 +472,8 @@ export async function condorSubmit(argv: string[], afterCommit?: () => Promise<v
 /**
  * Job 0's ad forms the cluster ad; a later job carries only what it sets itself and reads the rest through the
  * cluster ad (submit.cpp sends the cluster ad, then each proc's own attributes). So a command a later job leaves
- * empty, which then sets nothing, shows job 0's value (observed: the leak table of "Many pods in one condor_submit").
+ * empty, which then sets nothing, shows job 0's value (the leak table in
+ * docs/htcondor.md#submitting-many-pods-at-once).
  */
 function inheritClusterAd(clusterAd: Ad, own: Ad): Ad {
   const ad = clusterAd.clone();
@@ -559,7 +562,7 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   try { fs.accessSync(iwd, fs.constants.X_OK); } catch { iwdOk = false; }
   if (iwdRaw && !iwdOk) throw new SubmitError(`ERROR: No such directory: ${iwd}\n`);
 
-  // --- base ad (observed §8 hello.txt q-json-idle)
+  // --- base ad (docs/htcondor.md#transcript-hello q-json-idle)
   const owner = c.owner;
   ad.set("MyType", "Job");
   ad.set("TargetType", "Machine");
@@ -615,7 +618,7 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
     ad.set(attr, named ?? v);
   }
 
-  // arguments (spec §1.4)
+  // arguments (docs/htcondor.md#submit-file-rules)
   const argsRaw = get("arguments") ?? get("args");
   if (argsRaw !== undefined) {
     try {
@@ -673,7 +676,8 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   ad.set("ShouldTransferFiles", stf);
   ad.set("WhenToTransferOutput", wtto);
   if (!transferExe) ad.set("TransferExecutable", false);
-  // the requirements of NO and IF_NEEDED refer to MY.FileSystemDomain; a YES job has none (observed hello.txt)
+  // the requirements of NO and IF_NEEDED refer to MY.FileSystemDomain; a YES job has none
+  // (docs/htcondor.md#transcript-hello)
   if (stf !== "YES") ad.set("FileSystemDomain", cfg.host);
   let inputBytes = 0;
   for (const f of (tif ? normList(tif).split(",") : [])) {
@@ -757,7 +761,7 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   const nu = get("notify_user");
   if (nu) ad.set("NotifyUser", nu);
 
-  // container attrs (spec §1.5)
+  // container attrs (docs/htcondor.md#container-jobs-in-htcondor)
   if (image) {
     ad.set("WantContainer", true);
     ad.set("ContainerImage", image);
@@ -781,7 +785,7 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
     if (ctd) ad.set("ContainerTargetDir", ctd);
   }
 
-  // requirements (spec §1.4: user requirements ANDed with the defaults)
+  // requirements (docs/htcondor.md#submit-file-rules: user requirements ANDed with the defaults)
   const xferClause = stf === "YES" ? "(TARGET.HasFileTransfer)" : stf === "NO" ? "(TARGET.FileSystemDomain == MY.FileSystemDomain)" : "((TARGET.FileSystemDomain == MY.FileSystemDomain) || (TARGET.HasFileTransfer))";
   let def: string;
   if (image) {
@@ -798,7 +802,7 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
     ad.setText("Requirements", `(${ex}) && ${def}`);
   } else ad.setText("Requirements", def);
 
-  // +Attr / MY.Attr (spec §1.4)
+  // +Attr / MY.Attr (docs/htcondor.md#submit-file-rules)
   for (const v of vars.values()) {
     const k = v.key;
     let attr: string | null = null;
@@ -841,7 +845,7 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   return ad;
 }
 
-/** -spool: copy the input sandbox into the spool directory (spec §1.3, observed spool.txt). */
+/** -spool: copy the input sandbox into the spool directory (docs/htcondor.md#condor_submit-options, docs/htcondor.md#transcript-spool). */
 function spoolInput(ad: Ad): void {
   const sdir = ad.str("Iwd")!;
   const orig = ad.str("SUBMIT_Iwd")!;
