@@ -91,6 +91,12 @@ const Channels = z.object({
     .array(submitCommand)
     .default(["request_disk", "max_retries", "rank", "job_lease_duration", "priority"])
     .describe("Submit commands the `htcondor-job.vk.io/submit-options` annotation may set"),
+  JobScript: z
+    .boolean()
+    .default(false)
+    .describe(
+      "Run the `jobScript` interLink sends when it has a `JobScriptTemplate` or `JobScriptBuilderURL`: the job runs that script on the worker, outside any container, instead of the pod's containers; off: such a create is refused",
+    ),
 });
 
 /**
@@ -246,6 +252,7 @@ export const Schema = z.object({
     PreExec: true,
     Wstunnel: true,
     SubmitOptions: ["request_disk", "max_retries", "rank", "job_lease_duration", "priority"],
+    JobScript: false,
   }).describe("Deliberate code channels: the ways a pod author runs code outside the container, or reaches the worker (see the threat model)"),
   Submit: z
     .object({
@@ -377,6 +384,7 @@ export function planConfig(c: FileConfig, dummyJob: boolean): PlanConfig {
     allowPreExec: c.Channels.PreExec,
     allowWstunnel: c.Channels.Wstunnel,
     submitOptionsAllow: c.Channels.SubmitOptions,
+    allowJobScript: c.Channels.JobScript,
     extraSubmitLines: Object.entries(c.Submit.ExtraLines).map(([k, v]) => [k, String(v)]),
     accountingGroups: c.Submit.AccountingGroups,
     requirements: c.Submit.Requirements || undefined,

@@ -59,6 +59,7 @@ import type {
   ProbePlan,
 } from "./types.ts";
 import { BASH_OWN_VARIABLES, containerKey } from "./types.ts";
+import { requestedJobScript, withJobScript } from "./job-script.ts";
 // The rules for submit command names and values (submit-rules.ts); the annotation must accept
 // exactly what the renderer can write.
 import { submitKey, submitValueProblem } from "./submit-rules.ts";
@@ -1153,6 +1154,7 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
     if ("error" in r) fail(ctx, annotationPath(ANNOTATIONS.submitOptions), r.error);
     podOptions.push(...r.lines);
   }
+  const jobScript = requestedJobScript(req, cfg, label);
 
   const planContainer = (c: Container, index: number, init: boolean, amounts: Amounts): ContainerPlan => {
     const base: PathSeg[] = ["spec", init ? "initContainers" : "containers", index];
@@ -1242,5 +1244,6 @@ export function planJob(req: CreateRequest, cfg: PlanConfig): JobPlan {
   if (cfg.apptainerCacheDir) plan.runtime.cacheDir = cfg.apptainerCacheDir;
   if (requirements) plan.submit.requirements = requirements;
   if (accountingGroup) plan.submit.accountingGroup = accountingGroup;
+  if (jobScript !== undefined) withJobScript(plan, jobScript, label, ctx.quote);
   return plan;
 }

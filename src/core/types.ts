@@ -8,6 +8,7 @@
  * Sandbox layout on the execution point (the job's scratch dir, which is also the wrapper's cwd):
  *
  *   job.sh                     the wrapper (the job's executable)
+ *   job-script.sh              interLink's jobScript, when it sent one (0700; core/job-script.ts)
  *   env/<key>.env              one per container: NUL-separated NAME=value records, mode 0600
  *   volumes/<volume>/…         configMap / secret / projected / downwardAPI files
  *   emptydir/<volume>/         created by the wrapper, shared by the pod's containers
@@ -180,6 +181,11 @@ export interface JobPlan {
   backgroundCommands: string[];
   /** pre-exec snippets: run in the foreground before the containers (deliberate code channel). */
   preExec: string[];
+  /**
+   * interLink's `jobScript` (deliberate code channel): the sandbox path of the 0700 file (in
+   * `files`) that the job runs instead of the containers (core/job-script.ts).
+   */
+  jobScript?: string;
   /** POD_IP exported to containers when known (annotation `interlink.eu/pod-ip`). */
   podIP?: string;
 
@@ -264,6 +270,8 @@ export interface PlanConfig {
   allowWstunnel: boolean;
   /** Submit commands a pod may set through the submit-options annotation. */
   submitOptionsAllow: string[];
+  /** Run interLink's `jobScript` instead of the containers; false: a create that carries one is refused. */
+  allowJobScript: boolean;
   /** Site policy lines every job gets. */
   extraSubmitLines: [string, string][];
   accountingGroups: Record<string, string>;

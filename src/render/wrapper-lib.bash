@@ -230,6 +230,8 @@ find_runtime() {
 
 needs_runtime() {
   local fn
+  # A job script runs in place of the containers: it finds its own tools.
+  [[ -n $JOB_SCRIPT ]] && return 1
   for fn in ${INIT_CONTAINERS[@]+"${INIT_CONTAINERS[@]}"} ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
     "$fn"
     [[ $C_IMAGE_KIND == host ]] || return 0
@@ -926,6 +928,13 @@ run_once() {
     timeout -k 2 30 "$RT" instance stop "${stopflags[@]}" "$INST" </dev/null > >(log_lines_as "$C_KEY runtime" >>"$WLOG") 2>&1 ||
       wlog "instance stop $INST failed"
   fi
+  end_run
+}
+
+# end_run: once the main process has ended (RC), waits until its log is complete and sets
+# END_REASON (and S_SIGNAL when the wrapper's signal ended it).
+end_run() {
+  local v by_signal=0
   # The log is complete once every writer has closed the FIFO.
   for ((v = 0; v < 20; v++)); do
     kill -0 "$LOGGER_PID" 2>/dev/null || break
@@ -935,7 +944,6 @@ run_once() {
   wait "$LOGGER_PID" 2>/dev/null
   # Why it ended: a probe or hook (KILL_REASON), the pod's stop (Killed when our signal ended
   # it; DeadlineExceeded), or by itself (Completed or Error).
-  local by_signal=0
   if [[ -n $SENT_SIGNAL ]] && ((RC == 128 + SENT_SIGNAL)); then by_signal=1 S_SIGNAL=$SENT_SIGNAL; fi
   if [[ -n $KILL_REASON ]]; then
     END_REASON=$KILL_REASON
@@ -1000,6 +1008,109 @@ run_container() {
     fi
     S_REASON=ContainerCreating
   done
+}
+
+# ---- interLink's job script (deliberate code channel: Channels.JobScript) ---------------------
+#
+# The script stands for the whole pod (docs/pod-to-job.md#the-job-script): it runs once, in the
+# sandbox, outside any container, started as a host container's command is; its output is the
+# first container's log. The init containers read Completed when it starts; every container reads
+# running while it runs, then terminated with its exit code. No probe, hook or restart applies.
+
+# report_all <state line> <plan function...>: the same state for each container; in a subshell,
+# since loading a plan replaces the C_* variables.
+report_all() (
+  line=$1
+  shift
+  for fn in "$@"; do
+    "$fn"
+    WHO=$C_KEY wlog "state: $line"
+    write_state "$C_KEY" "$C_ATTR" "$line"
+  done
+)
+
+# script_env: HOST_ENV = the job script's whole environment, which host_exec hands it through a
+# pipe, never on a command line: the job's own environment as the wrapper has it (with what
+# CommandPrefix exported), HOME and TMPDIR as a host container gets them, then the first
+# container's env (ENV_PAIRS, see load_env), whose values win. A name only a command line could
+# carry (not a shell identifier, or a variable bash keeps for itself) is left out, as the plan
+# warns (core/job-script.ts, scriptCanReceive).
+script_env() {
+  local rec all=()
+  while IFS= read -r -d '' rec; do
+    # The wrapper's shell bookkeeping: the script's own shell sets these.
+    case ${rec%%=*} in PWD | OLDPWD | SHLVL | _) ;; *) all+=("$rec") ;; esac
+  done < <(env -0)
+  all+=("HOME=${HOME:-$SANDBOX}" "TMPDIR=$SANDBOX/tmp" ${ENV_PAIRS[@]+"${ENV_PAIRS[@]}"})
+  HOST_ENV=()
+  for rec in "${all[@]}"; do
+    if [[ ${rec%%=*} =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && ! bash_own_variable "${rec%%=*}"; then
+      HOST_ENV+=("$rec")
+    else
+      wlog "variable ${rec%%=*} is left out: only a command line could carry its name"
+    fi
+  done
+}
+
+# run_job_script: the job script's supervisor (runs as a subshell, like run_container); exits
+# with the script's exit code.
+run_job_script() {
+  WHO=script STOP_REQ=0 STOP_REASON=
+  trap 'STOP_REQ=1' TERM INT
+  reset_state
+  now
+  S_STATE=terminated S_REASON=Completed S_EXIT=0 S_STARTED=$NOW S_FINISHED=$NOW
+  state_line
+  report_all "$LINE" ${INIT_CONTAINERS[@]+"${INIT_CONTAINERS[@]}"}
+  # The first container lends the script its env and its log; nothing of its own plan runs.
+  "${CONTAINERS[0]}"
+  load_env
+  script_env
+  C_IMAGE_KIND=host C_HOST_SITE='' C_COMMAND=("$SANDBOX/$JOB_SCRIPT") C_ARGS=() C_WORKDIR='' C_PRE_STOP=()
+  KILL_REASON='' SENT_SIGNAL='' END_REASON='' RC=0
+  reset_state
+  now
+  S_STATE=running S_REASON='' S_STARTED=$NOW S_READY=1
+  wlog "starting $JOB_SCRIPT (its output goes to $C_KEY.log)"
+  launch_main
+  state_line
+  report_all "$LINE" "${CONTAINERS[@]}"
+  while kill -0 "$MAIN_PID" 2>/dev/null; do
+    if stop_requested; then
+      END_REASON=$STOP_REASON
+      stop_main
+      break
+    fi
+    nap "$TICK"
+  done
+  wait "$MAIN_PID"
+  RC=$?
+  now
+  S_FINISHED=$NOW
+  end_run
+  S_STATE=terminated S_REASON=$END_REASON S_EXIT=$RC S_READY=0
+  state_line
+  report_all "$LINE" "${CONTAINERS[@]}"
+  exit "$RC"
+}
+
+# script_pod: the pod as interLink's job script, after the snippets (main); never returns. The
+# job exits with the script's exit code.
+script_pod() {
+  local fn
+  [[ -n $STOP_REASON ]] && fail_pod "$STOP_REASON" 143
+  run_job_script &
+  SUP_PIDS=($!)
+  wait_supervisors
+  SUP_PIDS=()
+  # A supervisor that died leaves no container unfinished.
+  for fn in ${INIT_CONTAINERS[@]+"${INIT_CONTAINERS[@]}"} "${CONTAINERS[@]}"; do
+    "$fn"
+    force_terminated "$C_KEY" "$C_ATTR" Error 137
+  done
+  "${CONTAINERS[0]}"
+  exit_code_of "$C_KEY"
+  finish "$EXIT"
 }
 
 # ---- the pod ---------------------------------------------------------------------------------
@@ -1096,6 +1207,7 @@ main() {
     run_snippet "pre-exec[$fn]" "${PRE_EXEC[fn]}" || { rc=$?; [[ -n $STOP_REASON ]] || fail_pod PreExecFailed "$rc"; }
     [[ -n $STOP_REASON ]] && fail_pod "$STOP_REASON" 143
   done
+  [[ -n $JOB_SCRIPT ]] && script_pod
 
   # Init containers, one at a time, in order; the first failure stops the pod.
   for fn in ${INIT_CONTAINERS[@]+"${INIT_CONTAINERS[@]}"}; do

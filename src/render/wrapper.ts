@@ -5,7 +5,8 @@
  * container, every value quoted by {@link sh}), the constant library (wrapper-lib.bash, imported
  * as text: real bash that shellcheck reads, embedded by `bun build --compile`), then `main`. User data is never spliced into code: it only ever appears as a single-quoted word.
  * The deliberate code channels (CommandPrefix, pre-exec, wstunnel commands) are quoted strings
- * too, run by the library with `bash -c "$snippet"`.
+ * too, run by the library with `bash -c "$snippet"`; interLink's job script is a file of the pod
+ * (plan.jobScript), which the plan names and the library executes.
  *
  * To run a wrapper outside HTCondor: put the pod's files (plan.files) and job.sh in a directory
  * and run `env -i _CONDOR_SCRATCH_DIR=<dir> bash <dir>/job.sh` (see test/render/run.test.ts).
@@ -222,6 +223,9 @@ function planSection(plan: JobPlan, opts: WrapperOptions): string {
     sh`COMMAND_PREFIX=${plan.commandPrefix ?? ""}`,
     arrayLines("BACKGROUND_COMMANDS", plan.backgroundCommands),
     arrayLines("PRE_EXEC", plan.preExec),
+    plan.jobScript === undefined
+      ? "JOB_SCRIPT=''  # none: the containers run"
+      : sh`JOB_SCRIPT=${plan.jobScript}  # interLink's jobScript (a file of the pod): runs instead of the containers`,
     "",
     sh`RUNTIME_PINNED=${plan.runtime.pinned ?? ""}  # empty: apptainer, then singularity`,
     arrayLines("RUNTIME_SEARCH_PATH", plan.runtime.searchPath),
@@ -252,7 +256,8 @@ const HEADER = `#!/bin/bash
 # htcondor-sidecar job wrapper: runs one Kubernetes pod as this HTCondor job.
 #
 # Order: CommandPrefix, background commands, pre-exec snippets, init containers one at a time,
-# then all containers together (each as an Apptainer/Singularity instance). Each container's
+# then all containers together (each as an Apptainer/Singularity instance), or in their place
+# interLink's job script (JOB_SCRIPT), outside any container. Each container's
 # state line goes to podstate/<key> and to the job attribute named in its plan (condor_chirp);
 # its output, every line timestamped, to <key>.log (in the pod folder with a shared filesystem);
 # the wrapper's own messages to
@@ -273,6 +278,15 @@ export function renderWrapper(plan: JobPlan, opts: WrapperOptions = {}): string 
     }
     if (seen.has(key)) throw invalid(`Cannot render container ${JSON.stringify(c.name)}: the name is used twice`);
     seen.add(key);
+  }
+  if (plan.jobScript !== undefined) {
+    const file = plan.files.find((f) => f.path === plan.jobScript);
+    // The wrapper names the script's file, never its text; that file must ship with the job.
+    if (!file || !/^[A-Za-z0-9._-]+$/.test(plan.jobScript) || !plan.transferInput.includes(plan.jobScript)) {
+      throw invalid(`Cannot run the job script ${JSON.stringify(plan.jobScript)}: it must be a file of the plan in the sandbox's top folder, shipped with the job`);
+    }
+    if (((file.podMode ?? file.mode) & 0o700) !== 0o700) throw invalid(`Cannot run the job script ${JSON.stringify(plan.jobScript)}: its mode must let the job read and run it`);
+    if (plan.containers.length === 0) throw invalid("Cannot run a job script without a container to report it");
   }
   return [HEADER, planSection(plan, opts), WRAPPER_LIB, MAIN].join("\n");
 }

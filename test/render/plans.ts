@@ -157,3 +157,22 @@ export const richPlan: JobPlan = withEnvFiles(
     },
   }),
 );
+
+/**
+ * A plan that runs interLink's job script instead of its containers (plan.jobScript, a 0700 file
+ * of the plan): init containers and two containers to report it, the channels that still run.
+ */
+export const jobScriptPlan: JobPlan = withEnvFiles(
+  basePlan({
+    commandPrefix: "module load apptainer",
+    preExec: ["echo pre-exec"],
+    files: [{ path: "job-script.sh", content: enc.encode("#!/bin/bash\necho \"it's the job script: $(hostname)\"\n"), mode: 0o700, secret: true }],
+    transferInput: ["job-script.sh"],
+    jobScript: "job-script.sh",
+    initContainers: [initContainer("fetch", 0, { command: ["true"] })],
+    containers: [
+      container("main", { command: ["true"], env: [["TOKEN", "from-a-secret"]] }),
+      container("sidecar", { index: 1, command: ["true"] }),
+    ],
+  }),
+);

@@ -13,7 +13,7 @@ import { planJob } from "../../src/core/plan.ts";
 import { renderWrapper } from "../../src/render/wrapper.ts";
 import { richPlanConfig } from "../fixtures/config.ts";
 import { richCreateRequest } from "../fixtures/pods.ts";
-import { minimalPlan, richPlan } from "./plans.ts";
+import { jobScriptPlan, minimalPlan, richPlan } from "./plans.ts";
 
 const LIBRARY = join(import.meta.dir, "../../src/render/wrapper-lib.bash");
 const shellcheck = Bun.which("shellcheck");
@@ -28,6 +28,7 @@ try {
     ["minimal.sh", renderWrapper(minimalPlan)],
     ["rich.sh", renderWrapper(richPlan)],
     ["rich-dummy.sh", renderWrapper({ ...richPlan, dummy: true })],
+    ["jobscript.sh", renderWrapper(jobScriptPlan)],
     ["planned-rich.sh", renderWrapper(planJob(parseCreateRequest(richCreateRequest()), richPlanConfig()))],
   ];
   const files = [LIBRARY];

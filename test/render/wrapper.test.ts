@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { WRAPPER_LIB, bindOrder, renderWrapper, instancePrefix } from "../../src/render/wrapper.ts";
 import { BASH_OWN_VARIABLES, type MountPlan } from "../../src/core/types.ts";
+import { scriptCanReceive } from "../../src/core/job-script.ts";
 import { SidecarError } from "../../src/core/errors.ts";
-import { basePlan, container, minimalPlan, richPlan } from "./plans.ts";
+import { basePlan, container, jobScriptPlan, minimalPlan, richPlan } from "./plans.ts";
 import { expectGolden, perPodPart } from "./golden.ts";
 
 function bashSyntaxOk(script: string): void {
@@ -15,6 +16,50 @@ function bashSyntaxOk(script: string): void {
 describe("renderWrapper golden files", () => {
   test("minimal plan", () => expectGolden("minimal.sh", perPodPart(renderWrapper(minimalPlan))));
   test("rich plan", () => expectGolden("rich.sh", perPodPart(renderWrapper(richPlan))));
+  test("a plan with interLink's job script", () => expectGolden("jobscript.sh", perPodPart(renderWrapper(jobScriptPlan))));
+});
+
+// docs/pod-to-job.md#the-job-script: the wrapper names the script's file, never its text.
+describe("renderWrapper with a job script", () => {
+  const script = jobScriptPlan.files.find((f) => f.path === "job-script.sh")!;
+
+  test("the script's text is nowhere in the wrapper; its file is named once, as a plan value", () => {
+    const s = renderWrapper(jobScriptPlan);
+    bashSyntaxOk(s);
+    expect(s).not.toContain(new TextDecoder().decode(script.content).trim());
+    expect(s).not.toContain("it's the job script");
+    const planPart = s.slice(0, s.indexOf(WRAPPER_LIB));
+    const r = Bun.spawnSync(["/bin/bash", "-c", `${planPart}
+printf '%s' "$JOB_SCRIPT"`], { env: {} });
+    expect(r.stdout.toString()).toBe("job-script.sh");
+  });
+
+  test("without one, JOB_SCRIPT is empty", () => {
+    const planPart = renderWrapper(minimalPlan).slice(0, renderWrapper(minimalPlan).indexOf(WRAPPER_LIB));
+    const r = Bun.spawnSync(["/bin/bash", "-uc", `${planPart}
+printf '[%s]' "$JOB_SCRIPT"`], { env: {} });
+    expect(r.stdout.toString()).toBe("[]");
+  });
+
+  test("refuses a script that is not a shipped file of the sandbox's top folder, not runnable, or has no container to report it", () => {
+    const bad: [string, Partial<typeof jobScriptPlan>][] = [
+      ["not a file of the plan", { jobScript: "other.sh" }],
+      ["in a folder", { jobScript: "volumes/x.sh", files: [{ ...script, path: "volumes/x.sh" }], transferInput: ["volumes"] }],
+      ["not shipped", { transferInput: [] }],
+      ["not runnable", { files: [{ ...script, mode: 0o600 }] }],
+      ["no container", { containers: [] }],
+    ];
+    const refused = bad.filter(([, over]) => {
+      try {
+        renderWrapper({ ...jobScriptPlan, ...over });
+        return false;
+      } catch (e) {
+        return e instanceof SidecarError;
+      }
+    });
+    expect(refused.map(([what]) => what)).toEqual(bad.map(([what]) => what));
+    bashSyntaxOk(renderWrapper(jobScriptPlan));
+  });
 });
 
 describe("renderWrapper", () => {
@@ -106,7 +151,31 @@ describe("renderWrapper", () => {
   });
 });
 
+/** One function of the library, by name, as text. */
+function libFunction(name: string): string {
+  const at = WRAPPER_LIB.indexOf(`\n${name}() {`) + 1;
+  expect(at).toBeGreaterThan(0);
+  return WRAPPER_LIB.slice(at, WRAPPER_LIB.indexOf("\n}\n", at) + 3);
+}
+
 describe("the plan and the library agree", () => {
+  // The plan warns about the names the job script cannot get (core/job-script.ts); the wrapper
+  // leaves out the same ones rather than put them on a command line.
+  test("script_env (wrapper-lib.bash) passes the job script exactly the names scriptCanReceive (core/job-script.ts) accepts", () => {
+    const names = ["TOKEN", "PATH", "_X", "odd.name", "a-b", "1A", "SECONDS", "UID", "BASH_ENV", "HOSTNAME", "PWD"];
+    const lib = ["script_env", "bash_own_variable"].map(libFunction).join("\n");
+    const r = Bun.spawnSync(["/bin/bash", "-c", `${lib}\nwlog() { :; }\nENV_PAIRS=(); for n in "$@"; do ENV_PAIRS+=("$n=v"); done\nscript_env\nprintf '%s\\n' "\${HOST_ENV[@]}"`, "t", ...names], {
+      env: { SANDBOX: "/sandbox", FROM_THE_JOB: "1" },
+    });
+    const got = r.stdout.toString().split("\n").filter((l) => l.endsWith("=v")).map((l) => l.slice(0, -2));
+    expect(got).toEqual(names.filter((n) => scriptCanReceive(n)));
+    // The job's own environment comes first (without the wrapper's shell bookkeeping), then HOME
+    // and TMPDIR, then the pod's.
+    expect(r.stdout.toString()).toContain("FROM_THE_JOB=1\n");
+    expect(r.stdout.toString()).not.toContain("SHLVL=");
+    expect(r.stdout.toString()).toContain("TMPDIR=/sandbox/tmp\n");
+  });
+
   // A host container gets the variables bash keeps for itself on env's command line; the plan
   // refuses such names with a secret's value by the same list.
   test("bash_own_variable (wrapper-lib.bash) and BASH_OWN_VARIABLES (core/types.ts) name the same variables", () => {

@@ -21,6 +21,7 @@ describe("parseConfig", () => {
     expect(config.KeepAliveTimeoutSeconds).toBeGreaterThan(120);
     expect(config.Channels.HostImage).toBe(false);
     expect(config.Channels.PreExec).toBe(true);
+    expect(config.Channels.JobScript).toBe(false);
     expect(warnings).toEqual([]);
   });
   test("the shipped SidecarConfig.yaml is valid and has no unknown keys", () => {
@@ -82,5 +83,7 @@ describe("parseConfig", () => {
     expect(p.dummyJob).toBe(true);
     expect(p.sharedFilesystem).toBe(false);
     expect(planConfig(parseConfig("SharedFilesystem: true").config, false).sharedFilesystem).toBe(true);
+    expect(p.allowJobScript).toBe(false);
+    expect(planConfig(parseConfig("Channels:\n  JobScript: true").config, false).allowJobScript).toBe(true);
   });
 });

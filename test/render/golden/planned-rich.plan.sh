@@ -2,7 +2,8 @@
 # htcondor-sidecar job wrapper: runs one Kubernetes pod as this HTCondor job.
 #
 # Order: CommandPrefix, background commands, pre-exec snippets, init containers one at a time,
-# then all containers together (each as an Apptainer/Singularity instance). Each container's
+# then all containers together (each as an Apptainer/Singularity instance), or in their place
+# interLink's job script (JOB_SCRIPT), outside any container. Each container's
 # state line goes to podstate/<key> and to the job attribute named in its plan (condor_chirp);
 # its output, every line timestamped, to <key>.log (in the pod folder with a shared filesystem);
 # the wrapper's own messages to
@@ -38,6 +39,7 @@ BACKGROUND_COMMANDS=(
 PRE_EXEC=(
   'echo pre-exec from the VK'
 )
+JOB_SCRIPT=''  # none: the containers run
 
 RUNTIME_PINNED=''  # empty: apptainer, then singularity
 RUNTIME_SEARCH_PATH=()
