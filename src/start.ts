@@ -186,6 +186,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
 
   const startTime = Math.floor(Date.now() / 1000);
   // The service is created below; the gauges read it only when /metrics is scraped.
+  // deno-lint-ignore prefer-const -- the metrics closure below reads it before it is assigned
   let service: ReturnType<typeof createService> | undefined;
   const metrics = createSidecarMetrics(() => ({
     ...(service?.view() ?? { pods: {}, failures: { schedd: 0, collector: 0 }, threshold: config.PingFailureThreshold, snapshotAgeSeconds: 0 }),

@@ -10,6 +10,7 @@ let sc: Sidecar;
 let n = 0;
 const uid = () => `0000aaaa-0000-4000-8000-${String(++n).padStart(12, "0")}`;
 
+// deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
 const create = (req: Json) => sc.call("POST", "/create", req);
 const status = (pods: Json[]) => sc.call("GET", "/status", pods);

@@ -11,6 +11,7 @@ import { makeCreateRequest } from "../fixtures/pods.ts";
 import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
 import { shQuote } from "../../src/render/sh.ts";
 
+// deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
 let n = 0;
 const uid = () => `6666ffff-0000-4000-8000-${String(++n).padStart(12, "0")}`;

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { b64, makeCreateRequest } from "../fixtures/pods.ts";
 import { CONDOR_BIN, type HttpResult, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
 
+// deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
 let sc: Sidecar;
 let n = 0;

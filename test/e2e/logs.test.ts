@@ -6,6 +6,7 @@ import { request } from "node:http";
 import { makeCreateRequest } from "../fixtures/pods.ts";
 import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
 
+// deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
 let sc: Sidecar;
 let n = 0;
@@ -453,7 +454,9 @@ function sandboxOf(podUid: string): string {
     const box = `${root}/${d}/scratch`;
     try {
       if (fs.readFileSync(`${box}/podstate/wrapper.log`, "utf8").includes(podUid)) return box;
-    } catch {}
+    } catch {
+      // not a sandbox with a wrapper log yet: look at the next one
+    }
   }
   throw new Error(`no sandbox for ${podUid}`);
 }

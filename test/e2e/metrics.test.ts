@@ -6,6 +6,7 @@ import { request } from "node:http";
 import { makeCreateRequest } from "../fixtures/pods.ts";
 import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
 
+// deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
 const uid = "9999cccc-0000-4000-8000-000000000001";
 let sc: Sidecar;

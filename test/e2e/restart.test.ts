@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
 import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
 
+// deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
 let sc: Sidecar | undefined;
 afterAll(async () => {

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
 import { CONDOR_BIN, ROOT, type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
 
+// deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
 let n = 0;
 const uid = () => `7777aaaa-0000-4000-8000-${String(++n).padStart(12, "0")}`;

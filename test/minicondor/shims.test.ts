@@ -90,7 +90,9 @@ function pidsInMountNs(ns: string): number[] {
     if (!/^\d+$/.test(e)) continue;
     try {
       if (fs.readlinkSync(`/proc/${e}/ns/mnt`) === ns) out.push(Number(e));
-    } catch {}
+    } catch {
+      // the process has gone
+    }
   }
   return out;
 }

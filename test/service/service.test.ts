@@ -16,6 +16,7 @@ import { openStore } from "../../src/store/store.ts";
 import { makeCreateRequest } from "../fixtures/pods.ts";
 import { fakeCondor } from "../helpers/fake-condor.ts";
 
+// deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
 const T0 = Date.parse("2026-11-23T12:00:00Z");
 const dirs: string[] = [];

@@ -486,16 +486,16 @@ function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<
   };
   const stdoutPath = pathFor(outName, "_condor_stdout", streamOut);
   const stderrPath = outName === errName ? stdoutPath : pathFor(errName, "_condor_stderr", streamErr);
-  let outFd: number, errFd: number, inFd: number;
+  let outFd: number, inFd: number;
   try {
     outFd = fs.openSync(stdoutPath, "w");
   } catch (e) {
     return holdAfterFailure(db, run, 7, 2, `Error from slot1_${run.slot}@${cfg.host}: Failed to open '${stdoutPath}' as standard output: ${(e as Error).message} (errno 2)`);
   }
-  errFd = stderrPath === stdoutPath ? outFd : fs.openSync(stderrPath, "w");
+  const errFd = stderrPath === stdoutPath ? outFd : fs.openSync(stderrPath, "w");
   const inName = ad.str("In") ?? "/dev/null";
   try { inFd = fs.openSync(inName === "/dev/null" ? "/dev/null" : path.resolve(iwd, inName), "r"); }
-  catch (e) {
+  catch {
     fs.closeSync(outFd); if (errFd !== outFd) fs.closeSync(errFd);
     return holdAfterFailure(db, run, 8, 2, `Error from slot1_${run.slot}@${cfg.host}: Failed to open '${path.resolve(iwd, inName)}' as standard input: No such file or directory (errno 2)`);
   }

@@ -534,7 +534,7 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   const dockerImage = get("docker_image");
   if (containerImage && dockerImage) throw new SubmitError(`ERROR: docker_image and container_image cannot both be specified\n`);
   if (dockerImage && universeRaw !== "docker" && universeRaw !== "vanilla") { /* allowed */ }
-  let image = containerImage ?? (dockerImage ? (dockerImage.startsWith("docker:") ? dockerImage : "docker://" + dockerImage) : undefined);
+  const image = containerImage ?? (dockerImage ? (dockerImage.startsWith("docker:") ? dockerImage : "docker://" + dockerImage) : undefined);
   const isContainer = image !== undefined || universeRaw === "container" || universeRaw === "docker";
   if (isContainer && !image) throw new SubmitError(`ERROR: container jobs require a container_image or docker_image\n`);
   if (image && /^(instance|library|shub):\/\//.test(image)) throw new SubmitError(`ERROR: '${image}' is not a valid container image\n`);
