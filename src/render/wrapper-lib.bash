@@ -755,18 +755,28 @@ host_exec() {
     exec_with_env "$(type -P env)" "$@" 3< <(printf '%s\0' ${HOST_ENV[@]+"${HOST_ENV[@]}"})
 }
 
-# watched <label> <command...>: runs a command in the background (output to wrapper.log),
-# killing it on a stop.
+# watched <label> <command...>: runs a command in the background, killing it on a stop. Its
+# output goes to wrapper.log when it ends, and its last non-blank line to WATCHED_LAST, so that
+# a failure can say in the container's status what the runtime said.
 watched() {
-  local out=$1 pid
+  local label=$1 pid rc line file=$RUN_DIR/watched.$BASHPID
   shift
-  "$@" </dev/null > >(log_lines_as "$out" >>"$WLOG") 2>&1 &
+  WATCHED_LAST=''
+  "$@" </dev/null >"$file" 2>&1 &
   pid=$!
   while kill -0 "$pid" 2>/dev/null; do
     stop_requested && kill -TERM "$pid" 2>/dev/null
     nap "$TICK"
   done
   wait "$pid"
+  rc=$?
+  while IFS= read -r line || [[ -n $line ]]; do
+    stamp
+    printf '%s %s: %s\n' "$TS" "$label" "$line" >>"$WLOG"
+    [[ -n ${line//[[:space:]]/} ]] && WATCHED_LAST=${line:0:1024}
+  done <"$file"
+  rm -f -- "$file"
+  return "$rc"
 }
 
 # Starts the container's main process (and its logger) in the background: MAIN_PID, LOGGER_PID.
@@ -856,7 +866,7 @@ run_once() {
     if ((RC != 0)); then
       wlog "instance start failed (exit $RC)"
       now
-      S_STARTED=$NOW S_FINISHED=$NOW END_REASON=StartError
+      S_STARTED=$NOW S_FINISHED=$NOW END_REASON=StartError S_MESSAGE=$WATCHED_LAST
       if stop_requested; then
         END_REASON=$STOP_REASON RC=143
         timeout -k 2 30 "$RT" instance stop -F "$INST" </dev/null >/dev/null 2>&1

@@ -136,6 +136,9 @@ describe("image overrides (docs/pod-to-job.md#image-overrides)", () => {
     const failed = await terminated(sc, q, "the prefixed pod failed");
     expect(failed.containers[0].state.terminated.exitCode).not.toBe(0);
     expect(failed.containers[0].image).toBe("docker://ghcr.io/missing/app:2");
+    // The runtime's own words, in the container's status.
+    expect(failed.containers[0].state.terminated.reason).toBe("StartError");
+    expect(failed.containers[0].state.terminated.message).toContain(`could not open image ${images}/nowhere/app:2:`);
     // What the runtime said, from the wrapper's own log that the job returns (podstate/).
     const wrapperLog = join(sc.dataRoot, "pods", q.pod.metadata.uid, "podstate", "wrapper.log");
     const said = await eventually(() => (existsSync(wrapperLog) ? readFileSync(wrapperLog, "utf8") : undefined), 30_000, "the wrapper's log");
