@@ -42,36 +42,92 @@ export function parseJsonAds(stdout: string): JobAd[] {
 }
 
 /**
- * The ads of a `-json` answer, each as its own text, unparsed: the writer puts `,` between two
- * ads on a line of its own, after the first ad's closing brace and before the next one's opening
- * brace (docs/htcondor.md#json-output), and a JSON string cannot hold a raw newline, so "\n,\n"
- * only ever separates two ads. Works on the bytes, so that a large answer never becomes one big
- * string; an answer in another shape is split by parsing it whole.
+ * A `-json` answer as its bytes, and where each ad's text lies in them: ad `i` is
+ * `bytes[bounds[2i] .. bounds[2i+1])`. Nothing is decoded until an ad is parsed, so that the
+ * refresher can tell an ad that did not change from its bytes alone, without a string per ad.
  */
-export function splitJsonAds(stdout: Uint8Array): string[] {
-  const dec = new TextDecoder();
+export interface JsonAdSlices {
+  bytes: Uint8Array;
+  bounds: number[];
+}
+
+export const adCount = (s: JsonAdSlices): number => s.bounds.length / 2;
+
+/**
+ * The ads of a `-json` answer, unparsed: the writer puts `,` between two ads on a line of its
+ * own, after the first ad's closing brace and before the next one's opening brace
+ * (docs/htcondor.md#json-output), and a JSON string cannot hold a raw newline, so "\n,\n" only
+ * ever separates two ads. An answer in another shape is parsed whole and each ad written out again.
+ */
+export function sliceJsonAds(stdout: Uint8Array): JsonAdSlices {
   let start = 0;
   let end = stdout.byteLength;
   while (start < end && (stdout[start] === 0x20 || stdout[start] === 0x0a)) start++;
   while (end > start && (stdout[end - 1] === 0x20 || stdout[end - 1] === 0x0a)) end--;
-  if (start === end) return [];
+  if (start === end) return { bytes: stdout, bounds: [] };
   const shaped = stdout[start] === 0x5b && stdout[start + 1] === 0x0a && stdout[end - 1] === 0x5d && stdout[end - 2] === 0x0a;
-  if (!shaped || (end - start > 3 && stdout[start + 2] !== 0x7b)) return parseJsonAds(dec.decode(stdout)).map((ad) => JSON.stringify(ad));
-  if (end - start === 3) return []; // "[\n]"
-  const out: string[] = [];
+  if (!shaped || (end - start > 3 && stdout[start + 2] !== 0x7b)) {
+    const texts = parseJsonAds(new TextDecoder().decode(stdout)).map((ad) => JSON.stringify(ad, null, 2));
+    return texts.length === 0 ? { bytes: stdout, bounds: [] } : sliceJsonAds(new TextEncoder().encode(`[\n${texts.join("\n,\n")}\n]\n`));
+  }
+  if (end - start === 3) return { bytes: stdout, bounds: [] }; // "[\n]"
+  const bounds: number[] = [];
   let from = start + 2;
   for (let i = stdout.indexOf(0x2c, from); i !== -1 && i < end - 2; i = stdout.indexOf(0x2c, i + 1)) {
     if (stdout[i - 1] !== 0x0a || stdout[i + 1] !== 0x0a) continue;
-    out.push(dec.decode(stdout.subarray(from, i - 1)));
+    bounds.push(from, i - 1);
     from = i + 2;
   }
-  out.push(dec.decode(stdout.subarray(from, end - 2)));
-  return out;
+  bounds.push(from, end - 2);
+  return { bytes: stdout, bounds };
 }
 
-/** One ad's text (from {@link splitJsonAds}). */
-export function parseJsonAd(text: string): JobAd {
-  const parsed: unknown = JSON.parse(text);
+const CLUSTER_KEY = new TextEncoder().encode('"ClusterId": ');
+const PROC_KEY = new TextEncoder().encode('"ProcId": ');
+
+/**
+ * The integer after `key` in bytes [from, to), or undefined. Inside a JSON string a quote is
+ * escaped (`\"`), so `"ClusterId": ` can only be the attribute itself.
+ */
+function numberAfter(b: Uint8Array, key: Uint8Array, from: number, to: number): number | undefined {
+  const last = to - key.length;
+  next: for (let i = b.indexOf(key[0]!, from); i !== -1 && i <= last; i = b.indexOf(key[0]!, i + 1)) {
+    for (let k = 1; k < key.length; k++) if (b[i + k] !== key[k]) continue next;
+    let j = i + key.length;
+    let n = 0;
+    const first = j;
+    while (j < to && b[j]! >= 0x30 && b[j]! <= 0x39) n = n * 10 + b[j++]! - 0x30;
+    return j > first ? n : undefined;
+  }
+  return undefined;
+}
+
+/** Ad `i`'s job id (`cluster.proc`), read off its bytes without parsing it. */
+export function sliceJobId(s: JsonAdSlices, i: number): string | undefined {
+  const from = s.bounds[2 * i]!;
+  const to = s.bounds[2 * i + 1]!;
+  const c = numberAfter(s.bytes, CLUSTER_KEY, from, to);
+  const p = c === undefined ? undefined : numberAfter(s.bytes, PROC_KEY, from, to);
+  return c === undefined || p === undefined ? undefined : `${c}.${p}`;
+}
+
+/** Whether ad `i` of `a` and ad `j` of `b` are the same bytes. */
+export function sameAd(a: JsonAdSlices, i: number, b: JsonAdSlices, j: number): boolean {
+  const as = a.bounds[2 * i]!;
+  const bs = b.bounds[2 * j]!;
+  const len = a.bounds[2 * i + 1]! - as;
+  if (len !== b.bounds[2 * j + 1]! - bs) return false;
+  const x = a.bytes;
+  const y = b.bytes;
+  for (let k = 0; k < len; k++) if (x[as + k] !== y[bs + k]) return false;
+  return true;
+}
+
+const utf8 = new TextDecoder();
+
+/** Ad `i`, parsed. */
+export function parseAd(s: JsonAdSlices, i: number): JobAd {
+  const parsed: unknown = JSON.parse(utf8.decode(s.bytes.subarray(s.bounds[2 * i]!, s.bounds[2 * i + 1]!)));
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("expected a ClassAd (a JSON object)");
   return parsed as JobAd;
 }

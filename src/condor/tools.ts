@@ -17,7 +17,8 @@ import {
   parseJsonAds,
   parseRmLine,
   parseTerseSubmit,
-  splitJsonAds,
+  sliceJsonAds,
+  type JsonAdSlices,
   submitRefusal,
 } from "./parse.ts";
 
@@ -59,8 +60,11 @@ export interface Condor {
    * attributes.
    */
   query(opts: { constraint: string; attributes: readonly string[] }): Promise<JobAd[]>;
-  /** {@link Condor.query}, each ad as its own unparsed text (the refresher parses only what changed). */
-  queryTexts(opts: { constraint: string; attributes: readonly string[] }): Promise<string[]>;
+  /**
+   * {@link Condor.query}, the answer's bytes with each ad's place in them (the refresher parses
+   * only what changed), read into `into` (or a larger buffer when it does not fit).
+   */
+  querySlices(opts: { constraint: string; attributes: readonly string[]; into: Uint8Array }): Promise<JsonAdSlices>;
   /** condor_history -json for ids and/or a constraint (newest first); no scanLimit: the whole history. */
   history(opts: { ids?: readonly JobId[]; constraint?: string; attributes: readonly string[]; limit: number; scanLimit?: number }): Promise<JobAd[]>;
   /**
@@ -114,10 +118,10 @@ export function createCondor(o: CondorOptions): Condor {
   const command = (tool: CondorTool, args: readonly string[]) => [path(tool), ...toolArgs(o.access, tool), ...args];
 
   /** Runs a tool and tells onCommand how it ended. */
-  async function spawnTool(tool: CondorTool, args: readonly string[], opts: { cwd?: string; timeoutMs: number; stdoutBytes?: boolean }): Promise<SpawnResult> {
+  async function spawnTool(tool: CondorTool, args: readonly string[], opts: { cwd?: string; timeoutMs: number; stdoutInto?: Uint8Array }): Promise<SpawnResult> {
     const started = performance.now();
     try {
-      const r = await o.runtime.spawn({ argv: command(tool, args), env, cwd: opts.cwd, timeoutMs: opts.timeoutMs, stdoutBytes: opts.stdoutBytes });
+      const r = await o.runtime.spawn({ argv: command(tool, args), env, cwd: opts.cwd, timeoutMs: opts.timeoutMs, stdoutInto: opts.stdoutInto });
       o.onCommand?.(tool, r.timedOut ? "timeout" : r.code === 0 ? "ok" : "error", r.durationMs / 1000);
       return r;
     } catch (err) {
@@ -126,7 +130,7 @@ export function createCondor(o: CondorOptions): Condor {
     }
   }
 
-  async function run(tool: CondorTool, args: string[], opts: { cwd?: string; timeoutMs: number; stdoutBytes?: boolean }): Promise<SpawnResult> {
+  async function run(tool: CondorTool, args: string[], opts: { cwd?: string; timeoutMs: number; stdoutInto?: Uint8Array }): Promise<SpawnResult> {
     let r: SpawnResult;
     try {
       r = await spawnTool(tool, args, opts);
@@ -176,11 +180,11 @@ export function createCondor(o: CondorOptions): Condor {
       return ads("condor_q", r);
     },
 
-    async queryTexts({ constraint, attributes }) {
-      const r = await run("condor_q", ["-json", "-attributes", attributes.join(","), "-constraint", constraint], { timeoutMs: o.queryTimeoutMs, stdoutBytes: true });
+    async querySlices({ constraint, attributes, into }) {
+      const r = await run("condor_q", ["-json", "-attributes", attributes.join(","), "-constraint", constraint], { timeoutMs: o.queryTimeoutMs, stdoutInto: into });
       if (r.code !== 0) fail("condor_q", r, `Cannot query HTCondor`);
       try {
-        return splitJsonAds(r.stdoutBytes ?? new Uint8Array());
+        return sliceJsonAds(r.stdoutBytes ?? into.subarray(0, 0));
       } catch (err) {
         throw new SidecarError("unavailable", `Cannot parse condor_q -json output: ${err instanceof Error ? err.message : String(err)}`);
       }

@@ -1,42 +1,85 @@
 /** The Bun runtime adapter: Bun.spawn and bun:sqlite. */
 import { Database } from "bun:sqlite";
-import { hostname } from "node:os";
+import { randomUUID } from "node:crypto";
+import { closeSync, fstatSync, openSync, readSync, unlinkSync } from "node:fs";
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Runtime, SpawnOptions, SpawnResult, Sqlite, SqlValue } from "./types.ts";
-import { DEFAULT_MAX_OUTPUT, KILL_GRACE_MS, readCapped, readCappedBytes, toBytes } from "./spawn-util.ts";
+import { DEFAULT_MAX_OUTPUT, KILL_GRACE_MS, readCapped, readCappedBytes, room, toBytes } from "./spawn-util.ts";
 
 async function spawn(opts: SpawnOptions): Promise<SpawnResult> {
   const started = performance.now();
-  const proc = Bun.spawn([...opts.argv], {
-    env: opts.env ?? {},
-    cwd: opts.cwd,
-    stdin: opts.stdin === undefined ? "ignore" : toBytes(opts.stdin),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  let timedOut = false;
-  let killTimer: ReturnType<typeof setTimeout> | undefined;
-  const timer =
-    opts.timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => {
-          timedOut = true;
-          proc.kill("SIGTERM");
-          killTimer = setTimeout(() => proc.kill("SIGKILL"), KILL_GRACE_MS);
-        }, opts.timeoutMs);
   const max = opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
-  const [out, stderr] = await Promise.all([readCappedBytes(proc.stdout, max), readCapped(proc.stderr, max)]);
-  await proc.exited;
-  clearTimeout(timer);
-  clearTimeout(killTimer);
-  return {
-    code: proc.signalCode ? null : proc.exitCode,
-    signal: proc.signalCode ? String(proc.signalCode) : null,
-    stdout: opts.stdoutBytes ? "" : new TextDecoder().decode(out),
-    ...(opts.stdoutBytes ? { stdoutBytes: out } : {}),
-    stderr,
-    timedOut,
-    durationMs: performance.now() - started,
-  };
+  const outFd = opts.stdoutInto ? unlinkedFile() : undefined;
+  try {
+    const proc = Bun.spawn([...opts.argv], {
+      env: opts.env ?? {},
+      cwd: opts.cwd,
+      stdin: opts.stdin === undefined ? "ignore" : toBytes(opts.stdin),
+      stdout: outFd ?? "pipe",
+      stderr: "pipe",
+    });
+    let timedOut = false;
+    let killTimer: ReturnType<typeof setTimeout> | undefined;
+    const timer =
+      opts.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            proc.kill("SIGTERM");
+            killTimer = setTimeout(() => proc.kill("SIGKILL"), KILL_GRACE_MS);
+          }, opts.timeoutMs);
+    const [piped, stderr] = await Promise.all([outFd === undefined ? readCappedBytes(proc.stdout as ReadableStream<Uint8Array>, max, opts.stdoutInto) : undefined, readCapped(proc.stderr, max)]);
+    await proc.exited;
+    clearTimeout(timer);
+    clearTimeout(killTimer);
+    const out = outFd === undefined ? piped! : readFileInto(outFd, opts.stdoutInto!, max);
+    return {
+      code: proc.signalCode ? null : proc.exitCode,
+      signal: proc.signalCode ? String(proc.signalCode) : null,
+      stdout: opts.stdoutInto ? "" : new TextDecoder().decode(out),
+      ...(opts.stdoutInto ? { stdoutBytes: out } : {}),
+      stderr,
+      timedOut,
+      durationMs: performance.now() - started,
+    };
+  } finally {
+    if (outFd !== undefined) closeSync(outFd);
+  }
+}
+
+/**
+ * A new file of our own (O_EXCL, mode 0600) in the temporary folder, unlinked at once so that
+ * nothing is left behind: the child writes its stdout there. Undefined when the folder does not
+ * take it (stdout then goes through a pipe).
+ */
+function unlinkedFile(): number | undefined {
+  const path = join(tmpdir(), `htcondor-sidecar-${process.pid}-${randomUUID()}.out`);
+  let fd: number;
+  try {
+    fd = openSync(path, "wx+", 0o600);
+  } catch {
+    return undefined;
+  }
+  try {
+    unlinkSync(path);
+  } catch {
+    /* left behind: still read and closed */
+  }
+  return fd;
+}
+
+/** The file's first `max` bytes, read into `into` (or a larger buffer). */
+function readFileInto(fd: number, into: Uint8Array, max: number): Uint8Array {
+  const size = Math.min(fstatSync(fd).size, max);
+  const buf = room(into, 0, size);
+  let at = 0;
+  while (at < size) {
+    const n = readSync(fd, buf, at, size - at, at);
+    if (n <= 0) break;
+    at += n;
+  }
+  return buf.subarray(0, at);
 }
 
 function openSqlite(path: string): Sqlite {

@@ -37,14 +37,14 @@ async function spawn(opts: SpawnOptions): Promise<SpawnResult> {
           killTimer = setTimeout(() => kill("SIGKILL"), KILL_GRACE_MS);
         }, opts.timeoutMs);
   const max = opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
-  const [out, stderr, status] = await Promise.all([readCappedBytes(proc.stdout, max), readCapped(proc.stderr, max), proc.status]);
+  const [out, stderr, status] = await Promise.all([readCappedBytes(proc.stdout, max, opts.stdoutInto), readCapped(proc.stderr, max), proc.status]);
   clearTimeout(timer);
   clearTimeout(killTimer);
   return {
     code: status.signal ? null : status.code,
     signal: status.signal ?? null,
-    stdout: opts.stdoutBytes ? "" : new TextDecoder().decode(out),
-    ...(opts.stdoutBytes ? { stdoutBytes: out } : {}),
+    stdout: opts.stdoutInto ? "" : new TextDecoder().decode(out),
+    ...(opts.stdoutInto ? { stdoutBytes: out } : {}),
     stderr,
     timedOut,
     durationMs: performance.now() - started,

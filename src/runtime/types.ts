@@ -21,10 +21,13 @@ export interface SpawnOptions {
   /** Keep at most this many bytes of each of stdout and stderr (default 16 MiB). */
   maxOutputBytes?: number;
   /**
-   * Hand stdout over as bytes (`stdoutBytes`, with `stdout` empty): a large answer read a piece
-   * at a time never becomes one big string.
+   * Hand stdout over as bytes (`stdoutBytes`, with `stdout` empty), read into this buffer: the
+   * result is a view of it, or of a new, larger buffer when the output did not fit. A large
+   * answer then never becomes one big string, and a caller that hands the same buffers back
+   * allocates nothing per call. On Bun the child writes to an unlinked temporary file rather than
+   * a pipe (pipe chunks of a large answer pile up between garbage collections).
    */
-  stdoutBytes?: boolean;
+  stdoutInto?: Uint8Array;
 }
 
 export interface SpawnResult {
@@ -33,7 +36,7 @@ export interface SpawnResult {
   /** The signal name (e.g. "SIGTERM") when killed by one. */
   signal: string | null;
   stdout: string;
-  /** stdout as bytes, when asked for with `stdoutBytes`. */
+  /** stdout as bytes, when asked for with `stdoutInto`. */
   stdoutBytes?: Uint8Array;
   stderr: string;
   timedOut: boolean;

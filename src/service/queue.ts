@@ -6,7 +6,7 @@
  * except for the first refresh after start. With nothing to follow the refresher sleeps, and a
  * new job wakes it.
  */
-import { type JobAd, parseJsonAd } from "../condor/parse.ts";
+import { type JobAd, type JsonAdSlices, adCount, parseAd, sameAd, sliceJobId } from "../condor/parse.ts";
 import type { Condor } from "../condor/tools.ts";
 import { type Streak, recordSuccess } from "../core/health.ts";
 import { stateAttrName } from "../core/types.ts";
@@ -39,13 +39,6 @@ const FAILURE_COUNT_INTERVAL_MS = 10_000;
 
 /** Ads handled between two yields to the event loop: a refresh of thousands must not hold up status calls. */
 const ADS_PER_SLICE = 500;
-
-/** The job id in an ad's text, without parsing it (the writer prints `"ClusterId": N` and `"ProcId": N`). */
-function jobIdOf(text: string): string | undefined {
-  const c = /"ClusterId": (\d+)/.exec(text);
-  const p = /"ProcId": (\d+)/.exec(text);
-  return c && p ? `${c[1]}.${p[1]}` : undefined;
-}
 
 /**
  * This sidecar's jobs in the queue, by job id (`cluster.proc`); `at` is when its condor_q started.
@@ -106,8 +99,14 @@ export function createQueueView(d: QueueDeps): QueueView {
   const schedd: Streak = { failures: 0 };
   let lastCounted = -Infinity;
   let current: Snapshot | undefined;
-  /** The last text each ad had, and what it parsed to: most ads do not change between refreshes. */
-  let parsed = new Map<string, { text: string; ad: JobAd }>();
+  /**
+   * The last answer's bytes, where each followed job's ad was in them, and what it parsed to:
+   * most ads do not change between refreshes, and an ad whose bytes did not change is not
+   * decoded again (no string per ad, no new object).
+   */
+  let last: { answer: JsonAdSlices; index: Map<string, number>; ads: Map<string, JobAd> } | undefined;
+  /** The buffer the next answer is read into: the one before the last answer's (two in turn, nothing new per refresh). */
+  let spare: Uint8Array = new Uint8Array(0);
   let failing = false;
   let cycle: Promise<void> | undefined;
   let cancelTimer: (() => void) | undefined;
@@ -163,9 +162,9 @@ export function createQueueView(d: QueueDeps): QueueView {
     // schedd one comparison per id for every job it holds.
     const oldest = live.reduce((m, j) => Math.min(m, j.cluster), Infinity);
     const recorded = new Set(live.map((j) => `${j.cluster}.${j.proc}`));
-    let texts: string[];
+    let answer: JsonAdSlices;
     try {
-      texts = await d.condor.queryTexts({ constraint: `ClusterId >= ${oldest}`, attributes: attributes() });
+      answer = await d.condor.querySlices({ constraint: `ClusterId >= ${oldest}`, attributes: attributes(), into: spare });
     } catch (err) {
       failed(err);
       d.log.warn("condor_q failed; status leaves the followed pods out, so interLink keeps their last state", { error: schedd.error });
@@ -173,18 +172,18 @@ export function createQueueView(d: QueueDeps): QueueView {
     }
     answered();
     const byJob = new Map<string, JobAd>();
-    const next = new Map<string, { text: string; ad: JobAd }>();
-    for (let i = 0; i < texts.length; i++) {
+    const index = new Map<string, number>();
+    for (let i = 0, n = adCount(answer); i < n; i++) {
       if (i > 0 && i % ADS_PER_SLICE === 0) await new Promise<void>((r) => setTimeout(r, 0));
-      const text = texts[i]!;
-      const id = jobIdOf(text);
+      const id = sliceJobId(answer, i);
       if (id === undefined || !recorded.has(id)) continue;
-      const before = parsed.get(id);
-      const ad = before?.text === text ? before.ad : parseJsonAd(text);
+      const was = last?.index.get(id);
+      const ad = was !== undefined && sameAd(last!.answer, was, answer, i) ? last!.ads.get(id)! : parseAd(answer, i);
       byJob.set(id, ad);
-      next.set(id, { text, ad });
+      index.set(id, i);
     }
-    parsed = next;
+    if (last) spare = new Uint8Array(last.answer.bytes.buffer);
+    last = { answer, index, ads: byJob };
     current = { at, ads: byJob };
     try {
       await view.afterRefresh?.(current, live);

@@ -4,7 +4,7 @@
  * recorded, and any call made to fail. It runs no job; the end-to-end tests run minicondor.
  */
 import type { Condor } from "../../src/condor/tools.ts";
-import { type JobAd, type JobId, type RmOutcome, jobIdString } from "../../src/condor/parse.ts";
+import { type JobAd, type JobId, type RmOutcome, jobIdString, sliceJsonAds } from "../../src/condor/parse.ts";
 import { SidecarError } from "../../src/core/errors.ts";
 import type { SpawnResult } from "../../src/runtime/types.ts";
 
@@ -71,9 +71,10 @@ export function fakeCondor(opts: { readSubmitFile: (path: string) => string; now
       if (!m) return [];
       return [...f.queued.values()].filter((ad) => (ad.ClusterId as number) >= Number(m[1])).map((ad) => project(ad, attributes));
     },
-    async queryTexts(q) {
-      // The refresher's query, each ad as condor_q -json writes it.
-      return (await f.query(q)).map((ad) => JSON.stringify(ad, null, 2));
+    async querySlices(q) {
+      // The refresher's query, as condor_q -json writes it.
+      const texts = (await f.query(q)).map((ad) => JSON.stringify(ad, null, 2));
+      return sliceJsonAds(new TextEncoder().encode(texts.length === 0 ? "" : `[\n${texts.join("\n,\n")}\n]\n`));
     },
     async history({ ids = [], attributes, limit }) {
       call("history", ids.map(jobIdString));

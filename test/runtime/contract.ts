@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { request } from "node:http";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serveHttp, type FetchHandler } from "../../src/runtime/http.ts";
@@ -96,6 +96,25 @@ export const contractCases: ContractCase[] = [
       const r = await rt.spawn({ argv: ["/usr/bin/head", "-c", "100000", "/dev/zero"], maxOutputBytes: 1000 });
       assert.equal(r.code, 0);
       assert.equal(r.stdout.length, 1000);
+    },
+  },
+  {
+    name: "spawn: stdout read into the caller's buffer, or a larger one when it does not fit, within the cap",
+    async run(rt) {
+      const into = new Uint8Array(64 * 1024);
+      const small = await rt.spawn({ argv: ["/usr/bin/printf", "%s", TRICKY], stdoutInto: into });
+      assert.equal(small.stdout, "");
+      assert.equal(small.stdoutBytes?.buffer, into.buffer);
+      assert.equal(new TextDecoder().decode(small.stdoutBytes), TRICKY);
+      const big = await rt.spawn({ argv: ["/usr/bin/head", "-c", "300000", "/dev/zero"], stdoutInto: into });
+      assert.equal(big.stdoutBytes?.byteLength, 300000);
+      assert.notEqual(big.stdoutBytes?.buffer, into.buffer);
+      const capped = await rt.spawn({ argv: ["/usr/bin/head", "-c", "100000", "/dev/zero"], stdoutInto: into, maxOutputBytes: 1000 });
+      assert.equal(capped.stdoutBytes?.byteLength, 1000);
+      const failed = await rt.spawn({ argv: ["/bin/sh", "-c", "printf partial; echo why >&2; exit 4"], stdoutInto: into });
+      assert.deepEqual([failed.code, new TextDecoder().decode(failed.stdoutBytes), failed.stderr], [4, "partial", "why\n"]);
+      // Bun's temporary stdout files are unlinked at once.
+      assert.deepEqual(readdirSync(tmpdir()).filter((f) => f.startsWith(`htcondor-sidecar-${process.pid}-`)), []);
     },
   },
   {

@@ -2,7 +2,7 @@
 // docs/htcondor.md#json-output, docs/htcondor.md#condor_history,
 // docs/htcondor.md#job-ids-one-line-per-id).
 import { classAdString } from "../../src/core/classad.ts";
-import { splitJsonAds } from "../../src/condor/parse.ts";
+import { type JsonAdSlices, adCount, parseAd, sameAd, sliceJobId, sliceJsonAds } from "../../src/condor/parse.ts";
 import { describe, expect, test } from "bun:test";
 import {
   type RmOutcome,
@@ -105,16 +105,26 @@ describe("submitRefusal: condor_submit's own words, on one line", () => {
   test("long output is cut", () => expect(submitRefusal(`ERROR: ${"x".repeat(1000)}`, 20)).toBe(`ERROR: ${"x".repeat(13)}…`));
 });
 
-describe("splitJsonAds: each ad's text, unparsed (docs/htcondor.md#json-output)", () => {
+describe("sliceJsonAds: each ad's place in the bytes, unparsed (docs/htcondor.md#json-output)", () => {
   const enc = (s: string) => new TextEncoder().encode(s);
+  const all = (s: JsonAdSlices) => Array.from({ length: adCount(s) }, (_, i) => parseAd(s, i));
   const two = '[\n{\n  "ClusterId": 1,\n  "HoldReason": "a, b\\n,\\nc",\n  "ProcId": 0\n}\n,\n{\n  "ClusterId": 2,\n  "ProcId": 0\n}\n]\n';
   test("the writer's own shape: split at the comma lines, a string's escaped newlines kept", () => {
-    const ads = splitJsonAds(enc(two));
-    expect(ads).toHaveLength(2);
-    expect(ads.map((a) => JSON.parse(a))).toEqual([{ ClusterId: 1, HoldReason: "a, b\n,\nc", ProcId: 0 }, { ClusterId: 2, ProcId: 0 }]);
+    const s = sliceJsonAds(enc(two));
+    expect(adCount(s)).toBe(2);
+    expect(all(s)).toEqual([{ ClusterId: 1, HoldReason: "a, b\n,\nc", ProcId: 0 }, { ClusterId: 2, ProcId: 0 }]);
   });
-  test.each([["condor_q: nothing", ""], ["condor_history: nothing", "[\n]\n"]])("%s → no ad", (_, out) => expect(splitJsonAds(enc(out))).toEqual([]));
-  test("one ad", () => expect(splitJsonAds(enc('[\n{\n  "ClusterId": 7\n}\n]\n')).map((a) => JSON.parse(a))).toEqual([{ ClusterId: 7 }]));
-  test("another shape is parsed whole", () => expect(splitJsonAds(enc('[{"ClusterId":1},{"ClusterId":2}]')).map((a) => JSON.parse(a))).toEqual([{ ClusterId: 1 }, { ClusterId: 2 }]));
-  test("a multibyte character survives", () => expect(JSON.parse(splitJsonAds(enc('[\n{\n  "X": "é€"\n}\n]\n'))[0]!)).toEqual({ X: "é€" }));
+  test.each([["condor_q: nothing", ""], ["condor_history: nothing", "[\n]\n"]])("%s → no ad", (_, out) => expect(adCount(sliceJsonAds(enc(out)))).toBe(0));
+  test("one ad", () => expect(all(sliceJsonAds(enc('[\n{\n  "ClusterId": 7\n}\n]\n')))).toEqual([{ ClusterId: 7 }]));
+  test("another shape is parsed whole", () => expect(all(sliceJsonAds(enc('[{"ClusterId":1},{"ClusterId":2}]')))).toEqual([{ ClusterId: 1 }, { ClusterId: 2 }]));
+  test("a multibyte character survives", () => expect(all(sliceJsonAds(enc('[\n{\n  "X": "é€"\n}\n]\n')))).toEqual([{ X: "é€" }]));
+  test("a job id is read off the bytes, a quoted look-alike in a string value is not", () => {
+    const s = sliceJsonAds(enc('[\n{\n  "HoldReason": "\\"ClusterId\\": 9, \\"ProcId\\": 9",\n  "XClusterId": 8,\n  "ClusterId": 12,\n  "ProcId": 3\n}\n,\n{\n  "ClusterId": 4\n}\n]\n'));
+    expect([sliceJobId(s, 0), sliceJobId(s, 1)]).toEqual(["12.3", undefined]);
+  });
+  test("the same ad is told from a changed one by its bytes, wherever it sits", () => {
+    const a = sliceJsonAds(enc('[\n{\n  "ClusterId": 1,\n  "JobStatus": 1\n}\n,\n{\n  "ClusterId": 2,\n  "JobStatus": 1\n}\n]\n'));
+    const b = sliceJsonAds(enc('[\n{\n  "ClusterId": 2,\n  "JobStatus": 1\n}\n,\n{\n  "ClusterId": 1,\n  "JobStatus": 2\n}\n]\n'));
+    expect([sameAd(a, 1, b, 0), sameAd(a, 0, b, 1)]).toEqual([true, false]);
+  });
 });
