@@ -45,17 +45,11 @@ import { parseArgs } from "node:util";
 import {
   BINARY,
   BUN,
-  DENO,
-  type Flavour,
-  type Reply,
-  ROOT,
-  type Running,
-  SIDECAR_TOOLS,
-  type SubmitTime,
-  type ToolCall,
   callsLogLines,
   cleanupHome,
   createHome,
+  DENO,
+  type Flavour,
   fmtMiB,
   fmtMs,
   median,
@@ -64,14 +58,20 @@ import {
   pool,
   readCalls,
   readSubmitTimes,
+  type Reply,
+  ROOT,
   rssKiB,
+  type Running,
   shPod,
+  SIDECAR_TOOLS,
   sorted,
   startSidecar,
+  type SubmitTime,
   submitUid,
   table,
   timedSubmitBin,
   timedSubmitPadMs,
+  type ToolCall,
   toolStartupMs,
 } from "./lib/kit.ts";
 
@@ -185,7 +185,13 @@ function ensureBinary(): void {
     }
     return;
   }
-  const why = flags.build ? "--build" : !existsSync(BINARY) ? "missing" : statSync(BINARY).mtimeMs < newestMtime(join(ROOT, "src")) ? "older than src/" : undefined;
+  const why = flags.build
+    ? "--build"
+    : !existsSync(BINARY)
+    ? "missing"
+    : statSync(BINARY).mtimeMs < newestMtime(join(ROOT, "src"))
+    ? "older than src/"
+    : undefined;
   if (!why) return;
   say(`building dist/htcondor-sidecar (${why})`);
   const p = Bun.spawnSync([BUN, join(ROOT, "scripts", "build.ts")], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
@@ -368,10 +374,12 @@ async function compareCreates(
   deleted: { pods: number },
 ): Promise<CreateResult[]> {
   const rows: CreateResult[] = [];
-  for (const [kind, concurrency, count] of [
-    ["warmup", 1, CREATE_WARMUP] as const,
-    ...CREATE_CONCURRENCY.map((c) => ["compare", c, opts.createsPerRow] as const),
-  ]) {
+  for (
+    const [kind, concurrency, count] of [
+      ["warmup", 1, CREATE_WARMUP] as const,
+      ...CREATE_CONCURRENCY.map((c) => ["compare", c, opts.createsPerRow] as const),
+    ]
+  ) {
     say(`${sc.flavour}: ${count} creates with ${concurrency} client(s) on ${tracked.length} tracked pods${kind === "warmup" ? " (warm-up)" : ""}`);
     const created: ReturnType<typeof shPod>[] = [...tracked];
     const res = await createBatch(sc, home, newPods(count), concurrency, created, kind, padMs, deleted.pods);
@@ -380,7 +388,9 @@ async function compareCreates(
     deleted.pods += mine.length;
     rows.push(res);
     say(
-      `  ${res.perSecond.toFixed(1)} creates/s, p50 ${fmtMs(res.p50)}, overhead p50 ${fmtMs(res.overheadP50)} p99 ${fmtMs(res.overheadP99)}, ${res.errors} errors; ` +
+      `  ${res.perSecond.toFixed(1)} creates/s, p50 ${fmtMs(res.p50)}, overhead p50 ${fmtMs(res.overheadP50)} p99 ${
+        fmtMs(res.overheadP99)
+      }, ${res.errors} errors; ` +
         `${res.deletes.count} deletes, ${res.deletes.errors} errors`,
     );
   }
@@ -465,10 +475,16 @@ function render(rep: Report): string {
   const out: string[] = [];
   const maxLevel = levels.at(-1)!;
   out.push(`htcondor-sidecar benchmark, ${rep.date}`);
-  out.push(`machine: ${rep.machine.cpu}, ${rep.machine.cores} cores, ${fmtMiB(rep.machine.memTotalKiB)} RAM, Linux ${rep.machine.kernel}, load average at start ${rep.machine.loadAverage}`);
+  out.push(
+    `machine: ${rep.machine.cpu}, ${rep.machine.cores} cores, ${
+      fmtMiB(rep.machine.memTotalKiB)
+    } RAM, Linux ${rep.machine.kernel}, load average at start ${rep.machine.loadAverage}`,
+  );
   out.push(`runtimes: ${rep.versions.binary}${rep.versions.deno ? `; ${rep.versions.deno}` : ""}; driver bun ${rep.versions.benchDriver}`);
   out.push(
-    `setup: minicondor with ${opts.slots} CPU slots (pods run \`sleep 86400\`, the rest stay Idle); default SidecarConfig (StatusCacheSeconds ${STATUS_CACHE_SECONDS}, MaxConcurrentSubmits 8, log level info to a file); condor tool start-up outside calls.log ≈ ${fmtMs(rep.settings.toolStartupMs)}`,
+    `setup: minicondor with ${opts.slots} CPU slots (pods run \`sleep 86400\`, the rest stay Idle); default SidecarConfig (StatusCacheSeconds ${STATUS_CACHE_SECONDS}, MaxConcurrentSubmits 8, log level info to a file); condor tool start-up outside calls.log ≈ ${
+      fmtMs(rep.settings.toolStartupMs)
+    }`,
   );
   out.push("");
 
@@ -483,7 +499,11 @@ function render(rep: Report): string {
         [`start → first ping 200 (median of ${opts.startupRuns}, empty store)`, ...flavours.map((f) => fmtMs(s(f)?.medianMs)), "< 150 ms"],
         [`  min … max`, ...flavours.map((f) => (s(f) ? `${fmtMs(Math.min(...s(f)!.runs))} … ${fmtMs(Math.max(...s(f)!.runs))}` : "–")), ""],
         ["resident memory idle (VmRSS)", ...flavours.map((f) => fmtMiB(m(f)?.idleKiB)), ""],
-        [`resident memory with ${maxLevel} pods tracked`, ...flavours.map((f) => fmtMiB(m(f)?.withMaxPodsKiB)), maxLevel >= 5000 ? "< 80 MiB (5000 pods)" : "< 80 MiB at 5000 pods"],
+        [
+          `resident memory with ${maxLevel} pods tracked`,
+          ...flavours.map((f) => fmtMiB(m(f)?.withMaxPodsKiB)),
+          maxLevel >= 5000 ? "< 80 MiB (5000 pods)" : "< 80 MiB at 5000 pods",
+        ],
       ],
     ),
   );
@@ -529,17 +549,39 @@ function render(rep: Report): string {
     `${fmtMs(c.overheadNetP50)} / ${fmtMs(c.overheadNetP99)}`,
     String(c.errors),
   ];
-  const createHead = ["runtime", "clients", "creates", "creates/s", "p50", "p99", "condor_submit p50", "overhead p50", "overhead p99", "net p50 / p99", "errors"];
+  const createHead = [
+    "runtime",
+    "clients",
+    "creates",
+    "creates/s",
+    "p50",
+    "p99",
+    "condor_submit p50",
+    "overhead p50",
+    "overhead p99",
+    "net p50 / p99",
+    "errors",
+  ];
   const storePods = compare[0]?.fromPods;
   out.push(
-    `/create: ${opts.createsPerRow} creates per row, every row from the same store (${storePods ?? "–"} pods tracked; a row's pods are deleted before the next and stay as tombstones), after ${CREATE_WARMUP} warm-up creates per runtime`,
+    `/create: ${opts.createsPerRow} creates per row, every row from the same store (${
+      storePods ?? "–"
+    } pods tracked; a row's pods are deleted before the next and stay as tombstones), after ${CREATE_WARMUP} warm-up creates per runtime`,
   );
   out.push(table(createHead, compare.map(createRow)));
   out.push(
-    `target: overhead < 10 ms beyond condor_submit (overhead = create latency − the wall time of that create's own condor_submit, matched by the pod folder it ran in; net = minus the ${fmtMs(rep.settings.submitLauncherMs)} the bench's bash launcher adds outside that clock). With more clients than MaxConcurrentSubmits (${MAX_CONCURRENT_SUBMITS}), overhead includes the wait for a submit slot.`,
+    `target: overhead < 10 ms beyond condor_submit (overhead = create latency − the wall time of that create's own condor_submit, matched by the pod folder it ran in; net = minus the ${
+      fmtMs(rep.settings.submitLauncherMs)
+    } the bench's bash launcher adds outside that clock). With more clients than MaxConcurrentSubmits (${MAX_CONCURRENT_SUBMITS}), overhead includes the wait for a submit slot.`,
   );
   const unmatched = rep.create.filter((c) => c.kind !== "warmup" && c.matched < c.count - c.errors);
-  if (unmatched.length) out.push(`(${unmatched.map((c) => `${c.flavour}/${c.concurrency}: ${c.matched} of ${c.count - c.errors}`).join(", ")} creates matched to their condor_submit; overhead is over those)`);
+  if (unmatched.length) {
+    out.push(
+      `(${
+        unmatched.map((c) => `${c.flavour}/${c.concurrency}: ${c.matched} of ${c.count - c.errors}`).join(", ")
+      } creates matched to their condor_submit; overhead is over those)`,
+    );
+  }
   out.push("");
   const fill = rep.create.filter((c) => c.kind === "fill");
   out.push(`/create while filling the store (the ramp, ${opts.fillClients} clients, binary)`);
@@ -552,12 +594,16 @@ function render(rep: Report): string {
   const deletes = compare.flatMap((c) => (c.deletes ? [{ flavour: c.flavour, ...c.deletes }] : []));
   if (deletes.length) {
     out.push(
-      `deletes between rows (${DELETE_CLIENTS} clients): ${deletes.map((d) => `${d.flavour} ${d.count} p50 ${fmtMs(d.p50)} p99 ${fmtMs(d.p99)}${d.errors ? ` ${d.errors} errors` : ""}`).join("; ")}`,
+      `deletes between rows (${DELETE_CLIENTS} clients): ${
+        deletes.map((d) => `${d.flavour} ${d.count} p50 ${fmtMs(d.p50)} p99 ${fmtMs(d.p99)}${d.errors ? ` ${d.errors} errors` : ""}`).join("; ")
+      }`,
     );
   }
   if (rep.batch.length > 0) {
     out.push("");
-    out.push("Many pods per condor process (issue 14): each row on a minicondor home and a sidecar of its own; status and lone-create rows from the tables above");
+    out.push(
+      "Many pods per condor process (issue 14): each row on a minicondor home and a sidecar of its own; status and lone-create rows from the tables above",
+    );
     out.push(table(["row", "value", "target", "met"], rep.batch.map((b) => [b.row, b.value, b.target, b.met === undefined ? "–" : b.met ? "yes" : "NO"])));
   }
   for (const c of rep.create) if (c.errors) out.push(`create errors (${c.flavour}, ${c.kind}, ${c.concurrency} clients): ${c.errorSamples.join(" | ")}`);
@@ -605,7 +651,14 @@ async function run(): Promise<Report> {
       deno: opts.deno ? commandLine([DENO, "--version"]) : undefined,
       benchDriver: Bun.version,
     },
-    settings: { ...opts, levels, statusCacheSeconds: STATUS_CACHE_SECONDS, maxConcurrentSubmits: MAX_CONCURRENT_SUBMITS, toolStartupMs: 0, submitLauncherMs: 0 },
+    settings: {
+      ...opts,
+      levels,
+      statusCacheSeconds: STATUS_CACHE_SECONDS,
+      maxConcurrentSubmits: MAX_CONCURRENT_SUBMITS,
+      toolStartupMs: 0,
+      submitLauncherMs: 0,
+    },
     startup: [],
     create: [],
     status: [],
@@ -657,7 +710,11 @@ async function run(): Promise<Report> {
     say(`status at ${level} pods on the binary`);
     const sb = await statusRun(current, home, tracked, tracked.length, rep.settings.toolStartupMs);
     rep.status.push(sb);
-    say(`  ${sb.calls} calls at ${sb.rate.toFixed(0)}/s, p50 ${fmtMs(sb.p50)}, p99 ${fmtMs(sb.p99)}, ${sb.condorPer1000.toFixed(1)} condor procs/1000, RSS ${fmtMiB(sb.rssKiB)}`);
+    say(
+      `  ${sb.calls} calls at ${sb.rate.toFixed(0)}/s, p50 ${fmtMs(sb.p50)}, p99 ${fmtMs(sb.p99)}, ${sb.condorPer1000.toFixed(1)} condor procs/1000, RSS ${
+        fmtMiB(sb.rssKiB)
+      }`,
+    );
     if (li === levels.length - 1) rep.memory.find((x) => x.flavour === "binary")!.withMaxPodsKiB = sb.rssKiB;
 
     // Restarts on the store with `level` pods: Deno (measured the same way), then the binary again.
@@ -670,7 +727,11 @@ async function run(): Promise<Report> {
       const sd = await statusRun(d, home, tracked, tracked.length, rep.settings.toolStartupMs);
       sd.restartMs = d.startupMs;
       rep.status.push(sd);
-      say(`  ${sd.calls} calls at ${sd.rate.toFixed(0)}/s, p50 ${fmtMs(sd.p50)}, p99 ${fmtMs(sd.p99)}, ${sd.condorPer1000.toFixed(1)} condor procs/1000, RSS ${fmtMiB(sd.rssKiB)}`);
+      say(
+        `  ${sd.calls} calls at ${sd.rate.toFixed(0)}/s, p50 ${fmtMs(sd.p50)}, p99 ${fmtMs(sd.p99)}, ${sd.condorPer1000.toFixed(1)} condor procs/1000, RSS ${
+          fmtMiB(sd.rssKiB)
+        }`,
+      );
       if (li === levels.length - 1) rep.memory.find((x) => x.flavour === "deno")!.withMaxPodsKiB = sd.rssKiB;
       await d.stop();
       current = undefined;
@@ -692,7 +753,9 @@ async function run(): Promise<Report> {
     current = undefined;
   }
   for (const c of rep.create) {
-    if (c.kind !== "warmup" && c.deletes?.errors) rep.notes.push(`${c.deletes.errors} of ${c.deletes.count} deletes failed after the ${c.flavour} row with ${c.concurrency} clients`);
+    if (c.kind !== "warmup" && c.deletes?.errors) {
+      rep.notes.push(`${c.deletes.errors} of ${c.deletes.count} deletes failed after the ${c.flavour} row with ${c.concurrency} clients`);
+    }
     if (c.kind === "compare" && c.errors) rep.notes.push(`${c.errors} creates failed in the ${c.flavour} row with ${c.concurrency} clients`);
   }
   // 5. many pods per condor process, each row on a minicondor home and a sidecar of its own.
@@ -730,7 +793,9 @@ function resultsMarkdown(rep: Report, text: string): string {
     "[performance.md](performance.md).",
     "",
     `- measured: ${rep.date}, in ${Math.round(rep.durationSeconds ?? 0)} s`,
-    `- command: \`bun scripts/bench.ts${args.length ? ` ${args.join(" ")}` : ""}\`${quick ? " (a quick run: it only checks that the script works; its numbers are not the benchmark's)" : ""}`,
+    `- command: \`bun scripts/bench.ts${args.length ? ` ${args.join(" ")}` : ""}\`${
+      quick ? " (a quick run: it only checks that the script works; its numbers are not the benchmark's)" : ""
+    }`,
     `- machine: ${rep.machine.cpu}, ${rep.machine.cores} cores, load average at start ${rep.machine.loadAverage}`,
     "",
     "```text",

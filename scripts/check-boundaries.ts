@@ -78,16 +78,84 @@ const SOURCE_EXTENSIONS = new Set([".ts", ".tsx", ".js", ".mjs", ".cjs", ".mts",
 
 /** Node built-ins that cannot start a process, load native code or run code from a string. */
 const BUILTINS = new Set([
-  "assert", "assert/strict", "buffer", "crypto", "dns", "dns/promises", "events", "fs", "fs/promises", "http", "https",
-  "net", "os", "path", "path/posix", "perf_hooks", "querystring", "readline", "stream", "stream/promises", "stream/web",
-  "string_decoder", "timers", "timers/promises", "tls", "url", "util", "zlib", "sqlite",
+  "assert",
+  "assert/strict",
+  "buffer",
+  "crypto",
+  "dns",
+  "dns/promises",
+  "events",
+  "fs",
+  "fs/promises",
+  "http",
+  "https",
+  "net",
+  "os",
+  "path",
+  "path/posix",
+  "perf_hooks",
+  "querystring",
+  "readline",
+  "stream",
+  "stream/promises",
+  "stream/web",
+  "string_decoder",
+  "timers",
+  "timers/promises",
+  "tls",
+  "url",
+  "util",
+  "zlib",
+  "sqlite",
 ]);
 
-const BUN_MEMBERS = new Set(["version", "revision", "env", "argv", "main", "stdin", "stdout", "stderr", "nanoseconds", "sleep", "file", "write", "inspect", "deepEquals"]);
+const BUN_MEMBERS = new Set([
+  "version",
+  "revision",
+  "env",
+  "argv",
+  "main",
+  "stdin",
+  "stdout",
+  "stderr",
+  "nanoseconds",
+  "sleep",
+  "file",
+  "write",
+  "inspect",
+  "deepEquals",
+]);
 const DENO_MEMBERS = new Set([
-  "args", "env", "stdin", "stdout", "stderr", "version", "build", "pid", "cwd", "exit", "hostname", "memoryUsage", "errors",
-  "inspect", "noColor", "addSignalListener", "removeSignalListener", "readTextFile", "readFile", "writeTextFile",
-  "writeFile", "stat", "lstat", "mkdir", "remove", "rename", "readDir", "open", "uid", "gid",
+  "args",
+  "env",
+  "stdin",
+  "stdout",
+  "stderr",
+  "version",
+  "build",
+  "pid",
+  "cwd",
+  "exit",
+  "hostname",
+  "memoryUsage",
+  "errors",
+  "inspect",
+  "noColor",
+  "addSignalListener",
+  "removeSignalListener",
+  "readTextFile",
+  "readFile",
+  "writeTextFile",
+  "writeFile",
+  "stat",
+  "lstat",
+  "mkdir",
+  "remove",
+  "rename",
+  "readDir",
+  "open",
+  "uid",
+  "gid",
 ]);
 const GLOBAL_OBJECTS = new Set(["globalThis", "global", "self", "window"]);
 const GLOBAL_FORBIDDEN = new Set(["Bun", "Deno", "process", "require", "eval", "Function"]);
@@ -180,7 +248,7 @@ function createProgram(files: string[]): ts.Program {
   // what matters is src/'s own types, and zod's inferred types would triple the run time.
   host.resolveModuleNameLiterals = (literals, containingFile, _redirect, options) =>
     literals.map((lit) =>
-      lit.text.startsWith("./") || lit.text.startsWith("../") ? ts.resolveModuleName(lit.text, containingFile, options, host) : { resolvedModule: undefined },
+      lit.text.startsWith("./") || lit.text.startsWith("../") ? ts.resolveModuleName(lit.text, containingFile, options, host) : { resolvedModule: undefined }
     );
   return ts.createProgram({ rootNames: files, options: COMPILER_OPTIONS, host });
 }
@@ -200,16 +268,24 @@ function memberName(node: ts.PropertyAccessExpression | ts.ElementAccessExpressi
 
 function stripExpression(node: ts.Expression): ts.Expression {
   let e = node;
-  while (ts.isParenthesizedExpression(e) || ts.isAsExpression(e) || ts.isTypeAssertionExpression(e) || ts.isNonNullExpression(e) || ts.isSatisfiesExpression(e)) e = e.expression;
+  while (
+    ts.isParenthesizedExpression(e) || ts.isAsExpression(e) || ts.isTypeAssertionExpression(e) || ts.isNonNullExpression(e) || ts.isSatisfiesExpression(e)
+  ) e = e.expression;
   return e;
 }
 
 function isTypePosition(node: ts.Node): boolean {
   for (let n: ts.Node = node; n.parent; n = n.parent) {
     const p = n.parent;
-    if (ts.isTypeNode(p) || ts.isTypeQueryNode(p) || ts.isTypeReferenceNode(p) || ts.isExpressionWithTypeArguments(p) || ts.isTypeAliasDeclaration(p) || ts.isInterfaceDeclaration(p)) {
+    if (
+      ts.isTypeNode(p) || ts.isTypeQueryNode(p) || ts.isTypeReferenceNode(p) || ts.isExpressionWithTypeArguments(p) || ts.isTypeAliasDeclaration(p) ||
+      ts.isInterfaceDeclaration(p)
+    ) {
       // `class X extends Y` is an ExpressionWithTypeArguments holding a value.
-      if (ts.isExpressionWithTypeArguments(p) && ts.isHeritageClause(p.parent) && p.parent.token === ts.SyntaxKind.ExtendsKeyword && ts.isClassLike(p.parent.parent)) return false;
+      if (
+        ts.isExpressionWithTypeArguments(p) && ts.isHeritageClause(p.parent) && p.parent.token === ts.SyntaxKind.ExtendsKeyword &&
+        ts.isClassLike(p.parent.parent)
+      ) return false;
       return true;
     }
     if (ts.isQualifiedName(p)) continue;
@@ -222,8 +298,13 @@ function isTypePosition(node: ts.Node): boolean {
 function isValueReference(id: ts.Identifier): boolean {
   const p = id.parent;
   if (ts.isPropertyAccessExpression(p) && p.name === id) return false;
-  if ((ts.isPropertyAssignment(p) || ts.isPropertyDeclaration(p) || ts.isMethodDeclaration(p) || ts.isPropertySignature(p) || ts.isMethodSignature(p) || ts.isGetAccessor(p) || ts.isSetAccessor(p) || ts.isEnumMember(p)) && p.name === id) return false;
-  if ((ts.isVariableDeclaration(p) || ts.isParameter(p) || ts.isFunctionDeclaration(p) || ts.isClassDeclaration(p) || ts.isBindingElement(p)) && p.name === id) return false;
+  if (
+    (ts.isPropertyAssignment(p) || ts.isPropertyDeclaration(p) || ts.isMethodDeclaration(p) || ts.isPropertySignature(p) || ts.isMethodSignature(p) ||
+      ts.isGetAccessor(p) || ts.isSetAccessor(p) || ts.isEnumMember(p)) && p.name === id
+  ) return false;
+  if (
+    (ts.isVariableDeclaration(p) || ts.isParameter(p) || ts.isFunctionDeclaration(p) || ts.isClassDeclaration(p) || ts.isBindingElement(p)) && p.name === id
+  ) return false;
   if (ts.isBindingElement(p) && p.propertyName === id) return false;
   if ((ts.isImportSpecifier(p) || ts.isExportSpecifier(p)) && (p.propertyName === id || p.name === id)) return false;
   if (ts.isImportClause(p) || ts.isNamespaceImport(p) || ts.isImportEqualsDeclaration(p)) return false;
@@ -234,7 +315,9 @@ function isValueReference(id: ts.Identifier): boolean {
 
 /** The module specifier a node loads, when it loads one: [specifier node, is it a literal]. */
 function moduleReference(node: ts.Node): { spec: ts.Expression; text: string | undefined } | undefined {
-  if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier) return { spec: node.moduleSpecifier, text: literalText(node.moduleSpecifier) };
+  if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier) {
+    return { spec: node.moduleSpecifier, text: literalText(node.moduleSpecifier) };
+  }
   if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) {
     return { spec: node.moduleReference.expression, text: literalText(node.moduleReference.expression) };
   }
@@ -247,7 +330,9 @@ function moduleReference(node: ts.Node): { spec: ts.Expression; text: string | u
       return { spec: arg ?? node, text: literalText(arg) };
     }
   }
-  if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) return { spec: node.argument.literal as ts.Expression, text: literalText(node.argument.literal) };
+  if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) {
+    return { spec: node.argument.literal as ts.Expression, text: literalText(node.argument.literal) };
+  }
   return undefined;
 }
 
@@ -292,9 +377,11 @@ export function checkBoundaries(root: string): Problem[] {
 
     /** Is this `any` written in src/: an `as any`, or a variable, parameter or function declared `any`? */
     const explicitAny = (expr: ts.Expression): boolean => {
-      for (let e: ts.Expression = expr; ; ) {
+      for (let e: ts.Expression = expr;;) {
         if ((ts.isAsExpression(e) || ts.isTypeAssertionExpression(e)) && e.type.kind === ts.SyntaxKind.AnyKeyword) return true;
-        if (ts.isParenthesizedExpression(e) || ts.isAsExpression(e) || ts.isTypeAssertionExpression(e) || ts.isNonNullExpression(e) || ts.isSatisfiesExpression(e)) e = e.expression;
+        if (
+          ts.isParenthesizedExpression(e) || ts.isAsExpression(e) || ts.isTypeAssertionExpression(e) || ts.isNonNullExpression(e) || ts.isSatisfiesExpression(e)
+        ) e = e.expression;
         else if (ts.isIdentifier(e) || ts.isCallExpression(e)) {
           const sym = types().getSymbolAtLocation(ts.isCallExpression(e) ? e.expression : e);
           return !!sym?.declarations?.some((d) => {
@@ -329,7 +416,13 @@ export function checkBoundaries(root: string): Problem[] {
         const ok = ts.isImportDeclaration(node) && !node.importClause?.isTypeOnly && type === "text" && spec.endsWith(".bash") &&
           isUnderRender(rel) && target !== undefined && isUnderRender(target);
         if (!ok) {
-          report(ref.spec, "text", `imports ${JSON.stringify(spec)}${type === undefined ? "" : ` as ${JSON.stringify(type)}`}: only src/render/ imports bash, as text (with { type: "text" }), from src/render/`);
+          report(
+            ref.spec,
+            "text",
+            `imports ${JSON.stringify(spec)}${
+              type === undefined ? "" : ` as ${JSON.stringify(type)}`
+            }: only src/render/ imports bash, as text (with { type: "text" }), from src/render/`,
+          );
         }
         return;
       }
@@ -349,14 +442,17 @@ export function checkBoundaries(root: string): Problem[] {
         if (ts.isIdentifier(name)) childProcessNames.add(name.text);
         else if (ts.isObjectBindingPattern(name)) {
           for (const el of name.elements) {
-            const imported = (el.propertyName && ts.isIdentifier(el.propertyName) ? el.propertyName.text : undefined) ?? (ts.isIdentifier(el.name) ? el.name.text : "");
+            const imported = (el.propertyName && ts.isIdentifier(el.propertyName) ? el.propertyName.text : undefined) ??
+              (ts.isIdentifier(el.name) ? el.name.text : "");
             if (imported === "exec" || imported === "execSync") report(el, "shell", `${imported} from ${spec} runs /bin/sh: spawn an argv array instead`);
           }
         }
       }
       if (spec === "bun" && ts.isImportDeclaration(node)) {
         const named = node.importClause?.namedBindings;
-        if (named && ts.isNamedImports(named)) for (const el of named.elements) if ((el.propertyName ?? el.name).text === "$") report(el, "shell", `$ from "bun" runs a shell command line`);
+        if (named && ts.isNamedImports(named)) {
+          for (const el of named.elements) if ((el.propertyName ?? el.name).text === "$") report(el, "shell", `$ from "bun" runs a shell command line`);
+        }
       }
       if (inRuntime) return;
       if (spec.startsWith("./") || spec.startsWith("../")) {
@@ -367,14 +463,23 @@ export function checkBoundaries(root: string): Problem[] {
       const bare = bareModuleName(spec);
       if ((spec.startsWith("node:") || !spec.includes(":")) && BUILTINS.has(bare)) return;
       if (!spec.includes(":") && !spec.startsWith("/") && dependencies.includes(packageName(spec))) return;
-      report(ref.spec, "module", `imports ${JSON.stringify(spec)} outside src/runtime/ (allowed: relative paths in src/, package.json dependencies, the built-ins listed in scripts/check-boundaries.ts)`);
+      report(
+        ref.spec,
+        "module",
+        `imports ${
+          JSON.stringify(spec)
+        } outside src/runtime/ (allowed: relative paths in src/, package.json dependencies, the built-ins listed in scripts/check-boundaries.ts)`,
+      );
     };
 
     const visit = (node: ts.Node): void => {
       checkModule(node);
 
       // shell: everywhere
-      if ((ts.isPropertyAssignment(node) || ts.isShorthandPropertyAssignment(node)) && (ts.isIdentifier(node.name) || ts.isStringLiteral(node.name)) && node.name.text === "shell") {
+      if (
+        (ts.isPropertyAssignment(node) || ts.isShorthandPropertyAssignment(node)) && (ts.isIdentifier(node.name) || ts.isStringLiteral(node.name)) &&
+        node.name.text === "shell"
+      ) {
         const value = ts.isPropertyAssignment(node) ? node.initializer : undefined;
         if (!value || value.kind !== ts.SyntaxKind.FalseKeyword) report(node, "shell", "a `shell` option: spawn an argv array, never through a shell");
       }
@@ -382,7 +487,9 @@ export function checkBoundaries(root: string): Problem[] {
         const base = node.text.split("/").pop() ?? "";
         if (SHELLS.has(base)) {
           let holder: ts.Node = node.parent;
-          while (holder && !ts.isArrayLiteralExpression(holder) && !ts.isCallExpression(holder) && !ts.isNewExpression(holder) && !ts.isSourceFile(holder)) holder = holder.parent;
+          while (holder && !ts.isArrayLiteralExpression(holder) && !ts.isCallExpression(holder) && !ts.isNewExpression(holder) && !ts.isSourceFile(holder)) {
+            holder = holder.parent;
+          }
           let flag: ts.Node | undefined;
           const find = (n: ts.Node): void => {
             if (flag) return;
@@ -390,7 +497,13 @@ export function checkBoundaries(root: string): Problem[] {
             else ts.forEachChild(n, find);
           };
           if (!ts.isSourceFile(holder)) find(holder);
-          if (flag) report(node, "shell", `argv ${JSON.stringify(node.text)} … ${JSON.stringify((flag as ts.StringLiteral).text)}: runs a command line through a shell`);
+          if (flag) {
+            report(
+              node,
+              "shell",
+              `argv ${JSON.stringify(node.text)} … ${JSON.stringify((flag as ts.StringLiteral).text)}: runs a command line through a shell`,
+            );
+          }
         }
       }
       if (ts.isPropertyAccessExpression(node) || ts.isElementAccessExpression(node)) {
@@ -416,13 +529,14 @@ export function checkBoundaries(root: string): Problem[] {
         const asObject = (ts.isPropertyAccessExpression(p) || ts.isElementAccessExpression(p)) && p.expression === node ? p : undefined;
         const member = asObject && memberName(asObject);
         if (t === "require") {
-          if (!(ts.isCallExpression(p) && p.expression === node)) report(node, "loader", "`require` used other than as require(\"literal\")");
+          if (!(ts.isCallExpression(p) && p.expression === node)) report(node, "loader", '`require` used other than as require("literal")');
         } else if (t === "process") {
           if (!asObject || !ts.isPropertyAccessExpression(asObject)) report(node, "process", "`process` used other than as process.<name>");
         } else if (t === "Bun" || t === "Deno") {
           const allowed = t === "Bun" ? BUN_MEMBERS : DENO_MEMBERS;
-          if (!asObject || !ts.isPropertyAccessExpression(asObject)) report(node, "runtime-global", `\`${t}\` used other than as ${t}.<name> (only src/runtime/ uses the runtime's APIs)`);
-          else if (!allowed.has(member!)) report(asObject, "runtime-global", `${t}.${member} outside src/runtime/ (allowed: ${[...allowed].join(", ")})`);
+          if (!asObject || !ts.isPropertyAccessExpression(asObject)) {
+            report(node, "runtime-global", `\`${t}\` used other than as ${t}.<name> (only src/runtime/ uses the runtime's APIs)`);
+          } else if (!allowed.has(member!)) report(asObject, "runtime-global", `${t}.${member} outside src/runtime/ (allowed: ${[...allowed].join(", ")})`);
         } else if (GLOBAL_OBJECTS.has(t)) {
           if (!asObject || !ts.isPropertyAccessExpression(asObject)) report(node, "runtime-global", `\`${t}\` used other than as ${t}.<name>`);
           else if (GLOBAL_FORBIDDEN.has(member!)) report(asObject, "runtime-global", `${t}.${member} reaches around the rules of this check`);

@@ -29,19 +29,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import {
-  type Flavour,
-  type Json,
-  type Reply,
-  type Running,
   cleanupHome,
-  createHome,
-  fmtMs,
   type CondorJob,
   condorJobs,
+  createHome,
+  type Flavour,
+  fmtMs,
+  type Json,
   pct,
   podUid,
   pool,
   readCalls,
+  type Reply,
+  type Running,
   shPod,
   sorted,
   startSidecar,
@@ -295,7 +295,7 @@ function check(name: string, ok: boolean, details: string[] = []): void {
   if (ok) passed++;
   else failed++;
   console.log(`${ok ? "ok  " : "FAIL"} ${name}`);
-  if (!ok) for (const d of details.slice(0, 10)) console.log(`       ${d}`);
+  if (!ok) { for (const d of details.slice(0, 10)) console.log(`       ${d}`); }
   if (!ok && details.length > 10) console.log(`       … and ${details.length - 10} more`);
 }
 
@@ -387,15 +387,29 @@ try {
   // 3. the checks.
   const sl = sorted(statusLatency);
   const requests = counters.creates + counters.statusCalls + counters.deletes + counters.pings;
-  check(`zero HTTP errors (${requests} requests: ${counters.creates} creates, ${counters.statusCalls} status, ${counters.deletes} deletes, ${counters.pings} pings)`, httpErrors.length === 0, httpErrors);
+  check(
+    `zero HTTP errors (${requests} requests: ${counters.creates} creates, ${counters.statusCalls} status, ${counters.deletes} deletes, ${counters.pings} pings)`,
+    httpErrors.length === 0,
+    httpErrors,
+  );
   check("zero lost pods: every pod in every status answer until its delete", lost.length === 0, lost);
   check("every status answer has exactly one container status", badShape.length === 0, badShape);
   check("no pod is reported after its delete", afterDelete.length === 0, afterDelete);
   const finishing = pods.filter((p) => !p.deleteWhileRunning);
   const wrongExit = finishing
     .filter((p) => p.exitCode !== p.expectedExit)
-    .map((p) => `${p.name} (job ${p.jid ?? "none"}, sleep ${p.sleepS}): ${p.exitCode === undefined ? `never terminated (seen: ${[...p.seen].join(", ") || "nothing"})` : `exit code ${p.exitCode}`}, expected ${p.expectedExit}`);
-  check(`every finishing pod reached terminated with its expected exit code (${finishing.length} pods, ${finishing.filter((p) => p.expectedExit).length} of them non-zero)`, wrongExit.length === 0, wrongExit);
+    .map((p) =>
+      `${p.name} (job ${p.jid ?? "none"}, sleep ${p.sleepS}): ${
+        p.exitCode === undefined ? `never terminated (seen: ${[...p.seen].join(", ") || "nothing"})` : `exit code ${p.exitCode}`
+      }, expected ${p.expectedExit}`
+    );
+  check(
+    `every finishing pod reached terminated with its expected exit code (${finishing.length} pods, ${
+      finishing.filter((p) => p.expectedExit).length
+    } of them non-zero)`,
+    wrongExit.length === 0,
+    wrongExit,
+  );
   check("a terminated state never changes", changedTerminal.length === 0, changedTerminal);
   const notGone = pods.filter((p) => !p.gone).map((p) => `${p.name}: ${p.deleted ? "deleted, not polled after" : "not deleted"}`);
   check("every pod was deleted and then no longer reported", notGone.length === 0, notGone);
@@ -411,8 +425,14 @@ try {
       if (!p.seen.has("running")) return [`${p.name}: never seen running (seen: ${[...p.seen].join(", ") || "nothing"})`];
       if (p.exitCode !== undefined) return [`${p.name}: reported terminated with ${p.exitCode} before its delete`];
       if (!p.deleted) return [`${p.name}: not deleted`];
-      if (mine.some((j) => j.inQueue)) return [`${p.name}: job ${mine.filter((j) => j.inQueue).map((j) => `${j.id} (JobStatus ${j.status})`).join(", ")} still in the queue`];
-      if (mine.length !== 1 || mine[0]!.status !== 3) return [`${p.name}: ${mine.map((j) => `job ${j.id} JobStatus ${j.status}`).join(", ") || "no job"} in the history, expected one removed job (JobStatus 3)`];
+      if (mine.some((j) => j.inQueue)) {
+        return [`${p.name}: job ${mine.filter((j) => j.inQueue).map((j) => `${j.id} (JobStatus ${j.status})`).join(", ")} still in the queue`];
+      }
+      if (mine.length !== 1 || mine[0]!.status !== 3) {
+        return [
+          `${p.name}: ${mine.map((j) => `job ${j.id} JobStatus ${j.status}`).join(", ") || "no job"} in the history, expected one removed job (JobStatus 3)`,
+        ];
+      }
       return [];
     });
   const leaveBy = performance.now() + 30_000;
@@ -437,11 +457,15 @@ try {
   for (const j of jobs) perUid.set(j.uid, (perUid.get(j.uid) ?? 0) + 1);
   const dup = pods.filter((p) => (perUid.get(p.uid) ?? 0) !== 1).map((p) => `${p.name} ${p.uid}: ${perUid.get(p.uid) ?? 0} jobs`);
   const foreign = [...perUid.keys()].filter((u) => !pods.some((p) => p.uid === u)).map((u) => `unknown InterLinkPodUID ${u}`);
-  check("zero duplicated jobs: each pod's InterLinkPodUID on exactly one job in condor_q -allusers + condor_history", !condorError && dup.length === 0 && foreign.length === 0, [
-    ...(condorError ? [condorError] : []),
-    ...dup,
-    ...foreign,
-  ]);
+  check(
+    "zero duplicated jobs: each pod's InterLinkPodUID on exactly one job in condor_q -allusers + condor_history",
+    !condorError && dup.length === 0 && foreign.length === 0,
+    [
+      ...(condorError ? [condorError] : []),
+      ...dup,
+      ...foreign,
+    ],
+  );
 
   const calls = readCalls(home).calls;
   const submits = calls.filter((c) => c.tool === "condor_submit").length;

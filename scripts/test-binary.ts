@@ -23,7 +23,12 @@ function check(name: string, ok: boolean, detail = ""): void {
 function ping(target: { port: number } | { socketPath: string }): Promise<{ status: number; body: string }> {
   return new Promise((res, rej) => {
     const req = request(
-      { ...("port" in target ? { host: "127.0.0.1", port: target.port } : { socketPath: target.socketPath }), method: "GET", path: "/status", headers: { "content-type": "application/json", "content-length": 2 } },
+      {
+        ...("port" in target ? { host: "127.0.0.1", port: target.port } : { socketPath: target.socketPath }),
+        method: "GET",
+        path: "/status",
+        headers: { "content-type": "application/json", "content-length": 2 },
+      },
       (r) => {
         let body = "";
         r.on("data", (c) => (body += c));
@@ -59,7 +64,11 @@ async function startAndPing(label: string, args: string[], env: Record<string, s
   try {
     body = JSON.parse(r.body);
   } catch { /* checked below */ }
-  check(`${label}: ping answers 200 with a PingResponse object (${ms.toFixed(0)} ms from start)`, r.status === 200 && typeof body.resources?.cpu === "string", `${r.status} ${r.body}`);
+  check(
+    `${label}: ping answers 200 with a PingResponse object (${ms.toFixed(0)} ms from start)`,
+    r.status === 200 && typeof body.resources?.cpu === "string",
+    `${r.status} ${r.body}`,
+  );
   proc.kill("SIGTERM");
   const code = await Promise.race([proc.exited, Bun.sleep(10_000).then(() => "timeout")]);
   check(`${label}: SIGTERM stops it cleanly`, code === 0, `exit ${code}`);
@@ -80,12 +89,20 @@ check("an unknown flag exits 2 naming it", bad.exitCode === 2 && /unknown flag -
 const work = mkdtempSync(join(tmpdir(), "sidecar-binary-"));
 try {
   const noTools = Bun.spawnSync([binary, "--config", join(work, "none.yaml")], { env: { PATH: "/usr/bin:/bin" } });
-  check("a missing config file named by --config exits 2", noTools.exitCode === 2 && /cannot read the file/.test(noTools.stderr.toString()), noTools.stderr.toString());
+  check(
+    "a missing config file named by --config exits 2",
+    noTools.exitCode === 2 && /cannot read the file/.test(noTools.stderr.toString()),
+    noTools.stderr.toString(),
+  );
 
   const config = join(work, "SidecarConfig.yaml");
   writeFileSync(config, `DataRootFolder: ./data\nShutdownGraceSeconds: 2\n`);
   const noCondor = Bun.spawnSync([binary, "--config", config], { env: { PATH: "/usr/bin:/bin" } });
-  check("no condor tools: says so and exits 1 (never falls back)", noCondor.exitCode === 1 && /condor_submit is not in PATH/.test(noCondor.stderr.toString()), noCondor.stderr.toString());
+  check(
+    "no condor tools: says so and exits 1 (never falls back)",
+    noCondor.exitCode === 1 && /condor_submit is not in PATH/.test(noCondor.stderr.toString()),
+    noCondor.stderr.toString(),
+  );
 
   const env = {
     PATH: "/usr/bin:/bin",

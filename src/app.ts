@@ -6,10 +6,10 @@
  */
 import { Hono } from "hono";
 import type { Context } from "hono";
-import { SidecarError, httpStatusOf, oneLine } from "./core/errors.ts";
+import { httpStatusOf, oneLine, SidecarError } from "./core/errors.ts";
 import type { LogRequest } from "./core/log-options.ts";
 import { type CreateRequest, parseCreateRequest } from "./core/pod.ts";
-import { type PodRef, parseDeleteRequest, parseLogRequest, parseStatusRequest } from "./core/requests.ts";
+import { parseDeleteRequest, parseLogRequest, parseStatusRequest, type PodRef } from "./core/requests.ts";
 import type { Logger } from "./logger.ts";
 import type { RequestExtras } from "./runtime/http.ts";
 

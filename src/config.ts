@@ -3,14 +3,14 @@
  * plus this sidecar's own, validated with zod. Pure: text in, config (or a ConfigError) out.
  * Every key and its default is documented in docs/configuration.md, generated from this schema.
  */
-import { parseDocument, isMap, isScalar } from "yaml";
+import { isMap, isScalar, parseDocument } from "yaml";
 import { z } from "zod";
 import { listenAddress } from "./flags.ts";
 import { tryParseQuantity } from "./core/quantity.ts";
 import type { PlanConfig } from "./core/types.ts";
 import { submitKey, submitValueProblem } from "./core/submit-rules.ts";
 import { isDnsLabel } from "./core/pod.ts";
-import { parseImageOverride, type ImageOverride } from "./core/images.ts";
+import { type ImageOverride, parseImageOverride } from "./core/images.ts";
 import type { Flavor } from "./core/flavors.ts";
 
 function validListen(v: string): boolean {
@@ -70,7 +70,10 @@ const Flavor = z
     Gpus: z.number().int().nonnegative().optional().describe("GPUs of the job when none of its containers requests one"),
     Requirements: submitText.optional().describe("ANDed with `Submit.Requirements`"),
     AccountingGroup: str
-      .refine((v) => v !== "" && v.trim() === v && !v.includes('"') && submitValueProblem(v) === undefined, "must be a plain value: not empty, quoted or padded")
+      .refine(
+        (v) => v !== "" && v.trim() === v && !v.includes('"') && submitValueProblem(v) === undefined,
+        "must be a plain value: not empty, quoted or padded",
+      )
       .optional()
       .describe("`accounting_group` for namespaces that `Submit.AccountingGroups` does not name"),
     ExtraLines: extraLines.default({}).describe("Submit commands after `Submit.ExtraLines` (a key of both is refused)"),
@@ -134,7 +137,9 @@ export const Schema = z.object({
     .min(121, "must exceed interLink's 120 s idle pool timeout")
     .default(125)
     .describe("Idle timeout of a kept-alive connection; must exceed the 120 s for which interLink keeps idle connections"),
-  ShutdownGraceSeconds: seconds.default(10).describe("On SIGTERM, how long requests in flight (and creates waiting on `condor_submit`) get before the sidecar exits"),
+  ShutdownGraceSeconds: seconds.default(10).describe(
+    "On SIGTERM, how long requests in flight (and creates waiting on `condor_submit`) get before the sidecar exits",
+  ),
   Spool: z
     .enum(["auto", "always", "never"])
     .default("auto")
@@ -194,7 +199,9 @@ export const Schema = z.object({
   MetricsListen: str
     .default("")
     .refine((v) => v === "" || validListen(v), "must be ADDR:PORT (e.g. 127.0.0.1:9100 or [::1]:9100), or empty for off")
-    .describe("Also serve `GET /metrics` (Prometheus) on this `ADDR:PORT`, for deployments whose API is a unix socket; empty: only on the API listener. `--metrics-listen` overrides it"),
+    .describe(
+      "Also serve `GET /metrics` (Prometheus) on this `ADDR:PORT`, for deployments whose API is a unix socket; empty: only on the API listener. `--metrics-listen` overrides it",
+    ),
   SharedFilesystem: z
     .boolean()
     .default(false)
@@ -333,10 +340,17 @@ export function parseConfig(text: string | undefined, fileLabel = "SidecarConfig
     const issue = result.error.issues[0]!;
     const path = issue.code === "unrecognized_keys" ? [...issue.path, issue.keys[0]!] : issue.path;
     const key = path.length ? path.join(".") : "(top level)";
-    const message = issue.code === "unrecognized_keys" ? "unknown key" : issue.code === "invalid_key" ? (issue.issues[0]?.message ?? issue.message) : issue.message;
+    const message = issue.code === "unrecognized_keys"
+      ? "unknown key"
+      : issue.code === "invalid_key"
+      ? (issue.issues[0]?.message ?? issue.message)
+      : issue.message;
     throw new ConfigError(`${fileLabel}: ${key}: ${message}`);
   }
-  return { config: { ...result.data, flavorOrder }, warnings: unknownKeys(raw as Record<string, unknown>, Schema, "").map((k) => `${fileLabel}: unknown key ${k} (ignored)`) };
+  return {
+    config: { ...result.data, flavorOrder },
+    warnings: unknownKeys(raw as Record<string, unknown>, Schema, "").map((k) => `${fileLabel}: unknown key ${k} (ignored)`),
+  };
 }
 
 function unknownKeys(raw: Record<string, unknown>, schema: z.ZodObject, prefix: string): string[] {

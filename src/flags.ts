@@ -53,58 +53,92 @@ type CliResult = { kind: "run"; options: CliOptions } | { kind: "help" } | { kin
  */
 export const FLAGS = {
   listen: {
-    type: "string", group: "server", arg: "ADDR", defaultText: "127.0.0.1",
+    type: "string",
+    group: "server",
+    arg: "ADDR",
+    defaultText: "127.0.0.1",
     description: "Address to listen on: an IP address or a host name. interLink forwards no credentials, so keep it on loopback",
   },
   port: { type: "string", group: "server", arg: "N", defaultText: "8000", description: "TCP port (`0`: any free port, logged at start)" },
   socket: {
-    type: "string", group: "server", arg: "PATH",
+    type: "string",
+    group: "server",
+    arg: "PATH",
     description: "Serve on a unix socket instead of TCP (mode 0660: guard it with its folder's permissions); interLink: `SidecarURL: unix://PATH`",
   },
   config: {
-    type: "string", group: "server", arg: "PATH", defaultText: "./SidecarConfig.yaml",
+    type: "string",
+    group: "server",
+    arg: "PATH",
+    defaultText: "./SidecarConfig.yaml",
     description: "The configuration file; a missing default file means all defaults, a missing named file is an error",
   },
   "log-level": { type: "string", group: "server", arg: "LEVEL", defaultText: "info", description: "`debug`, `info`, `warn` or `error`" },
   "log-format": { type: "string", group: "server", arg: "FORMAT", defaultText: "json", description: "`json` or `text`: one line per event, on stderr" },
   "metrics-listen": {
-    type: "string", group: "server", arg: "ADDR:PORT", defaultText: "off (config `MetricsListen`)",
-    description: "Also serve `GET /metrics` (Prometheus) on this address, e.g. `127.0.0.1:9100` or `[::1]:9100`: Prometheus cannot scrape a unix socket. The API listener serves `/metrics` too",
+    type: "string",
+    group: "server",
+    arg: "ADDR:PORT",
+    defaultText: "off (config `MetricsListen`)",
+    description:
+      "Also serve `GET /metrics` (Prometheus) on this address, e.g. `127.0.0.1:9100` or `[::1]:9100`: Prometheus cannot scrape a unix socket. The API listener serves `/metrics` too",
   },
   "condor-bin": {
-    type: "string", group: "htcondor", arg: "DIR", defaultText: "found in `PATH`",
+    type: "string",
+    group: "htcondor",
+    arg: "DIR",
+    defaultText: "found in `PATH`",
     description: "Where the `condor_*` tools are. The compiled binary never falls back to the emulator: without the tools it says so and exits",
   },
   "schedd-host": {
-    type: "string", group: "htcondor", arg: "HOST",
+    type: "string",
+    group: "htcondor",
+    arg: "HOST",
     description: "Sets `_condor_SCHEDD_HOST=HOST` for every tool; with `--spool auto`, a host other than this one means `-spool`",
   },
   "schedd-name": {
-    type: "string", group: "htcondor", arg: "NAME",
-    description: "Adds `-name NAME` to the tools that talk to the schedd (`condor_submit`, `condor_q`, `condor_history`, `condor_rm`, `condor_tail`, `condor_transfer_data`); never to `condor_status`, which has no `-name`",
+    type: "string",
+    group: "htcondor",
+    arg: "NAME",
+    description:
+      "Adds `-name NAME` to the tools that talk to the schedd (`condor_submit`, `condor_q`, `condor_history`, `condor_rm`, `condor_tail`, `condor_transfer_data`); never to `condor_status`, which has no `-name`",
   },
   "collector-host": {
-    type: "string", group: "htcondor", arg: "HOST",
+    type: "string",
+    group: "htcondor",
+    arg: "HOST",
     description: "Sets `_condor_COLLECTOR_HOST=HOST`, and adds `-pool HOST` next to `-name`",
   },
   "condor-config": { type: "string", group: "htcondor", arg: "PATH", description: "Sets `CONDOR_CONFIG=PATH` (the file must exist)" },
   spool: {
-    type: "string", group: "htcondor", arg: "MODE", defaultText: "`auto` (config `Spool`)",
-    description: "`auto`, `always` or `never`: submit with `-spool` and fetch the output with `condor_transfer_data`; `auto` spools when the schedd is on another host",
+    type: "string",
+    group: "htcondor",
+    arg: "MODE",
+    defaultText: "`auto` (config `Spool`)",
+    description:
+      "`auto`, `always` or `never`: submit with `-spool` and fetch the output with `condor_transfer_data`; `auto` spools when the schedd is on another host",
   },
   "auth-method": {
-    type: "string", group: "htcondor", arg: "LIST",
-    description: "Sets `_condor_SEC_CLIENT_AUTHENTICATION_METHODS=LIST`, upper-cased (e.g. `SCITOKENS,SSL,IDTOKENS`); a name HTCondor does not know is a usage error. `GSI` was removed from HTCondor: it is dropped with a warning",
+    type: "string",
+    group: "htcondor",
+    arg: "LIST",
+    description:
+      "Sets `_condor_SEC_CLIENT_AUTHENTICATION_METHODS=LIST`, upper-cased (e.g. `SCITOKENS,SSL,IDTOKENS`); a name HTCondor does not know is a usage error. `GSI` was removed from HTCondor: it is dropped with a warning",
   },
   proxy: {
-    type: "string", group: "htcondor", arg: "PATH",
-    description: "The credential file. With `SCITOKENS`, or without `--auth-method` when the file holds a JWT: `_condor_SCITOKENS_FILE=PATH`; otherwise `X509_USER_PROXY=PATH` (plus `_condor_AUTH_SSL_USE_CLIENT_PROXY_ENV_VAR=true` with `SSL`). The ping fails while the file is missing or its JWT `exp` or certificate notAfter has passed",
+    type: "string",
+    group: "htcondor",
+    arg: "PATH",
+    description:
+      "The credential file. With `SCITOKENS`, or without `--auth-method` when the file holds a JWT: `_condor_SCITOKENS_FILE=PATH`; otherwise `X509_USER_PROXY=PATH` (plus `_condor_AUTH_SSL_USE_CLIENT_PROXY_ENV_VAR=true` with `SSL`). The ping fails while the file is missing or its JWT `exp` or certificate notAfter has passed",
   },
   cadir: { type: "string", group: "htcondor", arg: "DIR", description: "Sets `_condor_AUTH_SSL_CLIENT_CADIR=DIR` (must be a directory)" },
   certfile: { type: "string", group: "htcondor", arg: "PATH", description: "Sets `_condor_AUTH_SSL_CLIENT_CERTFILE=PATH` (the file must exist)" },
   keyfile: { type: "string", group: "htcondor", arg: "PATH", description: "Sets `_condor_AUTH_SSL_CLIENT_KEYFILE=PATH` (the file must exist)" },
   debug: {
-    type: "string", group: "htcondor", arg: "LEVELS",
+    type: "string",
+    group: "htcondor",
+    arg: "LEVELS",
     description: "Sets `_condor_TOOL_DEBUG=LEVELS` (e.g. `D_FULLDEBUG`) and adds `-debug` to every tool: the levels only take effect with `-debug`",
   },
   "dummy-job": { type: "boolean", group: "htcondor", description: "Submit a placeholder sleep job instead of the pod's containers" },
@@ -154,8 +188,22 @@ const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A
  * name it parses, but the method was removed (it is dropped below, with a warning).
  */
 const AUTH_METHODS = [
-  "FS", "FS_REMOTE", "IDTOKENS", "IDTOKEN", "TOKEN", "TOKENS", "SCITOKENS", "SCITOKEN", "SSL",
-  "KERBEROS", "PASSWORD", "MUNGE", "NTSSPI", "CLAIMTOBE", "ANONYMOUS", "GSI",
+  "FS",
+  "FS_REMOTE",
+  "IDTOKENS",
+  "IDTOKEN",
+  "TOKEN",
+  "TOKENS",
+  "SCITOKENS",
+  "SCITOKEN",
+  "SSL",
+  "KERBEROS",
+  "PASSWORD",
+  "MUNGE",
+  "NTSSPI",
+  "CLAIMTOBE",
+  "ANONYMOUS",
+  "GSI",
 ];
 
 function splitMethods(list: string | undefined): string[] {

@@ -5,10 +5,10 @@
 import { X509Certificate } from "node:crypto";
 import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
-import { METRICS_CONTENT_TYPE, createApp } from "./app.ts";
+import { createApp, METRICS_CONTENT_TYPE } from "./app.ts";
 import { credentialKind } from "./core/credentials.ts";
 import { createSidecarMetrics } from "./core/metrics.ts";
-import { type CliOptions, USAGE, UsageError, VERSION, condorAccess, listenAddress, parseCli } from "./flags.ts";
+import { type CliOptions, condorAccess, listenAddress, parseCli, USAGE, UsageError, VERSION } from "./flags.ts";
 import { CONDOR_TOOLS, createCondor } from "./condor/tools.ts";
 import { ConfigError, type FileConfig, parseConfig, planConfig } from "./config.ts";
 import { createLogger, type Logger } from "./logger.ts";
@@ -174,7 +174,9 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
   if (spool && config.SharedFilesystem) {
     // A spooled job's _CONDOR_JOB_IWD is the schedd's spool, not the pod folder the logs are read from.
     throw new ConfigError(
-      `SidecarConfig.yaml: SharedFilesystem: cannot be used with spooling (${spoolMode === "always" ? "Spool/--spool always" : "a remote schedd"}): a spooled job runs from the schedd's spool, not from the pod folder`,
+      `SidecarConfig.yaml: SharedFilesystem: cannot be used with spooling (${
+        spoolMode === "always" ? "Spool/--spool always" : "a remote schedd"
+      }): a spooled job runs from the schedd's spool, not from the pod folder`,
     );
   }
 
@@ -275,7 +277,15 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
   const reaper = setInterval(() => {
     service.reap().catch((err) => log.warn("reaper pass failed", { error: String(err) }));
   }, config.ReaperIntervalSeconds * 1000);
-  log.info("listening", { url: server.url, metricsUrl: metricsServer?.url, condorBin: bin, dataRoot, spool, sidecarId: config.SidecarId, runtime: runtime.name });
+  log.info("listening", {
+    url: server.url,
+    metricsUrl: metricsServer?.url,
+    condorBin: bin,
+    dataRoot,
+    spool,
+    sidecarId: config.SidecarId,
+    runtime: runtime.name,
+  });
 
   return {
     server,

@@ -5,7 +5,7 @@
  */
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
-import { type Flavour, type Json, type Reply, cleanupHome, createHome, pct, podUid, readCalls, shPod, sorted, startSidecar } from "./kit.ts";
+import { cleanupHome, createHome, type Flavour, type Json, pct, podUid, readCalls, type Reply, shPod, sorted, startSidecar } from "./kit.ts";
 
 export interface BatchRow {
   row: string;
@@ -29,7 +29,13 @@ const REFRESH_SECONDS = 2;
 
 const fmt = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(ms < 10 ? 2 : 0)} ms`);
 
-async function withSidecar<T>(o: BatchOptions, cpus: number, config: string[], args: string[], fn: (s: Awaited<ReturnType<typeof startSidecar>>, home: string) => Promise<T>): Promise<T> {
+async function withSidecar<T>(
+  o: BatchOptions,
+  cpus: number,
+  config: string[],
+  args: string[],
+  fn: (s: Awaited<ReturnType<typeof startSidecar>>, home: string) => Promise<T>,
+): Promise<T> {
   const home = createHome({ cpus }, o.root);
   const dir = mkdtempSync(join(o.root, "batch-"));
   const s = await startSidecar({ flavour: o.flavour, dir, home, binary: o.binary, config, args });
@@ -76,10 +82,29 @@ export async function batchRows(o: BatchOptions): Promise<BatchRow[]> {
 
   const speedup = single.wallMs / batched.wallMs;
   rows.push(
-    { row: `${n} concurrent creates: condor_submit processes`, value: String(batched.submits), target: "≤ 5", met: batched.submits <= 5 && batched.errors === 0 },
-    { row: `${n} concurrent creates: time until all answered`, value: `${fmt(batched.wallMs)} (MaxSubmitBatch 1: ${fmt(single.wallMs)}, ${speedup.toFixed(1)}× faster)`, target: "≥ 10× faster than MaxSubmitBatch 1", met: speedup >= 10 },
-    { row: `${big} concurrent creates: time until all answered`, value: `${fmt(thousand.wallMs)} (${thousand.submits} condor_submit, ${thousand.errors} errors)`, target: "reported" },
-    { row: `${n} concurrent deletes: condor_rm processes`, value: String(batched.removes), target: "≤ 5", met: batched.removes <= 5 && batched.deleteErrors === 0 },
+    {
+      row: `${n} concurrent creates: condor_submit processes`,
+      value: String(batched.submits),
+      target: "≤ 5",
+      met: batched.submits <= 5 && batched.errors === 0,
+    },
+    {
+      row: `${n} concurrent creates: time until all answered`,
+      value: `${fmt(batched.wallMs)} (MaxSubmitBatch 1: ${fmt(single.wallMs)}, ${speedup.toFixed(1)}× faster)`,
+      target: "≥ 10× faster than MaxSubmitBatch 1",
+      met: speedup >= 10,
+    },
+    {
+      row: `${big} concurrent creates: time until all answered`,
+      value: `${fmt(thousand.wallMs)} (${thousand.submits} condor_submit, ${thousand.errors} errors)`,
+      target: "reported",
+    },
+    {
+      row: `${n} concurrent deletes: condor_rm processes`,
+      value: String(batched.removes),
+      target: "≤ 5",
+      met: batched.removes <= 5 && batched.deleteErrors === 0,
+    },
   );
 
   // 200 jobs finish while interLink polls each pod every 5 s: dummy jobs (a second each) on 20
@@ -121,15 +146,26 @@ export async function batchRows(o: BatchOptions): Promise<BatchRow[]> {
   const perPeriod = (f.q + f.h) / periods;
   const perMinute = ((f.q + f.h) / f.seconds) * 60;
   const p99 = pct(f.latencies, 99) ?? NaN;
-  o.say(`  ${f.ended}/${finishing} ended in ${f.seconds.toFixed(0)} s; ${f.q} condor_q and ${f.h} condor_history (${perPeriod.toFixed(2)} per refresh period); status p99 ${fmt(p99)}, ${f.errors} errors`);
+  o.say(
+    `  ${f.ended}/${finishing} ended in ${f.seconds.toFixed(0)} s; ${f.q} condor_q and ${f.h} condor_history (${
+      perPeriod.toFixed(2)
+    } per refresh period); status p99 ${fmt(p99)}, ${f.errors} errors`,
+  );
   rows.push(
     {
       row: `status while ${finishing} jobs finish: condor processes`,
-      value: `${perMinute.toFixed(1)} per minute = ${perPeriod.toFixed(2)} per ${REFRESH_SECONDS} s refresh (${f.q} condor_q, ${f.h} condor_history in ${f.seconds.toFixed(0)} s; ${f.ended} of ${finishing} ended)`,
+      value: `${perMinute.toFixed(1)} per minute = ${perPeriod.toFixed(2)} per ${REFRESH_SECONDS} s refresh (${f.q} condor_q, ${f.h} condor_history in ${
+        f.seconds.toFixed(0)
+      } s; ${f.ended} of ${finishing} ended)`,
       target: "≤ 2 per refresh period",
       met: perPeriod <= 2 && f.q <= Math.ceil(periods) + 1 && f.ended === finishing,
     },
-    { row: `status while ${finishing} jobs finish: p99`, value: `${fmt(p99)} (${f.latencies.length} calls, ${f.errors} errors)`, target: "< 5 ms", met: p99 < 5 && f.errors === 0 },
+    {
+      row: `status while ${finishing} jobs finish: p99`,
+      value: `${fmt(p99)} (${f.latencies.length} calls, ${f.errors} errors)`,
+      target: "< 5 ms",
+      met: p99 < 5 && f.errors === 0,
+    },
   );
   return rows;
 }

@@ -65,8 +65,9 @@ export class Client {
         (r) => {
           const chunks: Buffer[] = [];
           r.on("data", (c: Buffer) => chunks.push(c));
-          r.on("end", () =>
-            res({ status: r.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8"), ms: performance.now() - t0, start, end: Date.now() }),
+          r.on(
+            "end",
+            () => res({ status: r.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8"), ms: performance.now() - t0, start, end: Date.now() }),
           );
           r.on("error", rej);
         },
@@ -175,7 +176,16 @@ export async function startSidecar(spec: SidecarSpec): Promise<Running> {
   };
   if (process.env.DENO_DIR) env.DENO_DIR = process.env.DENO_DIR;
   if (process.env.TMPDIR) env.TMPDIR = process.env.TMPDIR;
-  const argv = [...sidecarArgv(spec.flavour, spec.binary), "--config", config, "--condor-bin", spec.condorBin ?? CONDOR_BIN, "--port", String(port), ...(spec.args ?? [])];
+  const argv = [
+    ...sidecarArgv(spec.flavour, spec.binary),
+    "--config",
+    config,
+    "--condor-bin",
+    spec.condorBin ?? CONDOR_BIN,
+    "--port",
+    String(port),
+    ...(spec.args ?? []),
+  ];
   const t0 = performance.now();
   const proc = Bun.spawn(argv, { cwd: ROOT, env, stdin: "ignore", stdout: fd, stderr: fd });
   closeSync(fd);

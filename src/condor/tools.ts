@@ -8,17 +8,17 @@ import { SidecarError } from "../core/errors.ts";
 import type { Logger } from "../logger.ts";
 import type { Runtime, SpawnResult } from "../runtime/types.ts";
 import {
-  type JobAd,
-  type JobId,
-  type RmOutcome,
   classifySubmitFailure,
   firstErrorLine,
+  type JobAd,
+  type JobId,
   jobIdString,
+  type JsonAdSlices,
   parseJsonAds,
   parseRmLine,
   parseTerseSubmit,
+  type RmOutcome,
   sliceJsonAds,
-  type JsonAdSlices,
   submitRefusal,
 } from "./parse.ts";
 
@@ -94,7 +94,6 @@ export function toolArgs(access: Pick<CondorAccess, "scheddArgs" | "debugArgs">,
   }
 }
 
-
 /**
  * condor_submit refused the description (a parse or validation error,
  * docs/htcondor.md#condor_submit-exit-codes-and-errors). Nothing was queued. With several pods in
@@ -118,7 +117,11 @@ export function createCondor(o: CondorOptions): Condor {
   const command = (tool: CondorTool, args: readonly string[]) => [path(tool), ...toolArgs(o.access, tool), ...args];
 
   /** Runs a tool and tells onCommand how it ended. */
-  async function spawnTool(tool: CondorTool, args: readonly string[], opts: { cwd?: string; timeoutMs: number; stdoutInto?: Uint8Array }): Promise<SpawnResult> {
+  async function spawnTool(
+    tool: CondorTool,
+    args: readonly string[],
+    opts: { cwd?: string; timeoutMs: number; stdoutInto?: Uint8Array },
+  ): Promise<SpawnResult> {
     const started = performance.now();
     try {
       const r = await o.runtime.spawn({ argv: command(tool, args), env, cwd: opts.cwd, timeoutMs: opts.timeoutMs, stdoutInto: opts.stdoutInto });
@@ -181,7 +184,10 @@ export function createCondor(o: CondorOptions): Condor {
     },
 
     async querySlices({ constraint, attributes, into }) {
-      const r = await run("condor_q", ["-json", "-attributes", attributes.join(","), "-constraint", constraint], { timeoutMs: o.queryTimeoutMs, stdoutInto: into });
+      const r = await run("condor_q", ["-json", "-attributes", attributes.join(","), "-constraint", constraint], {
+        timeoutMs: o.queryTimeoutMs,
+        stdoutInto: into,
+      });
       if (r.code !== 0) fail("condor_q", r, `Cannot query HTCondor`);
       try {
         return sliceJsonAds(r.stdoutBytes ?? into.subarray(0, 0));
@@ -220,11 +226,9 @@ export function createCondor(o: CondorOptions): Condor {
       return spawnTool("condor_tail", ["-no-stdout", "-maxbytes", String(maxBytes), jobIdString(id), file], { timeoutMs });
     },
 
-
     async machines(attributes) {
       const r = await run("condor_status", ["-json", "-attributes", attributes.join(",")], { timeoutMs: o.queryTimeoutMs });
       return ads("condor_status", r);
     },
-
   };
 }

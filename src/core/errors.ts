@@ -66,8 +66,7 @@ export function oneLine(text: string): string {
  * what a quoted value shows, so that it stays on one line and still says which character it held.
  */
 export function escapeControls(text: string): string {
-  return text.replace(CONTROL_OR_LINE_BREAK_RUNS, (run) =>
-    [...run].map((ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`).join(""));
+  return text.replace(CONTROL_OR_LINE_BREAK_RUNS, (run) => [...run].map((ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`).join(""));
 }
 
 export function invalid(message: string): SidecarError {

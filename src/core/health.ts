@@ -6,7 +6,7 @@
  * on it (each eviction a condor_rm): one failed tool call must not fail the ping, only a streak
  * of `threshold` failures in a row.
  */
-import { type JobAd, adNumber } from "../condor/parse.ts";
+import { adNumber, type JobAd } from "../condor/parse.ts";
 import { tryParseQuantity } from "./quantity.ts";
 
 /** Consecutive failures of one HTCondor daemon, as seen through its tool. */
@@ -67,10 +67,10 @@ export function pingAnswer(p: PingInput): { healthy: boolean; body: Record<strin
     status: p.credentialProblem
       ? `unhealthy: ${p.credentialProblem}`
       : !healthy
-        ? `unhealthy: HTCondor unreachable (${down.join("; ")})`
-        : failing.length > 0
-          ? `degraded: ${failing.join(" and ")} failing`
-          : "ok",
+      ? `unhealthy: HTCondor unreachable (${down.join("; ")})`
+      : failing.length > 0
+      ? `degraded: ${failing.join(" and ")} failing`
+      : "ok",
   };
   // Capacity only from a condor_status that answered: zeros would shrink the node to nothing.
   const m = p.machines;

@@ -98,7 +98,9 @@ export function parseImageOverride(key: string, value: string): ImageOverride | 
   const to = prefix ? value.slice(0, -1) : value;
   if (keyText.includes("*") || to.includes("*")) return { problem: "only one trailing '*' is allowed" };
   const from = prefix ? canonicalPrefix(keyText) : canonicalImage(keyText);
-  if (from === undefined) return { problem: prefix ? "is not the start of an image reference (e.g. ghcr.io/org/*)" : "is not an image reference (e.g. python:3.12-slim)" };
+  if (from === undefined) {
+    return { problem: prefix ? "is not the start of an image reference (e.g. ghcr.io/org/*)" : "is not an image reference (e.g. python:3.12-slim)" };
+  }
   const problem = targetProblem(to, prefix);
   if (problem) return { problem: `the target ${problem}` };
   return { from, prefix, to };

@@ -7,7 +7,7 @@
  * docs/pod-to-job.md#the-job-script. Pure.
  */
 import type { CreateRequest } from "./pod.ts";
-import { type Quote, SHELL_IDENTIFIER, podError } from "./pod.ts";
+import { podError, type Quote, SHELL_IDENTIFIER } from "./pod.ts";
 import { BASH_OWN_VARIABLES, type JobPlan, type PlanConfig } from "./types.ts";
 
 /**
@@ -25,9 +25,12 @@ export function requestedJobScript(req: CreateRequest, cfg: PlanConfig, label: s
   const text = req.jobScript;
   if (text === undefined || text.trim() === "") return undefined;
   if (!cfg.allowJobScript) {
-    throw podError(label, ["jobScript"],
+    throw podError(
+      label,
+      ["jobScript"],
       "interLink sent a job script (its JobScriptTemplate or the virtual kubelet's JobScriptBuilderURL), and this site does not run job scripts: " +
-        "set Channels.JobScript: true in the sidecar's SidecarConfig.yaml to run it instead of the containers, or remove the template from interLink's configuration");
+        "set Channels.JobScript: true in the sidecar's SidecarConfig.yaml to run it instead of the containers, or remove the template from interLink's configuration",
+    );
   }
   return text;
 }

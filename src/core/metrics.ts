@@ -40,7 +40,7 @@ function series<T>(make: () => T) {
     get(labels: Labels): T {
       const key = JSON.stringify(labels);
       let s = map.get(key);
-      if (!s) map.set(key, (s = { labels, value: make() }));
+      if (!s) map.set(key, s = { labels, value: make() });
       return s.value;
     },
     all: () => [...map.values()],
@@ -106,7 +106,9 @@ export function createRegistry(): Registry {
       add({ name, help, type: "gauge", lines: () => collect().map(({ labels = {}, value }) => `${name}${labelText(labels)} ${num(value)}`) });
     },
     render() {
-      return families.map((f) => [`# HELP ${f.name} ${f.help.replace(/\\/g, "\\\\").replace(/\n/g, "\\n")}`, `# TYPE ${f.name} ${f.type}`, ...f.lines()].join("\n")).join("\n") + "\n";
+      return families.map((f) =>
+        [`# HELP ${f.name} ${f.help.replace(/\\/g, "\\\\").replace(/\n/g, "\\n")}`, `# TYPE ${f.name} ${f.type}`, ...f.lines()].join("\n")
+      ).join("\n") + "\n";
     },
   };
 }
@@ -152,25 +154,51 @@ const BATCH = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
 export function createSidecarMetrics(view: () => MetricsView): SidecarMetrics {
   const r = createRegistry();
   const requests = r.counter("htcondor_sidecar_http_requests_total", "HTTP requests served, by route and status code (the ping is a /status).");
-  const requestSeconds = r.histogram("htcondor_sidecar_http_request_duration_seconds", "Time to serve an HTTP request, by route (a log follow counts until its stream ends).", SECONDS);
-  const commands = r.counter("htcondor_sidecar_condor_commands_total", "condor_* tool runs, by tool and outcome (ok: exit 0; error; timeout: killed at its timeout).");
+  const requestSeconds = r.histogram(
+    "htcondor_sidecar_http_request_duration_seconds",
+    "Time to serve an HTTP request, by route (a log follow counts until its stream ends).",
+    SECONDS,
+  );
+  const commands = r.counter(
+    "htcondor_sidecar_condor_commands_total",
+    "condor_* tool runs, by tool and outcome (ok: exit 0; error; timeout: killed at its timeout).",
+  );
   const commandSeconds = r.histogram("htcondor_sidecar_condor_command_duration_seconds", "Wall time of a condor_* tool run, by tool.", TOOL_SECONDS);
   const batches = r.histogram("htcondor_sidecar_submit_batch_size", "Pods per condor_submit.", BATCH);
-  r.gauge("htcondor_sidecar_pods", "Pod records by lifecycle phase: creating, submitted (job followed), finished (final status recorded), removing, deleted (tombstones).", () =>
-    Object.entries(view().pods).map(([phase, value]) => ({ labels: { phase }, value })));
-  r.gauge("htcondor_sidecar_condor_up", "1 while the daemon's tool answers, 0 once its failure streak reached PingFailureThreshold (the ping then answers 503).", () => {
-    const v = view();
-    return (["schedd", "collector"] as const).map((daemon) => ({ labels: { daemon }, value: v.failures[daemon] >= v.threshold ? 0 : 1 }));
-  });
-  r.gauge("htcondor_sidecar_condor_consecutive_failures", "The current failure streak of the daemon's tool (the schedd's counts one failure per 10 s at most).", () => {
-    const v = view();
-    return (["schedd", "collector"] as const).map((daemon) => ({ labels: { daemon }, value: v.failures[daemon] }));
-  });
-  r.gauge("htcondor_sidecar_credential_expiry_timestamp_seconds", "When the credential file (--proxy) expires, epoch seconds; absent without one, or when its expiry is unknown.", () => {
-    const exp = view().credentialExpiry;
-    return exp === undefined ? [] : [{ value: Math.floor(exp / 1000) }];
-  });
-  r.gauge("htcondor_sidecar_queue_snapshot_age_seconds", "Age of the status view (the last condor_q of the refresher); 0 while no job is followed.", () => [{ value: view().snapshotAgeSeconds }]);
+  r.gauge(
+    "htcondor_sidecar_pods",
+    "Pod records by lifecycle phase: creating, submitted (job followed), finished (final status recorded), removing, deleted (tombstones).",
+    () => Object.entries(view().pods).map(([phase, value]) => ({ labels: { phase }, value })),
+  );
+  r.gauge(
+    "htcondor_sidecar_condor_up",
+    "1 while the daemon's tool answers, 0 once its failure streak reached PingFailureThreshold (the ping then answers 503).",
+    () => {
+      const v = view();
+      return (["schedd", "collector"] as const).map((daemon) => ({ labels: { daemon }, value: v.failures[daemon] >= v.threshold ? 0 : 1 }));
+    },
+  );
+  r.gauge(
+    "htcondor_sidecar_condor_consecutive_failures",
+    "The current failure streak of the daemon's tool (the schedd's counts one failure per 10 s at most).",
+    () => {
+      const v = view();
+      return (["schedd", "collector"] as const).map((daemon) => ({ labels: { daemon }, value: v.failures[daemon] }));
+    },
+  );
+  r.gauge(
+    "htcondor_sidecar_credential_expiry_timestamp_seconds",
+    "When the credential file (--proxy) expires, epoch seconds; absent without one, or when its expiry is unknown.",
+    () => {
+      const exp = view().credentialExpiry;
+      return exp === undefined ? [] : [{ value: Math.floor(exp / 1000) }];
+    },
+  );
+  r.gauge(
+    "htcondor_sidecar_queue_snapshot_age_seconds",
+    "Age of the status view (the last condor_q of the refresher); 0 while no job is followed.",
+    () => [{ value: view().snapshotAgeSeconds }],
+  );
   r.gauge("process_resident_memory_bytes", "Resident memory size in bytes.", () => [{ value: view().rss }]);
   r.gauge("process_start_time_seconds", "Start time of the process since the Unix epoch in seconds.", () => [{ value: view().startTime }]);
   return {

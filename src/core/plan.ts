@@ -6,58 +6,35 @@
  * and `$(VAR)` expansion), lay out volume files, add up resources, apply probe defaults. Whatever
  * the job cannot honour is refused here with a one-line message naming the field, never dropped.
  */
-import { SidecarError, hasControlOrLineBreak } from "./errors.ts";
+import { hasControlOrLineBreak, SidecarError } from "./errors.ts";
 import {
   type ConfigMap,
   type Container,
   type CreateRequest,
   type DownwardAPIFile,
+  envNameProblem,
   type EnvVar,
   type KeyToPath,
+  KNOWN_VOLUME_SOURCES,
   type LifecycleHandler,
   type PathSeg,
   type Pod,
-  type Quote,
-  type Probe,
-  type ResourceFieldSelector,
-  type RetrievedContainer,
-  type Secret,
-  type Volume,
-  type VolumeMount,
-  KNOWN_VOLUME_SOURCES,
-  SHELL_IDENTIFIER,
-  envNameProblem,
   podError,
   podLabel,
+  type Probe,
+  type Quote,
   quote as quoteSpec,
   relativePathProblem,
   requestQuote,
+  type ResourceFieldSelector,
+  type RetrievedContainer,
+  type Secret,
+  SHELL_IDENTIFIER,
+  type Volume,
+  type VolumeMount,
 } from "./pod.ts";
-import {
-  type Quantity,
-  add,
-  ceil,
-  ceilRatio,
-  fraction,
-  max,
-  parseQuantity,
-  toCpus,
-  toInteger,
-  toKiB,
-  toMiB,
-  tryParseQuantity,
-  ZERO,
-} from "./quantity.ts";
-import type {
-  ContainerPlan,
-  Handler,
-  ImageRef,
-  JobPlan,
-  MountPlan,
-  PlanConfig,
-  PodFile,
-  ProbePlan,
-} from "./types.ts";
+import { add, ceil, ceilRatio, fraction, max, parseQuantity, type Quantity, toCpus, toInteger, toKiB, toMiB, tryParseQuantity, ZERO } from "./quantity.ts";
+import type { ContainerPlan, Handler, ImageRef, JobPlan, MountPlan, PlanConfig, PodFile, ProbePlan } from "./types.ts";
 import { BASH_OWN_VARIABLES, containerKey } from "./types.ts";
 import { requestedJobScript, withJobScript } from "./job-script.ts";
 // The rules for submit command names and values (submit-rules.ts); the annotation must accept
@@ -373,17 +350,31 @@ function resolveValueFrom(e: EnvVar, c: Container, ctx: Ctx, path: PathSeg[]): s
   if (vf.secretKeyRef) {
     const r = vf.secretKeyRef;
     const s = findSecret(ctx, c.name, r.name);
-    if (!s) return r.optional ? undefined : fail(ctx, [...path, "secretKeyRef", "name"], `${who}: secret ${ctx.quote(r.name)} is not in the create request (${hint})`);
+    if (!s) {
+      return r.optional
+        ? undefined
+        : fail(ctx, [...path, "secretKeyRef", "name"], `${who}: secret ${ctx.quote(r.name)} is not in the create request (${hint})`);
+    }
     const bytes = secretBytes(s, r.key, ctx, [...path, "secretKeyRef", "key"]);
-    if (!bytes) return r.optional ? undefined : fail(ctx, [...path, "secretKeyRef", "key"], `${who}: key ${ctx.quote(r.key)} is not in secret ${ctx.quote(r.name)}`);
+    if (!bytes) {
+      return r.optional ? undefined : fail(ctx, [...path, "secretKeyRef", "key"], `${who}: key ${ctx.quote(r.key)} is not in secret ${ctx.quote(r.name)}`);
+    }
     return bytesToEnv(bytes, e.name, c, ctx, path);
   }
   if (vf.configMapKeyRef) {
     const r = vf.configMapKeyRef;
     const cm = findConfigMap(ctx, c.name, r.name);
-    if (!cm) return r.optional ? undefined : fail(ctx, [...path, "configMapKeyRef", "name"], `${who}: configMap ${ctx.quote(r.name)} is not in the create request (${hint})`);
+    if (!cm) {
+      return r.optional
+        ? undefined
+        : fail(ctx, [...path, "configMapKeyRef", "name"], `${who}: configMap ${ctx.quote(r.name)} is not in the create request (${hint})`);
+    }
     const bytes = configMapBytes(cm, r.key, ctx, [...path, "configMapKeyRef", "key"]);
-    if (!bytes) return r.optional ? undefined : fail(ctx, [...path, "configMapKeyRef", "key"], `${who}: key ${ctx.quote(r.key)} is not in configMap ${ctx.quote(r.name)}`);
+    if (!bytes) {
+      return r.optional
+        ? undefined
+        : fail(ctx, [...path, "configMapKeyRef", "key"], `${who}: key ${ctx.quote(r.key)} is not in configMap ${ctx.quote(r.name)}`);
+    }
     return bytesToEnv(bytes, e.name, c, ctx, path);
   }
   return fail(ctx, path, `${who}: valueFrom names no source`);
@@ -490,9 +481,14 @@ function checkEnvCarriage(c: Container, plan: ContainerPlan, base: PathSeg[], ct
     const onArgv = !SHELL_IDENTIFIER.test(name) || (plan.image.kind === "host" && BASH_OWN_VARIABLES.test(name));
     if (path && delivered && onArgv) {
       const rule = SHELL_IDENTIFIER.test(name) ? "may not be one bash keeps for itself" : "must be a shell identifier";
-      fail(ctx, path,
+      fail(
+        ctx,
+        path,
         `env ${ctx.quote(name)} of container ${ctx.quote(c.name)} takes its value from a secret or configMap, so its name ${rule}: ` +
-          `${ctx.quote(name)} could reach the ${plan.image.kind === "host" ? "host process" : "container"} only on a command line, which every user of the worker can read`);
+          `${ctx.quote(name)} could reach the ${
+            plan.image.kind === "host" ? "host process" : "container"
+          } only on a command line, which every user of the worker can read`,
+      );
     }
   });
   if (plan.image.kind === "container" && plan.command === undefined) {
@@ -502,10 +498,17 @@ function checkEnvCarriage(c: Container, plan: ContainerPlan, base: PathSeg[], ct
       if (SHELL_IDENTIFIER.test(name)) continue;
       const j = c.env.findIndex((e) => e.name === name);
       if (j >= 0) {
-        fail(ctx, [...base, "env", j, "name"],
-          `${ctx.quote(name)} is not a shell identifier, which Apptainer can pass only to a command: set command (the image's entrypoint cannot be given it) or rename it`);
+        fail(
+          ctx,
+          [...base, "env", j, "name"],
+          `${
+            ctx.quote(name)
+          } is not a shell identifier, which Apptainer can pass only to a command: set command (the image's entrypoint cannot be given it) or rename it`,
+        );
       }
-      ctx.warnings.push(`container ${ctx.quote(c.name)}: envFrom variable ${ctx.quote(name)} skipped: not a shell identifier, and the container has no command to pass it to`);
+      ctx.warnings.push(
+        `container ${ctx.quote(c.name)}: envFrom variable ${ctx.quote(name)} skipped: not a shell identifier, and the container has no command to pass it to`,
+      );
     }
     plan.env = plan.env.filter(([n]) => SHELL_IDENTIFIER.test(n));
   }
@@ -514,20 +517,28 @@ function checkEnvCarriage(c: Container, plan: ContainerPlan, base: PathSeg[], ct
   const firsts: [PathSeg[], string | undefined][] = [
     plan.command ? [[...base, "command", 0], plan.command[0]] : [[...base, "args", 0], plan.args?.[0]],
   ];
-  for (const [key, h] of [
-    ["startupProbe", plan.startupProbe?.handler],
-    ["readinessProbe", plan.readinessProbe?.handler],
-    ["livenessProbe", plan.livenessProbe?.handler],
-    ["postStart", plan.postStart],
-    ["preStop", plan.preStop],
-  ] as const) {
+  for (
+    const [key, h] of [
+      ["startupProbe", plan.startupProbe?.handler],
+      ["readinessProbe", plan.readinessProbe?.handler],
+      ["livenessProbe", plan.livenessProbe?.handler],
+      ["postStart", plan.postStart],
+      ["preStop", plan.preStop],
+    ] as const
+  ) {
     if (h?.kind !== "exec") continue;
     const at: PathSeg[] = key === "postStart" || key === "preStop" ? [...base, "lifecycle", key] : [...base, key];
     firsts.push([[...at, "exec", "command", 0], h.command[0]]);
   }
   for (const [path, word] of firsts) {
     if (word?.includes("=")) {
-      fail(ctx, path, `${ctx.quote(word)} must not contain '=': the wrapper starts it with env (for ${odd === undefined ? "a host container" : `env ${ctx.quote(odd)}`}), which would read it as a variable`);
+      fail(
+        ctx,
+        path,
+        `${ctx.quote(word)} must not contain '=': the wrapper starts it with env (for ${
+          odd === undefined ? "a host container" : `env ${ctx.quote(odd)}`
+        }), which would read it as a variable`,
+      );
     }
   }
 }
@@ -667,16 +678,34 @@ function dataVolumeDir(v: Volume, vIndex: number, type: string, c: Container, ct
     const cm = findConfigMap(ctx, c.name, src.name);
     if (!cm && !src.optional) fail(ctx, [...vp, "configMap", "name"], `configMap ${ctx.quote(src.name)} is not in the create request`);
     if (cm) {
-      keyFiles(vf, configMapKeys(cm), src.items, (k) => configMapBytes(cm, k, ctx, [...vp, "configMap"]),
-        src.defaultMode ?? DEFAULT_FILE_MODE, src.optional ?? false, `configMap ${ctx.quote(src.name)}`, false, [...vp, "configMap", "items"]);
+      keyFiles(
+        vf,
+        configMapKeys(cm),
+        src.items,
+        (k) => configMapBytes(cm, k, ctx, [...vp, "configMap"]),
+        src.defaultMode ?? DEFAULT_FILE_MODE,
+        src.optional ?? false,
+        `configMap ${ctx.quote(src.name)}`,
+        false,
+        [...vp, "configMap", "items"],
+      );
     }
   } else if (type === "secret" && v.secret) {
     const src = v.secret;
     const s = findSecret(ctx, c.name, src.secretName);
     if (!s && !src.optional) fail(ctx, [...vp, "secret", "secretName"], `secret ${ctx.quote(src.secretName)} is not in the create request`);
     if (s) {
-      keyFiles(vf, secretKeys(s), src.items, (k) => secretBytes(s, k, ctx, [...vp, "secret"]),
-        src.defaultMode ?? DEFAULT_FILE_MODE, src.optional ?? false, `secret ${ctx.quote(src.secretName)}`, true, [...vp, "secret", "items"]);
+      keyFiles(
+        vf,
+        secretKeys(s),
+        src.items,
+        (k) => secretBytes(s, k, ctx, [...vp, "secret"]),
+        src.defaultMode ?? DEFAULT_FILE_MODE,
+        src.optional ?? false,
+        `secret ${ctx.quote(src.secretName)}`,
+        true,
+        [...vp, "secret", "items"],
+      );
     }
   } else if (type === "downwardAPI" && v.downwardAPI) {
     downwardFiles(vf, v.downwardAPI.items, v.downwardAPI.defaultMode ?? DEFAULT_FILE_MODE, [...vp, "downwardAPI", "items"]);
@@ -770,10 +799,13 @@ function planMount(m: VolumeMount, j: number, c: Container, base: PathSeg[], env
     case "hostPath": {
       const hp = v.hostPath!.path;
       if (!ctx.cfg.hostPathAllow.some((prefix) => underPrefix(hp, prefix))) {
-        fail(ctx, ["spec", "volumes", index, "hostPath", "path"],
+        fail(
+          ctx,
+          ["spec", "volumes", index, "hostPath", "path"],
           ctx.cfg.hostPathAllow.length === 0
             ? `hostPath volume ${ctx.quote(v.name)} refused: hostPath volumes are disabled on this site`
-            : `hostPath volume ${ctx.quote(v.name)} refused: ${ctx.quote(hp)} is not under an allowed prefix (${ctx.cfg.hostPathAllow.join(", ")})`);
+            : `hostPath volume ${ctx.quote(v.name)} refused: ${ctx.quote(hp)} is not under an allowed prefix (${ctx.cfg.hostPathAllow.join(", ")})`,
+        );
       }
       // The wrapper checks the resolved path again on the worker (JobPlan.hostPathPrefixes), and
       // that a subPath stays in the volume's own folder (root; a sandbox path's is its first two
@@ -784,8 +816,13 @@ function planMount(m: VolumeMount, j: number, c: Container, base: PathSeg[], env
       break;
     }
     default:
-      return fail(ctx, ["spec", "volumes", index],
-        `volume ${ctx.quote(v.name)} has type ${ctx.quote(type)}, which an HTCondor execution point cannot provide (supported: ${KNOWN_VOLUME_SOURCES.join(", ")})`);
+      return fail(
+        ctx,
+        ["spec", "volumes", index],
+        `volume ${ctx.quote(v.name)} has type ${ctx.quote(type)}, which an HTCondor execution point cannot provide (supported: ${
+          KNOWN_VOLUME_SOURCES.join(", ")
+        })`,
+      );
   }
   // After subPathExpr expansion: the same rule as pod.ts applies to the expanded source, and the
   // wrapper binds one line per mount.
@@ -971,7 +1008,9 @@ function configQuantity(text: string, what: string): Quantity {
 
 /** Whether any container of the pod sets `resource` (a limit or a request). */
 function podSets(pod: Pod, resource: string): boolean {
-  return [...pod.spec.initContainers, ...pod.spec.containers].some((c) => Object.hasOwn(c.resources.limits, resource) || Object.hasOwn(c.resources.requests, resource));
+  return [...pod.spec.initContainers, ...pod.spec.containers].some((c) =>
+    Object.hasOwn(c.resources.limits, resource) || Object.hasOwn(c.resources.requests, resource)
+  );
 }
 
 /**

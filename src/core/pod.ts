@@ -15,7 +15,7 @@
  * naming the first problem found.
  */
 import { z } from "zod";
-import { SidecarError, escapeControls, hasControlOrLineBreak } from "./errors.ts";
+import { escapeControls, hasControlOrLineBreak, SidecarError } from "./errors.ts";
 import { compare, isInteger, isNegative, tryParseQuantity } from "./quantity.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -507,10 +507,12 @@ function checkIdentity(pod: Pod, label: string): void {
     throw podError(label, ["metadata", "uid"], `${quote(uid)} must be 1-128 letters, digits or '-'`);
   }
   const seen = new Set<string>();
-  for (const [group, list] of [
-    ["initContainers", pod.spec.initContainers],
-    ["containers", pod.spec.containers],
-  ] as const) {
+  for (
+    const [group, list] of [
+      ["initContainers", pod.spec.initContainers],
+      ["containers", pod.spec.containers],
+    ] as const
+  ) {
     list.forEach((c, i) => {
       const p = ["spec", group, i, "name"];
       if (!isDnsLabel(c.name)) {
@@ -744,8 +746,7 @@ function validateCreateRequest(req: CreateRequest, label: string): void {
   const pod = req.pod;
   checkIdentity(pod, label);
 
-  const nul =
-    findNul(pod, [], new Set()) ??
+  const nul = findNul(pod, [], new Set()) ??
     findNul(req.container, ["container"], new Set(["data", "binaryData", "stringData"]));
   if (nul) throw podError(label, nul, "must not contain NUL characters");
 
@@ -769,16 +770,15 @@ function validateCreateRequest(req: CreateRequest, label: string): void {
     const base: PathSeg[] = ["container", i];
     for (const kind of ["configMaps", "secrets"] as const) {
       rc[kind].forEach((obj, j) => {
-        const maps: [string, Record<string, string>][] =
-          kind === "configMaps"
-            ? [
-                ["data", (obj as ConfigMap).data],
-                ["binaryData", (obj as ConfigMap).binaryData],
-              ]
-            : [
-                ["data", (obj as Secret).data],
-                ["stringData", (obj as Secret).stringData],
-              ];
+        const maps: [string, Record<string, string>][] = kind === "configMaps"
+          ? [
+            ["data", (obj as ConfigMap).data],
+            ["binaryData", (obj as ConfigMap).binaryData],
+          ]
+          : [
+            ["data", (obj as Secret).data],
+            ["stringData", (obj as Secret).stringData],
+          ];
         for (const [mapName, map] of maps) {
           for (const key of Object.keys(map)) {
             const kp = configMapKeyProblem(key, data);

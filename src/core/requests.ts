@@ -25,7 +25,9 @@ function podRef(body: unknown): PodRef | undefined {
 export function parseDeleteRequest(body: unknown): PodRef {
   const ref = podRef(body);
   if (!ref) throw new SidecarError("invalid", "delete: metadata.uid is missing");
-  if (!isPodUid(ref.uid)) throw new SidecarError("invalid", `delete: metadata.uid ${JSON.stringify(ref.uid.slice(0, 64))} must be 1-128 letters, digits or '-'`);
+  if (!isPodUid(ref.uid)) {
+    throw new SidecarError("invalid", `delete: metadata.uid ${JSON.stringify(ref.uid.slice(0, 64))} must be 1-128 letters, digits or '-'`);
+  }
   return ref;
 }
 

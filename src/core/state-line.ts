@@ -99,10 +99,7 @@ export function parseStateLine(text: string): StateLine | undefined {
     finishedAt: int(t[5]),
     ready: t[6] === "1",
     restartCount,
-    last:
-      lastExit === undefined
-        ? undefined
-        : { exitCode: lastExit, reason: reasonTok(t[9]), startedAt: int(t[10]), finishedAt: int(t[11]) },
+    last: lastExit === undefined ? undefined : { exitCode: lastExit, reason: reasonTok(t[9]), startedAt: int(t[10]), finishedAt: int(t[11]) },
     signal: int(t[12]),
     ...(message !== undefined ? { message } : {}),
   };

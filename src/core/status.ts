@@ -11,7 +11,7 @@
  * - removed, lost and unrecoverably held jobs never read as Succeeded (a non-zero code);
  * - a failed init container terminates everything after it, or the pod stays Pending forever.
  */
-import { type JobAd, adNumber, adString } from "../condor/parse.ts";
+import { adNumber, adString, type JobAd } from "../condor/parse.ts";
 import type { StateLine } from "./state-line.ts";
 import { parseStateLine } from "./state-line.ts";
 import { stateAttrName } from "./types.ts";
@@ -148,8 +148,7 @@ function withMessage(line: StateLine, message: string | undefined): Line {
 function queuedLines(ad: JobAd, containers: readonly ContainerInfo[]): Map<string, Line | undefined> {
   const status = adNumber(ad, "JobStatus");
   const holdCode = adNumber(ad, "HoldReasonCode");
-  const all = (reason: string, message: string) =>
-    new Map(containers.map((c) => [key(c), withMessage(waiting(reason), message)] as const));
+  const all = (reason: string, message: string) => new Map(containers.map((c) => [key(c), withMessage(waiting(reason), message)] as const));
   if (status === 1) {
     const starts = adNumber(ad, "NumJobStarts") ?? 0;
     return all("ContainerCreating", starts > 0 ? "The job was evicted and waits for an HTCondor slot again" : "Waiting for an HTCondor slot");
@@ -253,10 +252,13 @@ function enforceInitOrder(
     const line = out.get(key(c));
     if (blocked === "failed") {
       if (line?.state !== "terminated" || line.exitCode === 0) {
-        out.set(key(c), withMessage(
-          { state: "terminated", reason: "InitContainerFailed", exitCode: failedCode, ready: false, restartCount: line?.restartCount ?? 0 },
-          "An init container failed; the pod did not run this container",
-        ));
+        out.set(
+          key(c),
+          withMessage(
+            { state: "terminated", reason: "InitContainerFailed", exitCode: failedCode, ready: false, restartCount: line?.restartCount ?? 0 },
+            "An init container failed; the pod did not run this container",
+          ),
+        );
       }
       continue;
     }
@@ -302,14 +304,14 @@ function containerStatus(c: ContainerInfo, line: Line | undefined, jid: string):
   }
   const lastState: ContainerStatus["state"] = l.last
     ? {
-        terminated: {
-          exitCode: l.last.exitCode,
-          reason: l.last.reason ?? (l.last.exitCode === 0 ? "Completed" : "Error"),
-          ...(l.last.startedAt !== undefined ? { startedAt: rfc3339(l.last.startedAt) } : {}),
-          ...(l.last.finishedAt !== undefined ? { finishedAt: rfc3339(l.last.finishedAt) } : {}),
-          containerID,
-        },
-      }
+      terminated: {
+        exitCode: l.last.exitCode,
+        reason: l.last.reason ?? (l.last.exitCode === 0 ? "Completed" : "Error"),
+        ...(l.last.startedAt !== undefined ? { startedAt: rfc3339(l.last.startedAt) } : {}),
+        ...(l.last.finishedAt !== undefined ? { finishedAt: rfc3339(l.last.finishedAt) } : {}),
+        containerID,
+      },
+    }
     : {};
   return {
     name: c.name,

@@ -16,10 +16,28 @@ const ATTRIBUTE = /^[A-Za-z_][A-Za-z0-9_]*$/;
  */
 const RESERVED = new Set(
   [
-    "queue", "include", "dollar", "universe", "executable", "transfer_executable", "arguments", "args",
-    "environment", "env", "getenv", "output", "error", "log", "input", "transfer_output_files",
-    "transfer_input_files", "should_transfer_files", "when_to_transfer_output", "want_io_proxy",
-    "initialdir", "iwd",
+    "queue",
+    "include",
+    "dollar",
+    "universe",
+    "executable",
+    "transfer_executable",
+    "arguments",
+    "args",
+    "environment",
+    "env",
+    "getenv",
+    "output",
+    "error",
+    "log",
+    "input",
+    "transfer_output_files",
+    "transfer_input_files",
+    "should_transfer_files",
+    "when_to_transfer_output",
+    "want_io_proxy",
+    "initialdir",
+    "iwd",
   ],
 );
 
@@ -30,9 +48,29 @@ const RESERVED = new Set(
  */
 const RESERVED_ATTRIBUTES = new Set(
   [
-    "cmd", "arguments", "args", "environment", "env", "in", "out", "err", "userlog", "iwd", "jobuniverse",
-    "transferexecutable", "transferin", "transferinput", "transferoutput", "shouldtransferfiles",
-    "whentotransferoutput", "wantioproxy", "owner", "user", "clusterid", "procid", "jobstatus",
+    "cmd",
+    "arguments",
+    "args",
+    "environment",
+    "env",
+    "in",
+    "out",
+    "err",
+    "userlog",
+    "iwd",
+    "jobuniverse",
+    "transferexecutable",
+    "transferin",
+    "transferinput",
+    "transferoutput",
+    "shouldtransferfiles",
+    "whentotransferoutput",
+    "wantioproxy",
+    "owner",
+    "user",
+    "clusterid",
+    "procid",
+    "jobstatus",
   ],
 );
 
@@ -72,4 +110,3 @@ export function submitValueProblem(value: string): string | undefined {
   if (/\\\s*$/.test(value)) return "must not end in '\\', which would continue it onto the next line of the submit file";
   return undefined;
 }
-

@@ -57,13 +57,13 @@ export type ImageRef =
 export type Handler =
   | { kind: "exec"; command: string[] }
   | {
-      kind: "httpGet";
-      scheme: "HTTP" | "HTTPS";
-      host: string;
-      port: number;
-      path: string;
-      headers: [string, string][];
-    }
+    kind: "httpGet";
+    scheme: "HTTP" | "HTTPS";
+    host: string;
+    port: number;
+    path: string;
+    headers: [string, string][];
+  }
   | { kind: "tcpSocket"; host: string; port: number }
   | { kind: "sleep"; seconds: number };
 

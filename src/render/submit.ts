@@ -160,7 +160,11 @@ export function renderBatch(jobs: readonly SubmitJob[]): string {
   if (jobs.some((j) => submitShape(j) !== shape)) throw new Error("renderBatch: the jobs have different commands");
   const dirs = jobs.map((j) => submitValue(j.dir, "initialdir"));
   const columns: SubmitCommand[][] = [dirs.map((d) => ["initialdir", d] as const), ...jobs[0]!.commands.map((_, k) => jobs.map((j) => j.commands[k]!))];
-  const out = [`# htcondor-sidecar: ${jobs.length === 1 ? "one pod" : `${jobs.length} pods, one job each ($(Step) picks each job's values)`}; job.sh runs the pod's containers`];
+  const out = [
+    `# htcondor-sidecar: ${
+      jobs.length === 1 ? "one pod" : `${jobs.length} pods, one job each ($(Step) picks each job's values)`
+    }; job.sh runs the pod's containers`,
+  ];
   const shared: string[] = [];
   const perJob: string[][] = jobs.map((j, step) => [`# job ${step} (Step ${step}): pod ${submitValue(j.label, "comment")}`]);
   columns.forEach((column, k) => {

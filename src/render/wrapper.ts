@@ -169,18 +169,14 @@ function containerSection(c: ContainerPlan, podGrace: number): string {
     `  C_COMMAND=(${sh`${c.command ?? []}`})  # empty: the image's entrypoint (run)`,
     `  C_ARGS=(${sh`${c.args ?? []}`})`,
     sh`  C_WORKDIR=${c.workingDir ?? ""}`,
-    c.mounts.length === 0
-      ? "  C_MOUNTS=()"
-      : [
-          "  C_MOUNTS=(  # kind, volume folder (sandbox: relative to it), subPath, mount path, ro|rw; parent first",
-          ...bindOrder(c.mounts).map(mountWords),
-          "  )",
-        ].join("\n"),
+    c.mounts.length === 0 ? "  C_MOUNTS=()" : [
+      "  C_MOUNTS=(  # kind, volume folder (sandbox: relative to it), subPath, mount path, ro|rw; parent first",
+      ...bindOrder(c.mounts).map(mountWords),
+      "  )",
+    ].join("\n"),
     `  C_RUNTIME_OPTIONS=(${sh`${c.runtimeOptions}`})  # instance start`,
     `  C_EXEC_OPTIONS=(${sh`${c.execOptions}`})  # every exec/run into the instance`,
-    c.gpus > 0
-      ? sh`  C_GPU_FLAGS=(${gpuFlags(c)})  # ${c.gpus} GPU(s): --rocm for amd.com/gpu, --nv for the others`
-      : sh`  C_GPU_FLAGS=(${gpuFlags(c)})`,
+    c.gpus > 0 ? sh`  C_GPU_FLAGS=(${gpuFlags(c)})  # ${c.gpus} GPU(s): --rocm for amd.com/gpu, --nv for the others` : sh`  C_GPU_FLAGS=(${gpuFlags(c)})`,
     probeLine("C_STARTUP_PROBE", c.startupProbe, podGrace),
     probeLine("C_READINESS_PROBE", c.readinessProbe, podGrace),
     probeLine("C_LIVENESS_PROBE", c.livenessProbe, podGrace),
@@ -283,9 +279,13 @@ export function renderWrapper(plan: JobPlan, opts: WrapperOptions = {}): string 
     const file = plan.files.find((f) => f.path === plan.jobScript);
     // The wrapper names the script's file, never its text; that file must ship with the job.
     if (!file || !/^[A-Za-z0-9._-]+$/.test(plan.jobScript) || !plan.transferInput.includes(plan.jobScript)) {
-      throw invalid(`Cannot run the job script ${JSON.stringify(plan.jobScript)}: it must be a file of the plan in the sandbox's top folder, shipped with the job`);
+      throw invalid(
+        `Cannot run the job script ${JSON.stringify(plan.jobScript)}: it must be a file of the plan in the sandbox's top folder, shipped with the job`,
+      );
     }
-    if (((file.podMode ?? file.mode) & 0o700) !== 0o700) throw invalid(`Cannot run the job script ${JSON.stringify(plan.jobScript)}: its mode must let the job read and run it`);
+    if (((file.podMode ?? file.mode) & 0o700) !== 0o700) {
+      throw invalid(`Cannot run the job script ${JSON.stringify(plan.jobScript)}: its mode must let the job read and run it`);
+    }
     if (plan.containers.length === 0) throw invalid("Cannot run a job script without a container to report it");
   }
   return [HEADER, planSection(plan, opts), WRAPPER_LIB, MAIN].join("\n");

@@ -21,15 +21,15 @@ async function spawn(opts: SpawnOptions): Promise<SpawnResult> {
     });
     let timedOut = false;
     let killTimer: ReturnType<typeof setTimeout> | undefined;
-    const timer =
-      opts.timeoutMs === undefined
-        ? undefined
-        : setTimeout(() => {
-            timedOut = true;
-            proc.kill("SIGTERM");
-            killTimer = setTimeout(() => proc.kill("SIGKILL"), KILL_GRACE_MS);
-          }, opts.timeoutMs);
-    const [piped, stderr] = await Promise.all([outFd === undefined ? readCappedBytes(proc.stdout as ReadableStream<Uint8Array>, max, opts.stdoutInto) : undefined, readCapped(proc.stderr, max)]);
+    const timer = opts.timeoutMs === undefined ? undefined : setTimeout(() => {
+      timedOut = true;
+      proc.kill("SIGTERM");
+      killTimer = setTimeout(() => proc.kill("SIGKILL"), KILL_GRACE_MS);
+    }, opts.timeoutMs);
+    const [piped, stderr] = await Promise.all([
+      outFd === undefined ? readCappedBytes(proc.stdout as ReadableStream<Uint8Array>, max, opts.stdoutInto) : undefined,
+      readCapped(proc.stderr, max),
+    ]);
     await proc.exited;
     clearTimeout(timer);
     clearTimeout(killTimer);

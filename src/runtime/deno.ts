@@ -28,14 +28,11 @@ async function spawn(opts: SpawnOptions): Promise<SpawnResult> {
       proc.kill(s);
     } catch { /* already gone */ }
   };
-  const timer =
-    opts.timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => {
-          timedOut = true;
-          kill("SIGTERM");
-          killTimer = setTimeout(() => kill("SIGKILL"), KILL_GRACE_MS);
-        }, opts.timeoutMs);
+  const timer = opts.timeoutMs === undefined ? undefined : setTimeout(() => {
+    timedOut = true;
+    kill("SIGTERM");
+    killTimer = setTimeout(() => kill("SIGKILL"), KILL_GRACE_MS);
+  }, opts.timeoutMs);
   const max = opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
   const [out, stderr, status] = await Promise.all([readCappedBytes(proc.stdout, max, opts.stdoutInto), readCapped(proc.stderr, max), proc.status]);
   clearTimeout(timer);

@@ -157,10 +157,9 @@ export function serveHttp(opts: ServeOptions, handler: FetchHandler): Promise<Ht
       server.off("error", reject);
       const addr = server.address();
       const port = typeof addr === "object" && addr ? addr.port : undefined;
-      const url =
-        opts.target.kind === "unix"
-          ? `unix://${opts.target.path}`
-          : `http://${opts.target.host.includes(":") ? `[${opts.target.host}]` : opts.target.host}:${port}`;
+      const url = opts.target.kind === "unix"
+        ? `unix://${opts.target.path}`
+        : `http://${opts.target.host.includes(":") ? `[${opts.target.host}]` : opts.target.host}:${port}`;
       resolve({
         url,
         port,

@@ -3,17 +3,17 @@
  * creates in flight, and the few rules about a pod record that all of them apply.
  */
 import type { Condor } from "../condor/tools.ts";
-import { type JobAd, type JobId, adNumber, jobIdString } from "../condor/parse.ts";
+import { adNumber, type JobAd, type JobId, jobIdString } from "../condor/parse.ts";
 import { classAdString } from "../core/classad.ts";
 import { SidecarError } from "../core/errors.ts";
 import type { ContainerInfo } from "../core/status.ts";
-import { type PlanConfig, containerKey } from "../core/types.ts";
+import { containerKey, type PlanConfig } from "../core/types.ts";
 import type { FileConfig } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import type { UnsafeJobFile } from "../store/files.ts";
 import type { PodRecord, Store } from "../store/store.ts";
-import { type QueueView, type SetTimer, createQueueView, realTimer } from "./queue.ts";
-import { type Remover, createRemover } from "./remover.ts";
+import { createQueueView, type QueueView, realTimer, type SetTimer } from "./queue.ts";
+import { createRemover, type Remover } from "./remover.ts";
 
 export interface ServiceDeps {
   store: Store;
@@ -101,7 +101,10 @@ const QDATE_SLACK_SECONDS = 5;
 /** Two jobs claim one pod UID (see findJobByUid): neither is adopted, and an operator must look. */
 export class UidConflict extends SidecarError {
   constructor(uid: string, ids: readonly JobId[]) {
-    super("unavailable", `Jobs ${ids.map(jobIdString).join(" and ")} both claim pod ${uid}; neither is adopted: remove the one that is not the pod's (condor_rm)`);
+    super(
+      "unavailable",
+      `Jobs ${ids.map(jobIdString).join(" and ")} both claim pod ${uid}; neither is adopted: remove the one that is not the pod's (condor_rm)`,
+    );
   }
 }
 

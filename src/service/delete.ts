@@ -56,7 +56,9 @@ export function createDeleteService(c: Ctx): DeleteService {
       }
       if (r.phase === "deleted") return `Pod ${ref.uid} was already deleted`;
       const { outcome, job } = await removeJob(r);
-      if (outcome === "pending") return `Pod ${r.namespace}/${r.name}: removal of job ${job ?? "(not yet known)"} is pending; it is retried until HTCondor confirms`;
+      if (outcome === "pending") {
+        return `Pod ${r.namespace}/${r.name}: removal of job ${job ?? "(not yet known)"} is pending; it is retried until HTCondor confirms`;
+      }
       return `Pod ${r.namespace}/${r.name} deleted${job ? (outcome === "removed" ? ` (job ${job} removed)` : ` (job ${job} had already ended)`) : ""}`;
     },
     removeJob,

@@ -47,12 +47,13 @@ export function groupCommit<T, R>(o: GroupCommitOptions<T, R>): GroupCommit<T, R
     o.onBatch?.(batch.length);
     o.run(batch.map((w) => w.item))
       .then(
-        (results) => batch.forEach((w, i) => {
-          const r = results[i];
-          if (!r) w.reject(new Error("group commit: the run returned no result for this item"));
-          else if (r.ok) w.resolve(r.value);
-          else w.reject(r.error);
-        }),
+        (results) =>
+          batch.forEach((w, i) => {
+            const r = results[i];
+            if (!r) w.reject(new Error("group commit: the run returned no result for this item"));
+            else if (r.ok) w.resolve(r.value);
+            else w.reject(r.error);
+          }),
         (err) => batch.forEach((w) => w.reject(err)),
       )
       .finally(() => {

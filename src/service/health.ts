@@ -5,7 +5,7 @@
 import type { JobAd } from "../condor/parse.ts";
 import { credentialExpiry, credentialProblem } from "../core/credentials.ts";
 import type { MetricsView } from "../core/metrics.ts";
-import { type Streak, pingAnswer, recordFailure, recordSuccess } from "../core/health.ts";
+import { pingAnswer, recordFailure, recordSuccess, type Streak } from "../core/health.ts";
 import { type Ctx, errorText } from "./context.ts";
 
 /** How long the ping waits for the schedd's answer (condor_q) before answering without it. */
@@ -49,12 +49,10 @@ export function createHealthService(c: Ctx): HealthService {
         ),
         // While pods are followed the refresher's condor_q speaks for the schedd; otherwise the
         // ping asks on its own. A slow condor_q must not hold the ping: it counts when it ends.
-        c.queue.running()
-          ? undefined
-          : Promise.race([
-              c.queue.probe().catch((err: unknown) => c.log.warn("ping: condor_q failed", { failures: c.queue.schedd.failures, error: errorText(err) })),
-              new Promise<void>((r) => setTimeout(r, PING_SCHEDD_WAIT_MS).unref?.()),
-            ]),
+        c.queue.running() ? undefined : Promise.race([
+          c.queue.probe().catch((err: unknown) => c.log.warn("ping: condor_q failed", { failures: c.queue.schedd.failures, error: errorText(err) })),
+          new Promise<void>((r) => setTimeout(r, PING_SCHEDD_WAIT_MS).unref?.()),
+        ]),
       ]);
       return pingAnswer({
         credentialProblem: credential(),

@@ -3,7 +3,7 @@
  * Data flows one way: validate → plan → render → condor → store → status mapping.
  */
 import type { Api } from "../app.ts";
-import { type ServiceDeps, createContext } from "./context.ts";
+import { createContext, type ServiceDeps } from "./context.ts";
 import { createCreateService } from "./create.ts";
 import { createDeleteService } from "./delete.ts";
 import { createHealthService } from "./health.ts";

@@ -18,11 +18,21 @@
  */
 import { adNumber } from "../condor/parse.ts";
 import { SidecarError } from "../core/errors.ts";
-import { type LogOpts, type LogRequest, completeEnd, findAfterAnchor, firstLineStart, formatLines, lastCompleteLine, sinceMs, truncateBytes } from "../core/log-options.ts";
+import {
+  completeEnd,
+  findAfterAnchor,
+  firstLineStart,
+  formatLines,
+  lastCompleteLine,
+  type LogOpts,
+  type LogRequest,
+  sinceMs,
+  truncateBytes,
+} from "../core/log-options.ts";
 import type { StateLine } from "../core/state-line.ts";
 import { linesFromAd } from "../core/status.ts";
 import { containerKey, logFileName } from "../core/types.ts";
-import { type JobFile, UnsafeJobFile, jobFileSize, readJobFile, readStateFiles } from "../store/files.ts";
+import { type JobFile, jobFileSize, readJobFile, readStateFiles, UnsafeJobFile } from "../store/files.ts";
 import type { PodRecord } from "../store/store.ts";
 import { type Ctx, jid, jobId, unsafeFileWarning } from "./context.ts";
 
@@ -103,7 +113,14 @@ async function tailWindow(d: Ctx, uid: string, file: string, maxBytes: number): 
  * The complete lines written after `anchor` (and the partial last line too when `final`).
  * "none": the log is nowhere yet; "rotated": the file no longer holds the anchor.
  */
-async function readNew(d: Ctx, uid: string, file: string, anchor: Uint8Array | undefined, hint: number, final: boolean): Promise<"none" | "rotated" | { bytes: Uint8Array; anchor: Uint8Array | undefined; hint: number }> {
+async function readNew(
+  d: Ctx,
+  uid: string,
+  file: string,
+  anchor: Uint8Array | undefined,
+  hint: number,
+  final: boolean,
+): Promise<"none" | "rotated" | { bytes: Uint8Array; anchor: Uint8Array | undefined; hint: number }> {
   let max = hint;
   for (;;) {
     const w = await tailWindow(d, uid, file, max);
@@ -129,9 +146,17 @@ async function readNew(d: Ctx, uid: string, file: string, anchor: Uint8Array | u
   }
 }
 
-
 /** Follow: every second, send the complete lines written since; see the module comment for the end. */
-async function followLog(d: Ctx, uid: string, c: Container, opts: LogOpts, anchor: Uint8Array | undefined, restarts: number | undefined, out: Limiter, signal: AbortSignal) {
+async function followLog(
+  d: Ctx,
+  uid: string,
+  c: Container,
+  opts: LogOpts,
+  anchor: Uint8Array | undefined,
+  restarts: number | undefined,
+  out: Limiter,
+  signal: AbortSignal,
+) {
   const current = logFileName(c.name, c.init);
   const previous = logFileName(c.name, c.init, true);
   let hint = FOLLOW_MIN_WINDOW;
@@ -159,7 +184,10 @@ async function followLog(d: Ctx, uid: string, c: Container, opts: LogOpts, ancho
         return;
       }
       if (++misses < ROTATION_RETRIES) continue;
-      d.log.warn("log follow: the last line sent is in neither log file (restarted twice between two polls?); lines may be missing", { uid, container: c.name });
+      d.log.warn("log follow: the last line sent is in neither log file (restarted twice between two polls?); lines may be missing", {
+        uid,
+        container: c.name,
+      });
       return;
     }
     misses = 0;
@@ -167,7 +195,12 @@ async function followLog(d: Ctx, uid: string, c: Container, opts: LogOpts, ancho
     anchor = got.anchor;
     hint = got.hint;
     if (final) {
-      d.log.debug("log follow ends: the container terminated or the job ended", { uid, container: c.name, state: st?.state, jobEnded: r.terminal !== undefined });
+      d.log.debug("log follow ends: the container terminated or the job ended", {
+        uid,
+        container: c.name,
+        state: st?.state,
+        jobEnded: r.terminal !== undefined,
+      });
       return;
     }
   }
@@ -176,7 +209,7 @@ async function followLog(d: Ctx, uid: string, c: Container, opts: LogOpts, ancho
 /** The last complete line of a file before `offset` (a line of up to 16 MiB), or undefined. */
 function lastLineBefore(path: JobFile, offset: number): Uint8Array | undefined {
   if (offset === 0) return undefined;
-  for (let len = CHUNK; ; len *= 2) {
+  for (let len = CHUNK;; len *= 2) {
     const start = Math.max(0, offset - len);
     const bytes = enc.encode(dec.decode(readJobFile(path, start, offset - start)));
     const line = lastCompleteLine(bytes);
@@ -193,7 +226,8 @@ export function createLogService(d: Ctx): { logs(req: LogRequest, signal: AbortS
       if (!r || r.phase === "deleted" || r.phase === "removing") {
         throw new SidecarError("not_found", `Pod ${req.Namespace}/${req.PodName} (${req.PodUID}) is not known to this sidecar`);
       }
-      const c = r.containers.find((x) => x.name === req.ContainerName) ?? (req.ContainerName === "" && r.containers.filter((x) => !x.init).length === 1 ? r.containers.find((x) => !x.init) : undefined);
+      const c = r.containers.find((x) => x.name === req.ContainerName) ??
+        (req.ContainerName === "" && r.containers.filter((x) => !x.init).length === 1 ? r.containers.find((x) => !x.init) : undefined);
       if (!c) throw new SidecarError("not_found", `Pod ${r.namespace}/${r.name} has no container "${req.ContainerName}"`);
       const opts = req.Opts;
       const follow = opts.Follow && !opts.Previous;
@@ -210,7 +244,10 @@ export function createLogService(d: Ctx): { logs(req: LogRequest, signal: AbortS
         } catch (err) {
           if (!(err instanceof UnsafeJobFile)) throw err;
           d.log.warn("refusing to serve a log that is not a plain file of the pod folder", { uid: r.uid, error: err.message });
-          throw new SidecarError("forbidden", `Pod ${r.namespace}/${r.name}: container "${c.name}": ${err.message} in the pod folder; the sidecar does not read it`);
+          throw new SidecarError(
+            "forbidden",
+            `Pod ${r.namespace}/${r.name}: container "${c.name}": ${err.message} in the pod folder; the sidecar does not read it`,
+          );
         }
       }
       if (src.kind === "file" && !follow) return logFileStream(src.file, opts, since);
@@ -323,7 +360,15 @@ async function emitFile(path: JobFile, opts: LogOpts, since: number | undefined,
   return emitRange(path, start, size, opts, since, out, completeOnly);
 }
 
-async function emitRange(path: JobFile, from: number, to: number, opts: LogOpts, since: number | undefined, out: Limiter, completeOnly: boolean): Promise<number> {
+async function emitRange(
+  path: JobFile,
+  from: number,
+  to: number,
+  opts: LogOpts,
+  since: number | undefined,
+  out: Limiter,
+  completeOnly: boolean,
+): Promise<number> {
   let pos = from;
   let carry = new Uint8Array();
   while (pos < to && !out.full()) {

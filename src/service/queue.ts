@@ -6,9 +6,9 @@
  * except for the first refresh after start. With nothing to follow the refresher sleeps, and a
  * new job wakes it.
  */
-import { type JobAd, type JsonAdSlices, adCount, parseAd, sameAd, sliceJobId } from "../condor/parse.ts";
+import { adCount, type JobAd, type JsonAdSlices, parseAd, sameAd, sliceJobId } from "../condor/parse.ts";
 import type { Condor } from "../condor/tools.ts";
-import { type Streak, recordSuccess } from "../core/health.ts";
+import { recordSuccess, type Streak } from "../core/health.ts";
 import { stateAttrName } from "../core/types.ts";
 import type { LiveJob, Store } from "../store/store.ts";
 

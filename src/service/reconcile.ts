@@ -6,7 +6,7 @@
 import { type JobAd, jobIdString } from "../condor/parse.ts";
 import { parseContainerList } from "../core/container-list.ts";
 import { isDir, listPodDirs, podDir, removePodDir } from "../store/files.ts";
-import { type Ctx, UidConflict, errorText, findJobsByUid, secretPaths } from "./context.ts";
+import { type Ctx, errorText, findJobsByUid, secretPaths, UidConflict } from "./context.ts";
 import type { DeleteService } from "./delete.ts";
 
 const TOMBSTONE_TTL_MS = 24 * 3600 * 1000;
@@ -82,7 +82,15 @@ export function createReconcileService(c: Ctx, deletes: DeleteService): Reconcil
       }
       const dir = podDir(c.dataRoot, uid);
       if (!inQueue && !isDir(dir)) continue;
-      const rec = { uid, name: String(ad.InterLinkPodName ?? ""), namespace: String(ad.InterLinkPodNamespace ?? ""), dir, spooled: c.spool, containers, secrets: [] };
+      const rec = {
+        uid,
+        name: String(ad.InterLinkPodName ?? ""),
+        namespace: String(ad.InterLinkPodNamespace ?? ""),
+        dir,
+        spooled: c.spool,
+        containers,
+        secrets: [],
+      };
       c.store.adopt({ ...rec, createdAt: c.now() }, id.cluster, id.proc, c.now());
       c.queue.noteWidth(containers);
       c.log.info("adopted a job from the schedd", { uid, jid: jobIdString(id), inQueue });

@@ -4,10 +4,10 @@
  * docs/htcondor.md#submitting-many-pods-at-once). One `-reason` covers every id, so removals are
  * grouped by reason; each id's own line decides its outcome.
  */
-import { type JobId, type RmOutcome, jobIdString } from "../condor/parse.ts";
+import { type JobId, jobIdString, type RmOutcome } from "../condor/parse.ts";
 import { SidecarError } from "../core/errors.ts";
 import type { Ctx } from "./context.ts";
-import { type Settled, groupCommit } from "./group-commit.ts";
+import { groupCommit, type Settled } from "./group-commit.ts";
 
 /** Job ids in one condor_rm at most (its command line stays far below the kernel's limit). */
 const REMOVE_BATCH_MAX = 500;
@@ -28,8 +28,15 @@ export function createRemover(c: Ctx): Remover {
         const sid = jobIdString(id);
         const outcome = outcomes.get(sid);
         // The job keeps running: the removal must stay pending, not be taken for done.
-        if (outcome === "denied") return { ok: false, error: new SidecarError("unavailable", `Cannot remove job ${sid}: permission denied (is the sidecar running as the job's owner?)`) };
-        if (outcome === undefined || outcome === "unknown") return { ok: false, error: new SidecarError("unavailable", `Cannot remove job ${sid}: condor_rm said nothing about it`) };
+        if (outcome === "denied") {
+          return {
+            ok: false,
+            error: new SidecarError("unavailable", `Cannot remove job ${sid}: permission denied (is the sidecar running as the job's owner?)`),
+          };
+        }
+        if (outcome === undefined || outcome === "unknown") {
+          return { ok: false, error: new SidecarError("unavailable", `Cannot remove job ${sid}: condor_rm said nothing about it`) };
+        }
         return { ok: true, value: outcome };
       });
     },

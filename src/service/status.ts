@@ -6,15 +6,15 @@
  * identity, the fetch of spooled output, and the search for jobs that seem lost.
  */
 import type { StatusAnswer } from "../app.ts";
-import { type JobAd, adNumber } from "../condor/parse.ts";
+import { adNumber, type JobAd } from "../condor/parse.ts";
 import { staleness } from "../core/health.ts";
 import { holdOutcome } from "../core/holds.ts";
 import type { PodRef } from "../core/requests.ts";
 import type { StateLine } from "../core/state-line.ts";
-import { type PodStatus, linesFromAd, podStatus } from "../core/status.ts";
+import { linesFromAd, type PodStatus, podStatus } from "../core/status.ts";
 import { jobFileSize, readStateFiles, removeFiles } from "../store/files.ts";
 import type { LiveJob, PodRecord } from "../store/store.ts";
-import { type Ctx, containerKeys, errorText, identity, jid, jobId, secretPaths, unsafeFileWarning } from "./context.ts";
+import { containerKeys, type Ctx, errorText, identity, jid, jobId, secretPaths, unsafeFileWarning } from "./context.ts";
 import type { Snapshot } from "./queue.ts";
 
 /** A job in neither queue nor history for this long is lost (between the two is normal briefly). */
@@ -88,7 +88,9 @@ function finalize(c: Ctx, r: PodRecord, status: PodStatus): void {
  * the job rewrote them (condor_chirp), to pass for another pod or to hide from this sidecar.
  */
 function tampered(c: Ctx, uid: string, ad: JobAd): string | undefined {
-  const changed = [ad.InterLinkPodUID !== uid ? "InterLinkPodUID" : "", ad.InterLinkSidecarId !== c.planConfig.sidecarId ? "InterLinkSidecarId" : ""].filter(Boolean);
+  const changed = [ad.InterLinkPodUID !== uid ? "InterLinkPodUID" : "", ad.InterLinkSidecarId !== c.planConfig.sidecarId ? "InterLinkSidecarId" : ""].filter(
+    Boolean,
+  );
   return changed.length > 0 ? changed.join(" and ") : undefined;
 }
 

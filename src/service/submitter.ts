@@ -11,10 +11,10 @@ import { join } from "node:path";
 import { SubmitRefused } from "../condor/tools.ts";
 import { type JobId, jobIdString } from "../condor/parse.ts";
 import { SidecarError } from "../core/errors.ts";
-import { type SubmitJob, renderBatch, submitShape } from "../render/submit.ts";
+import { renderBatch, type SubmitJob, submitShape } from "../render/submit.ts";
 import { removeFiles, writeBatchFile } from "../store/files.ts";
-import { type Ctx, UidConflict, errorText, findJobsByUid } from "./context.ts";
-import { type Settled, groupCommit } from "./group-commit.ts";
+import { type Ctx, errorText, findJobsByUid, UidConflict } from "./context.ts";
+import { groupCommit, type Settled } from "./group-commit.ts";
 
 export interface SubmitEntry {
   uid: string;
@@ -94,7 +94,10 @@ export function createSubmitter(c: Ctx, onBatch?: (size: number) => void) {
       found = await findJobsByUid(c, batch.map((e) => ({ uid: e.uid, createdAt: started })));
     } catch (e) {
       c.reconciled = false;
-      c.log.warn("condor_submit timed out and the schedd cannot say whether the jobs exist; the reaper will find out", { pods: batch.length, error: errorText(e) });
+      c.log.warn("condor_submit timed out and the schedd cannot say whether the jobs exist; the reaper will find out", {
+        pods: batch.length,
+        error: errorText(e),
+      });
       return batch.map(() => ({ ok: false, error: new SubmitUndecided(`${err.message}; whether HTCondor queued it is not known yet`) }));
     }
     return batch.map((e) => {

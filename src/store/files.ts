@@ -3,7 +3,21 @@
  * env files and volume data that ship with the job, and the output that comes back.
  * Folders are 0700; secret files 0600 and removed first.
  */
-import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, readdirSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  readSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import type { PodFile } from "../core/types.ts";
 import { parseStateLine, type StateLine } from "../core/state-line.ts";

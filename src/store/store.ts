@@ -4,7 +4,7 @@
  * phase only through the named transitions of core/lifecycle.ts, each one method here.
  */
 import { SidecarError } from "../core/errors.ts";
-import { PHASES, type PodPhase, TRANSITIONS, type TransitionName } from "../core/lifecycle.ts";
+import { PHASES, type PodPhase, type TransitionName, TRANSITIONS } from "../core/lifecycle.ts";
 import type { Sqlite } from "../runtime/types.ts";
 
 export type { PodPhase };
@@ -163,17 +163,14 @@ export interface Store {
 function guarded<T extends object>(what: string, target: T): T {
   const out = {} as T;
   for (const [k, v] of Object.entries(target)) {
-    (out as Record<string, unknown>)[k] =
-      typeof v !== "function"
-        ? v
-        : (...args: unknown[]) => {
-            try {
-              return v(...args);
-            } catch (err) {
-              if (err instanceof SidecarError) throw err;
-              throw new SidecarError("unavailable", `The state store ${what} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-            }
-          };
+    (out as Record<string, unknown>)[k] = typeof v !== "function" ? v : (...args: unknown[]) => {
+      try {
+        return v(...args);
+      } catch (err) {
+        if (err instanceof SidecarError) throw err;
+        throw new SidecarError("unavailable", `The state store ${what} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      }
+    };
   }
   return out;
 }
@@ -195,15 +192,34 @@ function openStoreUnguarded(db: Sqlite): Store {
     const r = db.run(
       `INSERT OR IGNORE INTO pods (uid, namespace, name, phase, dir, spooled, containers, created_at, updated_at, secrets, cluster, proc, submitted_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [rec.uid, rec.namespace, rec.name, to, rec.dir, rec.spooled ? 1 : 0, JSON.stringify(rec.containers), rec.createdAt, rec.createdAt,
-        JSON.stringify(rec.secrets), job?.cluster ?? null, job?.proc ?? null, job?.submittedAt ?? null],
+      [
+        rec.uid,
+        rec.namespace,
+        rec.name,
+        to,
+        rec.dir,
+        rec.spooled ? 1 : 0,
+        JSON.stringify(rec.containers),
+        rec.createdAt,
+        rec.createdAt,
+        JSON.stringify(rec.secrets),
+        job?.cluster ?? null,
+        job?.proc ?? null,
+        job?.submittedAt ?? null,
+      ],
     );
     return r.changes === 1;
   };
   /** A transition between phases, with the columns it sets besides phase and updated_at. */
   const move = (name: TransitionName, uid: string, now: number, sets = "", params: (string | number)[] = []): boolean => {
     const from = fromPhases(name);
-    const r = db.run(`UPDATE pods SET phase = ?, updated_at = ?${sets} WHERE uid = ? AND ${from.sql}`, [TRANSITIONS[name].to, now, ...params, uid, ...from.params]);
+    const r = db.run(`UPDATE pods SET phase = ?, updated_at = ?${sets} WHERE uid = ? AND ${from.sql}`, [
+      TRANSITIONS[name].to,
+      now,
+      ...params,
+      uid,
+      ...from.params,
+    ]);
     return r.changes === 1;
   };
   /** A transition to no record. */

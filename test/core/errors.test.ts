@@ -1,7 +1,7 @@
 // One-line reasons by Unicode's rules (issue 12 class 7): every control character (Cc: C0, DEL,
 // C1 with NEL U+0085) and every line or paragraph separator (U+2028, U+2029) counts.
 import { describe, expect, test } from "bun:test";
-import { SidecarError, escapeControls, hasControlOrLineBreak, oneLine } from "../../src/core/errors.ts";
+import { escapeControls, hasControlOrLineBreak, oneLine, SidecarError } from "../../src/core/errors.ts";
 
 /** [name, character] for every kind the rule covers. */
 const BREAKERS: [string, string][] = [

@@ -60,7 +60,7 @@ describe("which flavor a pod gets", () => {
     const p = plan(pod([{}], { "htcondor-job.vk.io/flavor": "big" }));
     expect(p.resources).toEqual({ cpus: 3, memoryMiB: 5120, gpus: 0 });
   });
-  test("the issue's example: big gives RequestCpus 3, RequestMemory 5120 and SiteFlavor = \"big\"", () => {
+  test('the issue\'s example: big gives RequestCpus 3, RequestMemory 5120 and SiteFlavor = "big"', () => {
     const sub = renderSubmit(plan(pod([{}], { "htcondor-job.vk.io/flavor": "big" })), DIR);
     expect(sub).toContain("\nrequest_cpus = 3\n");
     expect(sub).toContain("\nrequest_memory = 5120M\n");
@@ -71,7 +71,7 @@ describe("which flavor a pod gets", () => {
     expect(p.resources.cpus).toBe(8);
     expect(p.submit.requirements).toBe("(HasSingularity) && (CUDACapability >= 8.0)");
   });
-  test("\"first\" is the file's order even for names JavaScript would sort first", () => {
+  test('"first" is the file\'s order even for names JavaScript would sort first', () => {
     const text = "Flavors:\n  zeta: {Gpus: 1, Cpu: 2}\n  '10': {Gpus: 1, Cpu: 4}\n";
     expect(plan(pod([{ limits: { "nvidia.com/gpu": "1" } }]), text).resources.cpus).toBe(2);
   });
@@ -142,10 +142,16 @@ describe("the Flavors map is checked at start, with the key's path", () => {
     ["Flavors:\n  big: {Memory: 5GB}\n", "SidecarConfig.yaml: Flavors.big.Memory: is not a Kubernetes quantity"],
     ["Flavors:\n  big: {Gpus: 1.5}\n", "SidecarConfig.yaml: Flavors.big.Gpus: "],
     ['Flavors:\n  big: {Requirements: "a \\\\"}\n', "SidecarConfig.yaml: Flavors.big.Requirements: must not end in '\\'"],
-    ['Flavors:\n  big: {AccountingGroup: \'"g"\'}\n', "SidecarConfig.yaml: Flavors.big.AccountingGroup: must be a plain value"],
+    ["Flavors:\n  big: {AccountingGroup: '\"g\"'}\n", "SidecarConfig.yaml: Flavors.big.AccountingGroup: must be a plain value"],
     ['Flavors:\n  big: {ExtraLines: {"+InterLinkPodUID": "1"}}\n', "SidecarConfig.yaml: Flavors.big.ExtraLines.+InterLinkPodUID: it is set by the sidecar"],
-    ["Submit: {ExtraLines: {Priority: 1}}\nFlavors:\n  big: {ExtraLines: {priority: 2}}\n", "SidecarConfig.yaml: Flavors.big.ExtraLines.priority: is also set by Submit.ExtraLines"],
-    ['Submit: {ExtraLines: {"+Site": 1}}\nFlavors:\n  big: {ExtraLines: {"MY.Site": 2}}\n', "SidecarConfig.yaml: Flavors.big.ExtraLines.MY.Site: is also set by Submit.ExtraLines"],
+    [
+      "Submit: {ExtraLines: {Priority: 1}}\nFlavors:\n  big: {ExtraLines: {priority: 2}}\n",
+      "SidecarConfig.yaml: Flavors.big.ExtraLines.priority: is also set by Submit.ExtraLines",
+    ],
+    [
+      'Submit: {ExtraLines: {"+Site": 1}}\nFlavors:\n  big: {ExtraLines: {"MY.Site": 2}}\n',
+      "SidecarConfig.yaml: Flavors.big.ExtraLines.MY.Site: is also set by Submit.ExtraLines",
+    ],
     ["Flavors:\n  big: {Cpu: 1}\nDefaultFlavor: huge\n", 'SidecarConfig.yaml: DefaultFlavor: no flavor is named "huge"'],
     ["Flavors: [big]\n", "SidecarConfig.yaml: Flavors: "],
   ];

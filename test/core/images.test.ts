@@ -2,7 +2,7 @@
 // and what the planner gives the runtime and the status.
 import { describe, expect, test } from "bun:test";
 import { ConfigError, parseConfig, planConfig } from "../../src/config.ts";
-import { canonicalImage, overrideImage, parseImageOverride, type ImageOverride } from "../../src/core/images.ts";
+import { canonicalImage, type ImageOverride, overrideImage, parseImageOverride } from "../../src/core/images.ts";
 import { parseCreateRequest } from "../../src/core/pod.ts";
 import { planJob } from "../../src/core/plan.ts";
 import { renderWrapper } from "../../src/render/wrapper.ts";
@@ -63,7 +63,10 @@ describe("ImageOverrides in the config file", () => {
   const bad: [string, string][] = [
     ['"Not a ref!": /x.sif', "SidecarConfig.yaml: ImageOverrides.Not a ref!: is not an image reference"],
     ["python: host", "SidecarConfig.yaml: ImageOverrides.python: the target is the host image: an override must not turn a container into a host command"],
-    ['python: "host:site"', "SidecarConfig.yaml: ImageOverrides.python: the target is the host image: an override must not turn a container into a host command"],
+    [
+      'python: "host:site"',
+      "SidecarConfig.yaml: ImageOverrides.python: the target is the host image: an override must not turn a container into a host command",
+    ],
     ['"ghcr.io/org/*": /cvmfs/x.sif', "SidecarConfig.yaml: ImageOverrides.ghcr.io/org/*: a trailing '*' maps a prefix and must end both"],
     ['python: "/a b.sif"', "SidecarConfig.yaml: ImageOverrides.python: the target must not contain spaces"],
     ["python: relative.sif", "SidecarConfig.yaml: ImageOverrides.python: the target is neither an absolute path"],
@@ -84,7 +87,10 @@ describe("ImageOverrides in the config file", () => {
 });
 
 describe("the planner", () => {
-  const cfg = planConfig(parseConfig('ImageOverrides:\n  "python:3.12-slim": /cvmfs/images/python-3.12.sif\n  "ghcr.io/org/*": "registry.site/org/*"\n').config, false);
+  const cfg = planConfig(
+    parseConfig('ImageOverrides:\n  "python:3.12-slim": /cvmfs/images/python-3.12.sif\n  "ghcr.io/org/*": "registry.site/org/*"\n').config,
+    false,
+  );
   function plan(image: string, annotations: Record<string, string> = {}) {
     const body = makeCreateRequest({ metadata: { annotations }, spec: { containers: [{ name: "main", image }] } });
     return planJob(parseCreateRequest(body), cfg);

@@ -9,7 +9,7 @@ import { BASH_OWN_VARIABLES, type JobPlan, type PlanConfig } from "../../src/cor
 import { renderSubmit } from "../../src/render/submit.ts";
 import { renderWrapper } from "../../src/render/wrapper.ts";
 import { richPlanConfig, testPlanConfig } from "../fixtures/config.ts";
-import { type Json, dataEntry, expectInvalid, makeCreateRequest, richCreateRequest, secretObject } from "../fixtures/pods.ts";
+import { dataEntry, expectInvalid, type Json, makeCreateRequest, richCreateRequest, secretObject } from "../fixtures/pods.ts";
 
 const SCRIPT = "#!/bin/bash\n# pasted by a JobScriptTemplate: {{.Pod.Name}} → web-1; $(rm -rf ~) 'quotes' \"too\"\necho from the script\n";
 const ON: Partial<PlanConfig> = { allowJobScript: true };
@@ -50,7 +50,13 @@ describe("with the channel on", () => {
       jobScript: SCRIPT,
       spec: {
         volumes: [{ name: "creds", secret: { secretName: "db" } }],
-        containers: [{ name: "main", image: "busybox", resources: {}, env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "db", key: "pw" } } }], volumeMounts: [{ name: "creds", mountPath: "/creds" }] }],
+        containers: [{
+          name: "main",
+          image: "busybox",
+          resources: {},
+          env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "db", key: "pw" } } }],
+          volumeMounts: [{ name: "creds", mountPath: "/creds" }],
+        }],
       },
       container: [dataEntry("main", { secrets: [secretObject("db", { pw: "s3cr3t" })] })],
     });
@@ -71,7 +77,13 @@ describe("with the channel on", () => {
       spec: {
         restartPolicy: "OnFailure",
         containers: [
-          { name: "main", image: "busybox", command: ["true"], resources: {}, env: [{ name: "odd.name", value: "1" }, { name: "SECONDS", value: "2" }, { name: "FINE", value: "3" }] },
+          {
+            name: "main",
+            image: "busybox",
+            command: ["true"],
+            resources: {},
+            env: [{ name: "odd.name", value: "1" }, { name: "SECONDS", value: "2" }, { name: "FINE", value: "3" }],
+          },
           { name: "web", image: "busybox", resources: {}, readinessProbe: { tcpSocket: { port: 80 } } },
         ],
       },

@@ -209,9 +209,20 @@ describe("env", () => {
     ["HOSTNAME is not in the map", { env: [{ name: "A", value: "$(HOSTNAME)" }] }, [["A", "$(HOSTNAME)"]], undefined],
     ["POD_IP is not in the map", { env: [{ name: "A", value: "$(POD_IP)" }] }, [["A", "$(POD_IP)"]], undefined],
     ["…in command and args neither", { command: ["echo", "$(POD_IP)"], args: ["$(HOSTNAME)"] }, [], ["echo", "$(POD_IP)", "$(HOSTNAME)"]],
-    ["a HOSTNAME the pod sets is", { env: [{ name: "HOSTNAME", value: "h" }, { name: "A", value: "$(HOSTNAME)" }] }, [["HOSTNAME", "h"], ["A", "h"]], undefined],
-    ["only entries before the reference", { env: [{ name: "A", value: "$(B)" }, { name: "B", value: "1" }, { name: "C", value: "$(B)" }] }, [["A", "$(B)"], ["B", "1"], ["C", "1"]], undefined],
-    ["valueFrom values join the map", { env: [{ name: "N", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }, { name: "A", value: "x$(N)" }] }, [["N", "web-1"], ["A", "xweb-1"]], undefined],
+    [
+      "a HOSTNAME the pod sets is",
+      { env: [{ name: "HOSTNAME", value: "h" }, { name: "A", value: "$(HOSTNAME)" }] },
+      [["HOSTNAME", "h"], ["A", "h"]],
+      undefined,
+    ],
+    ["only entries before the reference", { env: [{ name: "A", value: "$(B)" }, { name: "B", value: "1" }, { name: "C", value: "$(B)" }] }, [["A", "$(B)"], [
+      "B",
+      "1",
+    ], ["C", "1"]], undefined],
+    ["valueFrom values join the map", { env: [{ name: "N", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }, { name: "A", value: "x$(N)" }] }, [[
+      "N",
+      "web-1",
+    ], ["A", "xweb-1"]], undefined],
   ];
   test.each(expansion)("$(VAR) expansion: %s", (_, c, env, argv) => {
     const p = only(plan(pod1(c, { metadata: { annotations: { "interlink.eu/pod-ip": "10.0.0.9" } } })));
@@ -220,7 +231,11 @@ describe("env", () => {
   });
 
   test("subPathExpr expands only from the container's own variables", () => {
-    const p = plan(pod1({ env: [{ name: "D", value: "d" }], volumeMounts: [{ name: "v", mountPath: "/m", subPathExpr: "$(D)/$(HOSTNAME)" }] }, { volumes: [{ name: "v", emptyDir: {} }] }));
+    const p = plan(
+      pod1({ env: [{ name: "D", value: "d" }], volumeMounts: [{ name: "v", mountPath: "/m", subPathExpr: "$(D)/$(HOSTNAME)" }] }, {
+        volumes: [{ name: "v", emptyDir: {} }],
+      }),
+    );
     expect(only(p).mounts[0]!.source).toEqual({ kind: "sandbox", path: "emptydir/v/d/$(HOSTNAME)" });
   });
 
@@ -515,7 +530,10 @@ describe("volumes", () => {
 
   test("subPathExpr expands from the container env", () => {
     const p = plan(
-      pod1({ env: [{ name: "SUB", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }], volumeMounts: [{ name: "v", mountPath: "/v", subPathExpr: "logs/$(SUB)" }] }, {
+      pod1({
+        env: [{ name: "SUB", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }],
+        volumeMounts: [{ name: "v", mountPath: "/v", subPathExpr: "logs/$(SUB)" }],
+      }, {
         volumes: [{ name: "v", emptyDir: {} }],
       }),
     );
@@ -570,9 +588,21 @@ describe("resources", () => {
     ["500m rounds up to 1", [], [R({ cpu: "500m", memory: "129M" })], undefined, { cpus: 1, memoryMiB: 124, gpus: 0 }],
     ["limits win over requests", [], [R({ cpu: "2", memory: "1Gi" }, { cpu: "1", memory: "512Mi" })], undefined, { cpus: 2, memoryMiB: 1024, gpus: 0 }],
     ["requests when no limits", [], [R({}, { cpu: "1500m", memory: "123Mi" })], undefined, { cpus: 2, memoryMiB: 123, gpus: 0 }],
-    ["containers add up (exactly)", [], [R({ cpu: "700m", memory: "0.1Gi" }), R({ cpu: "300m", memory: "0.2Gi" })], undefined, { cpus: 1, memoryMiB: 308, gpus: 0 }],
-    ["init containers take the max", [R({ cpu: "4", memory: "4Gi" }), R({ cpu: "1" })], [R({ cpu: "1", memory: "1Gi" }), R({ cpu: "1" })], undefined, { cpus: 4, memoryMiB: 4096, gpus: 0 }],
-    ["sum beats a smaller init", [R({ cpu: "1", memory: "1Gi" })], [R({ cpu: "1", memory: "1Gi" }), R({ cpu: "1", memory: "1Gi" })], undefined, { cpus: 2, memoryMiB: 2048, gpus: 0 }],
+    ["containers add up (exactly)", [], [R({ cpu: "700m", memory: "0.1Gi" }), R({ cpu: "300m", memory: "0.2Gi" })], undefined, {
+      cpus: 1,
+      memoryMiB: 308,
+      gpus: 0,
+    }],
+    ["init containers take the max", [R({ cpu: "4", memory: "4Gi" }), R({ cpu: "1" })], [R({ cpu: "1", memory: "1Gi" }), R({ cpu: "1" })], undefined, {
+      cpus: 4,
+      memoryMiB: 4096,
+      gpus: 0,
+    }],
+    ["sum beats a smaller init", [R({ cpu: "1", memory: "1Gi" })], [R({ cpu: "1", memory: "1Gi" }), R({ cpu: "1", memory: "1Gi" })], undefined, {
+      cpus: 2,
+      memoryMiB: 2048,
+      gpus: 0,
+    }],
     ["129e6 bytes", [], [R({ memory: "129e6" })], undefined, { cpus: 1, memoryMiB: 124, gpus: 0 }],
     ["ephemeral-storage → disk KiB", [], [R({ "ephemeral-storage": "1G" })], undefined, { cpus: 1, memoryMiB: 2048, diskKiB: 976563, gpus: 0 }],
     // Two containers that set no cpu or memory: each counts with the defaults.
@@ -583,9 +613,23 @@ describe("resources", () => {
     ["a 100Mi sidecar does not make the pod 100Mi", [], [R({ cpu: "1" }), R({ memory: "100Mi" })], undefined, { cpus: 2, memoryMiB: 2148, gpus: 0 }],
     ["two containers that set nothing: twice the defaults", [], [R(), R()], undefined, { cpus: 2, memoryMiB: 4096, gpus: 0 }],
     ["requests count as set", [], [R({}, { memory: "64Mi" }), R({}, { cpu: "250m" })], { cpu: "2", memory: "1Gi" }, { cpus: 3, memoryMiB: 1088, gpus: 0 }],
-    ["an init container that sets nothing counts with the defaults", [R()], [R({ cpu: "500m", memory: "512Mi" })], undefined, { cpus: 1, memoryMiB: 2048, gpus: 0 }],
-    ["disk default per container that sets none", [], [R({ "ephemeral-storage": "1Gi" }), R()], { disk: "10Gi" }, { cpus: 2, memoryMiB: 4096, diskKiB: 11534336, gpus: 0 }],
-    ["no disk default: a container that sets none adds nothing", [], [R({ "ephemeral-storage": "1Gi" }), R()], undefined, { cpus: 2, memoryMiB: 4096, diskKiB: 1048576, gpus: 0 }],
+    ["an init container that sets nothing counts with the defaults", [R()], [R({ cpu: "500m", memory: "512Mi" })], undefined, {
+      cpus: 1,
+      memoryMiB: 2048,
+      gpus: 0,
+    }],
+    ["disk default per container that sets none", [], [R({ "ephemeral-storage": "1Gi" }), R()], { disk: "10Gi" }, {
+      cpus: 2,
+      memoryMiB: 4096,
+      diskKiB: 11534336,
+      gpus: 0,
+    }],
+    ["no disk default: a container that sets none adds nothing", [], [R({ "ephemeral-storage": "1Gi" }), R()], undefined, {
+      cpus: 2,
+      memoryMiB: 4096,
+      diskKiB: 1048576,
+      gpus: 0,
+    }],
   ];
   test.each(cases)("%s", (_, init, main, defaults, expected) => {
     const body = makeCreateRequest({
@@ -639,12 +683,32 @@ describe("probes and lifecycle", () => {
     ["exec with defaults", { exec: { command: ["true"] } }, { handler: { kind: "exec", command: ["true"] }, ...defaults }],
     [
       "httpGet with a named port and every field",
-      { httpGet: { path: "/healthz", port: "web", scheme: "HTTPS", host: "10.0.0.1", httpHeaders: [{ name: "Host", value: "x" }] }, initialDelaySeconds: 3, periodSeconds: 5, timeoutSeconds: 2, successThreshold: 1, failureThreshold: 7 },
-      { handler: { kind: "httpGet", scheme: "HTTPS", host: "10.0.0.1", port: 8080, path: "/healthz", headers: [["Host", "x"]] }, initialDelaySeconds: 3, periodSeconds: 5, timeoutSeconds: 2, successThreshold: 1, failureThreshold: 7 },
+      {
+        httpGet: { path: "/healthz", port: "web", scheme: "HTTPS", host: "10.0.0.1", httpHeaders: [{ name: "Host", value: "x" }] },
+        initialDelaySeconds: 3,
+        periodSeconds: 5,
+        timeoutSeconds: 2,
+        successThreshold: 1,
+        failureThreshold: 7,
+      },
+      {
+        handler: { kind: "httpGet", scheme: "HTTPS", host: "10.0.0.1", port: 8080, path: "/healthz", headers: [["Host", "x"]] },
+        initialDelaySeconds: 3,
+        periodSeconds: 5,
+        timeoutSeconds: 2,
+        successThreshold: 1,
+        failureThreshold: 7,
+      },
     ],
-    ["httpGet defaults: 127.0.0.1, /, HTTP", { httpGet: { port: 80 } }, { handler: { kind: "httpGet", scheme: "HTTP", host: "127.0.0.1", port: 80, path: "/", headers: [] }, ...defaults }],
+    ["httpGet defaults: 127.0.0.1, /, HTTP", { httpGet: { port: 80 } }, {
+      handler: { kind: "httpGet", scheme: "HTTP", host: "127.0.0.1", port: 80, path: "/", headers: [] },
+      ...defaults,
+    }],
     ["tcpSocket, numeric string port", { tcpSocket: { port: "5432" } }, { handler: { kind: "tcpSocket", host: "127.0.0.1", port: 5432 }, ...defaults }],
-    ["zero fields take the defaults (SetDefaults_Probe)", { exec: { command: ["x"] }, periodSeconds: 0, timeoutSeconds: 0, failureThreshold: 0 }, { handler: { kind: "exec", command: ["x"] }, ...defaults }],
+    ["zero fields take the defaults (SetDefaults_Probe)", { exec: { command: ["x"] }, periodSeconds: 0, timeoutSeconds: 0, failureThreshold: 0 }, {
+      handler: { kind: "exec", command: ["x"] },
+      ...defaults,
+    }],
   ];
   test.each(cases)("%s", (_, probe, expected) => {
     for (const kind of ["startupProbe", "readinessProbe", "livenessProbe"] as const) {
@@ -716,7 +780,7 @@ describe("annotations", () => {
             "interlink.eu/wstunnel-client-commands": "wstunnel client -R tcp://8080",
             "htcondor-job.vk.io/singularity-options": " --writable-tmpfs  --env=A=1 ",
             "slurm-job.vk.io/singularity-options": "--nv",
-            "htcondor-job.vk.io/submit-options": "# comment\n\n  Request_Walltime = 3600 \r\nMY.Site = \"a; b\"\n+Flavour=big",
+            "htcondor-job.vk.io/submit-options": '# comment\n\n  Request_Walltime = 3600 \r\nMY.Site = "a; b"\n+Flavour=big',
             "interlink.eu/pod-ip": "fd00::7",
           },
         },
@@ -750,14 +814,34 @@ describe("annotations", () => {
     ["--cleanenv --no-eval", ["--cleanenv", "--no-eval"], []],
   ];
   test.each(whenFlags)("singularity-options %p: instance start %j, exec %j", (text, start, exec) => {
-    const allow = ["--writable-tmpfs", "--bind", "-B", "--nv", "--contain", "--env", "--env-file", "--pwd", "--home", "-H", "--no-home", "--cleanenv", "--no-eval"];
-    const c = only(plan(makeCreateRequest({ metadata: { annotations: { "htcondor-job.vk.io/singularity-options": text } } }), { singularityOptionsAllow: allow }));
+    const allow = [
+      "--writable-tmpfs",
+      "--bind",
+      "-B",
+      "--nv",
+      "--contain",
+      "--env",
+      "--env-file",
+      "--pwd",
+      "--home",
+      "-H",
+      "--no-home",
+      "--cleanenv",
+      "--no-eval",
+    ];
+    const c = only(
+      plan(makeCreateRequest({ metadata: { annotations: { "htcondor-job.vk.io/singularity-options": text } } }), { singularityOptionsAllow: allow }),
+    );
     expect([c.runtimeOptions, c.execOptions]).toEqual([start, exec]);
   });
 
   test("empty channel annotations are ignored even when the channel is off", () => {
     const p = plan(
-      makeCreateRequest({ metadata: { annotations: { "slurm-job.vk.io/pre-exec": "", "interlink.eu/wstunnel-client-commands": " ", "htcondor-job.vk.io/singularity-options": "" } } }),
+      makeCreateRequest({
+        metadata: {
+          annotations: { "slurm-job.vk.io/pre-exec": "", "interlink.eu/wstunnel-client-commands": " ", "htcondor-job.vk.io/singularity-options": "" },
+        },
+      }),
       { allowPreExec: false, allowWstunnel: false },
     );
     expect([p.preExec, p.backgroundCommands, only(p).runtimeOptions]).toEqual([[], [], []]);
@@ -771,10 +855,10 @@ describe("annotations", () => {
     ["request_cpus = 2\nexecutable = /tmp/evil", ["request_cpus"], 'submit command "executable" is not allowed on this site (allowed: request_cpus)'],
     ["queue", ["queue"], 'line 1: expected "command = value"'],
     ["= 3", ["x"], 'line 1: expected "command = value"'],
-    ["a = b\u0007", ["a"], "line 1: the value of \"a\" must not contain control characters"],
+    ["a = b\u0007", ["a"], 'line 1: the value of "a" must not contain control characters'],
     // Unicode's line and paragraph separators and NEL are line breaks too (issue 12 class 7).
-    ["a = b\u2028c", ["a"], "line 1: expected \"command = value\", got \"a = b\\u2028c\""],
-    ["a = b\u0085c", ["a"], "line 1: the value of \"a\" must not contain control characters or line breaks"],
+    ["a = b\u2028c", ["a"], 'line 1: expected "command = value", got "a = b\\u2028c"'],
+    ["a = b\u0085c", ["a"], 'line 1: the value of "a" must not contain control characters or line breaks'],
     // A value ending in a backslash would join the next line of the submit file (issue 12 class 6).
     ["rank = 1 \\", ["rank"], "line 1: the value of \"rank\" must not end in '\\', which would continue it onto the next line"],
     ["rank = 1 \\   ", ["rank"], "must not end in '\\'"],
@@ -810,64 +894,255 @@ const ann = (annotations: Record<string, string>) => makeCreateRequest({ metadat
 
 const badPlans: [string, Json, Partial<PlanConfig>, string][] = [
   // volume types the execution point cannot provide (issue 4 "Volumes")
-  ["persistentVolumeClaim mounted", vol({ name: "data", persistentVolumeClaim: { claimName: "c" } }), {}, 'spec.volumes[0]: volume "data" has type "persistentVolumeClaim", which an HTCondor execution point cannot provide'],
+  [
+    "persistentVolumeClaim mounted",
+    vol({ name: "data", persistentVolumeClaim: { claimName: "c" } }),
+    {},
+    'spec.volumes[0]: volume "data" has type "persistentVolumeClaim", which an HTCondor execution point cannot provide',
+  ],
   ["csi mounted", vol({ name: "d", csi: { driver: "x" } }), {}, 'volume "d" has type "csi"'],
   ["nfs mounted", vol({ name: "n", nfs: { server: "s", path: "/" } }), {}, 'volume "n" has type "nfs"'],
   // deliberate channels, switched off (issue 4 "Deliberate code channels")
-  ["hostPath, none allowed", vol({ name: "h", hostPath: { path: "/etc" } }), {}, 'spec.volumes[0].hostPath.path: hostPath volume "h" refused: hostPath volumes are disabled on this site'],
-  ["hostPath outside the prefixes", vol({ name: "h", hostPath: { path: "/data/sharedx" } }), { hostPathAllow: ["/data/shared"] }, 'hostPath volume "h" refused: "/data/sharedx" is not under an allowed prefix'],
+  [
+    "hostPath, none allowed",
+    vol({ name: "h", hostPath: { path: "/etc" } }),
+    {},
+    'spec.volumes[0].hostPath.path: hostPath volume "h" refused: hostPath volumes are disabled on this site',
+  ],
+  [
+    "hostPath outside the prefixes",
+    vol({ name: "h", hostPath: { path: "/data/sharedx" } }),
+    { hostPathAllow: ["/data/shared"] },
+    'hostPath volume "h" refused: "/data/sharedx" is not under an allowed prefix',
+  ],
   ["host image disabled", pod1({ image: "host" }), {}, "spec.containers[0].image: host images are disabled on this site"],
   ["host:<site> image disabled", pod1({ image: "host:t2" }), {}, "host images are disabled on this site"],
-  ["pre-exec disabled", ann({ "slurm-job.vk.io/pre-exec": "touch /tmp/pwned" }), { allowPreExec: false }, 'metadata.annotations["slurm-job.vk.io/pre-exec"]: pre-exec is disabled on this site'],
+  [
+    "pre-exec disabled",
+    ann({ "slurm-job.vk.io/pre-exec": "touch /tmp/pwned" }),
+    { allowPreExec: false },
+    'metadata.annotations["slurm-job.vk.io/pre-exec"]: pre-exec is disabled on this site',
+  ],
   ["htcondor pre-exec disabled", ann({ "htcondor-job.vk.io/pre-exec": "x" }), { allowPreExec: false }, 'metadata.annotations["htcondor-job.vk.io/pre-exec"]'],
   ["wstunnel disabled", ann({ "interlink.eu/wstunnel-client-commands": "x" }), { allowWstunnel: false }, "wstunnel client commands are disabled on this site"],
-  ["singularity-options disabled", ann({ "htcondor-job.vk.io/singularity-options": "--fakeroot" }), {}, 'metadata.annotations["htcondor-job.vk.io/singularity-options"]: singularity-options are disabled on this site'],
+  [
+    "singularity-options disabled",
+    ann({ "htcondor-job.vk.io/singularity-options": "--fakeroot" }),
+    {},
+    'metadata.annotations["htcondor-job.vk.io/singularity-options"]: singularity-options are disabled on this site',
+  ],
   // Kubernetes' probe validation: successThreshold must be 1 for liveness and startup probes; a
   // probe's terminationGracePeriodSeconds is > 0 and not for readiness probes.
-  ["liveness successThreshold 2", pod1({ livenessProbe: { exec: { command: ["true"] }, successThreshold: 2 } }), {}, "spec.containers[0].livenessProbe.successThreshold: 2 must be 1 for a livenessProbe"],
-  ["startup successThreshold 3", pod1({ startupProbe: { tcpSocket: { port: 80 }, successThreshold: 3 } }), {}, "spec.containers[0].startupProbe.successThreshold: 3 must be 1 for a startupProbe"],
-  ["readiness terminationGracePeriodSeconds", pod1({ readinessProbe: { exec: { command: ["true"] }, terminationGracePeriodSeconds: 5 } }), {}, "spec.containers[0].readinessProbe.terminationGracePeriodSeconds: must not be set for a readinessProbe"],
-  ["liveness terminationGracePeriodSeconds 0", pod1({ livenessProbe: { exec: { command: ["true"] }, terminationGracePeriodSeconds: 0 } }), {}, "spec.containers[0].livenessProbe.terminationGracePeriodSeconds: 0 must be greater than 0"],
+  [
+    "liveness successThreshold 2",
+    pod1({ livenessProbe: { exec: { command: ["true"] }, successThreshold: 2 } }),
+    {},
+    "spec.containers[0].livenessProbe.successThreshold: 2 must be 1 for a livenessProbe",
+  ],
+  [
+    "startup successThreshold 3",
+    pod1({ startupProbe: { tcpSocket: { port: 80 }, successThreshold: 3 } }),
+    {},
+    "spec.containers[0].startupProbe.successThreshold: 3 must be 1 for a startupProbe",
+  ],
+  [
+    "readiness terminationGracePeriodSeconds",
+    pod1({ readinessProbe: { exec: { command: ["true"] }, terminationGracePeriodSeconds: 5 } }),
+    {},
+    "spec.containers[0].readinessProbe.terminationGracePeriodSeconds: must not be set for a readinessProbe",
+  ],
+  [
+    "liveness terminationGracePeriodSeconds 0",
+    pod1({ livenessProbe: { exec: { command: ["true"] }, terminationGracePeriodSeconds: 0 } }),
+    {},
+    "spec.containers[0].livenessProbe.terminationGracePeriodSeconds: 0 must be greater than 0",
+  ],
   // Allowed flags with values that undo the wrapper's own flags cannot work: refused, named.
-  ["singularity-options --cleanenv=false", ann({ "htcondor-job.vk.io/singularity-options": "--cleanenv=false" }), { singularityOptionsAllow: ["--cleanenv"] }, 'flag "--cleanenv=false" cannot work: the wrapper runs every container with --cleanenv'],
-  ["singularity-options --no-eval=false", ann({ "htcondor-job.vk.io/singularity-options": "--no-eval=false" }), { singularityOptionsAllow: ["--no-eval"] }, 'flag "--no-eval=false" cannot work: the wrapper passes --no-eval'],
-  ["singularity flag outside the allowlist", ann({ "slurm-job.vk.io/singularity-options": "--nv --bind=/:/host" }), { singularityOptionsAllow: ["--nv"] }, 'flag "--bind" is not allowed on this site'],
-  ["singularity option value as its own word", ann({ "htcondor-job.vk.io/singularity-options": "--env A=1" }), { singularityOptionsAllow: ["--env"] }, '"A=1" is not a flag; write options with a value as --flag=value'],
-  ["submit-options outside the allowlist", ann({ "htcondor-job.vk.io/submit-options": "executable = /bin/sh" }), { submitOptionsAllow: ["request_walltime"] }, 'metadata.annotations["htcondor-job.vk.io/submit-options"]: submit command "executable" is not allowed on this site'],
-  ["submit-options injection through a newline", ann({ "htcondor-job.vk.io/submit-options": "request_walltime = 1\n+Owner = \"root\"" }), { submitOptionsAllow: ["request_walltime"] }, 'submit command "+Owner" is not allowed'],
-  ["submit-options malformed", ann({ "htcondor-job.vk.io/submit-options": "request_walltime 1" }), { submitOptionsAllow: ["request_walltime"] }, 'line 1: expected "command = value"'],
-  ["pod-ip annotation is not an IP", ann({ "interlink.eu/pod-ip": "$(reboot)" }), {}, 'metadata.annotations["interlink.eu/pod-ip"]: "$(reboot)" is not an IP address'],
+  [
+    "singularity-options --cleanenv=false",
+    ann({ "htcondor-job.vk.io/singularity-options": "--cleanenv=false" }),
+    { singularityOptionsAllow: ["--cleanenv"] },
+    'flag "--cleanenv=false" cannot work: the wrapper runs every container with --cleanenv',
+  ],
+  [
+    "singularity-options --no-eval=false",
+    ann({ "htcondor-job.vk.io/singularity-options": "--no-eval=false" }),
+    { singularityOptionsAllow: ["--no-eval"] },
+    'flag "--no-eval=false" cannot work: the wrapper passes --no-eval',
+  ],
+  [
+    "singularity flag outside the allowlist",
+    ann({ "slurm-job.vk.io/singularity-options": "--nv --bind=/:/host" }),
+    { singularityOptionsAllow: ["--nv"] },
+    'flag "--bind" is not allowed on this site',
+  ],
+  [
+    "singularity option value as its own word",
+    ann({ "htcondor-job.vk.io/singularity-options": "--env A=1" }),
+    { singularityOptionsAllow: ["--env"] },
+    '"A=1" is not a flag; write options with a value as --flag=value',
+  ],
+  [
+    "submit-options outside the allowlist",
+    ann({ "htcondor-job.vk.io/submit-options": "executable = /bin/sh" }),
+    { submitOptionsAllow: ["request_walltime"] },
+    'metadata.annotations["htcondor-job.vk.io/submit-options"]: submit command "executable" is not allowed on this site',
+  ],
+  ["submit-options injection through a newline", ann({ "htcondor-job.vk.io/submit-options": 'request_walltime = 1\n+Owner = "root"' }), {
+    submitOptionsAllow: ["request_walltime"],
+  }, 'submit command "+Owner" is not allowed'],
+  [
+    "submit-options malformed",
+    ann({ "htcondor-job.vk.io/submit-options": "request_walltime 1" }),
+    { submitOptionsAllow: ["request_walltime"] },
+    'line 1: expected "command = value"',
+  ],
+  [
+    "pod-ip annotation is not an IP",
+    ann({ "interlink.eu/pod-ip": "$(reboot)" }),
+    {},
+    'metadata.annotations["interlink.eu/pod-ip"]: "$(reboot)" is not an IP address',
+  ],
   // unresolvable valueFrom (docs/interlink.md#the-pod-as-the-virtual-kubelet-sends-it)
-  ["secretKeyRef to a secret not sent", envRef({ secretKeyRef: { name: "db", key: "k" } }), {}, 'spec.containers[0].env[0].valueFrom.secretKeyRef.name: env "V" of container "main": secret "db" is not in the create request'],
-  ["secretKeyRef to a missing key", envRef({ secretKeyRef: { name: "db", key: "k" } }, { secrets: [secretObject("db", { other: "x" })] }), {}, 'env "V" of container "main": key "k" is not in secret "db"'],
-  ["configMapKeyRef to a configMap not sent", envRef({ configMapKeyRef: { name: "cm", key: "k" } }), {}, 'valueFrom.configMapKeyRef.name: env "V" of container "main": configMap "cm" is not in the create request'],
-  ["configMapKeyRef to a missing key", envRef({ configMapKeyRef: { name: "cm", key: "k" } }, { configMaps: [configMapObject("cm", {})] }), {}, 'key "k" is not in configMap "cm"'],
-  ["secret value is not UTF-8", envRef({ secretKeyRef: { name: "s", key: "k" } }, { secrets: [{ metadata: { name: "s" }, data: { k: btoa("\u00ff\u00fe") } }] }), {}, 'env "V" of container "main": the value is not valid UTF-8'],
-  ["secret value holds NUL", envRef({ secretKeyRef: { name: "s", key: "k" } }, { secrets: [secretObject("s", { k: "a\u0000b" })] }), {}, 'env "V" of container "main" must not contain NUL'],
-  ["secret data not base64", envRef({ secretKeyRef: { name: "s", key: "k" } }, { secrets: [{ metadata: { name: "s" }, data: { k: "not base64!" } }] }), {}, 'data "k" of secret "s" is not valid base64'],
-  ["fieldRef unsupported", envRef({ fieldRef: { fieldPath: "spec.hostNetwork" } }), {}, 'valueFrom.fieldRef.fieldPath: unsupported fieldPath "spec.hostNetwork"'],
+  [
+    "secretKeyRef to a secret not sent",
+    envRef({ secretKeyRef: { name: "db", key: "k" } }),
+    {},
+    'spec.containers[0].env[0].valueFrom.secretKeyRef.name: env "V" of container "main": secret "db" is not in the create request',
+  ],
+  [
+    "secretKeyRef to a missing key",
+    envRef({ secretKeyRef: { name: "db", key: "k" } }, { secrets: [secretObject("db", { other: "x" })] }),
+    {},
+    'env "V" of container "main": key "k" is not in secret "db"',
+  ],
+  [
+    "configMapKeyRef to a configMap not sent",
+    envRef({ configMapKeyRef: { name: "cm", key: "k" } }),
+    {},
+    'valueFrom.configMapKeyRef.name: env "V" of container "main": configMap "cm" is not in the create request',
+  ],
+  [
+    "configMapKeyRef to a missing key",
+    envRef({ configMapKeyRef: { name: "cm", key: "k" } }, { configMaps: [configMapObject("cm", {})] }),
+    {},
+    'key "k" is not in configMap "cm"',
+  ],
+  [
+    "secret value is not UTF-8",
+    envRef({ secretKeyRef: { name: "s", key: "k" } }, { secrets: [{ metadata: { name: "s" }, data: { k: btoa("\u00ff\u00fe") } }] }),
+    {},
+    'env "V" of container "main": the value is not valid UTF-8',
+  ],
+  [
+    "secret value holds NUL",
+    envRef({ secretKeyRef: { name: "s", key: "k" } }, { secrets: [secretObject("s", { k: "a\u0000b" })] }),
+    {},
+    'env "V" of container "main" must not contain NUL',
+  ],
+  [
+    "secret data not base64",
+    envRef({ secretKeyRef: { name: "s", key: "k" } }, { secrets: [{ metadata: { name: "s" }, data: { k: "not base64!" } }] }),
+    {},
+    'data "k" of secret "s" is not valid base64',
+  ],
+  [
+    "fieldRef unsupported",
+    envRef({ fieldRef: { fieldPath: "spec.hostNetwork" } }),
+    {},
+    'valueFrom.fieldRef.fieldPath: unsupported fieldPath "spec.hostNetwork"',
+  ],
   ["fieldRef to all labels in env", envRef({ fieldRef: { fieldPath: "metadata.labels" } }), {}, 'unsupported fieldPath "metadata.labels"'],
-  ["resourceFieldRef unsupported", envRef({ resourceFieldRef: { resource: "limits.hugepages-2Mi" } }), {}, 'valueFrom.resourceFieldRef.resource: unsupported resource "limits.hugepages-2Mi"'],
-  ["resourceFieldRef to an unknown container", envRef({ resourceFieldRef: { containerName: "nope", resource: "limits.cpu" } }), {}, 'resourceFieldRef.containerName: container "nope" is not in the pod'],
+  [
+    "resourceFieldRef unsupported",
+    envRef({ resourceFieldRef: { resource: "limits.hugepages-2Mi" } }),
+    {},
+    'valueFrom.resourceFieldRef.resource: unsupported resource "limits.hugepages-2Mi"',
+  ],
+  [
+    "resourceFieldRef to an unknown container",
+    envRef({ resourceFieldRef: { containerName: "nope", resource: "limits.cpu" } }),
+    {},
+    'resourceFieldRef.containerName: container "nope" is not in the pod',
+  ],
   ["resourceFieldRef divisor zero", envRef({ resourceFieldRef: { resource: "limits.cpu", divisor: "0" } }), {}, "resourceFieldRef.divisor"],
-  ["limits.ephemeral-storage with no disk at all", envRef({ resourceFieldRef: { resource: "limits.ephemeral-storage" } }), {}, "no limit is set and the job requests no disk"],
+  [
+    "limits.ephemeral-storage with no disk at all",
+    envRef({ resourceFieldRef: { resource: "limits.ephemeral-storage" } }),
+    {},
+    "no limit is set and the job requests no disk",
+  ],
   // volume data
-  ["configMap volume not sent", vol({ name: "c", configMap: { name: "cm" } }), {}, 'spec.volumes[0].configMap.name: configMap "cm" is not in the create request'],
-  ["secret volume not sent", vol({ name: "s", secret: { secretName: "db" } }), {}, 'spec.volumes[0].secret.secretName: secret "db" is not in the create request'],
-  ["configMap item key missing", vol({ name: "c", configMap: { name: "cm", items: [{ key: "nope", path: "x" }] } }, { configMaps: [configMapObject("cm", { a: "1" })] }), {}, 'spec.volumes[0].configMap.items[0].key: key "nope" is not in configMap "cm"'],
-  ["items path file/directory conflict", vol({ name: "c", configMap: { name: "cm", items: [{ key: "a", path: "x" }, { key: "b", path: "x/y" }] } }, { configMaps: [configMapObject("cm", { a: "1", b: "2" })] }), {}, 'configMap.items[1].path: "x/y" conflicts with "x"'],
-  ["binaryData not base64", vol({ name: "c", configMap: { name: "cm" } }, { configMaps: [configMapObject("cm", null, { b: "@@@@" })] }), {}, 'binaryData "b" of configMap "cm" is not valid base64'],
-  ["downwardAPI resourceFieldRef without containerName", vol({ name: "d", downwardAPI: { items: [{ path: "cpu", resourceFieldRef: { resource: "limits.cpu" } }] } }), {}, "downwardAPI.items[0].resourceFieldRef.containerName: is required in a volume"],
-  ["subPathExpr expanding out of the volume", pod1({ env: [{ name: "X", value: "../../etc" }], volumeMounts: [{ name: "v", mountPath: "/v", subPathExpr: "$(X)" }] }, { volumes: [{ name: "v", emptyDir: {} }] }), {}, "volumeMounts[0].subPathExpr: expands to \"../../etc\" must not contain '..'"],
+  [
+    "configMap volume not sent",
+    vol({ name: "c", configMap: { name: "cm" } }),
+    {},
+    'spec.volumes[0].configMap.name: configMap "cm" is not in the create request',
+  ],
+  [
+    "secret volume not sent",
+    vol({ name: "s", secret: { secretName: "db" } }),
+    {},
+    'spec.volumes[0].secret.secretName: secret "db" is not in the create request',
+  ],
+  [
+    "configMap item key missing",
+    vol({ name: "c", configMap: { name: "cm", items: [{ key: "nope", path: "x" }] } }, { configMaps: [configMapObject("cm", { a: "1" })] }),
+    {},
+    'spec.volumes[0].configMap.items[0].key: key "nope" is not in configMap "cm"',
+  ],
+  [
+    "items path file/directory conflict",
+    vol({ name: "c", configMap: { name: "cm", items: [{ key: "a", path: "x" }, { key: "b", path: "x/y" }] } }, {
+      configMaps: [configMapObject("cm", { a: "1", b: "2" })],
+    }),
+    {},
+    'configMap.items[1].path: "x/y" conflicts with "x"',
+  ],
+  [
+    "binaryData not base64",
+    vol({ name: "c", configMap: { name: "cm" } }, { configMaps: [configMapObject("cm", null, { b: "@@@@" })] }),
+    {},
+    'binaryData "b" of configMap "cm" is not valid base64',
+  ],
+  [
+    "downwardAPI resourceFieldRef without containerName",
+    vol({ name: "d", downwardAPI: { items: [{ path: "cpu", resourceFieldRef: { resource: "limits.cpu" } }] } }),
+    {},
+    "downwardAPI.items[0].resourceFieldRef.containerName: is required in a volume",
+  ],
+  [
+    "subPathExpr expanding out of the volume",
+    pod1({ env: [{ name: "X", value: "../../etc" }], volumeMounts: [{ name: "v", mountPath: "/v", subPathExpr: "$(X)" }] }, {
+      volumes: [{ name: "v", emptyDir: {} }],
+    }),
+    {},
+    "volumeMounts[0].subPathExpr: expands to \"../../etc\" must not contain '..'",
+  ],
   ["subPath with : breaks --bind", vol({ name: "v", emptyDir: {} }, {}, { subPath: "a:b" }), {}, "volumeMounts[0].subPath: \"a:b\" must not contain ':', ','"],
   // probes
   ["grpc probe", pod1({ livenessProbe: { grpc: { port: 9000 } } }), {}, "spec.containers[0].livenessProbe.grpc: grpc probes are not supported"],
-  ["named port unknown", pod1({ readinessProbe: { httpGet: { port: "web" } } }), {}, 'readinessProbe.httpGet.port: named port "web" is not in the ports of container "main"'],
+  [
+    "named port unknown",
+    pod1({ readinessProbe: { httpGet: { port: "web" } } }),
+    {},
+    'readinessProbe.httpGet.port: named port "web" is not in the ports of container "main"',
+  ],
   ["probe without a handler", pod1({ startupProbe: { periodSeconds: 1 } }), {}, "spec.containers[0].startupProbe: must set a handler"],
-  ["probe with two handlers", pod1({ startupProbe: { exec: { command: ["a"] }, tcpSocket: { port: 1 } } }), {}, "must set only one handler (found exec, tcpSocket)"],
+  [
+    "probe with two handlers",
+    pod1({ startupProbe: { exec: { command: ["a"] }, tcpSocket: { port: 1 } } }),
+    {},
+    "must set only one handler (found exec, tcpSocket)",
+  ],
   ["exec probe with no command", pod1({ livenessProbe: { exec: { command: [] } } }), {}, "livenessProbe.exec.command: must not be empty"],
   ["probe port out of range", pod1({ livenessProbe: { tcpSocket: { port: 0 } } }), {}, "livenessProbe.tcpSocket.port: 0 must be a port"],
-  ["httpGet header with CR/LF", pod1({ readinessProbe: { httpGet: { port: 80, httpHeaders: [{ name: "X", value: "a\r\nInjected: 1" }] } } }), {}, "httpHeaders[0].value"],
+  [
+    "httpGet header with CR/LF",
+    pod1({ readinessProbe: { httpGet: { port: 80, httpHeaders: [{ name: "X", value: "a\r\nInjected: 1" }] } } }),
+    {},
+    "httpHeaders[0].value",
+  ],
   ["httpGet path with a newline", pod1({ readinessProbe: { httpGet: { port: 80, path: "/\nGET /admin" } } }), {}, "readinessProbe.httpGet.path"],
   ["negative period", pod1({ readinessProbe: { exec: { command: ["x"] }, periodSeconds: -1 } }), {}, "readinessProbe.periodSeconds: -1 must be >= 0"],
 ];

@@ -4,8 +4,8 @@
 // the field.
 import { describe, expect, test } from "bun:test";
 import { hasControlOrLineBreak } from "../../src/core/errors.ts";
-import { WITHHELD, jsonPath, parseCreateRequest, parsePod, podError, quote, requestQuote } from "../../src/core/pod.ts";
-import { type Json, changed, DEFAULT_UID, expectInvalid, makeCreateRequest, makePod, richCreateRequest } from "../fixtures/pods.ts";
+import { jsonPath, parseCreateRequest, parsePod, podError, quote, requestQuote, WITHHELD } from "../../src/core/pod.ts";
+import { changed, DEFAULT_UID, expectInvalid, type Json, makeCreateRequest, makePod, richCreateRequest } from "../fixtures/pods.ts";
 
 describe("parseCreateRequest accepts what interLink sends", () => {
   test("a minimal pod", () => {
@@ -183,7 +183,9 @@ describe("requestQuote: reasons never show what a secret or configMap holds (iss
   // made from one (envFrom) must be named to say what to fix (issue 12, class 3).
   test.each(["cm-key", "s-key", "dir//./token", "PREFIX_cm-key"])("shows the key or a name made from one: %j", (value) => expect(q(value)).toBe(quote(value)));
   test("empty data values hide nothing", () => {
-    const q2 = requestQuote({ container: [{ name: "m", configMaps: [{ metadata: { name: "c" }, data: { k: "" }, binaryData: {} }], secrets: [], projectedvolumemaps: [] }] });
+    const q2 = requestQuote({
+      container: [{ name: "m", configMaps: [{ metadata: { name: "c" }, data: { k: "" }, binaryData: {} }], secrets: [], projectedvolumemaps: [] }],
+    });
     expect(q2("anything")).toBe('"anything"');
   });
   test("a path into a data map stops at the map: its keys are data", () => {
@@ -235,11 +237,11 @@ const badInput: [string, unknown, string][] = [
   ["uid with /", mod((r) => (r.pod.metadata.uid = "a/b")), "metadata.uid"],
   ["uid with ..", mod((r) => (r.pod.metadata.uid = "..")), "metadata.uid"],
   ["uid of 129 characters", mod((r) => (r.pod.metadata.uid = "a".repeat(129))), "metadata.uid"],
-  ["name with uppercase", mod((r) => (r.pod.metadata.name = "Web-1")), "metadata.name: \"Web-1\" is not a DNS subdomain"],
+  ["name with uppercase", mod((r) => (r.pod.metadata.name = "Web-1")), 'metadata.name: "Web-1" is not a DNS subdomain'],
   ["name with /", mod((r) => (r.pod.metadata.name = "web/1")), "metadata.name"],
   ["name with ..", mod((r) => (r.pod.metadata.name = "a..b")), "metadata.name"],
   ["name of 254 characters", mod((r) => (r.pod.metadata.name = "a".repeat(254))), "metadata.name"],
-  ["namespace with a dot", mod((r) => (r.pod.metadata.namespace = "team.a")), "metadata.namespace: \"team.a\" is not a DNS label"],
+  ["namespace with a dot", mod((r) => (r.pod.metadata.namespace = "team.a")), 'metadata.namespace: "team.a" is not a DNS label'],
   ["namespace of 64 characters", mod((r) => (r.pod.metadata.namespace = "n".repeat(64))), "metadata.namespace"],
   ["NUL in the name", mod((r) => (r.pod.metadata.name = "web\u00001")), "metadata.name"],
   // containers
@@ -247,7 +249,7 @@ const badInput: [string, unknown, string][] = [
   ["container name uppercase", mod((r) => (c0(r).name = "Main")), 'spec.containers[0].name: "Main" is not a DNS label'],
   ["container name with _", mod((r) => (c0(r).name = "my_app")), "spec.containers[0].name"],
   ["container name with /", mod((r) => (c0(r).name = "a/b")), "spec.containers[0].name"],
-  ["duplicate container names", mod((r) => r.pod.spec.containers.push({ ...c0(r) })), "spec.containers[1].name: duplicate container name \"main\""],
+  ["duplicate container names", mod((r) => r.pod.spec.containers.push({ ...c0(r) })), 'spec.containers[1].name: duplicate container name "main"'],
   [
     "init and main container share a name",
     mod((r) => (r.pod.spec.initContainers = [{ name: "main", image: "busybox" }])),
@@ -275,9 +277,9 @@ const badInput: [string, unknown, string][] = [
   // Kubernetes' own rule (KEP-4369): printable ASCII but '=', not empty.
   ["env name empty", mod((r) => (c0(r).env = [{ name: "", value: "x" }])), "spec.containers[0].env[0].name: must not be empty"],
   ["env name with =", mod((r) => (c0(r).env = [{ name: "A=B", value: "x" }])), "spec.containers[0].env[0].name: \"A=B\" must not contain '='"],
-  ["env name with a tab", mod((r) => (c0(r).env = [{ name: "A\tB", value: "x" }])), "env[0].name: \"A\\tB\" must consist of printable ASCII characters"],
-  ["env name with a newline", mod((r) => (c0(r).env = [{ name: "A\nB", value: "x" }])), "env[0].name: \"A\\nB\" must consist of printable ASCII characters"],
-  ["env name not ASCII", mod((r) => (c0(r).env = [{ name: "CAFÉ", value: "x" }])), "env[0].name: \"CAFÉ\" must consist of printable ASCII characters"],
+  ["env name with a tab", mod((r) => (c0(r).env = [{ name: "A\tB", value: "x" }])), 'env[0].name: "A\\tB" must consist of printable ASCII characters'],
+  ["env name with a newline", mod((r) => (c0(r).env = [{ name: "A\nB", value: "x" }])), 'env[0].name: "A\\nB" must consist of printable ASCII characters'],
+  ["env name not ASCII", mod((r) => (c0(r).env = [{ name: "CAFÉ", value: "x" }])), 'env[0].name: "CAFÉ" must consist of printable ASCII characters'],
   ["env name with DEL", mod((r) => (c0(r).env = [{ name: "A\u007f", value: "x" }])), "must consist of printable ASCII characters"],
   ["env name with NUL", mod((r) => (c0(r).env = [{ name: "A\u0000", value: "x" }])), "spec.containers[0].env[0].name: must not contain NUL"],
   ["env value with NUL", mod((r) => (c0(r).env = [{ name: "A", value: "x\u0000y" }])), "spec.containers[0].env[0].value: must not contain NUL"],
@@ -298,9 +300,13 @@ const badInput: [string, unknown, string][] = [
   ],
   // resources (docs/interlink.md#the-pod-as-the-virtual-kubelet-sends-it: its values are quantity
   // strings)
-  ["invalid cpu quantity", mod((r) => (c0(r).resources = { limits: { cpu: "1.5 cores" } })), 'spec.containers[0].resources.limits.cpu: "1.5 cores" is not a Kubernetes quantity'],
+  [
+    "invalid cpu quantity",
+    mod((r) => (c0(r).resources = { limits: { cpu: "1.5 cores" } })),
+    'spec.containers[0].resources.limits.cpu: "1.5 cores" is not a Kubernetes quantity',
+  ],
   ["invalid memory quantity", mod((r) => (c0(r).resources = { requests: { memory: "1GB" } })), "spec.containers[0].resources.requests.memory"],
-  ["negative memory", mod((r) => (c0(r).resources = { limits: { memory: "-1Gi" } })), "resources.limits.memory: \"-1Gi\" must be greater than or equal to 0"],
+  ["negative memory", mod((r) => (c0(r).resources = { limits: { memory: "-1Gi" } })), 'resources.limits.memory: "-1Gi" must be greater than or equal to 0'],
   ["fractional GPU", mod((r) => (c0(r).resources = { limits: { "nvidia.com/gpu": "0.5" } })), 'resources.limits["nvidia.com/gpu"]: "0.5" must be an integer'],
   ["request above limit", mod((r) => (c0(r).resources = { limits: { cpu: "1" }, requests: { cpu: "2" } })), "resources.requests.cpu"],
   ["resources is a string", mod((r) => (c0(r).resources = "big")), "spec.containers[0].resources: expected object"],
@@ -315,7 +321,7 @@ const badInput: [string, unknown, string][] = [
   [
     "relative mountPath mounted twice (the kubelet makes it absolute)",
     changed(withVolume({ name: "v", emptyDir: {} }), (r) => c0(r).volumeMounts.push({ name: "v", mountPath: "mnt" })),
-    "volumeMounts[1].mountPath: \"mnt\" is mounted twice",
+    'volumeMounts[1].mountPath: "mnt" is mounted twice',
   ],
   ["mountPath with ..", withVolume({ name: "v", emptyDir: {} }, { name: "v", mountPath: "/data/../etc" }), "volumeMounts[0].mountPath"],
   [
@@ -325,36 +331,80 @@ const badInput: [string, unknown, string][] = [
   ],
   ["mountPath with ,", withVolume({ name: "v", emptyDir: {} }, { name: "v", mountPath: "/a,/b" }), "Apptainer's --bind"],
   ["mountPath empty", withVolume({ name: "v", emptyDir: {} }, { name: "v", mountPath: "" }), "volumeMounts[0].mountPath: must not be empty"],
-  ["mount of an unknown volume", withVolume({ name: "v", emptyDir: {} }, { name: "w", mountPath: "/w" }), "volumeMounts[0].name: volume \"w\" is not in spec.volumes"],
+  [
+    "mount of an unknown volume",
+    withVolume({ name: "v", emptyDir: {} }, { name: "w", mountPath: "/w" }),
+    'volumeMounts[0].name: volume "w" is not in spec.volumes',
+  ],
   [
     "same mountPath twice",
     changed(withVolume({ name: "v", emptyDir: {} }), (r) => c0(r).volumeMounts.push({ name: "v", mountPath: "/mnt/" })),
-    "volumeMounts[1].mountPath: \"/mnt/\" is mounted twice",
+    'volumeMounts[1].mountPath: "/mnt/" is mounted twice',
   ],
-  ["subPath absolute", withVolume({ name: "v", emptyDir: {} }, { name: "v", mountPath: "/m", subPath: "/etc" }), "volumeMounts[0].subPath: \"/etc\" must be a relative path"],
+  [
+    "subPath absolute",
+    withVolume({ name: "v", emptyDir: {} }, { name: "v", mountPath: "/m", subPath: "/etc" }),
+    'volumeMounts[0].subPath: "/etc" must be a relative path',
+  ],
   ["subPath escaping", withVolume({ name: "v", emptyDir: {} }, { name: "v", mountPath: "/m", subPath: "a/../../b" }), "volumeMounts[0].subPath"],
   ["subPathExpr escaping", withVolume({ name: "v", emptyDir: {} }, { name: "v", mountPath: "/m", subPathExpr: "../$(X)" }), "volumeMounts[0].subPathExpr"],
-  ["configMap item key with ../", withVolume({ name: "v", configMap: { name: "c", items: [{ key: "../x", path: "x" }] } }), "spec.volumes[0].configMap.items[0].key"],
-  ["configMap item key ..", withVolume({ name: "v", configMap: { name: "c", items: [{ key: "..", path: "x" }] } }), "configMap.items[0].key: must not be \"..\""],
-  ["configMap item path absolute", withVolume({ name: "v", configMap: { name: "c", items: [{ key: "k", path: "/etc/passwd" }] } }), "configMap.items[0].path: \"/etc/passwd\" must be a relative path"],
+  [
+    "configMap item key with ../",
+    withVolume({ name: "v", configMap: { name: "c", items: [{ key: "../x", path: "x" }] } }),
+    "spec.volumes[0].configMap.items[0].key",
+  ],
+  ["configMap item key ..", withVolume({ name: "v", configMap: { name: "c", items: [{ key: "..", path: "x" }] } }), 'configMap.items[0].key: must not be ".."'],
+  [
+    "configMap item path absolute",
+    withVolume({ name: "v", configMap: { name: "c", items: [{ key: "k", path: "/etc/passwd" }] } }),
+    'configMap.items[0].path: "/etc/passwd" must be a relative path',
+  ],
   ["configMap item path escaping", withVolume({ name: "v", configMap: { name: "c", items: [{ key: "k", path: "a/../../b" }] } }), "configMap.items[0].path"],
   ["configMap item path ..data", withVolume({ name: "v", configMap: { name: "c", items: [{ key: "k", path: "..data" }] } }), "configMap.items[0].path"],
-  ["configMap item mode too large", withVolume({ name: "v", configMap: { name: "c", items: [{ key: "k", path: "k", mode: 0o1000 }] } }), "configMap.items[0].mode"],
+  [
+    "configMap item mode too large",
+    withVolume({ name: "v", configMap: { name: "c", items: [{ key: "k", path: "k", mode: 0o1000 }] } }),
+    "configMap.items[0].mode",
+  ],
   ["secret defaultMode negative", withVolume({ name: "v", secret: { secretName: "s", defaultMode: -1 } }), "spec.volumes[0].secret.defaultMode"],
   ["secret without a name", withVolume({ name: "v", secret: { secretName: "" } }), "spec.volumes[0].secret.secretName: must not be empty"],
-  ["downwardAPI item path escaping", withVolume({ name: "v", downwardAPI: { items: [{ path: "../x", fieldRef: { fieldPath: "metadata.name" } }] } }), "downwardAPI.items[0].path"],
+  [
+    "downwardAPI item path escaping",
+    withVolume({ name: "v", downwardAPI: { items: [{ path: "../x", fieldRef: { fieldPath: "metadata.name" } }] } }),
+    "downwardAPI.items[0].path",
+  ],
   ["hostPath relative", withVolume({ name: "v", hostPath: { path: "data" } }), "spec.volumes[0].hostPath.path"],
   ["hostPath with ..", withVolume({ name: "v", hostPath: { path: "/data/../etc" } }), "spec.volumes[0].hostPath.path"],
   ["emptyDir sizeLimit invalid", withVolume({ name: "v", emptyDir: { sizeLimit: "lots" } }), "spec.volumes[0].emptyDir.sizeLimit"],
   // the data interLink forwards
   ["container data is an object", mod((r) => (r.container = { main: {} })), "container: expected array"],
   ["configMaps not a list", mod((r) => (r.container[0].configMaps = "cm")), "container[0].configMaps: expected array"],
-  ["configMap data key with /", mod((r) => (r.container[0].configMaps = [{ metadata: { name: "c" }, data: { "a/b": "x" } }])), 'container[0].configMaps[0].data: "a/b" must consist of'],
-  ["secret data key ..", mod((r) => (r.container[0].secrets = [{ metadata: { name: "s" }, data: { "..": "eA==" } }])), 'container[0].secrets[0].data: must not be ".."'],
-  ["projected key escaping", mod((r) => (r.container[0].projectedvolumemaps = [{ metadata: { name: "p" }, data: { "../token": "t" } }])), 'container[0].projectedvolumemaps[0].data: (a value from a secret or configMap, not shown) must not contain'],
-  ["projected key absolute", mod((r) => (r.container[0].projectedvolumemaps = [{ metadata: { name: "p" }, data: { "/token": "t" } }])), "must be a relative path"],
+  [
+    "configMap data key with /",
+    mod((r) => (r.container[0].configMaps = [{ metadata: { name: "c" }, data: { "a/b": "x" } }])),
+    'container[0].configMaps[0].data: "a/b" must consist of',
+  ],
+  [
+    "secret data key ..",
+    mod((r) => (r.container[0].secrets = [{ metadata: { name: "s" }, data: { "..": "eA==" } }])),
+    'container[0].secrets[0].data: must not be ".."',
+  ],
+  [
+    "projected key escaping",
+    mod((r) => (r.container[0].projectedvolumemaps = [{ metadata: { name: "p" }, data: { "../token": "t" } }])),
+    "container[0].projectedvolumemaps[0].data: (a value from a secret or configMap, not shown) must not contain",
+  ],
+  [
+    "projected key absolute",
+    mod((r) => (r.container[0].projectedvolumemaps = [{ metadata: { name: "p" }, data: { "/token": "t" } }])),
+    "must be a relative path",
+  ],
   // NUL anywhere that reaches the job
-  ["NUL in an annotation value", mod((r) => (r.pod.metadata.annotations = { "slurm-job.vk.io/pre-exec": "echo\u0000" })), 'metadata.annotations["slurm-job.vk.io/pre-exec"]: must not contain NUL'],
+  [
+    "NUL in an annotation value",
+    mod((r) => (r.pod.metadata.annotations = { "slurm-job.vk.io/pre-exec": "echo\u0000" })),
+    'metadata.annotations["slurm-job.vk.io/pre-exec"]: must not contain NUL',
+  ],
   ["NUL in a label key", mod((r) => (r.pod.metadata.labels = { "a\u0000": "b" })), "metadata.labels"],
 ];
 

@@ -1,10 +1,10 @@
 // The interLink plugin API end to end: real HTTP to a running sidecar on minicondor.
 // Each test names the checklist item of docs/interlink.md#conformance-checklist it checks.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { configMapObject, dataEntry, makeCreateRequest, secretObject } from "../fixtures/pods.ts";
-import { type Sidecar, eventually, http, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, http, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
 
 let sc: Sidecar;
 let n = 0;
@@ -22,16 +22,24 @@ const statusOne = async (pod: Json) => {
 const calls = (tool: string) =>
   existsSync(join(sc.home, "calls.log")) ? readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").filter((l) => l.includes(tool)).length : 0;
 const jobsForUid = async (u: string) => {
-  const q = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-af", "InterLinkPodUID"], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } });
-  const h = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_history"), "-af", "InterLinkPodUID"], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } });
+  const q = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-af", "InterLinkPodUID"], {
+    env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" },
+  });
+  const h = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_history"), "-af", "InterLinkPodUID"], {
+    env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" },
+  });
   return `${q.stdout}${h.stdout}`.split("\n").filter((l) => l.trim() === u).length;
 };
 const terminated = async (pod: Json, timeoutMs = 60_000) =>
-  eventually(async () => {
-    const s = await statusOne(pod);
-    const all = [...(s?.initContainers ?? []), ...(s?.containers ?? [])];
-    return all.length && all.every((c: Json) => c.state.terminated) ? s : undefined;
-  }, timeoutMs, `pod ${pod.metadata.name} to terminate`);
+  eventually(
+    async () => {
+      const s = await statusOne(pod);
+      const all = [...(s?.initContainers ?? []), ...(s?.containers ?? [])];
+      return all.length && all.every((c: Json) => c.state.terminated) ? s : undefined;
+    },
+    timeoutMs,
+    `pod ${pod.metadata.name} to terminate`,
+  );
 const logOf = (pod: Json, container: string) =>
   sc.call("GET", "/getLogs", {
     Namespace: pod.metadata.namespace,
@@ -71,12 +79,14 @@ describe("transport", () => {
     expect(String(r.headers["keep-alive"])).toMatch(/timeout=125/);
   });
   test("bad bodies: 4xx with one plain-text line", async () => {
-    for (const [path, method, raw, code] of [
-      ["/create", "POST", "{not json", 400],
-      ["/create", "POST", "[]", 400],
-      ["/status", "GET", "{}", 400],
-      ["/delete", "POST", "{}", 400],
-    ] as const) {
+    for (
+      const [path, method, raw, code] of [
+        ["/create", "POST", "{not json", 400],
+        ["/create", "POST", "[]", 400],
+        ["/status", "GET", "{}", 400],
+        ["/delete", "POST", "{}", 400],
+      ] as const
+    ) {
       const r = await sc.call(method, path, undefined, { raw });
       expect(r.status).toBe(code);
       expect(String(r.headers["content-type"])).toMatch(/^text\/plain/);
@@ -176,14 +186,30 @@ describe("create, status, delete", () => {
       metadata: { name: "full", uid: u, annotations: { "slurm-job.vk.io/pre-exec": "echo pre-exec >> emptydir/work/order" } },
       spec: {
         initContainers: [
-          { name: "first", image: "busybox", command: ["sh", "-c", "echo first >> /mnt/shared/order"], volumeMounts: [{ name: "work", mountPath: "/mnt/shared" }], resources: {} },
-          { name: "second", image: "busybox", command: ["sh", "-c", "echo second >> /mnt/shared/order"], volumeMounts: [{ name: "work", mountPath: "/mnt/shared" }], resources: {} },
+          {
+            name: "first",
+            image: "busybox",
+            command: ["sh", "-c", "echo first >> /mnt/shared/order"],
+            volumeMounts: [{ name: "work", mountPath: "/mnt/shared" }],
+            resources: {},
+          },
+          {
+            name: "second",
+            image: "busybox",
+            command: ["sh", "-c", "echo second >> /mnt/shared/order"],
+            volumeMounts: [{ name: "work", mountPath: "/mnt/shared" }],
+            resources: {},
+          },
         ],
         containers: [
           {
             name: "main",
             image: "busybox",
-            command: ["sh", "-c", "cat /mnt/shared/order; cat /etc/app/app.conf; echo; cat /etc/secret/pw; echo; cat /var/run/sa/token; echo; cat /etc/one/renamed.txt"],
+            command: [
+              "sh",
+              "-c",
+              "cat /mnt/shared/order; cat /etc/app/app.conf; echo; cat /etc/secret/pw; echo; cat /var/run/sa/token; echo; cat /etc/one/renamed.txt",
+            ],
             volumeMounts: [
               { name: "work", mountPath: "/mnt/shared" },
               { name: "cfg", mountPath: "/etc/app", readOnly: true },
@@ -223,7 +249,14 @@ describe("create, status, delete", () => {
   test("secret files are 0600 in 0700 folders on the submit side, and removed once the job has left", async () => {
     const req = shPod("secretfiles", "sleep 2; cat /etc/secret/pw", {
       spec: {
-        containers: [{ name: "main", image: "busybox", command: ["sh", "-c", "sleep 2; cat /etc/secret/pw"], volumeMounts: [{ name: "sec", mountPath: "/etc/secret" }], env: [{ name: "TOKEN", value: "t0k" }], resources: {} }],
+        containers: [{
+          name: "main",
+          image: "busybox",
+          command: ["sh", "-c", "sleep 2; cat /etc/secret/pw"],
+          volumeMounts: [{ name: "sec", mountPath: "/etc/secret" }],
+          env: [{ name: "TOKEN", value: "t0k" }],
+          resources: {},
+        }],
         volumes: [{ name: "sec", secret: { secretName: "creds", defaultMode: 0o644 } }],
       },
       container: [dataEntry("main", { secrets: [secretObject("creds", { pw: "s3cr3t" })] })],
@@ -257,7 +290,13 @@ describe("create, status, delete", () => {
     const big = "x".repeat(17 * 1024 * 1024);
     const req = shPod("bigcfg", "wc -c < /cfg/big", {
       spec: {
-        containers: [{ name: "main", image: "busybox", command: ["sh", "-c", "wc -c < /cfg/big"], volumeMounts: [{ name: "cfg", mountPath: "/cfg" }], resources: {} }],
+        containers: [{
+          name: "main",
+          image: "busybox",
+          command: ["sh", "-c", "wc -c < /cfg/big"],
+          volumeMounts: [{ name: "cfg", mountPath: "/cfg" }],
+          resources: {},
+        }],
         volumes: [{ name: "cfg", configMap: { name: "big" } }],
       },
       container: [dataEntry("main", { configMaps: [configMapObject("big", { big })] })],
@@ -272,7 +311,9 @@ describe("create, status, delete", () => {
     const req = shPod("secretive", "sleep 3");
     req.pod.spec.containers[0].env = [{ name: "TOKEN", value: "very-secret-value-42" }];
     expect((await create(req)).status).toBe(200);
-    const q = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-json"], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } });
+    const q = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-json"], {
+      env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" },
+    });
     expect(q.stdout.toString()).not.toContain("very-secret-value-42");
     const sub = readFileSync(join(sc.dataRoot, "pods", req.pod.metadata.uid, "job.sub"), "utf8");
     expect(sub).not.toContain("very-secret-value-42");
@@ -281,7 +322,9 @@ describe("create, status, delete", () => {
     expect(statSync(join(sc.dataRoot, "pods", req.pod.metadata.uid)).mode & 0o777).toBe(0o700);
     // Nor the sidecar's log (request bodies are never logged), nor the job's own files.
     expect(sc.log()).not.toContain("very-secret-value-42");
-    const q2 = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-long"], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } });
+    const q2 = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-long"], {
+      env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" },
+    });
     expect(q2.stdout.toString()).not.toContain("very-secret-value-42");
   }, 30_000);
 
@@ -293,10 +336,16 @@ describe("create, status, delete", () => {
     const d = await sc.call("POST", "/delete", req.pod);
     expect(d.status).toBe(200);
     expect(existsSync(join(sc.dataRoot, "pods", req.pod.metadata.uid))).toBe(false);
-    await eventually(async () => {
-      const q = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-af", "InterLinkPodUID"], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } });
-      return q.stdout.toString().includes(req.pod.metadata.uid) ? undefined : true;
-    }, 30_000, "job to leave the queue");
+    await eventually(
+      async () => {
+        const q = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-af", "InterLinkPodUID"], {
+          env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" },
+        });
+        return q.stdout.toString().includes(req.pod.metadata.uid) ? undefined : true;
+      },
+      30_000,
+      "job to leave the queue",
+    );
     expect((await sc.call("POST", "/delete", req.pod)).status).toBe(200);
     const ghost = { ...req.pod, metadata: { ...req.pod.metadata, uid: uid() } };
     expect((await sc.call("POST", "/delete", ghost)).status).toBe(200);
@@ -319,7 +368,15 @@ describe("server basics (issue: foundation)", () => {
       ];
       for (const [config, args, message] of cases) {
         writeFileSync(join(dir, "c.yaml"), `DataRootFolder: ./data\n${config}`);
-        const p = Bun.spawnSync([process.execPath, join(import.meta.dir, "../../src/main.bun.ts"), "--config", join(dir, "c.yaml"), "--condor-bin", join(import.meta.dir, "../minicondor/bin"), ...args], {
+        const p = Bun.spawnSync([
+          process.execPath,
+          join(import.meta.dir, "../../src/main.bun.ts"),
+          "--config",
+          join(dir, "c.yaml"),
+          "--condor-bin",
+          join(import.meta.dir, "../minicondor/bin"),
+          ...args,
+        ], {
           env: { PATH: process.env.PATH ?? "/usr/bin:/bin", MINICONDOR_HOME: join(dir, "mc") },
         });
         const lines = p.stderr.toString().trim().split("\n").filter((l) => !l.includes('"level":"warn"'));
@@ -340,11 +397,22 @@ describe("server basics (issue: foundation)", () => {
       expect(ok.status).toBe(200);
       const big = await http(own.port, "POST", "/create", { pad: "x".repeat(4096) }, { session: "CreatePod#77" });
       expect(big.status).toBe(413);
-      const lines = await eventually(() => {
-        const l = own.log().split("\n").filter((x) => x.includes('"msg":"request"')).map((x) => JSON.parse(x) as Json);
-        return l.length >= 2 ? l : undefined;
-      }, 5_000, "request lines");
-      expect(lines.find((l) => l.session === "GetStatus#4242")).toMatchObject({ level: "info", method: "GET", path: "/status", status: 200, aborted: false, durationMs: expect.any(Number) });
+      const lines = await eventually(
+        () => {
+          const l = own.log().split("\n").filter((x) => x.includes('"msg":"request"')).map((x) => JSON.parse(x) as Json);
+          return l.length >= 2 ? l : undefined;
+        },
+        5_000,
+        "request lines",
+      );
+      expect(lines.find((l) => l.session === "GetStatus#4242")).toMatchObject({
+        level: "info",
+        method: "GET",
+        path: "/status",
+        status: 200,
+        aborted: false,
+        durationMs: expect.any(Number),
+      });
       expect(lines.find((l) => l.session === "CreatePod#77")).toMatchObject({ method: "POST", path: "/create", status: 413 });
       expect(own.log()).not.toContain("xxxx");
     } finally {
@@ -431,6 +499,8 @@ describe("restarts and faults", () => {
 });
 
 async function jobsForUidInQueue(u: string) {
-  const q = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-af", "InterLinkPodUID"], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } });
+  const q = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-af", "InterLinkPodUID"], {
+    env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" },
+  });
   return q.stdout.toString().split("\n").filter((l) => l.trim() === u).length;
 }

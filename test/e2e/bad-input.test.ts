@@ -4,11 +4,11 @@
 // nothing is submitted or written outside DataRootFolder, no pod folder is left, and injected text
 // never runs (a planted marker command).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, lstatSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { type HttpResult, type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, type HttpResult, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -25,7 +25,13 @@ function base(): Json {
       containers: [{ name: "main", image: "busybox", command: ["sh", "-c", "echo ok"], resources: {}, volumeMounts: [{ name: "cfg", mountPath: "/etc/cfg" }] }],
       volumes: [{ name: "cfg", configMap: { name: "cfg" } }],
     },
-    container: [{ name: "main", configMaps: [{ metadata: { name: "cfg" }, data: { "app.conf": "x=1" } }], secrets: null, projectedvolumemaps: null, emptyDirs: null }],
+    container: [{
+      name: "main",
+      configMaps: [{ metadata: { name: "cfg" }, data: { "app.conf": "x=1" } }],
+      secrets: null,
+      projectedvolumemaps: null,
+      emptyDirs: null,
+    }],
   });
 }
 const main = (r: Json) => r.pod.spec.containers[0];
@@ -66,7 +72,7 @@ function snapshot(dir: string, skip: (rel: string) => boolean, rel = ""): Map<st
     if (skip(r)) continue;
     const st = lstatSync(join(dir, r));
     out.set(r, `${st.isDirectory() ? "d" : "f"} ${st.isDirectory() ? 0 : st.size} ${st.mode.toString(8)} ${st.mtimeMs}`);
-    if (st.isDirectory()) for (const [k, v] of snapshot(dir, skip, r)) out.set(k, v);
+    if (st.isDirectory()) { for (const [k, v] of snapshot(dir, skip, r)) out.set(k, v); }
   }
   return out;
 }
@@ -198,11 +204,13 @@ describe("bad input: 4xx, one line, nothing submitted, nothing left behind", () 
   }
   // docs/interlink.md#get-status (status takes a list of pods), docs/interlink.md#get-getlogs
   // (getLogs one object), docs/interlink.md#post-delete (delete one pod).
-  test.each([
-    ["a /status body that is an object", "GET", "/status", { metadata: {} }],
-    ["a /getLogs body that is an array", "GET", "/getLogs", []],
-    ["a /delete body that is a string", "POST", "/delete", "nope"],
-  ] as const)("other endpoints: %s", async (_, method, path, body) => {
+  test.each(
+    [
+      ["a /status body that is an object", "GET", "/status", { metadata: {} }],
+      ["a /getLogs body that is an array", "GET", "/getLogs", []],
+      ["a /delete body that is a string", "POST", "/delete", "nope"],
+    ] as const,
+  )("other endpoints: %s", async (_, method, path, body) => {
     const res = await sc.call(method, path, body);
     expect(res.status).toBe(400);
     expectOneLineReason(res);
@@ -251,12 +259,22 @@ describe("hostile but valid input is data, never code", () => {
     // All of them are valid pods: each is accepted and runs.
     expect(answers.map((a) => [a.status, a.status === 200 ? "" : a.body])).toEqual(answers.map(() => [200, ""]));
     for (const [i, r] of reqs.entries()) {
-      const st = await eventually(async () => {
-        const st = (JSON.parse((await sc.call("GET", "/status", [r.pod])).body) as Json[])[0];
-        return st?.containers[0].state.terminated ? st : undefined;
-      }, 90_000, `hostile-${i} to finish`);
+      const st = await eventually(
+        async () => {
+          const st = (JSON.parse((await sc.call("GET", "/status", [r.pod])).body) as Json[])[0];
+          return st?.containers[0].state.terminated ? st : undefined;
+        },
+        90_000,
+        `hostile-${i} to finish`,
+      );
       expect(st.containers[0].state.terminated.exitCode).toBe(0);
-      const log = await sc.call("GET", "/getLogs", { Namespace: "default", PodUID: r.pod.metadata.uid, PodName: r.pod.metadata.name, ContainerName: "main", Opts: {} });
+      const log = await sc.call("GET", "/getLogs", {
+        Namespace: "default",
+        PodUID: r.pod.metadata.uid,
+        PodName: r.pod.metadata.name,
+        ContainerName: "main",
+        Opts: {},
+      });
       // Byte for byte (the log is line-based: newlines in the payload show as line breaks).
       const printed = expected[i]!;
       expect(log.body).toBe(printed.endsWith("\n") ? printed : `${printed}\n`);
@@ -280,10 +298,14 @@ describe("deliberate code channels: refused when off, working when on", () => {
       delete main(h).volumeMounts;
       delete h.pod.spec.volumes;
       expect((await s2.call("POST", "/create", h)).status).toBe(200);
-      await eventually(async () => {
-        const st = (JSON.parse((await s2.call("GET", "/status", [h.pod])).body) as Json[])[0];
-        return st?.containers[0].state.terminated?.exitCode === 0 ? true : undefined;
-      }, 60_000, "host pod");
+      await eventually(
+        async () => {
+          const st = (JSON.parse((await s2.call("GET", "/status", [h.pod])).body) as Json[])[0];
+          return st?.containers[0].state.terminated?.exitCode === 0 ? true : undefined;
+        },
+        60_000,
+        "host pod",
+      );
     } finally {
       await s2.destroy();
     }

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -46,10 +46,14 @@ async function statuses(sc: Sidecar, pods: Json[]): Promise<Json[]> {
 
 /** Waits until every pod reads terminated; returns their statuses. */
 async function allTerminated(sc: Sidecar, pods: Json[], timeoutMs = 120_000): Promise<Json[]> {
-  return eventually(async () => {
-    const st = await statuses(sc, pods);
-    return st.length === pods.length && st.every((s) => s.containers[0].state.terminated) ? st : undefined;
-  }, timeoutMs, `${pods.length} pods to end`);
+  return eventually(
+    async () => {
+      const st = await statuses(sc, pods);
+      return st.length === pods.length && st.every((s) => s.containers[0].state.terminated) ? st : undefined;
+    },
+    timeoutMs,
+    `${pods.length} pods to end`,
+  );
 }
 
 const started: Sidecar[] = [];
@@ -186,7 +190,11 @@ describe("batched submission (issue 14; docs/htcondor.md#submitting-many-pods-at
     await first.kill9();
     await Promise.all(pending);
     // The orphaned condor_submit goes on and queues the batch.
-    await eventually(() => ([lead, ...reqs].every((r) => jobsByUid(first).get(r.pod.metadata.uid)?.length === 1) ? true : undefined), 30_000, "the orphaned batch queued");
+    await eventually(
+      () => ([lead, ...reqs].every((r) => jobsByUid(first).get(r.pod.metadata.uid)?.length === 1) ? true : undefined),
+      30_000,
+      "the orphaned batch queued",
+    );
     faults(first, {});
     const sc = await start({ dir: first.dir });
     // interLink sends the creates again: each answers the job the schedd has, and submits nothing.
@@ -205,8 +213,13 @@ describe("batched removal (issue 14; docs/htcondor.md#submitting-many-pods-at-on
     // The jobs run long (sleep), on enough slots: the deletes find them running or idle.
     const sc = await startSidecar({ env: { MINICONDOR_CPUS: "4" } });
     started.push(sc);
-    const reqs = Array.from({ length: 30 }, (_, i) =>
-      makeCreateRequest({ metadata: { name: `rm-${i}`, uid: uid() }, spec: { containers: [{ name: "main", image: "busybox", command: ["sleep", "600"], resources: {} }] } }),
+    const reqs = Array.from(
+      { length: 30 },
+      (_, i) =>
+        makeCreateRequest({
+          metadata: { name: `rm-${i}`, uid: uid() },
+          spec: { containers: [{ name: "main", image: "busybox", command: ["sleep", "600"], resources: {} }] },
+        }),
     );
     const answers = await Promise.all(reqs.map((r) => sc.call("POST", "/create", r)));
     expect(answers.map((a) => a.status)).toEqual(reqs.map(() => 200));
@@ -215,7 +228,9 @@ describe("batched removal (issue 14; docs/htcondor.md#submitting-many-pods-at-on
     expect(deleted.every((d) => /deleted \(job \d+\.\d+ removed\)/.test(d.body))).toBe(true);
     expect(calls(sc, "condor_rm").length).toBeLessThanOrEqual(5);
     // Marked for removal; each leaves the queue with JobStatus 3.
-    const queued = () => Bun.spawnSync([join(CONDOR_BIN, "condor_q"), "-allusers", "-af", "InterLinkPodUID"], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } }).stdout.toString();
+    const queued = () =>
+      Bun.spawnSync([join(CONDOR_BIN, "condor_q"), "-allusers", "-af", "InterLinkPodUID"], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } })
+        .stdout.toString();
     await eventually(() => (reqs.every((r) => !queued().includes(r.pod.metadata.uid)) ? true : undefined), 30_000, "every job to leave the queue");
   }, 120_000);
 });

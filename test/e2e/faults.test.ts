@@ -1,10 +1,10 @@
 // Faults through minicondor's fault injection, and the remote-schedd (spool) path.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -20,7 +20,9 @@ const faults = (sc: Sidecar, f: unknown) => writeFileSync(join(sc.home, "faults.
 const callsOf = (sc: Sidecar, tool: string) =>
   existsSync(join(sc.home, "calls.log")) ? readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").filter((l) => l.split(" ")[1] === tool) : [];
 const historyIds = (sc: Sidecar) =>
-  Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_history"), "-af:j", "JobStatus"], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } })
+  Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_history"), "-af:j", "JobStatus"], {
+    env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" },
+  })
     .stdout.toString().split("\n").map((l) => l.split(" ")[0]!);
 const started: Sidecar[] = [];
 const start = async (o: Parameters<typeof startSidecar>[0] = {}) => {
@@ -40,10 +42,14 @@ describe("remote schedd: -spool and condor_transfer_data (docs/htcondor.md#condo
     expect(res.status).toBe(200);
     const first = await statusOf(sc, r.pod);
     expect(first.containers[0].state.waiting?.reason).toBe("ContainerCreating");
-    const s = await eventually(async () => {
-      const st = await statusOf(sc, r.pod);
-      return st?.containers[0].state.terminated ? st : undefined;
-    }, 60_000, "spooled pod to finish");
+    const s = await eventually(
+      async () => {
+        const st = await statusOf(sc, r.pod);
+        return st?.containers[0].state.terminated ? st : undefined;
+      },
+      60_000,
+      "spooled pod to finish",
+    );
     expect(s.containers[0].state.terminated.exitCode).toBe(4);
     const logs = await sc.call("GET", "/getLogs", { Namespace: "default", PodUID: r.pod.metadata.uid, PodName: "spooled", ContainerName: "main", Opts: {} });
     expect(logs.body).toBe("from-spool\n");
@@ -58,15 +64,23 @@ describe("held jobs (docs/interlink.md#what-the-virtual-kubelet-does-with-a-stat
     faults(sc, { holdOnStart: { code: 34, subCode: 102, reason: "Job has gone over memory limit of 128 megabytes" } });
     const r = pod("oom", "sleep 30");
     expect((await sc.call("POST", "/create", r)).status).toBe(200);
-    const held = await eventually(async () => {
-      const st = await statusOf(sc, r.pod);
-      return st?.containers[0].state.waiting?.reason === "JobHeld" ? st : st?.containers[0].state.terminated ? st : undefined;
-    }, 30_000, "held");
+    const held = await eventually(
+      async () => {
+        const st = await statusOf(sc, r.pod);
+        return st?.containers[0].state.waiting?.reason === "JobHeld" ? st : st?.containers[0].state.terminated ? st : undefined;
+      },
+      30_000,
+      "held",
+    );
     if (held.containers[0].state.waiting) expect(held.containers[0].state.waiting.message).toMatch(/over memory limit.*34/);
-    const s = await eventually(async () => {
-      const st = await statusOf(sc, r.pod);
-      return st?.containers[0].state.terminated ? st : undefined;
-    }, 30_000, "removed after the grace period");
+    const s = await eventually(
+      async () => {
+        const st = await statusOf(sc, r.pod);
+        return st?.containers[0].state.terminated ? st : undefined;
+      },
+      30_000,
+      "removed after the grace period",
+    );
     expect(s.containers[0].state.terminated).toMatchObject({ reason: "OOMKilled", exitCode: 137 });
     faults(sc, {});
   }, 90_000);
@@ -76,10 +90,14 @@ describe("held jobs (docs/interlink.md#what-the-virtual-kubelet-does-with-a-stat
     faults(sc, { holdOnStart: { code: 1, reason: "via condor_hold (by user admin)" } });
     const r = pod("paused", "sleep 30");
     await sc.call("POST", "/create", r);
-    const st = await eventually(async () => {
-      const x = await statusOf(sc, r.pod);
-      return x?.containers[0].state.waiting?.reason === "JobHeld" ? x : undefined;
-    }, 30_000, "held");
+    const st = await eventually(
+      async () => {
+        const x = await statusOf(sc, r.pod);
+        return x?.containers[0].state.waiting?.reason === "JobHeld" ? x : undefined;
+      },
+      30_000,
+      "held",
+    );
     await Bun.sleep(2500);
     expect((await statusOf(sc, r.pod)).containers[0].state.waiting.reason).toBe("JobHeld");
     expect(st.containers[0].state.waiting.message).toContain("via condor_hold");
@@ -165,36 +183,48 @@ describe("tools that fail, hang or warn", () => {
     faults(sc, {});
   }, 60_000);
 
-  test("schedd down: status still answers 200 and leaves the pod out, so interLink keeps its last state (docs/interlink.md#what-the-virtual-kubelet-does-with-a-status)", async () => {
-    const sc = await start();
-    const r = pod("steady", "sleep 20");
-    await sc.call("POST", "/create", r);
-    await eventually(async () => ((await statusOf(sc, r.pod))?.containers[0].state.running ? true : undefined), 30_000, "running");
-    faults(sc, { scheddDown: true });
-    // The next background refresh (every StatusCacheSeconds) finds the schedd gone.
-    const st = await eventually(async () => {
-      const res = await sc.call("GET", "/status", [r.pod]);
-      return res.headers["x-sidecar-stale"] ? res : undefined;
-    }, 10_000, "a stale answer");
-    expect(st.status).toBe(200);
-    expect(JSON.parse(st.body)).toEqual([]);
-    expect(String(st.headers["x-sidecar-stale"])).toMatch(/condor_q failing since .*Could not find the local condor_schedd/);
-    expect(sc.log()).toContain("interLink keeps their last state");
-    faults(sc, {});
-    const back = await eventually(async () => await statusOf(sc, r.pod), 10_000, "the pod back in the answer");
-    expect(back.containers[0].state.running).toBeDefined();
-    await sc.call("POST", "/delete", r.pod);
-  }, 60_000);
+  test(
+    "schedd down: status still answers 200 and leaves the pod out, so interLink keeps its last state (docs/interlink.md#what-the-virtual-kubelet-does-with-a-status)",
+    async () => {
+      const sc = await start();
+      const r = pod("steady", "sleep 20");
+      await sc.call("POST", "/create", r);
+      await eventually(async () => ((await statusOf(sc, r.pod))?.containers[0].state.running ? true : undefined), 30_000, "running");
+      faults(sc, { scheddDown: true });
+      // The next background refresh (every StatusCacheSeconds) finds the schedd gone.
+      const st = await eventually(
+        async () => {
+          const res = await sc.call("GET", "/status", [r.pod]);
+          return res.headers["x-sidecar-stale"] ? res : undefined;
+        },
+        10_000,
+        "a stale answer",
+      );
+      expect(st.status).toBe(200);
+      expect(JSON.parse(st.body)).toEqual([]);
+      expect(String(st.headers["x-sidecar-stale"])).toMatch(/condor_q failing since .*Could not find the local condor_schedd/);
+      expect(sc.log()).toContain("interLink keeps their last state");
+      faults(sc, {});
+      const back = await eventually(async () => await statusOf(sc, r.pod), 10_000, "the pod back in the answer");
+      expect(back.containers[0].state.running).toBeDefined();
+      await sc.call("POST", "/delete", r.pod);
+    },
+    60_000,
+  );
 
   test("condor_chirp failing inside the job: status falls back to the returned state files", async () => {
     const sc = await start();
     faults(sc, { tools: { condor_chirp: "fail" } });
     const r = pod("nochirp", "exit 6");
     await sc.call("POST", "/create", r);
-    const s = await eventually(async () => {
-      const st = await statusOf(sc, r.pod);
-      return st?.containers[0].state.terminated ? st : undefined;
-    }, 60_000, "finished");
+    const s = await eventually(
+      async () => {
+        const st = await statusOf(sc, r.pod);
+        return st?.containers[0].state.terminated ? st : undefined;
+      },
+      60_000,
+      "finished",
+    );
     expect(s.containers[0].state.terminated.exitCode).toBe(6);
     expect(s.containers[0].state.terminated.startedAt).toMatch(/Z$/);
     faults(sc, {});
@@ -281,10 +311,14 @@ describe("the schedd down while the collector answers (docs/interlink.md#the-pin
       await Bun.sleep(1500);
       if (Date.now() - t0 < 8_000) expect(await ping()).toEqual([200, "degraded: condor_q failing"]);
     }
-    const down = await eventually(async () => {
-      const p = await ping();
-      return p[0] === 503 ? p : undefined;
-    }, 20_000, "the second counted failure");
+    const down = await eventually(
+      async () => {
+        const p = await ping();
+        return p[0] === 503 ? p : undefined;
+      },
+      20_000,
+      "the second counted failure",
+    );
     expect(Date.now() - t0).toBeGreaterThan(5_000);
     expect(down[1]).toMatch(/^unhealthy: HTCondor unreachable \(schedd: .*Failed to fetch ads/);
     const st = await sc.call("GET", "/status", [r.pod]);
@@ -295,15 +329,23 @@ describe("the schedd down while the collector answers (docs/interlink.md#the-pin
     expect(info.status).toBe("unhealthy");
     expect(info.condor_q_failing_since).toMatch(/Z$/);
     faults(sc, {});
-    const back = await eventually(async () => {
-      const p = await sc.call("GET", "/status", []);
-      return p.status === 200 && JSON.parse(p.body).status === "ok" ? p : undefined;
-    }, 10_000, "the ping to recover");
+    const back = await eventually(
+      async () => {
+        const p = await sc.call("GET", "/status", []);
+        return p.status === 200 && JSON.parse(p.body).status === "ok" ? p : undefined;
+      },
+      10_000,
+      "the ping to recover",
+    );
     expect(back.status).toBe(200);
-    const again = await eventually(async () => {
-      const res = await sc.call("GET", "/status", [r.pod]);
-      return res.headers["x-sidecar-stale"] === undefined && JSON.parse(res.body)[0] ? res : undefined;
-    }, 10_000, "a fresh answer");
+    const again = await eventually(
+      async () => {
+        const res = await sc.call("GET", "/status", [r.pod]);
+        return res.headers["x-sidecar-stale"] === undefined && JSON.parse(res.body)[0] ? res : undefined;
+      },
+      10_000,
+      "a fresh answer",
+    );
     expect(JSON.parse(again.body)[0].containers[0].state.running).toBeDefined();
     await sc.call("POST", "/delete", r.pod);
   }, 60_000);
@@ -325,7 +367,9 @@ describe("the schedd down while the collector answers (docs/interlink.md#the-pin
 
 describe("ping and system-info (docs/interlink.md#the-ping)", () => {
   test("the node advertises the smaller of the pool's totals and the configured caps, and the configured taints", async () => {
-    const sc = await start({ config: 'Node:\n  Cpu: "4"\n  Memory: 2Gi\n  Pods: "50"\n  Taints: [{key: example.org/htc, value: "true", effect: NoSchedule}]\n' });
+    const sc = await start({
+      config: 'Node:\n  Cpu: "4"\n  Memory: 2Gi\n  Pods: "50"\n  Taints: [{key: example.org/htc, value: "true", effect: NoSchedule}]\n',
+    });
     const r = await sc.call("GET", "/status", []);
     expect(r.status).toBe(200);
     expect(JSON.parse(r.body)).toMatchObject({

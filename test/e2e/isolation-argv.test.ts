@@ -8,8 +8,8 @@
 // that the trace saw the commands that would carry the others.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { type Json, configMapObject, dataEntry, makeCreateRequest, secretObject } from "../fixtures/pods.ts";
-import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
+import { configMapObject, dataEntry, type Json, makeCreateRequest, secretObject } from "../fixtures/pods.ts";
+import { eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
 import { attachTrace, execsWith, straceCheck } from "../render/harness.ts";
 
 const check = straceCheck();
@@ -78,10 +78,14 @@ beforeAll(async () => {
   const r = await sc.call("POST", "/create", req);
   expect(r.status).toBe(200);
   const pod = { metadata: req.pod.metadata };
-  final = await eventually(async () => {
-    const s = JSON.parse((await sc.call("GET", "/status", [pod])).body)[0];
-    return s?.containers?.length && s.containers.every((c: Json) => c.state.terminated) ? s : undefined;
-  }, 240_000, "the audited pod to end");
+  final = await eventually(
+    async () => {
+      const s = JSON.parse((await sc.call("GET", "/status", [pod])).body)[0];
+      return s?.containers?.length && s.containers.every((c: Json) => c.state.terminated) ? s : undefined;
+    },
+    240_000,
+    "the audited pod to end",
+  );
   trace = await t.stop();
 }, 300_000);
 
@@ -117,20 +121,41 @@ describe("argv audit (strace -f -e trace=execve)", () => {
 // configMap (directly, through envFrom, or through $(VAR)) is refused at create, naming the variable
 // and never quoting the value (docs/interlink.md#post-create, 400 with a one-line reason).
 describe("names that could only travel on a command line", () => {
-  const data = { secrets: [secretObject("db", { password: SECRET.password, "odd.key": SECRET.token })], configMaps: [configMapObject("cfg", { "log.level": CONFIG.level })] };
+  const data = {
+    secrets: [secretObject("db", { password: SECRET.password, "odd.key": SECRET.token })],
+    configMaps: [configMapObject("cfg", { "log.level": CONFIG.level })],
+  };
   const create = (c: Json) =>
-    sc.call("POST", "/create", makeCreateRequest({
-      metadata: { name: "refused", uid: `a59e0001-0000-4000-8000-${String(Math.floor(Math.random() * 1e12)).padStart(12, "0")}` },
-      spec: { restartPolicy: "Never", containers: [{ name: "main", image: "busybox:1.36", command: ["true"], resources: {}, ...c }] },
-      container: [dataEntry("main", data)],
-    }));
+    sc.call(
+      "POST",
+      "/create",
+      makeCreateRequest({
+        metadata: { name: "refused", uid: `a59e0001-0000-4000-8000-${String(Math.floor(Math.random() * 1e12)).padStart(12, "0")}` },
+        spec: { restartPolicy: "Never", containers: [{ name: "main", image: "busybox:1.36", command: ["true"], resources: {}, ...c }] },
+        container: [dataEntry("main", data)],
+      }),
+    );
   const table: [string, Json, RegExp][] = [
-    ["secretKeyRef under a name that is not an identifier", { env: [{ name: "db.password", valueFrom: { secretKeyRef: { name: "db", key: "password" } } }] }, /env\[0\].*"db\.password".*secret or configMap, so its name must be a shell identifier/],
-    ["configMapKeyRef under such a name", { env: [{ name: "log-level", valueFrom: { configMapKeyRef: { name: "cfg", key: "log.level" } } }] }, /env\[0\].*"log-level"/],
+    [
+      "secretKeyRef under a name that is not an identifier",
+      { env: [{ name: "db.password", valueFrom: { secretKeyRef: { name: "db", key: "password" } } }] },
+      /env\[0\].*"db\.password".*secret or configMap, so its name must be a shell identifier/,
+    ],
+    [
+      "configMapKeyRef under such a name",
+      { env: [{ name: "log-level", valueFrom: { configMapKeyRef: { name: "cfg", key: "log.level" } } }] },
+      /env\[0\].*"log-level"/,
+    ],
     ["envFrom a secret with such a key", { envFrom: [{ secretRef: { name: "db" } }] }, /envFrom\[0\].*"odd\.key"/],
     ["envFrom a configMap with such a key", { envFrom: [{ configMapRef: { name: "cfg" } }] }, /envFrom\[0\].*"log\.level"/],
-    ["a literal that expands a secret, under such a name", { env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "db", key: "password" } } }, { name: "x.y", value: "$(PW)" }] }, /env\[1\].*"x\.y"/],
-    ["a host container: a variable bash keeps for itself, from a secret", { image: "host", command: ["/bin/true"], env: [{ name: "SECONDS", valueFrom: { secretKeyRef: { name: "db", key: "password" } } }] }, /"SECONDS".*may not be one bash keeps for itself/],
+    ["a literal that expands a secret, under such a name", {
+      env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "db", key: "password" } } }, { name: "x.y", value: "$(PW)" }],
+    }, /env\[1\].*"x\.y"/],
+    ["a host container: a variable bash keeps for itself, from a secret", {
+      image: "host",
+      command: ["/bin/true"],
+      env: [{ name: "SECONDS", valueFrom: { secretKeyRef: { name: "db", key: "password" } } }],
+    }, /"SECONDS".*may not be one bash keeps for itself/],
   ];
   for (const [what, c, why] of table) {
     test(`${what}: 400, naming the variable, without its value`, async () => {
@@ -142,11 +167,13 @@ describe("names that could only travel on a command line", () => {
   }
 
   test("literal values under such names, and the same names never delivered (no command), are accepted", async () => {
-    for (const c of [
-      { env: [{ name: "x.y", value: "literal" }] },
-      { image: "host", command: ["/bin/true"], env: [{ name: "SECONDS", value: "42" }] },
-      { command: undefined, args: ["true"], envFrom: [{ configMapRef: { name: "cfg" } }] },
-    ]) {
+    for (
+      const c of [
+        { env: [{ name: "x.y", value: "literal" }] },
+        { image: "host", command: ["/bin/true"], env: [{ name: "SECONDS", value: "42" }] },
+        { command: undefined, args: ["true"], envFrom: [{ configMapRef: { name: "cfg" } }] },
+      ]
+    ) {
       const r = await create(c);
       expect([JSON.stringify(c), r.status]).toEqual([JSON.stringify(c), 200]);
     }

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
 import { shQuote } from "../../src/render/sh.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
@@ -90,10 +90,14 @@ describe("files the job left in its pod folder (issue 12, class 2; SharedFilesys
     const plant = `mkdir -p "$_CONDOR_JOB_IWD/podstate" && ln -sf ${shQuote(forged)} "$_CONDOR_JOB_IWD/podstate/c.main"`;
     const p = pod("forger", `${plant} && rm -f podstate/c.main && kill -9 "$PPID"`);
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
-    const st = await eventually(async () => {
-      const s = await statusOf(p.pod);
-      return s?.containers[0].state.terminated ? s : undefined;
-    }, 60_000, "the forger ended");
+    const st = await eventually(
+      async () => {
+        const s = await statusOf(p.pod);
+        return s?.containers[0].state.terminated ? s : undefined;
+      },
+      60_000,
+      "the forger ended",
+    );
     const t = st.containers[0].state.terminated;
     expect(t.reason).not.toBe("Completed");
     expect(t.exitCode).toBe(137);

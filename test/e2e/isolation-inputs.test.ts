@@ -4,7 +4,7 @@
 // leaves nothing behind: no job, no pod folder, no record (docs/interlink.md#post-create create,
 // docs/interlink.md#get-status status).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { b64, makeCreateRequest } from "../fixtures/pods.ts";
 import { CONDOR_BIN, type HttpResult, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
@@ -32,7 +32,10 @@ function pod(name: string, c: Json = {}, more: { volumes?: Json[]; annotations?:
     container: more.container ?? [{ name: "main", configMaps: null, secrets: null, projectedvolumemaps: null, emptyDirs: null }],
   });
 }
-const secretObject = (name: string, data: Record<string, string>) => ({ metadata: { name }, data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, b64(v)])) });
+const secretObject = (name: string, data: Record<string, string>) => ({
+  metadata: { name },
+  data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, b64(v)])),
+});
 const dataOf = (d: { secrets?: Json[]; configMaps?: Json[]; projected?: Json[] }) => [
   { name: "main", configMaps: d.configMaps ?? null, secrets: d.secrets ?? null, projectedvolumemaps: d.projected ?? null, emptyDirs: null },
 ];
@@ -93,47 +96,66 @@ async function expectRefusedBeforeSubmit(r: Json, field: string, secrets: string
 describe("class 5: reasons never show secret or configMap data", () => {
   test("a secretKeyRef env expanded into subPathExpr that escapes the volume", async () => {
     const secret = "../s3cr3t-A-escape";
-    const r = pod("sec-subpath", { env: [{ name: "S", valueFrom: { secretKeyRef: { name: "creds", key: "pw" } } }], volumeMounts: [{ name: "scratch", mountPath: "/x", subPathExpr: "$(S)" }] }, { volumes: emptyDir, container: dataOf({ secrets: [secretObject("creds", { pw: secret })] }) });
+    const r = pod("sec-subpath", {
+      env: [{ name: "S", valueFrom: { secretKeyRef: { name: "creds", key: "pw" } } }],
+      volumeMounts: [{ name: "scratch", mountPath: "/x", subPathExpr: "$(S)" }],
+    }, { volumes: emptyDir, container: dataOf({ secrets: [secretObject("creds", { pw: secret })] }) });
     const res = await expectRefusedBeforeSubmit(r, "spec.containers[0].volumeMounts[0].subPathExpr", [secret, "s3cr3t-A"]);
     expect(res.body).toContain("must not contain '..'");
   });
 
   test("a secretKeyRef env expanded into subPathExpr with a character --bind cannot carry", async () => {
     const secret = "s3cr3t-B:with-colon";
-    const r = pod("sec-colon", { env: [{ name: "S", valueFrom: { secretKeyRef: { name: "creds", key: "pw" } } }], volumeMounts: [{ name: "scratch", mountPath: "/x", subPathExpr: "sub/$(S)" }] }, { volumes: emptyDir, container: dataOf({ secrets: [secretObject("creds", { pw: secret })] }) });
+    const r = pod("sec-colon", {
+      env: [{ name: "S", valueFrom: { secretKeyRef: { name: "creds", key: "pw" } } }],
+      volumeMounts: [{ name: "scratch", mountPath: "/x", subPathExpr: "sub/$(S)" }],
+    }, { volumes: emptyDir, container: dataOf({ secrets: [secretObject("creds", { pw: secret })] }) });
     const res = await expectRefusedBeforeSubmit(r, "spec.containers[0].volumeMounts[0].subPathExpr", [secret, "s3cr3t-B"]);
     expect(res.body).toContain("must not contain ':'");
   });
 
   test("a secret with a line break expanded into subPathExpr (the wrapper's bind check would have quoted it)", async () => {
     const secret = "s3cr3t-C\nsecond-line";
-    const r = pod("sec-newline", { env: [{ name: "S", valueFrom: { secretKeyRef: { name: "creds", key: "pw" } } }], volumeMounts: [{ name: "scratch", mountPath: "/x", subPathExpr: "$(S)" }] }, { volumes: emptyDir, container: dataOf({ secrets: [secretObject("creds", { pw: secret })] }) });
+    const r = pod("sec-newline", {
+      env: [{ name: "S", valueFrom: { secretKeyRef: { name: "creds", key: "pw" } } }],
+      volumeMounts: [{ name: "scratch", mountPath: "/x", subPathExpr: "$(S)" }],
+    }, { volumes: emptyDir, container: dataOf({ secrets: [secretObject("creds", { pw: secret })] }) });
     await expectRefusedBeforeSubmit(r, "spec.containers[0].volumeMounts[0].subPathExpr", [secret, "s3cr3t-C", "second-line"]);
   });
 
   test("a configMapKeyRef env expanded into subPathExpr", async () => {
     const value = "/c0nfig-D-absolute";
-    const r = pod("cm-subpath", { env: [{ name: "C", valueFrom: { configMapKeyRef: { name: "settings", key: "dir" } } }], volumeMounts: [{ name: "scratch", mountPath: "/x", subPathExpr: "$(C)" }] }, { volumes: emptyDir, container: dataOf({ configMaps: [{ metadata: { name: "settings" }, data: { dir: value } }] }) });
+    const r = pod("cm-subpath", {
+      env: [{ name: "C", valueFrom: { configMapKeyRef: { name: "settings", key: "dir" } } }],
+      volumeMounts: [{ name: "scratch", mountPath: "/x", subPathExpr: "$(C)" }],
+    }, { volumes: emptyDir, container: dataOf({ configMaps: [{ metadata: { name: "settings" }, data: { dir: value } }] }) });
     await expectRefusedBeforeSubmit(r, "spec.containers[0].volumeMounts[0].subPathExpr", [value, "c0nfig-D"]);
   });
 
   test("envFrom a secret, expanded into subPathExpr", async () => {
     const secret = "../s3cr3t-E";
-    const r = pod("envfrom-subpath", { envFrom: [{ secretRef: { name: "bag" } }], volumeMounts: [{ name: "scratch", mountPath: "/x", subPathExpr: "$(TOKEN_E)" }] }, { volumes: emptyDir, container: dataOf({ secrets: [secretObject("bag", { TOKEN_E: secret })] }) });
+    const r = pod("envfrom-subpath", {
+      envFrom: [{ secretRef: { name: "bag" } }],
+      volumeMounts: [{ name: "scratch", mountPath: "/x", subPathExpr: "$(TOKEN_E)" }],
+    }, { volumes: emptyDir, container: dataOf({ secrets: [secretObject("bag", { TOKEN_E: secret })] }) });
     await expectRefusedBeforeSubmit(r, "spec.containers[0].volumeMounts[0].subPathExpr", [secret, "s3cr3t-E"]);
   });
 
   // A key is named, a value never: Kubernetes shows keys to whoever may describe the object, and
   // the variable made from one must be named to say what to fix (class 3).
   test("envFrom a secret whose value holds NUL", async () => {
-    const r = pod("envfrom-nul", { envFrom: [{ prefix: "P_", secretRef: { name: "bag" } }] }, { container: dataOf({ secrets: [secretObject("bag", { S3CR3T_KEY_F: "s3cr3t-F\u0000tail" })] }) });
+    const r = pod("envfrom-nul", { envFrom: [{ prefix: "P_", secretRef: { name: "bag" } }] }, {
+      container: dataOf({ secrets: [secretObject("bag", { S3CR3T_KEY_F: "s3cr3t-F\u0000tail" })] }),
+    });
     const res = await expectRefusedBeforeSubmit(r, "spec.containers[0].envFrom[0]", ["s3cr3t-F", "tail"]);
     expect(res.body).toContain("P_S3CR3T_KEY_F");
   });
 
   test("envFrom a secret whose value is not UTF-8", async () => {
     const value = "s3cr3t-G\xff\xfe";
-    const r = pod("envfrom-utf8", { envFrom: [{ secretRef: { name: "bag" } }] }, { container: dataOf({ secrets: [{ metadata: { name: "bag" }, data: { S3CR3T_KEY_G: btoa(value) } }] }) });
+    const r = pod("envfrom-utf8", { envFrom: [{ secretRef: { name: "bag" } }] }, {
+      container: dataOf({ secrets: [{ metadata: { name: "bag" }, data: { S3CR3T_KEY_G: btoa(value) } }] }),
+    });
     const res = await expectRefusedBeforeSubmit(r, "spec.containers[0].envFrom[0]", ["s3cr3t-G", btoa(value)]);
     expect(res.body).toContain("S3CR3T_KEY_G");
   });
@@ -142,7 +164,10 @@ describe("class 5: reasons never show secret or configMap data", () => {
     // A name that is not a shell identifier reaches the container through `env NAME=value
     // <command>`, so the command's first word must not hold '=' (checkEnvCarriage).
     const secret = "s3cr3t-H=value";
-    const r = pod("sec-command", { command: ["$(S)", "-c", "true"], env: [{ name: "S", valueFrom: { secretKeyRef: { name: "creds", key: "pw" } } }, { name: "odd-name", value: "1" }] }, { container: dataOf({ secrets: [secretObject("creds", { pw: secret })] }) });
+    const r = pod("sec-command", {
+      command: ["$(S)", "-c", "true"],
+      env: [{ name: "S", valueFrom: { secretKeyRef: { name: "creds", key: "pw" } } }, { name: "odd-name", value: "1" }],
+    }, { container: dataOf({ secrets: [secretObject("creds", { pw: secret })] }) });
     await expectRefusedBeforeSubmit(r, "spec.containers[0].command[0]", [secret, "s3cr3t-H"]);
   });
 
@@ -233,11 +258,30 @@ describe("class 7: U+2028, U+2029 and U+0085 never break a reason", () => {
     ["a container name with U+0085", (r: Json) => (r.pod.spec.containers[0].name = "main\u0085evil"), "spec.containers[0].name"],
     ["an env name with U+2028", (r: Json) => (r.pod.spec.containers[0].env = [{ name: "A\u2028B", value: "1" }]), "spec.containers[0].env[0].name"],
     ["an image with U+2029", (r: Json) => (r.pod.spec.containers[0].image = "busybox\u2029evil"), "spec.containers[0].image"],
-    ["a submit-options annotation with U+2028", (r: Json) => (r.pod.metadata.annotations["htcondor-job.vk.io/submit-options"] = "pri\u2028ority = 1"), SUBMIT_FIELD],
-    ["an httpGet probe path with U+0085", (r: Json) => (r.pod.spec.containers[0].readinessProbe = { httpGet: { path: "/ok\u0085evil", port: 80 } }), "readinessProbe.httpGet.path"],
-    ["a configMap name with U+2028", (r: Json) => ((r.pod.spec.volumes = [{ name: "v", configMap: { name: "cm\u2028evil" } }]), (r.pod.spec.containers[0].volumeMounts = [{ name: "v", mountPath: "/v" }])), "spec.volumes[0].configMap.name"],
+    [
+      "a submit-options annotation with U+2028",
+      (r: Json) => (r.pod.metadata.annotations["htcondor-job.vk.io/submit-options"] = "pri\u2028ority = 1"),
+      SUBMIT_FIELD,
+    ],
+    [
+      "an httpGet probe path with U+0085",
+      (r: Json) => (r.pod.spec.containers[0].readinessProbe = { httpGet: { path: "/ok\u0085evil", port: 80 } }),
+      "readinessProbe.httpGet.path",
+    ],
+    [
+      "a configMap name with U+2028",
+      (
+        r: Json,
+      ) => ((r.pod.spec.volumes = [{ name: "v", configMap: { name: "cm\u2028evil" } }]),
+        (r.pod.spec.containers[0].volumeMounts = [{ name: "v", mountPath: "/v" }])),
+      "spec.volumes[0].configMap.name",
+    ],
     // The resource name is a key of the path the reason names.
-    ["a resource name with U+2029", (r: Json) => (r.pod.spec.containers[0].resources = { limits: { "vendor.example/gpu\u2029evil": "lots" } }), "spec.containers[0].resources.limits["],
+    [
+      "a resource name with U+2029",
+      (r: Json) => (r.pod.spec.containers[0].resources = { limits: { "vendor.example/gpu\u2029evil": "lots" } }),
+      "spec.containers[0].resources.limits[",
+    ],
   ])("%s", async (_, mutate, field) => {
     const r = pod("unicode");
     mutate(r);

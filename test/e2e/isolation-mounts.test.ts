@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Json, makeCreateRequest } from "../fixtures/pods.ts";
-import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
 
 let sc: Sidecar;
 let n = 0;
@@ -33,11 +33,15 @@ const status = async (pod: Json) => {
   return (JSON.parse(r.body) as Json[])[0];
 };
 const finished = (pod: Json) =>
-  eventually(async () => {
-    const s = await status(pod);
-    const all = [...(s?.initContainers ?? []), ...(s?.containers ?? [])];
-    return all.length && all.every((c: Json) => c.state.terminated) ? s : undefined;
-  }, 120_000, `pod ${pod.metadata.name} to end`);
+  eventually(
+    async () => {
+      const s = await status(pod);
+      const all = [...(s?.initContainers ?? []), ...(s?.containers ?? [])];
+      return all.length && all.every((c: Json) => c.state.terminated) ? s : undefined;
+    },
+    120_000,
+    `pod ${pod.metadata.name} to end`,
+  );
 const logOf = (pod: Json, container: string) =>
   sc.call("GET", "/getLogs", {
     Namespace: pod.metadata.namespace,
@@ -47,7 +51,13 @@ const logOf = (pod: Json, container: string) =>
     Opts: { Tail: 0, Bytes: 0, Timestamps: false, Follow: false, Previous: false, SinceSeconds: 0, SinceTime: "0001-01-01T00:00:00Z" },
   });
 
-const container = (name: string, script: string, volumeMounts: Json[]) => ({ name, image: "busybox:1.36", command: ["sh", "-c", script], resources: {}, volumeMounts });
+const container = (name: string, script: string, volumeMounts: Json[]) => ({
+  name,
+  image: "busybox:1.36",
+  command: ["sh", "-c", script],
+  resources: {},
+  volumeMounts,
+});
 const shared = { name: "shared", mountPath: "/shared" };
 
 /** Creates a pod, waits for its end, returns its status. */

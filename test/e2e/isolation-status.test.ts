@@ -6,7 +6,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -31,7 +31,9 @@ const tool = (sc: Sidecar, name: string, args: string[]) =>
   Bun.spawnSync([join(CONDOR_BIN, name), ...args], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } }).stdout.toString();
 /** Job ids in the queue whose ad says this pod UID now. */
 const claiming = (sc: Sidecar, podUid: string) =>
-  tool(sc, "condor_q", ["-allusers", "-constraint", `InterLinkPodUID == "${podUid}"`, "-af:j", "JobStatus"]).split("\n").filter(Boolean).map((l) => l.split(" ")[0]!);
+  tool(sc, "condor_q", ["-allusers", "-constraint", `InterLinkPodUID == "${podUid}"`, "-af:j", "JobStatus"]).split("\n").filter(Boolean).map((l) =>
+    l.split(" ")[0]!
+  );
 const inQueue = (sc: Sidecar, jid: string) => tool(sc, "condor_q", [jid, "-af:j", "JobStatus"]).trim() !== "";
 const statusOf = async (sc: Sidecar, p: Json): Promise<Json | undefined> => (JSON.parse((await sc.call("GET", "/status", [p])).body) as Json[])[0];
 const calls = (sc: Sidecar, name: string) =>
@@ -64,10 +66,14 @@ describe("a job that rewrites its identity (issue 12, class 4)", () => {
     await eventually(() => (claiming(sc, victim.pod.metadata.uid).includes(attackerJid) ? true : undefined), 60_000, "the attacker's chirp");
 
     // The victim reads its own job: running, never the forged "Completed".
-    const v = await eventually(async () => {
-      const st = await statusOf(sc, victim.pod);
-      return st?.containers[0].state.running ? st : undefined;
-    }, 60_000, "the victim running");
+    const v = await eventually(
+      async () => {
+        const st = await statusOf(sc, victim.pod);
+        return st?.containers[0].state.running ? st : undefined;
+      },
+      60_000,
+      "the victim running",
+    );
     expect(v.JID).toBe(victimJid);
     for (let i = 0; i < 5; i++) {
       const st = await statusOf(sc, victim.pod);
@@ -75,10 +81,14 @@ describe("a job that rewrites its identity (issue 12, class 4)", () => {
       await Bun.sleep(300);
     }
     // The attacker is failed, its job removed: what it reports no longer counts.
-    const a = await eventually(async () => {
-      const st = await statusOf(sc, attacker.pod);
-      return st?.containers[0].state.terminated ? st : undefined;
-    }, 30_000, "the attacker failed");
+    const a = await eventually(
+      async () => {
+        const st = await statusOf(sc, attacker.pod);
+        return st?.containers[0].state.terminated ? st : undefined;
+      },
+      30_000,
+      "the attacker failed",
+    );
     expect(a.containers[0].state.terminated).toMatchObject({ reason: "JobTampered", exitCode: 1 });
     expect(a.containers[0].state.terminated.message).toContain("InterLinkPodUID");
     await eventually(() => (inQueue(sc, attackerJid) ? undefined : true), 30_000, "the attacker's job removed");
@@ -90,10 +100,14 @@ describe("a job that rewrites its identity (issue 12, class 4)", () => {
     const sc = await start();
     const hider = pod("hider", { background: forge({ InterLinkSidecarId: "someone-else" }) });
     const jid = await create(sc, hider);
-    const st = await eventually(async () => {
-      const s = await statusOf(sc, hider.pod);
-      return s?.containers[0].state.terminated ? s : undefined;
-    }, 40_000, "the hider failed (well before the 60 s after which a missing job reads lost)");
+    const st = await eventually(
+      async () => {
+        const s = await statusOf(sc, hider.pod);
+        return s?.containers[0].state.terminated ? s : undefined;
+      },
+      40_000,
+      "the hider failed (well before the 60 s after which a missing job reads lost)",
+    );
     expect(st.containers[0].state.terminated).toMatchObject({ reason: "JobTampered" });
     expect(st.containers[0].state.terminated.message).toContain("InterLinkSidecarId");
     await eventually(() => (inQueue(sc, jid) ? undefined : true), 30_000, "the hider's job removed");

@@ -8,8 +8,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Json, dataEntry, makeCreateRequest, secretObject } from "../fixtures/pods.ts";
-import { CONDOR_BIN, type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
+import { dataEntry, type Json, makeCreateRequest, secretObject } from "../fixtures/pods.ts";
+import { CONDOR_BIN, eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
 import { attachTrace, execsWith, straceCheck } from "../render/harness.ts";
 
 const check = straceCheck();
@@ -26,18 +26,28 @@ let on: Sidecar;
 
 const LOG_OPTS = { Tail: 0, Bytes: 0, Timestamps: false, Follow: false, Previous: false, SinceSeconds: 0, SinceTime: "0001-01-01T00:00:00Z" };
 const logOf = (sc: Sidecar, pod: Json, container: string) =>
-  sc.call("GET", "/getLogs", { Namespace: pod.metadata.namespace, PodUID: pod.metadata.uid, PodName: pod.metadata.name, ContainerName: container, Opts: LOG_OPTS });
+  sc.call("GET", "/getLogs", {
+    Namespace: pod.metadata.namespace,
+    PodUID: pod.metadata.uid,
+    PodName: pod.metadata.name,
+    ContainerName: container,
+    Opts: LOG_OPTS,
+  });
 async function statusOf(sc: Sidecar, pod: Json): Promise<Json> {
   const r = await sc.call("GET", "/status", [pod]);
   expect(r.status).toBe(200);
   return (JSON.parse(r.body) as Json[])[0];
 }
 const allTerminated = (sc: Sidecar, pod: Json) =>
-  eventually(async () => {
-    const s = await statusOf(sc, pod);
-    const all = [...(s?.initContainers ?? []), ...(s?.containers ?? [])];
-    return all.length && all.every((c: Json) => c.state.terminated) ? s : undefined;
-  }, 120_000, `pod ${pod.metadata.name} to end`);
+  eventually(
+    async () => {
+      const s = await statusOf(sc, pod);
+      const all = [...(s?.initContainers ?? []), ...(s?.containers ?? [])];
+      return all.length && all.every((c: Json) => c.state.terminated) ? s : undefined;
+    },
+    120_000,
+    `pod ${pod.metadata.name} to end`,
+  );
 function jobsFor(sc: Sidecar, u: string): number {
   const env = { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" };
   const q = Bun.spawnSync([join(CONDOR_BIN, "condor_q"), "-allusers", "-af", "InterLinkPodUID"], { env });
@@ -47,7 +57,13 @@ function jobsFor(sc: Sidecar, u: string): number {
 
 /** A pod as interLink sends it with a job script: an init container, two containers, a secret in env. */
 function scriptPod(name: string, script: string): Json {
-  const main = { name: "main", image: "busybox:1.36", command: ["false"], resources: {}, env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "db", key: "pw" } } }] };
+  const main = {
+    name: "main",
+    image: "busybox:1.36",
+    command: ["false"],
+    resources: {},
+    env: [{ name: "PW", valueFrom: { secretKeyRef: { name: "db", key: "pw" } } }],
+  };
   return makeCreateRequest({
     metadata: { name, uid: uid() },
     spec: {
@@ -100,22 +116,29 @@ describe("the channel on", () => {
   beforeAll(async () => {
     gate = join(on.dir, "gate");
     const t = "problem" in check ? undefined : await attachTrace(check.strace, on.proc.pid, join(on.dir, "execve.trace"));
-    ok = scriptPod("script-ok", [
-      "#!/bin/bash",
-      'echo "script starts; CommandPrefix said: ${FROM_PREFIX:-nothing}"',
-      'echo "my mode: $(stat -c %a "$0")"',
-      // A digest, not the value: the secret on the script's own command line would spoil the audit.
-      `if [ "$(printenv PW | sha256sum | cut -c1-64)" = ${sum(SECRET)} ]; then echo "the secret is in my environment"; fi`,
-      `while [ ! -e ${gate} ]; do sleep 0.2; done`,
-      "echo script ends",
-      "",
-    ].join("\n"));
+    ok = scriptPod(
+      "script-ok",
+      [
+        "#!/bin/bash",
+        'echo "script starts; CommandPrefix said: ${FROM_PREFIX:-nothing}"',
+        'echo "my mode: $(stat -c %a "$0")"',
+        // A digest, not the value: the secret on the script's own command line would spoil the audit.
+        `if [ "$(printenv PW | sha256sum | cut -c1-64)" = ${sum(SECRET)} ]; then echo "the secret is in my environment"; fi`,
+        `while [ ! -e ${gate} ]; do sleep 0.2; done`,
+        "echo script ends",
+        "",
+      ].join("\n"),
+    );
     failing = scriptPod("script-fails", "#!/bin/bash\necho failing on purpose >&2\nexit 42\n");
     for (const req of [ok, failing]) expect((await on.call("POST", "/create", req)).status).toBe(200);
-    running = await eventually(async () => {
-      const s = await statusOf(on, ok.pod);
-      return s?.containers?.length === 2 && s.containers.every((c: Json) => c.state.running) ? s : undefined;
-    }, 120_000, "the script to run");
+    running = await eventually(
+      async () => {
+        const s = await statusOf(on, ok.pod);
+        return s?.containers?.length === 2 && s.containers.every((c: Json) => c.state.running) ? s : undefined;
+      },
+      120_000,
+      "the script to run",
+    );
     const dir = join(on.dataRoot, "pods", ok.pod.metadata.uid);
     podFolderMode = statSync(join(dir, "job-script.sh")).mode & 0o777;
     shipped = { sub: readFileSync(join(dir, "job.sub"), "utf8"), wrapper: readFileSync(join(dir, "job.sh"), "utf8") };
@@ -131,23 +154,38 @@ describe("the channel on", () => {
 
   test("then every container terminated with the script's exit code: 0", () => {
     expect(okFinal.initContainers.map((c: Json) => [c.name, c.state.terminated.reason, c.state.terminated.exitCode])).toEqual([["prepare", "Completed", 0]]);
-    expect(okFinal.containers.map((c: Json) => [c.name, c.state.terminated.reason, c.state.terminated.exitCode])).toEqual([["main", "Completed", 0], ["helper", "Completed", 0]]);
+    expect(okFinal.containers.map((c: Json) => [c.name, c.state.terminated.reason, c.state.terminated.exitCode])).toEqual([["main", "Completed", 0], [
+      "helper",
+      "Completed",
+      0,
+    ]]);
   });
 
   test("and a nonzero one: 42, Error, for every container; the init containers still Completed", () => {
-    expect(failingFinal.initContainers.map((c: Json) => [c.name, c.state.terminated.reason, c.state.terminated.exitCode])).toEqual([["prepare", "Completed", 0]]);
-    expect(failingFinal.containers.map((c: Json) => [c.name, c.state.terminated.reason, c.state.terminated.exitCode])).toEqual([["main", "Error", 42], ["helper", "Error", 42]]);
+    expect(failingFinal.initContainers.map((c: Json) => [c.name, c.state.terminated.reason, c.state.terminated.exitCode])).toEqual([[
+      "prepare",
+      "Completed",
+      0,
+    ]]);
+    expect(failingFinal.containers.map((c: Json) => [c.name, c.state.terminated.reason, c.state.terminated.exitCode])).toEqual([["main", "Error", 42], [
+      "helper",
+      "Error",
+      42,
+    ]]);
   });
 
   test("the first container's log is the script's output (stdout and stderr); the others' are empty", async () => {
     const main = await logOf(on, ok.pod, "main");
-    expect([main.status, main.body]).toEqual([200, [
-      "script starts; CommandPrefix said: prefix-ran-first",
-      "my mode: 700",
-      "the secret is in my environment",
-      "script ends",
-      "",
-    ].join("\n")]);
+    expect([main.status, main.body]).toEqual([
+      200,
+      [
+        "script starts; CommandPrefix said: prefix-ran-first",
+        "my mode: 700",
+        "the secret is in my environment",
+        "script ends",
+        "",
+      ].join("\n"),
+    ]);
     expect((await logOf(on, failing.pod, "main")).body).toBe("failing on purpose\n");
     for (const pod of [ok.pod, failing.pod]) {
       expect((await logOf(on, pod, "helper")).body).toBe("");

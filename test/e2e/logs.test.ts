@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { request } from "node:http";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -14,7 +14,13 @@ const uid = () => `1111bbbb-0000-4000-8000-${String(++n).padStart(12, "0")}`;
 
 const OPTS = { Tail: 0, Bytes: 0, Timestamps: false, Follow: false, Previous: false, SinceSeconds: 0, SinceTime: "0001-01-01T00:00:00Z" };
 const logs = (pod: Json, container: string, opts: Partial<typeof OPTS> = {}) =>
-  sc.call("GET", "/getLogs", { Namespace: pod.metadata.namespace, PodUID: pod.metadata.uid, PodName: pod.metadata.name, ContainerName: container, Opts: { ...OPTS, ...opts } });
+  sc.call("GET", "/getLogs", {
+    Namespace: pod.metadata.namespace,
+    PodUID: pod.metadata.uid,
+    PodName: pod.metadata.name,
+    ContainerName: container,
+    Opts: { ...OPTS, ...opts },
+  });
 
 function pod(name: string, script: string, spec: Json = {}) {
   return makeCreateRequest({
@@ -24,13 +30,31 @@ function pod(name: string, script: string, spec: Json = {}) {
 }
 
 /** getLogs with the raw bytes of the body and when each chunk arrived (ms after the request). */
-function rawLogs(pod: Json, container: string, opts: Partial<typeof OPTS> = {}, on?: { data?: (text: string) => void; req?: (r: ReturnType<typeof request>) => void }, target: Sidecar = sc) {
+function rawLogs(
+  pod: Json,
+  container: string,
+  opts: Partial<typeof OPTS> = {},
+  on?: { data?: (text: string) => void; req?: (r: ReturnType<typeof request>) => void },
+  target: Sidecar = sc,
+) {
   return new Promise<{ status: number; bytes: Buffer; body: string; arrivals: { at: number; n: number }[]; ms: number }>((resolve, reject) => {
-    const body = JSON.stringify({ Namespace: pod.metadata.namespace, PodUID: pod.metadata.uid, PodName: pod.metadata.name, ContainerName: container, Opts: { ...OPTS, ...opts } });
+    const body = JSON.stringify({
+      Namespace: pod.metadata.namespace,
+      PodUID: pod.metadata.uid,
+      PodName: pod.metadata.name,
+      ContainerName: container,
+      Opts: { ...OPTS, ...opts },
+    });
     const t0 = Date.now();
     const chunks: Buffer[] = [];
     const arrivals: { at: number; n: number }[] = [];
-    const req = request({ host: "127.0.0.1", port: target.port, method: "GET", path: "/getLogs", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+    const req = request({
+      host: "127.0.0.1",
+      port: target.port,
+      method: "GET",
+      path: "/getLogs",
+      headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+    }, (res) => {
       res.on("data", (c: Buffer) => {
         chunks.push(c);
         arrivals.push({ at: Date.now() - t0, n: c.length });
@@ -54,7 +78,8 @@ async function statusOf(p: Json) {
   return (JSON.parse(r.body) as Json[])[0];
 }
 const running = (p: Json) => eventually(async () => ((await statusOf(p))?.containers[0].state.running ? true : undefined), 60_000, "running");
-const done = (p: Json) => eventually(async () => ((await statusOf(p))?.containers.every((c: Json) => c.state.terminated) ? true : undefined), 90_000, "terminated");
+const done = (p: Json) =>
+  eventually(async () => ((await statusOf(p))?.containers.every((c: Json) => c.state.terminated) ? true : undefined), 90_000, "terminated");
 
 beforeAll(async () => {
   sc = await startSidecar();
@@ -127,7 +152,13 @@ describe("a 100 MB log", () => {
     let bytes = 0;
     await new Promise<void>((resolve, reject) => {
       const body = JSON.stringify({ Namespace: "default", PodUID: p.pod.metadata.uid, PodName: "chatty", ContainerName: "main", Opts: OPTS });
-      const req = request({ host: "127.0.0.1", port: sc.port, method: "GET", path: "/getLogs", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      const req = request({
+        host: "127.0.0.1",
+        port: sc.port,
+        method: "GET",
+        path: "/getLogs",
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      }, (res) => {
         res.on("data", (c: Buffer) => (bytes += c.length));
         res.on("end", () => resolve());
       });
@@ -145,10 +176,14 @@ describe("running pod", () => {
     const p = pod("live", "for i in 1 2 3; do echo line $i; done; sleep 30");
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
     await running(p.pod);
-    const body = await eventually(async () => {
-      const r = await logs(p.pod, "main");
-      return r.body === "line 1\nline 2\nline 3\n" ? r.body : undefined;
-    }, 20_000, "live log");
+    const body = await eventually(
+      async () => {
+        const r = await logs(p.pod, "main");
+        return r.body === "line 1\nline 2\nline 3\n" ? r.body : undefined;
+      },
+      20_000,
+      "live log",
+    );
     expect(body).toBe("line 1\nline 2\nline 3\n");
     expect((await logs(p.pod, "main", { Tail: 1 })).body).toBe("line 3\n");
     expect((await logs(p.pod, "main", { Timestamps: true })).body).toMatch(/^\d{4}-\d\d-\d\dT[^ ]+Z line 1\n/);
@@ -162,8 +197,20 @@ describe("running pod", () => {
     const arrivals: { at: number; text: string }[] = [];
     const t0 = Date.now();
     const status = await new Promise<number>((resolve, reject) => {
-      const body = JSON.stringify({ Namespace: "default", PodUID: p.pod.metadata.uid, PodName: "follow", ContainerName: "main", Opts: { ...OPTS, Follow: true } });
-      const req = request({ host: "127.0.0.1", port: sc.port, method: "GET", path: "/getLogs", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      const body = JSON.stringify({
+        Namespace: "default",
+        PodUID: p.pod.metadata.uid,
+        PodName: "follow",
+        ContainerName: "main",
+        Opts: { ...OPTS, Follow: true },
+      });
+      const req = request({
+        host: "127.0.0.1",
+        port: sc.port,
+        method: "GET",
+        path: "/getLogs",
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      }, (res) => {
         res.on("data", (c: Buffer) => arrivals.push({ at: Date.now() - t0, text: c.toString() }));
         res.on("end", () => resolve(res.statusCode ?? 0));
       });
@@ -186,8 +233,20 @@ describe("running pod", () => {
     await running(p.pod);
     const tailsBefore = countTails();
     await new Promise<void>((resolve) => {
-      const body = JSON.stringify({ Namespace: "default", PodUID: p.pod.metadata.uid, PodName: "hangup", ContainerName: "main", Opts: { ...OPTS, Follow: true } });
-      const req = request({ host: "127.0.0.1", port: sc.port, method: "GET", path: "/getLogs", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      const body = JSON.stringify({
+        Namespace: "default",
+        PodUID: p.pod.metadata.uid,
+        PodName: "hangup",
+        ContainerName: "main",
+        Opts: { ...OPTS, Follow: true },
+      });
+      const req = request({
+        host: "127.0.0.1",
+        port: sc.port,
+        method: "GET",
+        path: "/getLogs",
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      }, (res) => {
         res.once("data", () => {
           req.destroy();
           resolve();
@@ -223,10 +282,14 @@ describe("running pod: every option (docs/interlink.md#get-getlogs, docs/interli
     const p = pod("live-since", "echo early; sleep 5; echo late; sleep 60");
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
     await running(p.pod);
-    const stamped = await eventually(async () => {
-      const lines = (await logs(p.pod, "main", { Timestamps: true })).body.trimEnd().split("\n");
-      return lines.length === 2 ? lines : undefined;
-    }, 30_000, "both lines");
+    const stamped = await eventually(
+      async () => {
+        const lines = (await logs(p.pod, "main", { Timestamps: true })).body.trimEnd().split("\n");
+        return lines.length === 2 ? lines : undefined;
+      },
+      30_000,
+      "both lines",
+    );
     const lateAt = stamped[1]!.split(" ")[0]!;
     expect((await logs(p.pod, "main", { SinceTime: lateAt })).body).toBe("late\n");
     expect((await logs(p.pod, "main", { SinceSeconds: 3600 })).body).toBe("early\nlate\n");
@@ -238,12 +301,18 @@ describe("running pod: every option (docs/interlink.md#get-getlogs, docs/interli
 
   test("docs/interlink.md#get-getlogs Previous on a running pod: the instance before the last restart", async () => {
     // /tmp is the job's own (sandbox/tmp): it survives a restart of the container.
-    const p = pod("live-prev", "if [ -e /tmp/ran ]; then echo second run; sleep 60; fi; touch /tmp/ran; echo first run; exit 1", { restartPolicy: "OnFailure" });
+    const p = pod("live-prev", "if [ -e /tmp/ran ]; then echo second run; sleep 60; fi; touch /tmp/ran; echo first run; exit 1", {
+      restartPolicy: "OnFailure",
+    });
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
-    await eventually(async () => {
-      const c = (await statusOf(p.pod))?.containers[0];
-      return c?.restartCount === 1 && c.state.running ? true : undefined;
-    }, 60_000, "second run");
+    await eventually(
+      async () => {
+        const c = (await statusOf(p.pod))?.containers[0];
+        return c?.restartCount === 1 && c.state.running ? true : undefined;
+      },
+      60_000,
+      "second run",
+    );
     expect((await logs(p.pod, "main", { Previous: true })).body).toBe("first run\n");
     await eventually(async () => ((await logs(p.pod, "main")).body === "second run\n" ? true : undefined), 20_000, "current log");
     await sc.call("POST", "/delete", p.pod);
@@ -391,7 +460,9 @@ describe("errors and edge cases", () => {
     expect(r.body).toBe("");
   });
   test("Previous: the log of the instance before the last restart", async () => {
-    const p = pod("restarts", "if [ -e /tmp/again ]; then echo second run; exit 0; fi; touch /tmp/again; echo first run; exit 1", { restartPolicy: "OnFailure" });
+    const p = pod("restarts", "if [ -e /tmp/again ]; then echo second run; exit 0; fi; touch /tmp/again; echo first run; exit 1", {
+      restartPolicy: "OnFailure",
+    });
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
     await done(p.pod);
     expect((await logs(p.pod, "main", { Previous: true })).body).toBe("first run\n");
@@ -428,10 +499,14 @@ describe("shutdown", () => {
     try {
       const p = pod("endless", "while true; do echo x; sleep 0.5; done");
       expect((await own.call("POST", "/create", p)).status).toBe(200);
-      await eventually(async () => {
-        const s = JSON.parse((await own.call("GET", "/status", [p.pod])).body)[0];
-        return s?.containers[0].state.running ? true : undefined;
-      }, 60_000, "running");
+      await eventually(
+        async () => {
+          const s = JSON.parse((await own.call("GET", "/status", [p.pod])).body)[0];
+          return s?.containers[0].state.running ? true : undefined;
+        },
+        60_000,
+        "running",
+      );
       let got = false;
       const follow = rawLogs(p.pod, "main", { Follow: true }, { data: () => (got = true) }, own);
       await eventually(() => (got ? true : undefined), 20_000, "first bytes");

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { request } from "node:http";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -54,12 +54,19 @@ afterAll(async () => {
 
 describe("GET /metrics (issue 15)", () => {
   test("the families move as the sidecar works; label values are bounded; promtool accepts the text", async () => {
-    const pod = makeCreateRequest({ metadata: { name: "measured", uid }, spec: { containers: [{ name: "main", image: "busybox", command: ["sh", "-c", "echo hi; exit 3"], resources: {} }] } });
+    const pod = makeCreateRequest({
+      metadata: { name: "measured", uid },
+      spec: { containers: [{ name: "main", image: "busybox", command: ["sh", "-c", "echo hi; exit 3"], resources: {} }] },
+    });
     expect((await sc.call("POST", "/create", pod)).status).toBe(200);
-    await eventually(async () => {
-      const st = JSON.parse((await sc.call("GET", "/status", [pod.pod])).body) as Json[];
-      return st[0]?.containers[0].state.terminated ? true : undefined;
-    }, 60_000, "the pod to end");
+    await eventually(
+      async () => {
+        const st = JSON.parse((await sc.call("GET", "/status", [pod.pod])).body) as Json[];
+        return st[0]?.containers[0].state.terminated ? true : undefined;
+      },
+      60_000,
+      "the pod to end",
+    );
     await sc.call("GET", "/getLogs", { Namespace: "default", PodUID: uid, PodName: "measured", ContainerName: "main", Opts: {} });
     expect((await sc.call("GET", "/status", [])).status).toBe(200); // the ping
     await sc.call("GET", "/no-such-route");

@@ -5,7 +5,7 @@ import { afterAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -48,7 +48,7 @@ test("kill -9 during a burst of creates: zero lost pods, zero duplicate jobs", a
         if (res.status === 200) answers.set(r.pod.metadata.uid, JSON.parse(res.body).PodJID);
       },
       () => undefined,
-    ),
+    )
   );
   await eventually(() => (answers.size >= 4 ? true : undefined), 30_000, "some creates to finish");
   await sc.kill9();
@@ -83,10 +83,14 @@ test("a lost store file is rebuilt from the schedd on start", async () => {
   for (const f of ["state.db", "state.db-wal", "state.db-shm"]) rmSync(join(sc.dataRoot, f), { force: true });
   sc = await startSidecar({ dir: sc.dir });
   expect(sc.log()).toContain("adopted a job from the schedd");
-  const s = await eventually(async () => {
-    const st = JSON.parse((await sc!.call("GET", "/status", [r.pod])).body) as Json[];
-    return st[0]?.containers[0]?.state.terminated ? st[0] : undefined;
-  }, 60_000, "the adopted pod to finish");
+  const s = await eventually(
+    async () => {
+      const st = JSON.parse((await sc!.call("GET", "/status", [r.pod])).body) as Json[];
+      return st[0]?.containers[0]?.state.terminated ? st[0] : undefined;
+    },
+    60_000,
+    "the adopted pod to finish",
+  );
   expect(s.JID).toBe(jid);
   expect(s.containers[0].state.terminated.exitCode).toBe(5);
 }, 120_000);
@@ -96,10 +100,14 @@ test("kill -9 during a delete: after the restart the job is removed and the pod'
   sc = await startSidecar();
   const r = pod(200, "sleep 300");
   await sc.call("POST", "/create", r);
-  await eventually(async () => {
-    const st = JSON.parse((await sc!.call("GET", "/status", [r.pod])).body) as Json[];
-    return st[0]?.containers[0]?.state.running ? true : undefined;
-  }, 30_000, "running");
+  await eventually(
+    async () => {
+      const st = JSON.parse((await sc!.call("GET", "/status", [r.pod])).body) as Json[];
+      return st[0]?.containers[0]?.state.running ? true : undefined;
+    },
+    30_000,
+    "running",
+  );
   const { writeFileSync, existsSync } = await import("node:fs");
   writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ tools: { condor_rm: "hang" } }));
   const pending = sc.call("POST", "/delete", r.pod).catch(() => undefined);
@@ -116,7 +124,9 @@ test("kill -9 during a delete: after the restart the job is removed and the pod'
 }, 120_000);
 
 function jobsInQueue(home: string, uid: string): number {
-  const r = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-af", "InterLinkPodUID"], { env: { MINICONDOR_HOME: home, MINICONDOR_ALLOW_ROOT: "1" } });
+  const r = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-af", "InterLinkPodUID"], {
+    env: { MINICONDOR_HOME: home, MINICONDOR_ALLOW_ROOT: "1" },
+  });
   return r.stdout.toString().split("\n").filter((l) => l.trim() === uid).length;
 }
 
@@ -125,14 +135,24 @@ test("a lost store after the job has finished: the pod is adopted from the histo
   sc = await startSidecar();
   const r = pod(300, "echo done-before-the-loss; exit 7");
   const jid = JSON.parse((await sc.call("POST", "/create", r)).body).PodJID;
-  await eventually(() => (jobsByUid(sc!.home).get(r.pod.metadata.uid) && jobsInQueue(sc!.home, r.pod.metadata.uid) === 0 ? true : undefined), 60_000, "the job to leave the queue");
+  await eventually(
+    () => (jobsByUid(sc!.home).get(r.pod.metadata.uid) && jobsInQueue(sc!.home, r.pod.metadata.uid) === 0 ? true : undefined),
+    60_000,
+    "the job to leave the queue",
+  );
   await sc.stop();
   for (const f of ["state.db", "state.db-wal", "state.db-shm"]) rmSync(join(sc.dataRoot, f), { force: true });
   sc = await startSidecar({ dir: sc.dir });
   const st = JSON.parse((await sc.call("GET", "/status", [r.pod])).body) as Json[];
   expect(st[0].JID).toBe(jid);
   expect(st[0].containers[0].state.terminated.exitCode).toBe(7);
-  const logs = await sc.call("GET", "/getLogs", { Namespace: "default", PodUID: r.pod.metadata.uid, PodName: r.pod.metadata.name, ContainerName: "main", Opts: {} });
+  const logs = await sc.call("GET", "/getLogs", {
+    Namespace: "default",
+    PodUID: r.pod.metadata.uid,
+    PodName: r.pod.metadata.name,
+    ContainerName: "main",
+    Opts: {},
+  });
   expect(logs.body).toBe("done-before-the-loss\n");
 }, 120_000);
 
@@ -150,7 +170,11 @@ test("kill -9 mid-create, restarted while the schedd is down: reconcile runs whe
   await sc.kill9();
   await Promise.all(pending);
   // The orphaned condor_submit processes go on and queue both jobs; then the schedd goes down.
-  await eventually(() => (jobsInQueue(sc!.home, a.pod.metadata.uid) + jobsInQueue(sc!.home, b.pod.metadata.uid) === 2 ? true : undefined), 30_000, "both jobs queued");
+  await eventually(
+    () => (jobsInQueue(sc!.home, a.pod.metadata.uid) + jobsInQueue(sc!.home, b.pod.metadata.uid) === 2 ? true : undefined),
+    30_000,
+    "both jobs queued",
+  );
   writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ scheddDown: true }));
   sc = await startSidecar({ dir: sc.dir });
   expect(sc.log()).toContain("could not reconcile with the schedd at start");
@@ -161,10 +185,14 @@ test("kill -9 mid-create, restarted while the schedd is down: reconcile runs whe
   expect((await sc.call("POST", "/delete", a.pod)).status).toBe(200);
   await eventually(() => (jobsInQueue(sc!.home, a.pod.metadata.uid) === 0 ? true : undefined), 30_000, "a's job to be removed");
   // b: the reaper reconciles it, and status follows its job.
-  const running = await eventually(async () => {
-    const st = JSON.parse((await sc!.call("GET", "/status", [b.pod])).body) as Json[];
-    return st[0]?.containers[0]?.state.running ? st[0] : undefined;
-  }, 30_000, "b running");
+  const running = await eventually(
+    async () => {
+      const st = JSON.parse((await sc!.call("GET", "/status", [b.pod])).body) as Json[];
+      return st[0]?.containers[0]?.state.running ? st[0] : undefined;
+    },
+    30_000,
+    "b running",
+  );
   expect(running.JID).toMatch(/^\d+\.0$/);
   await sc.call("POST", "/delete", b.pod);
   expect(jobsByUid(sc.home).get(b.pod.metadata.uid)?.size).toBe(1);

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, ROOT, type Sidecar, eventually, startSidecar } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, ROOT, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -27,12 +27,18 @@ const tool = (sc: Sidecar, name: string, args: string[]) =>
   Bun.spawnSync([join(CONDOR_BIN, name), ...args], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } }).stdout.toString();
 const statusOf = async (sc: Sidecar, p: Json): Promise<Json | undefined> => (JSON.parse((await sc.call("GET", "/status", [p])).body) as Json[])[0];
 const submits = (sc: Sidecar) =>
-  existsSync(join(sc.home, "calls.log")) ? readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").filter((l) => l.split(" ")[1] === "condor_submit").length : 0;
+  existsSync(join(sc.home, "calls.log"))
+    ? readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").filter((l) => l.split(" ")[1] === "condor_submit").length
+    : 0;
 async function terminated(sc: Sidecar, p: Json, what: string): Promise<Json> {
-  return eventually(async () => {
-    const st = await statusOf(sc, p.pod);
-    return st?.containers?.every((c: Json) => c.state.terminated) ? st : undefined;
-  }, 60_000, what);
+  return eventually(
+    async () => {
+      const st = await statusOf(sc, p.pod);
+      return st?.containers?.every((c: Json) => c.state.terminated) ? st : undefined;
+    },
+    60_000,
+    what,
+  );
 }
 
 const started: Sidecar[] = [];
@@ -59,7 +65,7 @@ DefaultFlavor: big
 `;
 
 describe("flavors (docs/pod-to-job.md#flavors)", () => {
-  test("the issue's example: big on a one-container pod gives RequestCpus 3, RequestMemory 5120 and SiteFlavor = \"big\"", async () => {
+  test('the issue\'s example: big on a one-container pod gives RequestCpus 3, RequestMemory 5120 and SiteFlavor = "big"', async () => {
     const sc = await startSidecar({ config: FLAVORS });
     started.push(sc);
     const p = pod("flavored", { annotations: { "htcondor-job.vk.io/flavor": "big" }, containers: 3 });

@@ -18,7 +18,13 @@ export interface HttpResult {
   headers: Record<string, string | string[] | undefined>;
 }
 
-export function http(port: number, method: string, path: string, body?: unknown, opts: { raw?: string; timeoutMs?: number; session?: string } = {}): Promise<HttpResult> {
+export function http(
+  port: number,
+  method: string,
+  path: string,
+  body?: unknown,
+  opts: { raw?: string; timeoutMs?: number; session?: string } = {},
+): Promise<HttpResult> {
   const payload = opts.raw ?? (body === undefined ? undefined : JSON.stringify(body));
   return new Promise((res, rej) => {
     const req = request(
@@ -27,7 +33,11 @@ export function http(port: number, method: string, path: string, body?: unknown,
         port,
         method,
         path,
-        headers: { "content-type": "application/json", "InterLink-Http-Session": opts.session ?? `Test#${Math.floor(Math.random() * 1e6)}`, ...(payload !== undefined ? { "content-length": Buffer.byteLength(payload) } : {}) },
+        headers: {
+          "content-type": "application/json",
+          "InterLink-Http-Session": opts.session ?? `Test#${Math.floor(Math.random() * 1e6)}`,
+          ...(payload !== undefined ? { "content-length": Buffer.byteLength(payload) } : {}),
+        },
         timeout: opts.timeoutMs ?? 60_000,
       },
       (r) => {

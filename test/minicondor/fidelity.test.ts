@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { cleanup, createHome, homePids, runTool, setConfig, setFaults, toolPath, waitFor, type RunResult } from "./src/testkit.ts";
-import { Ad, evalExpr, afValue, adToJson } from "./src/classad.ts";
+import { cleanup, createHome, homePids, type RunResult, runTool, setConfig, setFaults, toolPath, waitFor } from "./src/testkit.ts";
+import { Ad, adToJson, afValue, evalExpr } from "./src/classad.ts";
 import { pidAlive, pidsWithEnv, pidsWithEnvEntry } from "./src/common.ts";
 
 const ENV = { MINICONDOR_ALLOW_ROOT: "1" };
@@ -19,8 +19,11 @@ function newHome(opts: Parameters<typeof createHome>[0] = {}): string {
   homes.push(h);
   return h;
 }
-const run = (tool: string, args: string[] = [], o: { cwd?: string; stdin?: string; timeoutMs?: number; env?: Record<string, string>; home?: string } = {}): Promise<RunResult> =>
-  runTool(o.home ?? home, tool, args, { cwd: o.cwd ?? work, stdin: o.stdin, timeoutMs: o.timeoutMs, env: { ...ENV, ...(o.env ?? {}) } });
+const run = (
+  tool: string,
+  args: string[] = [],
+  o: { cwd?: string; stdin?: string; timeoutMs?: number; env?: Record<string, string>; home?: string } = {},
+): Promise<RunResult> => runTool(o.home ?? home, tool, args, { cwd: o.cwd ?? work, stdin: o.stdin, timeoutMs: o.timeoutMs, env: { ...ENV, ...(o.env ?? {}) } });
 
 function writeFile(name: string, text: string, mode = 0o644, dir = work): string {
   const p = path.join(dir, name);
@@ -130,13 +133,14 @@ describe("ClassAd evaluator (docs/htcondor.md#conventions-of-every-tool constrai
     expect(ev('regexp("^al", Owner, "i")')).toBe("true");
     expect(ev("E * 2")).toBe("6");
     expect(ev("R * 2")).toBe("3.0");
-    expect(ev('(CompletionDate ?: 7)')).toBe("7");
+    expect(ev("(CompletionDate ?: 7)")).toBe("7");
     expect(ev('JobStatus == 2 ? "r" : "x"')).toBe("r");
     expect(ev('versionGE(split("$CondorVersion: 25.14.0 x $")[1], "25.12.0")')).toBe("true");
   });
   test("JSON writer: sorted case-insensitively, expressions as \\/Expr(...)\\/ (docs/htcondor.md#json-output)", () => {
     expect(adToJson(Ad.fromObject({ b: "1", A: "2.0", E: "a+b", s: '"q\\"t"', u: "undefined" }))).toBe(
-      '{\n  "A": 2.0,\n  "b": 1,\n  "E": "\\/Expr(a + b)\\/",\n  "s": "q\\"t",\n  "u": null\n}');
+      '{\n  "A": 2.0,\n  "b": 1,\n  "E": "\\/Expr(a + b)\\/",\n  "s": "q\\"t",\n  "u": null\n}',
+    );
   });
 });
 
@@ -157,7 +161,9 @@ describe("condor_submit (docs/htcondor.md#condor_submit)", () => {
     expect(r.stdout).toMatch(/^Submitting job\(s\)\.\.\n2 job\(s\) submitted to cluster \d+\.\n$/);
   });
   test("stdin with -terse - (docs/htcondor.md#transcript-more submit-stdin)", async () => {
-    const r = await run("condor_submit", ["-terse", "-"], { stdin: "executable=/bin/echo\narguments=from stdin\noutput=stdin.$(Cluster).out\nlog=stdin.log\nqueue 3\n" });
+    const r = await run("condor_submit", ["-terse", "-"], {
+      stdin: "executable=/bin/echo\narguments=from stdin\noutput=stdin.$(Cluster).out\nlog=stdin.log\nqueue 3\n",
+    });
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^(\d+)\.0 - \1\.2\n$/);
     const c = r.stdout.split(".")[0]!;
@@ -165,7 +171,10 @@ describe("condor_submit (docs/htcondor.md#condor_submit)", () => {
     expect(fs.readFileSync(path.join(work, `stdin.${c}.out`), "utf8")).toBe("from stdin\n");
   });
   test("-append overrides the file; -batch-name sets JobBatchName (docs/htcondor.md#condor_submit-options, docs/htcondor.md#transcript-more)", async () => {
-    writeFile("hello.sub", "executable = /bin/echo\narguments = hello\noutput = hello.$(Cluster).$(Process).out\nlog = hello.log\nbatch_name = fromfile\nqueue\n");
+    writeFile(
+      "hello.sub",
+      "executable = /bin/echo\narguments = hello\noutput = hello.$(Cluster).$(Process).out\nlog = hello.log\nbatch_name = fromfile\nqueue\n",
+    );
     const r = await run("condor_submit", ["-terse", "hello.sub", "-append", "arguments=appended", "-batch-name", "run42"]);
     expect(r.code).toBe(0);
     const c = r.stdout.split(".")[0]!;
@@ -198,9 +207,17 @@ describe("condor_submit (docs/htcondor.md#condor_submit)", () => {
     const asRoot = { MINICONDOR_OWNER: "root", MINICONDOR_ALLOW_ROOT: "0" };
     let r = await runTool(home, "condor_submit", ["-batch-name", "refused-root", path.join(work, "two-root.sub")], { cwd: work, env: asRoot });
     // the attributes go out without acks: a dot per proc, then the commit fails
-    expect(r).toEqual({ code: 1, stdout: "Submitting job(s)..", stderr: '\nERROR: Failed to commit job submission into the queue.\nERROR: Setting job owner to "root" is not permitted\n' });
+    expect(r).toEqual({
+      code: 1,
+      stdout: "Submitting job(s)..",
+      stderr: '\nERROR: Failed to commit job submission into the queue.\nERROR: Setting job owner to "root" is not permitted\n',
+    });
     r = await runTool(home, "condor_submit", ["-terse", "-batch-name", "refused-root", path.join(work, "two-root.sub")], { cwd: work, env: asRoot });
-    expect(r).toEqual({ code: 1, stdout: "", stderr: '\nERROR: Failed to commit job submission into the queue.\nERROR: Setting job owner to "root" is not permitted\n' });
+    expect(r).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: '\nERROR: Failed to commit job submission into the queue.\nERROR: Setting job owner to "root" is not permitted\n',
+    });
     // nothing was queued
     expect((await run("condor_q", ["-allusers", "-constraint", 'JobBatchName == "refused-root"', "-af", "ClusterId"])).stdout).toBe("");
   });
@@ -226,7 +243,7 @@ queue
     expect(j.Project).toBe("abc");
     expect(j.Num).toBe(3);
     expect(j.Expr).toBe("/Expr(JobStatus == 1 && Num > 2)/");
-    expect(j.Requirements).toStartWith("/Expr((Num > 1) && (TARGET.Arch == \"X86_64\")");
+    expect(j.Requirements).toStartWith('/Expr((Num > 1) && (TARGET.Arch == "X86_64")');
     expect(j.AcctGroup).toBe("grp");
     expect(j.WantIOProxy).toBe(true);
     expect(j.JobMaxVacateTime).toBeUndefined(); // only when job_max_vacate_time is given
@@ -264,14 +281,18 @@ describe("jobs really run", () => {
     expect(h.LastRemoteHost).toMatch(/^slot1_\d+@/);
     expect(h.RemoteHost).toBeUndefined();
     const log = fs.readFileSync(path.join(work, "e3.log"), "utf8");
-    expect(log).toMatch(new RegExp(`^000 \\(${String(c).padStart(3, "0")}\\.000\\.000\\) \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d Job submitted from host: <`));
+    expect(log).toMatch(
+      new RegExp(`^000 \\(${String(c).padStart(3, "0")}\\.000\\.000\\) \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d Job submitted from host: <`),
+    );
     expect(log).toContain("001 (");
     expect(log).toContain("Job terminated.\n\t(1) Normal termination (return value 3)\n");
   });
   test("the job environment has no PATH, only HTCondor's variables (docs/htcondor.md#the-complete-job-environment)", async () => {
-    const c = await submit("executable = /usr/bin/env\noutput = env.out\nenvironment = \"FOO=bar\"\nshould_transfer_files = YES\nqueue\n");
+    const c = await submit('executable = /usr/bin/env\noutput = env.out\nenvironment = "FOO=bar"\nshould_transfer_files = YES\nqueue\n');
     await waitDone(`${c}.0`);
-    const env = Object.fromEntries(fs.readFileSync(path.join(work, "env.out"), "utf8").trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+    const env = Object.fromEntries(
+      fs.readFileSync(path.join(work, "env.out"), "utf8").trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+    );
     expect(env.PATH).toBeUndefined();
     expect(env.FOO).toBe("bar");
     expect(env.BATCH_SYSTEM).toBe("HTCondor");
@@ -286,11 +307,41 @@ describe("jobs really run", () => {
     expect(env.NVIDIA_VISIBLE_DEVICES).toBe("none");
     expect(fs.existsSync(path.join(env._CONDOR_BIN!, "..", "libexec", "condor_chirp"))).toBe(true);
     expect(Object.keys(env).filter((k) => !k.startsWith("_CONDOR_ANCESTOR_")).sort()).toEqual([
-      "APPTAINER_CACHEDIR", "BATCH_SYSTEM", "CONDOR_STARTER_PID", "CUBACORES", "CUDA_VISIBLE_DEVICES", "FOO", "GOMAXPROCS", "GPU_DEVICE_ORDINAL", "HOME",
-      "JULIA_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS", "NVIDIA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "OMP_THREAD_LIMIT", "OPENBLAS_NUM_THREADS",
-      "PYTHON_CPU_COUNT", "ROOT_MAX_THREADS", "SINGULARITY_CACHEDIR", "TEMP", "TF_LOOP_PARALLEL_ITERATIONS", "TF_NUM_THREADS", "TMP", "TMPDIR",
-      "_CHIRP_DELAYED_UPDATE_PREFIX", "_CONDOR_AssignedGPUs", "_CONDOR_BIN", "_CONDOR_CHIRP_CONFIG", "_CONDOR_JOB_AD", "_CONDOR_JOB_IWD", "_CONDOR_JOB_PIDS",
-      "_CONDOR_MACHINE_AD", "_CONDOR_SCRATCH_DIR", "_CONDOR_SLOT"].sort());
+      "APPTAINER_CACHEDIR",
+      "BATCH_SYSTEM",
+      "CONDOR_STARTER_PID",
+      "CUBACORES",
+      "CUDA_VISIBLE_DEVICES",
+      "FOO",
+      "GOMAXPROCS",
+      "GPU_DEVICE_ORDINAL",
+      "HOME",
+      "JULIA_NUM_THREADS",
+      "MKL_NUM_THREADS",
+      "NUMEXPR_NUM_THREADS",
+      "NVIDIA_VISIBLE_DEVICES",
+      "OMP_NUM_THREADS",
+      "OMP_THREAD_LIMIT",
+      "OPENBLAS_NUM_THREADS",
+      "PYTHON_CPU_COUNT",
+      "ROOT_MAX_THREADS",
+      "SINGULARITY_CACHEDIR",
+      "TEMP",
+      "TF_LOOP_PARALLEL_ITERATIONS",
+      "TF_NUM_THREADS",
+      "TMP",
+      "TMPDIR",
+      "_CHIRP_DELAYED_UPDATE_PREFIX",
+      "_CONDOR_AssignedGPUs",
+      "_CONDOR_BIN",
+      "_CONDOR_CHIRP_CONFIG",
+      "_CONDOR_JOB_AD",
+      "_CONDOR_JOB_IWD",
+      "_CONDOR_JOB_PIDS",
+      "_CONDOR_MACHINE_AD",
+      "_CONDOR_SCRATCH_DIR",
+      "_CONDOR_SLOT",
+    ].sort());
   });
   test("the default should_transfer_files = IF_NEEDED transfers: the job runs in its scratch dir (docs/htcondor.md#submit-file-rules)", async () => {
     // the EP's FileSystemDomain differs from the AP's, as on any pool whose EPs are other machines
@@ -314,10 +365,14 @@ should_transfer_files = YES
 queue
 `);
     await waitDone(`${c}.0`);
-    expect(fs.readFileSync(path.join(work, "args.out"), "utf8")).toBe(`[one]\n["two"]\n[spacey 'quoted' argument]\none=[1] two=["2"] three=[spacey 'quoted' value]\n`);
+    expect(fs.readFileSync(path.join(work, "args.out"), "utf8")).toBe(
+      `[one]\n["two"]\n[spacey 'quoted' argument]\none=[1] two=["2"] three=[spacey 'quoted' value]\n`,
+    );
     const h = JSON.parse((await run("condor_history", ["-json", `${c}.0`, "-attributes", "Arguments,Environment"])).stdout)[0];
     expect(h.Arguments).toBe(`one "two" 'spacey ''quoted'' argument'`);
-    const c2 = await submit("executable = args.sh\narguments = old syntax\nenvironment = one=1;two=2\noutput = args2.out\nshould_transfer_files = YES\nqueue\n");
+    const c2 = await submit(
+      "executable = args.sh\narguments = old syntax\nenvironment = one=1;two=2\noutput = args2.out\nshould_transfer_files = YES\nqueue\n",
+    );
     await waitDone(`${c2}.0`);
     expect(fs.readFileSync(path.join(work, "args2.out"), "utf8")).toBe("[old]\n[syntax]\none=[1] two=[2] three=[]\n");
     expect(await histAf(`${c2}.0`, ["Args"])).toBe("old syntax\n");
@@ -327,7 +382,9 @@ queue
     writeFile("in/d/b.txt", "B\n");
     writeFile("in/e/c.txt", "C\n");
     writeFile("xfer.sh", "#!/bin/bash\ncat a.txt d/b.txt c.txt > cat.txt\nmkdir -p state/sub\necho s > state/sub/s.txt\necho junk > junk.txt\n", 0o755);
-    const c = await submit("executable = xfer.sh\ntransfer_input_files = in/a.txt, in/d, in/e/\ntransfer_output_files = cat.txt, state, missing.txt\nshould_transfer_files = YES\nqueue\n");
+    const c = await submit(
+      "executable = xfer.sh\ntransfer_input_files = in/a.txt, in/d, in/e/\ntransfer_output_files = cat.txt, state, missing.txt\nshould_transfer_files = YES\nqueue\n",
+    );
     expect(await waitDone(`${c}.0`)).toBe("4");
     expect(fs.readFileSync(path.join(work, "cat.txt"), "utf8")).toBe("A\nB\nC\n");
     expect(fs.readFileSync(path.join(work, "state/sub/s.txt"), "utf8")).toBe("s\n");
@@ -352,7 +409,9 @@ describe("condor_q / condor_history output (docs/htcondor.md#condor_q, docs/htco
   test("-json shape: [\\n{...}\\n,\\n{...}\\n]\\n, -attributes limits keys (docs/htcondor.md#json-output, docs/htcondor.md#transcript-multi)", async () => {
     const c = await submit("executable = /bin/true\nhold = true\nqueue 2\n");
     const r = await run("condor_q", ["-json", "-attributes", "ClusterId,ProcId,JobStatus,NoSuchAttr", String(c)]);
-    expect(r.stdout).toBe(`[\n{\n  "ClusterId": ${c},\n  "JobStatus": 5,\n  "ProcId": 0\n}\n,\n{\n  "ClusterId": ${c},\n  "JobStatus": 5,\n  "ProcId": 1\n}\n]\n`);
+    expect(r.stdout).toBe(
+      `[\n{\n  "ClusterId": ${c},\n  "JobStatus": 5,\n  "ProcId": 0\n}\n,\n{\n  "ClusterId": ${c},\n  "JobStatus": 5,\n  "ProcId": 1\n}\n]\n`,
+    );
     const full = await run("condor_q", ["-json", `${c}.1`]);
     const keys = [...full.stdout.matchAll(/^ {2}"([^"]+)":/gm)].map((m) => m[1]!);
     expect(keys).toEqual([...keys].sort((a, b) => a.toLowerCase().localeCompare(b.toLowerCase())));
@@ -380,22 +439,26 @@ describe("condor_q / condor_history output (docs/htcondor.md#condor_q, docs/htco
     expect(bad.code).toBe(1);
     expect((await run("condor_rm", [String(c)])).code).toBe(0);
   }, 30_000);
-  test("condor_history: newest first, -forwards, -limit, -match, -scanlimit, -jsonl (docs/htcondor.md#condor_history, docs/htcondor.md#transcript-more hist-af)", async () => {
-    const c = await submit("executable = /bin/true\nqueue 3\n");
-    await waitDone(`${c}.2`);
-    await waitDone(`${c}.0`);
-    await waitDone(`${c}.1`);
-    const back = (await run("condor_history", [String(c), "-af", "ProcId"])).stdout.trim().split("\n");
-    const fwd = (await run("condor_history", [String(c), "-forwards", "-af", "ProcId"])).stdout.trim().split("\n");
-    expect(fwd).toEqual([...back].reverse());
-    expect((await run("condor_history", [String(c), "-limit", "2", "-af", "ProcId"])).stdout.trim().split("\n").length).toBe(2);
-    expect((await run("condor_history", [String(c), "-match", "1", "-af", "ProcId"])).stdout.trim().split("\n").length).toBe(1);
-    expect((await run("condor_history", ["-scanlimit", "1", "-af", "ProcId"])).stdout.trim().split("\n").length).toBe(1);
-    const jl = (await run("condor_history", [String(c), "-jsonl", "-attributes", "ClusterId,ProcId"])).stdout.trim().split("\n");
-    expect(JSON.parse(jl[0]!).ClusterId).toBe(c);
-    const hj = await run("condor_history", ["-json", "-constraint", `ClusterId == ${c}`, "-attributes", "ClusterId,ProcId,ExitCode"]);
-    expect(hj.stdout).toMatch(/^\[\n\{\n {2}"ClusterId": \d+,\n {2}"ExitCode": 0,\n {2}"ProcId": \d\n\}\n,\n\{/);
-  }, 30_000);
+  test(
+    "condor_history: newest first, -forwards, -limit, -match, -scanlimit, -jsonl (docs/htcondor.md#condor_history, docs/htcondor.md#transcript-more hist-af)",
+    async () => {
+      const c = await submit("executable = /bin/true\nqueue 3\n");
+      await waitDone(`${c}.2`);
+      await waitDone(`${c}.0`);
+      await waitDone(`${c}.1`);
+      const back = (await run("condor_history", [String(c), "-af", "ProcId"])).stdout.trim().split("\n");
+      const fwd = (await run("condor_history", [String(c), "-forwards", "-af", "ProcId"])).stdout.trim().split("\n");
+      expect(fwd).toEqual([...back].reverse());
+      expect((await run("condor_history", [String(c), "-limit", "2", "-af", "ProcId"])).stdout.trim().split("\n").length).toBe(2);
+      expect((await run("condor_history", [String(c), "-match", "1", "-af", "ProcId"])).stdout.trim().split("\n").length).toBe(1);
+      expect((await run("condor_history", ["-scanlimit", "1", "-af", "ProcId"])).stdout.trim().split("\n").length).toBe(1);
+      const jl = (await run("condor_history", [String(c), "-jsonl", "-attributes", "ClusterId,ProcId"])).stdout.trim().split("\n");
+      expect(JSON.parse(jl[0]!).ClusterId).toBe(c);
+      const hj = await run("condor_history", ["-json", "-constraint", `ClusterId == ${c}`, "-attributes", "ClusterId,ProcId,ExitCode"]);
+      expect(hj.stdout).toMatch(/^\[\n\{\n {2}"ClusterId": \d+,\n {2}"ExitCode": 0,\n {2}"ProcId": \d\n\}\n,\n\{/);
+    },
+    30_000,
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -433,7 +496,9 @@ describe("condor_rm / condor_hold / condor_release (docs/htcondor.md#condor_rm-c
     await waitQ(`${c}.1`, ["JobStatus"], "2");
     let r = await run("condor_hold", [`${c}.1`]);
     expect(r).toEqual({ code: 0, stdout: `Job ${c}.1 held\n`, stderr: "" });
-    const q = JSON.parse((await run("condor_q", ["-json", `${c}.1`, "-attributes", "ClusterId,ProcId,JobStatus,HoldReason,HoldReasonCode,HoldReasonSubCode"])).stdout)[0];
+    const q = JSON.parse(
+      (await run("condor_q", ["-json", `${c}.1`, "-attributes", "ClusterId,ProcId,JobStatus,HoldReason,HoldReasonCode,HoldReasonSubCode"])).stdout,
+    )[0];
     expect(q).toEqual({ ClusterId: c, ProcId: 1, JobStatus: 5, HoldReason: q.HoldReason, HoldReasonCode: 1, HoldReasonSubCode: 0 });
     expect(q.HoldReason).toMatch(/^via condor_hold \(by user .+\)$/);
     r = await run("condor_hold", [`${c}.1`]);
@@ -450,7 +515,7 @@ describe("condor_rm / condor_hold / condor_release (docs/htcondor.md#condor_rm-c
     const log = fs.readFileSync(path.join(work, "hold.log"), "utf8");
     expect(log).toContain("Job was held.\n\tvia condor_hold (by user ");
     expect(log).toContain("Job was released.\n\tvia condor_release (by user ");
-    const me = (await qAf(`${c}.0`, ["Owner"]));
+    const me = await qAf(`${c}.0`, ["Owner"]);
     r = await run("condor_hold", ["-constraint", `ClusterId == ${c}`]);
     expect(r.stdout).toBe(`All jobs matching constraint (ClusterId == ${c}) have been held\n`);
     r = await run("condor_rm", [me]);
@@ -470,45 +535,56 @@ describe("condor_rm / condor_hold / condor_release (docs/htcondor.md#condor_rm-c
     expect(Date.now() - t0).toBeGreaterThan(900);
     expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).length).toBe(0);
   }, 30_000);
-  test("stop = one soft kill to the job's own pid, SIGKILL to everything after JobMaxVacateTime (issue 3 condor_rm; docs/htcondor.md#clusters-users-and-constraints-one-summary-line)", async () => {
-    // the starter signals the job process only (kill_sig / remove_kill_sig / hold_kill_sig, default SIGTERM):
-    // a child in the same process group hears nothing until the hard kill
-    writeFile("stopme.sh", `#!/bin/bash
+  test(
+    "stop = one soft kill to the job's own pid, SIGKILL to everything after JobMaxVacateTime (issue 3 condor_rm; docs/htcondor.md#clusters-users-and-constraints-one-summary-line)",
+    async () => {
+      // the starter signals the job process only (kill_sig / remove_kill_sig / hold_kill_sig, default SIGTERM):
+      // a child in the same process group hears nothing until the hard kill
+      writeFile(
+        "stopme.sh",
+        `#!/bin/bash
 log=$1
 trap 'echo term >> $log.main' TERM
 trap 'echo usr1 >> $log.main' USR1
 ( trap 'echo term >> $log.child' TERM; while :; do sleep 0.1; done ) &
 echo $! > $log.childpid
 while :; do sleep 0.1; done
-`, 0o755);
-    const stopFiles = (tag: string) => path.join(work, `stop-${tag}`);
-    const started = async (tag: string) => waitFor(() => fs.existsSync(stopFiles(tag) + ".childpid") && fs.readFileSync(stopFiles(tag) + ".childpid", "utf8").trim() !== "", 10_000);
-    const lines = (f: string) => (fs.existsSync(f) ? fs.readFileSync(f, "utf8").trim().split("\n") : []);
-    const rmTag = "rm";
-    const c = await submit(`executable = stopme.sh\narguments = ${stopFiles(rmTag)}\njob_max_vacate_time = 2\nshould_transfer_files = YES\nqueue\n`);
-    await waitQ(`${c}.0`, ["JobStatus"], "2");
-    await started(rmTag);
-    const childPid = Number(fs.readFileSync(stopFiles(rmTag) + ".childpid", "utf8"));
-    const t0 = Date.now();
-    expect((await run("condor_rm", [`${c}.0`])).code).toBe(0);
-    expect(await waitDone(`${c}.0`)).toBe("3");
-    expect(Date.now() - t0).toBeGreaterThan(1800); // the job trapped TERM: only the hard kill ended it
-    expect(lines(stopFiles(rmTag) + ".main")).toEqual(["term"]);
-    expect(lines(stopFiles(rmTag) + ".child")).toEqual([]);
-    expect(pidAlive(childPid)).toBe(false);
-    // hold_kill_sig picks the signal of condor_hold
-    const holdTag = "hold";
-    const h = await submit(`executable = stopme.sh\narguments = ${stopFiles(holdTag)}\njob_max_vacate_time = 1\nhold_kill_sig = SIGUSR1\nshould_transfer_files = YES\nqueue\n`);
-    await waitQ(`${h}.0`, ["JobStatus"], "2");
-    await started(holdTag);
-    expect(await qAf(`${h}.0`, ["HoldKillSig"])).toBe("SIGUSR1");
-    expect((await run("condor_hold", [`${h}.0`])).code).toBe(0);
-    await waitFor(async () => !(await run("condor_status", ["-af", "JobId"])).stdout.includes(`${h}.0`), 10_000);
-    expect(lines(stopFiles(holdTag) + ".main")).toEqual(["usr1"]);
-    expect(lines(stopFiles(holdTag) + ".child")).toEqual([]);
-    expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).length).toBe(0);
-    await run("condor_rm", [String(h)]);
-  }, 30_000);
+`,
+        0o755,
+      );
+      const stopFiles = (tag: string) => path.join(work, `stop-${tag}`);
+      const started = async (tag: string) =>
+        waitFor(() => fs.existsSync(stopFiles(tag) + ".childpid") && fs.readFileSync(stopFiles(tag) + ".childpid", "utf8").trim() !== "", 10_000);
+      const lines = (f: string) => (fs.existsSync(f) ? fs.readFileSync(f, "utf8").trim().split("\n") : []);
+      const rmTag = "rm";
+      const c = await submit(`executable = stopme.sh\narguments = ${stopFiles(rmTag)}\njob_max_vacate_time = 2\nshould_transfer_files = YES\nqueue\n`);
+      await waitQ(`${c}.0`, ["JobStatus"], "2");
+      await started(rmTag);
+      const childPid = Number(fs.readFileSync(stopFiles(rmTag) + ".childpid", "utf8"));
+      const t0 = Date.now();
+      expect((await run("condor_rm", [`${c}.0`])).code).toBe(0);
+      expect(await waitDone(`${c}.0`)).toBe("3");
+      expect(Date.now() - t0).toBeGreaterThan(1800); // the job trapped TERM: only the hard kill ended it
+      expect(lines(stopFiles(rmTag) + ".main")).toEqual(["term"]);
+      expect(lines(stopFiles(rmTag) + ".child")).toEqual([]);
+      expect(pidAlive(childPid)).toBe(false);
+      // hold_kill_sig picks the signal of condor_hold
+      const holdTag = "hold";
+      const h = await submit(
+        `executable = stopme.sh\narguments = ${stopFiles(holdTag)}\njob_max_vacate_time = 1\nhold_kill_sig = SIGUSR1\nshould_transfer_files = YES\nqueue\n`,
+      );
+      await waitQ(`${h}.0`, ["JobStatus"], "2");
+      await started(holdTag);
+      expect(await qAf(`${h}.0`, ["HoldKillSig"])).toBe("SIGUSR1");
+      expect((await run("condor_hold", [`${h}.0`])).code).toBe(0);
+      await waitFor(async () => !(await run("condor_status", ["-af", "JobId"])).stdout.includes(`${h}.0`), 10_000);
+      expect(lines(stopFiles(holdTag) + ".main")).toEqual(["usr1"]);
+      expect(lines(stopFiles(holdTag) + ".child")).toEqual([]);
+      expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).length).toBe(0);
+      await run("condor_rm", [String(h)]);
+    },
+    30_000,
+  );
   test("job_max_vacate_time = 0 stays 0: no grace at all; unset means no attribute (docs/htcondor.md#transcript-hello q-json-idle)", async () => {
     writeFile("deaf.sh", "#!/bin/bash\ntrap '' TERM\nwhile :; do sleep 0.1; done\n", 0o755);
     const c = await submit("executable = deaf.sh\njob_max_vacate_time = 0\nshould_transfer_files = YES\nqueue\n");
@@ -521,22 +597,28 @@ while :; do sleep 0.1; done
     expect(await waitDone(`${c}.0`)).toBe("3");
     expect(Date.now() - t0).toBeLessThan(5000); // far from the 10 s a job without job_max_vacate_time gets
   });
-  test("cluster and -constraint together act on their intersection, one summary line (docs/htcondor.md#clusters-users-and-constraints-one-summary-line)", async () => {
-    const a = await submit("executable = /bin/true\nhold = true\nqueue 3\n");
-    const b = await submit("executable = sleeper.sh\nshould_transfer_files = YES\nhold = true\nqueue 2\n");
-    let r = await run("condor_rm", [String(a), "-constraint", "ProcId == 1"]);
-    expect(r).toEqual({ code: 0, stdout: `All jobs matching constraint ((ClusterId == ${a}) && (ProcId == 1)) have been marked for removal\n`, stderr: "" });
-    expect((await run("condor_q", [String(a), String(b), "-af:j", "JobStatus"])).stdout).toBe(`${a}.0 5\n${a}.2 5\n${b}.0 5\n${b}.1 5\n`);
-    r = await run("condor_release", ["-constraint", "ProcId == 0", String(b)]);
-    expect(r).toEqual({ code: 0, stdout: `All jobs matching constraint ((ClusterId == ${b}) && (ProcId == 0)) have been released\n`, stderr: "" });
-    expect((await run("condor_q", [String(a), String(b), "-af:j", "JobStatus"])).stdout).toMatch(new RegExp(`^${a}\\.0 5\n${a}\\.2 5\n${b}\\.0 [12]\n${b}\\.1 5\n$`));
-    // several clusters: one request, ORed, one line
-    r = await run("condor_hold", [String(a), String(b)]);
-    expect(r).toEqual({ code: 0, stdout: `All jobs matching constraint (ClusterId == ${a} || ClusterId == ${b}) have been held\n`, stderr: "" });
-    r = await run("condor_rm", [String(a), "-constraint", "ProcId == 7"]);
-    expect(r).toEqual({ code: 1, stdout: "", stderr: `\nCouldn't find/remove all jobs matching constraint ((ClusterId == ${a}) && (ProcId == 7))\n` });
-    expect((await run("condor_rm", [String(a), String(b)])).code).toBe(0);
-  }, 30_000);
+  test(
+    "cluster and -constraint together act on their intersection, one summary line (docs/htcondor.md#clusters-users-and-constraints-one-summary-line)",
+    async () => {
+      const a = await submit("executable = /bin/true\nhold = true\nqueue 3\n");
+      const b = await submit("executable = sleeper.sh\nshould_transfer_files = YES\nhold = true\nqueue 2\n");
+      let r = await run("condor_rm", [String(a), "-constraint", "ProcId == 1"]);
+      expect(r).toEqual({ code: 0, stdout: `All jobs matching constraint ((ClusterId == ${a}) && (ProcId == 1)) have been marked for removal\n`, stderr: "" });
+      expect((await run("condor_q", [String(a), String(b), "-af:j", "JobStatus"])).stdout).toBe(`${a}.0 5\n${a}.2 5\n${b}.0 5\n${b}.1 5\n`);
+      r = await run("condor_release", ["-constraint", "ProcId == 0", String(b)]);
+      expect(r).toEqual({ code: 0, stdout: `All jobs matching constraint ((ClusterId == ${b}) && (ProcId == 0)) have been released\n`, stderr: "" });
+      expect((await run("condor_q", [String(a), String(b), "-af:j", "JobStatus"])).stdout).toMatch(
+        new RegExp(`^${a}\\.0 5\n${a}\\.2 5\n${b}\\.0 [12]\n${b}\\.1 5\n$`),
+      );
+      // several clusters: one request, ORed, one line
+      r = await run("condor_hold", [String(a), String(b)]);
+      expect(r).toEqual({ code: 0, stdout: `All jobs matching constraint (ClusterId == ${a} || ClusterId == ${b}) have been held\n`, stderr: "" });
+      r = await run("condor_rm", [String(a), "-constraint", "ProcId == 7"]);
+      expect(r).toEqual({ code: 1, stdout: "", stderr: `\nCouldn't find/remove all jobs matching constraint ((ClusterId == ${a}) && (ProcId == 7))\n` });
+      expect((await run("condor_rm", [String(a), String(b)])).code).toBe(0);
+    },
+    30_000,
+  );
   test("a job killed by a signal: ExitBySignal/ExitSignal; stray children killed at exit (docs/htcondor.md#job-status-and-job-attributes)", async () => {
     writeFile("selfkill.sh", "#!/bin/bash\nsleep 300 &\nkill -9 $$\n", 0o755);
     const c = await submit("executable = selfkill.sh\nshould_transfer_files = YES\nqueue\n");
@@ -551,8 +633,16 @@ describe("-name, -pool, -remote: this machine's schedd and collector are the onl
   // minicondor's default host: the short host name (README, config "host")
   const host = () => os.hostname().split(".")[0] || "localhost";
   test("condor_q (docs/htcondor.md#remote-schedds-and-condor_q-errors)", async () => {
-    expect(await run("condor_q", ["-name", "nosuch.example.org", "-af", "ClusterId"])).toEqual({ code: 1, stdout: "", stderr: "Error: Collector has no record of schedd/submitter\n" });
-    expect(await run("condor_q", ["-name", host(), "-pool", "cm.example.org:9618", "-af", "ClusterId"])).toEqual({ code: 1, stdout: "", stderr: "Error: Couldn't contact the condor_collector on cm.example.org:9618.\n" });
+    expect(await run("condor_q", ["-name", "nosuch.example.org", "-af", "ClusterId"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "Error: Collector has no record of schedd/submitter\n",
+    });
+    expect(await run("condor_q", ["-name", host(), "-pool", "cm.example.org:9618", "-af", "ClusterId"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "Error: Couldn't contact the condor_collector on cm.example.org:9618.\n",
+    });
     expect((await run("condor_q", ["-name", host(), "-pool", "localhost:9618", "-af", "ClusterId"])).code).toBe(0);
     // -scanlimit and -match are condor_history's options (queue.cpp processCommandLineArguments has neither)
     for (const opt of ["-scanlimit", "-match"]) {
@@ -565,8 +655,16 @@ describe("-name, -pool, -remote: this machine's schedd and collector are the onl
   });
   test("condor_submit: -name, -pool, -remote = -name + -spool (docs/htcondor.md#condor_submit-exit-codes-and-errors, docs/htcondor.md#condor_submit-options)", async () => {
     writeFile("remote.sub", "executable = /bin/true\nshould_transfer_files = YES\nqueue\n");
-    expect(await run("condor_submit", ["-terse", "-name", "nosuch.example.org", "remote.sub"])).toEqual({ code: 1, stdout: "", stderr: "\nERROR: Can't find address of schedd nosuch.example.org\n" });
-    expect(await run("condor_submit", ["-terse", "-remote", "nosuch.example.org", "remote.sub"])).toEqual({ code: 1, stdout: "", stderr: "\nERROR: Can't find address of schedd nosuch.example.org\n" });
+    expect(await run("condor_submit", ["-terse", "-name", "nosuch.example.org", "remote.sub"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "\nERROR: Can't find address of schedd nosuch.example.org\n",
+    });
+    expect(await run("condor_submit", ["-terse", "-remote", "nosuch.example.org", "remote.sub"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "\nERROR: Can't find address of schedd nosuch.example.org\n",
+    });
     expect((await run("condor_submit", ["-terse", "-name", host(), "-pool", "cm.example.org", "remote.sub"])).code).toBe(1);
     const r = await run("condor_submit", ["-terse", "-remote", host(), "-pool", "localhost", "remote.sub"]);
     expect(r.code).toBe(0);
@@ -578,23 +676,55 @@ describe("-name, -pool, -remote: this machine's schedd and collector are the onl
   });
   test("condor_rm / condor_hold: an unknown schedd (docs/htcondor.md#clusters-users-and-constraints-one-summary-line, src/condor_rm.V6/rm.cpp)", async () => {
     // without -pool the tool asks the collector itself; with -pool the schedd lookup fails
-    expect(await run("condor_rm", ["-name", "nosuch.example.org", "1.0"])).toEqual({ code: 1, stdout: "", stderr: "Error: cannot get address of schedd nosuch.example.org\n" });
-    expect(await run("condor_hold", ["-name", "nosuch.example.org", "-pool", "localhost", "1.0"])).toEqual({ code: 1, stdout: "", stderr: "condor_hold: Can't find address for schedd nosuch.example.org\n" });
+    expect(await run("condor_rm", ["-name", "nosuch.example.org", "1.0"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "Error: cannot get address of schedd nosuch.example.org\n",
+    });
+    expect(await run("condor_hold", ["-name", "nosuch.example.org", "-pool", "localhost", "1.0"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "condor_hold: Can't find address for schedd nosuch.example.org\n",
+    });
     expect((await run("condor_rm", ["-name", host(), "999999.0"])).stderr).toBe("\nJob 999999.0 not found\n");
   });
   test("condor_history (docs/htcondor.md#condor_history)", async () => {
-    expect(await run("condor_history", ["-name", "nosuch.example.org", "-json"])).toEqual({ code: 1, stdout: "", stderr: "Unable to locate remote schedd (name=nosuch.example.org, pool=).\n" });
-    expect(await run("condor_history", ["-name", host(), "-pool", "cm.example.org", "-json"])).toEqual({ code: 1, stdout: "", stderr: `Unable to locate remote schedd (name=${host()}, pool=cm.example.org).\n` });
+    expect(await run("condor_history", ["-name", "nosuch.example.org", "-json"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "Unable to locate remote schedd (name=nosuch.example.org, pool=).\n",
+    });
+    expect(await run("condor_history", ["-name", host(), "-pool", "cm.example.org", "-json"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: `Unable to locate remote schedd (name=${host()}, pool=cm.example.org).\n`,
+    });
     expect((await run("condor_history", ["-name", host(), "-json", "999999.0"])).stdout).toBe("[\n]\n");
   });
   test("condor_tail (docs/htcondor.md#condor_tail, src/condor_tools/tail.cpp)", async () => {
-    expect(await run("condor_tail", ["-name", "nosuch.example.org", "999999.0"])).toEqual({ code: 1, stdout: "", stderr: "No such schedd named nosuch.example.org in local pool\n" });
-    expect(await run("condor_tail", ["-pool", "cm.example.org", "-name", host(), "999999.0"])).toEqual({ code: 1, stdout: "", stderr: `No such schedd named ${host()} in pool cm.example.org\n` });
+    expect(await run("condor_tail", ["-name", "nosuch.example.org", "999999.0"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "No such schedd named nosuch.example.org in local pool\n",
+    });
+    expect(await run("condor_tail", ["-pool", "cm.example.org", "-name", host(), "999999.0"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: `No such schedd named ${host()} in pool cm.example.org\n`,
+    });
     expect(await run("condor_tail", ["-name", host(), "999999.0"])).toEqual({ code: 1, stdout: "", stderr: "No such job: 999999.0\n" });
   });
   test("condor_transfer_data (docs/htcondor.md#condor_transfer_data, src/condor_tools/transfer_data.cpp)", async () => {
-    expect(await run("condor_transfer_data", ["-name", "nosuch.example.org", "1"])).toEqual({ code: 1, stdout: "", stderr: "condor_transfer_data: Can't find address for schedd nosuch.example.org\n" });
-    expect(await run("condor_transfer_data", ["-name", host(), "-pool", "localhost", "999999"])).toEqual({ code: 0, stdout: "Fetching data files...\n", stderr: "" });
+    expect(await run("condor_transfer_data", ["-name", "nosuch.example.org", "1"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "condor_transfer_data: Can't find address for schedd nosuch.example.org\n",
+    });
+    expect(await run("condor_transfer_data", ["-name", host(), "-pool", "localhost", "999999"])).toEqual({
+      code: 0,
+      stdout: "Fetching data files...\n",
+      stderr: "",
+    });
   });
   test("condor_status has no -name; -pool and -debug are fine (docs/htcondor.md#condor_status, src/condor_status.V6/status.cpp firstPass)", async () => {
     const r = await run("condor_status", ["-name", host(), "-af", "Name"]);
@@ -618,10 +748,15 @@ describe("slots and condor_status (docs/htcondor.md#condor_status, docs/htcondor
     const big = await submit("executable = /bin/true\nrequest_memory = 2G\nqueue\n", [], o);
     const t = await run("condor_status", ["-totals"], o);
     expect(t.code).toBe(0);
-    expect(t.stdout).toBe("\n               Total Owner Claimed Unclaimed Matched Preempting  Drain Backfill BkIdle\n\n" +
-      "  X86_64/LINUX     2     0       1         1       0          0      0        0      0\n\n" +
-      "         Total     2     0       1         1       0          0      0        0      0\n");
-    const js = JSON.parse((await run("condor_status", ["-json", "-attributes", "Name,State,Activity,Cpus,Memory,SlotType", "-constraint", 'SlotType == "Partitionable"'], o)).stdout);
+    expect(t.stdout).toBe(
+      "\n               Total Owner Claimed Unclaimed Matched Preempting  Drain Backfill BkIdle\n\n" +
+        "  X86_64/LINUX     2     0       1         1       0          0      0        0      0\n\n" +
+        "         Total     2     0       1         1       0          0      0        0      0\n",
+    );
+    const js = JSON.parse(
+      (await run("condor_status", ["-json", "-attributes", "Name,State,Activity,Cpus,Memory,SlotType", "-constraint", 'SlotType == "Partitionable"'], o))
+        .stdout,
+    );
     expect(js[0]).toEqual({ Activity: "Idle", Cpus: 0, Memory: 896, Name: js[0].Name, SlotType: "Partitionable", State: "Unclaimed" });
     expect(js[0].Name).toMatch(/^slot1@/);
     const af = await run("condor_status", ["-af", "TotalCpus", "TotalMemory", "TotalGPUs", "Arch", "OpSys"], o);
@@ -639,7 +774,9 @@ describe("slots and condor_status (docs/htcondor.md#condor_status, docs/htcondor
 describe("condor_chirp (docs/htcondor.md#condor_chirp, docs/htcondor.md#what-condor_chirp-does-to-strings)", () => {
   test("set_job_attr is visible in condor_q at once; string table; get_job_attr; ulog; delayed", async () => {
     setConfig(home, { scheddIdleExitMs: 1500, pollMs: 50, delayedUpdateMs: 300 });
-    writeFile("chirp.sh", `#!/bin/bash
+    writeFile(
+      "chirp.sh",
+      `#!/bin/bash
 chirp=$_CONDOR_BIN/../libexec/condor_chirp
 $chirp set_job_attr ChirpTestAttr '"set-by-chirp"'; echo "rc=$?"
 $chirp set_job_attr ChirpTestNum 42
@@ -656,11 +793,23 @@ $chirp set_job_attr_delayed ChirpDelayedAttr 7; echo "rcd=$?"
 $chirp ulog "hello from chirp ulog"; echo "rcu=$?"
 touch chirped
 sleep 30
-`, 0o755);
+`,
+      0o755,
+    );
     const c = await submit("executable = chirp.sh\noutput = chirp.out\nlog = chirp.log\n+WantIOProxy = true\nshould_transfer_files = YES\nqueue\n");
     await waitFor(async () => (await qAf(`${c}.0`, ["S7"])) === "7", 15_000);
     const j = JSON.parse((await run("condor_q", ["-json", `${c}.0`, "-attributes", "ChirpTestAttr,ChirpTestNum,S1,S2,S3,S4,S5,S6,S7"])).stdout)[0];
-    expect(j).toEqual({ ChirpTestAttr: "set-by-chirp", ChirpTestNum: 42, S1: "plain text", S2: 'dq "inside" end', S3: "bs \\\\ end", S4: "sq ' end", S5: null, S6: null, S7: 7 });
+    expect(j).toEqual({
+      ChirpTestAttr: "set-by-chirp",
+      ChirpTestNum: 42,
+      S1: "plain text",
+      S2: 'dq "inside" end',
+      S3: "bs \\\\ end",
+      S4: "sq ' end",
+      S5: null,
+      S6: null,
+      S7: 7,
+    });
     expect(await qAf(`${c}.0`, ["S3", "S5", "S6"])).toBe("bs \\\\ end undefined undefined");
     await waitFor(async () => (await qAf(`${c}.0`, ["ChirpDelayedAttr"])) === "7", 10_000);
     await waitFor(() => fs.readFileSync(path.join(home, "calls.log"), "utf8").includes('condor_chirp ["ulog"'), 10_000);
@@ -675,25 +824,35 @@ sleep 30
     expect(await histAf(`${c}.0`, ["ChirpTestAttr", "ChirpDelayedAttr"])).toBe("set-by-chirp 7\n");
   }, 30_000);
   test("without WantIOProxy: Error 22 on stdout, exit 255; get_job_attr (null); outside a job (docs/htcondor.md#key-observations)", async () => {
-    writeFile("nochirp.sh", `#!/bin/bash
+    writeFile(
+      "nochirp.sh",
+      `#!/bin/bash
 chirp=$_CONDOR_BIN/../libexec/condor_chirp
 $chirp set_job_attr Foo 1 > sj.txt; echo "rc=$?" >> sj.txt
 $chirp get_job_attr ClusterId > gj.txt
 $chirp set_job_attr_delayed ChirpX 1; echo "rcd=$?" >> sj.txt
-`, 0o755);
+`,
+      0o755,
+    );
     const c = await submit("executable = nochirp.sh\nshould_transfer_files = YES\ntransfer_output_files = sj.txt, gj.txt\nqueue\n");
     await waitDone(`${c}.0`);
     expect(fs.readFileSync(path.join(work, "sj.txt"), "utf8")).toBe("\tError: 22 (Invalid argument)\nrc=255\nrcd=0\n");
     expect(fs.readFileSync(path.join(work, "gj.txt"), "utf8")).toBe("(null)\n");
     const r = await runTool(home, "condor_chirp", ["set_job_attr", "Foo", "1"], { cwd: work });
-    expect(r).toEqual({ code: 255, stdout: "\tError: 2 (No such file or directory)\n", stderr: "Can't open ./.chirp.config file\ncannot chirp_connect to condor_starter\n" });
+    expect(r).toEqual({
+      code: 255,
+      stdout: "\tError: 2 (No such file or directory)\n",
+      stderr: "Can't open ./.chirp.config file\ncannot chirp_connect to condor_starter\n",
+    });
   });
 });
 
 // ---------------------------------------------------------------------------------------------
 describe("condor_tail (docs/htcondor.md#condor_tail, docs/htcondor.md#transcript-sleeper / docs/htcondor.md#transcript-tail_f / docs/htcondor.md#transcript-tail_idle)", () => {
   test("stdout, -no-stdout -stderr, -maxbytes, unauthorized file, -f, not in queue, idle hangs", async () => {
-    const c = await submit("executable = sleeper.sh\noutput = tail.out\nerror = tail.err\ntransfer_output_files = ok.txt\nshould_transfer_files = YES\nqueue\n");
+    const c = await submit(
+      "executable = sleeper.sh\noutput = tail.out\nerror = tail.err\ntransfer_output_files = ok.txt\nshould_transfer_files = YES\nqueue\n",
+    );
     await waitQ(`${c}.0`, ["JobStatus"], "2");
     await Bun.sleep(700);
     let r = await run("condor_tail", [`${c}.0`]);
@@ -732,10 +891,14 @@ describe("condor_tail (docs/htcondor.md#condor_tail, docs/htcondor.md#transcript
     const o = { home: h };
     const c = await submit("executable = sleeper.sh\noutput = race.out\nshould_transfer_files = YES\nqueue\n", [], o);
     await waitQ(`${c}.0`, ["JobStatus"], "2", o);
-    const scratch = await waitFor(() => {
-      const dirs = fs.readdirSync(path.join(h, "execute")).map((d) => path.join(h, "execute", d, "scratch"));
-      return dirs.find((d) => fs.existsSync(path.join(d, "_condor_stdout")));
-    }, 5000, 50);
+    const scratch = await waitFor(
+      () => {
+        const dirs = fs.readdirSync(path.join(h, "execute")).map((d) => path.join(h, "execute", d, "scratch"));
+        return dirs.find((d) => fs.existsSync(path.join(d, "_condor_stdout")));
+      },
+      5000,
+      50,
+    );
     expect((await run("condor_tail", [`${c}.0`], o)).code).toBe(0);
     fs.rmSync(scratch!, { recursive: true, force: true });
     expect(await qAf(`${c}.0`, ["JobStatus"], o)).toBe("2");
@@ -750,21 +913,29 @@ describe("condor_tail (docs/htcondor.md#condor_tail, docs/htcondor.md#transcript
 describe("-spool and condor_transfer_data (docs/htcondor.md#condor_submit-options, docs/htcondor.md#condor_transfer_data, docs/htcondor.md#transcript-spool)", () => {
   test("held with code 16, released, runs in the spool, stays with status 4 until transfer_data", async () => {
     const sd = path.join(work, "spooldir");
-    writeFile("spool.sh", "#!/bin/bash\necho \"spool job\"\ncat input.txt\necho result > result.txt\necho err >&2\n", 0o755, sd);
+    writeFile("spool.sh", '#!/bin/bash\necho "spool job"\ncat input.txt\necho result > result.txt\necho err >&2\n', 0o755, sd);
     writeFile("input.txt", "input data\n", 0o644, sd);
-    writeFile("spool.sub", "executable = spool.sh\noutput = spool.$(Cluster).$(Process).out\nerror = spool.$(Cluster).$(Process).err\nlog = spool.log\ntransfer_input_files = input.txt\nshould_transfer_files = YES\nqueue\n", 0o644, sd);
+    writeFile(
+      "spool.sub",
+      "executable = spool.sh\noutput = spool.$(Cluster).$(Process).out\nerror = spool.$(Cluster).$(Process).err\nlog = spool.log\ntransfer_input_files = input.txt\nshould_transfer_files = YES\nqueue\n",
+      0o644,
+      sd,
+    );
     let r = await run("condor_submit", ["-spool", "-terse", "spool.sub"], { cwd: sd });
     expect(r.code).toBe(0);
     const c = Number(r.stdout.split(".")[0]);
     fs.writeFileSync(path.join(sd, "input.txt"), "changed after submit\n");
-    const q = JSON.parse((await run("condor_q", ["-json", `${c}.0`, "-attributes", "ClusterId,ProcId,JobStatus,HoldReason,HoldReasonCode,Iwd,LeaveJobInQueue"])).stdout)[0];
+    const q = JSON.parse(
+      (await run("condor_q", ["-json", `${c}.0`, "-attributes", "ClusterId,ProcId,JobStatus,HoldReason,HoldReasonCode,Iwd,LeaveJobInQueue"])).stdout,
+    )[0];
     expect(q.JobStatus).toBe(5);
     expect(q.HoldReasonCode).toBe(16);
     expect(q.HoldReason).toBe("Spooling input data files");
     expect(q.Iwd).toBe(path.join(home, "spool", String(c), "0", `cluster${c}.proc0.subproc0`));
     expect(q.LeaveJobInQueue).toBe("/Expr(JobStatus == 4 && (time() - (CompletionDate ?: time())) < 864000 && (StageOutFinish ?: 0) < EnteredCurrentStatus)/");
     await waitQ(`${c}.0`, ["JobStatus"], "4");
-    const done = JSON.parse((await run("condor_q", ["-json", `${c}.0`, "-attributes", "JobStatus,SUBMIT_Iwd,ExitCode,SpooledOutputFiles,StageOutFinish"])).stdout)[0];
+    const done =
+      JSON.parse((await run("condor_q", ["-json", `${c}.0`, "-attributes", "JobStatus,SUBMIT_Iwd,ExitCode,SpooledOutputFiles,StageOutFinish"])).stdout)[0];
     expect(done).toEqual({ ExitCode: 0, JobStatus: 4, SpooledOutputFiles: "result.txt", SUBMIT_Iwd: sd });
     expect(fs.existsSync(path.join(sd, `spool.${c}.0.out`))).toBe(false);
     r = await run("condor_transfer_data", [`${c}.0`]);
@@ -775,7 +946,7 @@ describe("-spool and condor_transfer_data (docs/htcondor.md#condor_submit-option
     expect(fs.readFileSync(path.join(sd, "result.txt"), "utf8")).toBe("result\n");
     // docs/htcondor.md#transcript-spool q-after-transfer: still in the queue, status 4, StageOutFinish set,
     // LeaveJobInQueue false
-    expect((await qAf(`${c}.0`, ["ClusterId", "ProcId", "JobStatus", "StageOutFinish", "LeaveJobInQueue"]))).toMatch(new RegExp(`^${c} 0 4 \\d+ false$`));
+    expect(await qAf(`${c}.0`, ["ClusterId", "ProcId", "JobStatus", "StageOutFinish", "LeaveJobInQueue"])).toMatch(new RegExp(`^${c} 0 4 \\d+ false$`));
     await Bun.sleep(1000);
     expect(await qAf(`${c}.0`, ["JobStatus"])).toBe("4");
     // ...and it leaves the queue a few seconds later (default stageOutLingerMs 5000)
@@ -786,41 +957,50 @@ describe("-spool and condor_transfer_data (docs/htcondor.md#condor_submit-option
     r = await run("condor_transfer_data", ["999999.0"]);
     expect(r).toEqual({ code: 0, stdout: "Fetching data files...\n", stderr: "" });
   }, 30_000);
-  test("remaps of a spooled job apply at condor_transfer_data, not at exit (docs/htcondor.md#condor_submit-options, docs/htcondor.md#condor_transfer_data)", async () => {
-    const sd = path.join(work, "spoolremap");
-    writeFile("remap.sh", "#!/bin/bash\necho out-line\necho err-line >&2\necho data > result.txt\n", 0o755, sd);
-    fs.mkdirSync(path.join(sd, "logs"), { recursive: true });
-    writeFile("remap.sub", "executable = remap.sh\noutput = logs/job.out\nerror = logs/job.err\ntransfer_output_files = result.txt\n" +
-      "transfer_output_remaps = \"result.txt = renamed.txt\"\nshould_transfer_files = YES\nqueue\n", 0o644, sd);
-    let r = await run("condor_submit", ["-spool", "-terse", "remap.sub"], { cwd: sd });
-    expect(r.code).toBe(0);
-    const c = Number(r.stdout.split(".")[0]);
-    const q = JSON.parse((await run("condor_q", ["-json", `${c}.0`, "-attributes", "Out,Err,TransferOutputRemaps,Iwd"])).stdout)[0];
-    expect(q.Out).toBe("_condor_stdout");
-    expect(q.Err).toBe("_condor_stderr");
-    expect(q.TransferOutputRemaps).toContain(`_condor_stdout=${path.join(sd, "logs/job.out")}`);
-    expect(q.TransferOutputRemaps).toContain(`_condor_stderr=${path.join(sd, "logs/job.err")}`);
-    await waitQ(`${c}.0`, ["JobStatus"], "4");
-    // everything is still in the spool, under its sandbox names
-    expect(fs.readdirSync(path.join(sd, "logs"))).toEqual([]);
-    expect(fs.existsSync(path.join(sd, "renamed.txt"))).toBe(false);
-    expect(fs.existsSync(path.join(sd, "result.txt"))).toBe(false);
-    expect(fs.readdirSync(q.Iwd).sort()).toEqual(expect.arrayContaining(["_condor_stderr", "_condor_stdout", "result.txt"]));
-    r = await run("condor_transfer_data", [String(c)]);
-    expect(r).toEqual({ code: 0, stdout: "Fetching data files...\n", stderr: "" });
-    expect(fs.readFileSync(path.join(sd, "logs/job.out"), "utf8")).toBe("out-line\n");
-    expect(fs.readFileSync(path.join(sd, "logs/job.err"), "utf8")).toBe("err-line\n");
-    expect(fs.readFileSync(path.join(sd, "renamed.txt"), "utf8")).toBe("data\n");
-    expect(fs.existsSync(path.join(sd, "result.txt"))).toBe(false);
-  }, 20_000);
+  test(
+    "remaps of a spooled job apply at condor_transfer_data, not at exit (docs/htcondor.md#condor_submit-options, docs/htcondor.md#condor_transfer_data)",
+    async () => {
+      const sd = path.join(work, "spoolremap");
+      writeFile("remap.sh", "#!/bin/bash\necho out-line\necho err-line >&2\necho data > result.txt\n", 0o755, sd);
+      fs.mkdirSync(path.join(sd, "logs"), { recursive: true });
+      writeFile(
+        "remap.sub",
+        "executable = remap.sh\noutput = logs/job.out\nerror = logs/job.err\ntransfer_output_files = result.txt\n" +
+          'transfer_output_remaps = "result.txt = renamed.txt"\nshould_transfer_files = YES\nqueue\n',
+        0o644,
+        sd,
+      );
+      let r = await run("condor_submit", ["-spool", "-terse", "remap.sub"], { cwd: sd });
+      expect(r.code).toBe(0);
+      const c = Number(r.stdout.split(".")[0]);
+      const q = JSON.parse((await run("condor_q", ["-json", `${c}.0`, "-attributes", "Out,Err,TransferOutputRemaps,Iwd"])).stdout)[0];
+      expect(q.Out).toBe("_condor_stdout");
+      expect(q.Err).toBe("_condor_stderr");
+      expect(q.TransferOutputRemaps).toContain(`_condor_stdout=${path.join(sd, "logs/job.out")}`);
+      expect(q.TransferOutputRemaps).toContain(`_condor_stderr=${path.join(sd, "logs/job.err")}`);
+      await waitQ(`${c}.0`, ["JobStatus"], "4");
+      // everything is still in the spool, under its sandbox names
+      expect(fs.readdirSync(path.join(sd, "logs"))).toEqual([]);
+      expect(fs.existsSync(path.join(sd, "renamed.txt"))).toBe(false);
+      expect(fs.existsSync(path.join(sd, "result.txt"))).toBe(false);
+      expect(fs.readdirSync(q.Iwd).sort()).toEqual(expect.arrayContaining(["_condor_stderr", "_condor_stdout", "result.txt"]));
+      r = await run("condor_transfer_data", [String(c)]);
+      expect(r).toEqual({ code: 0, stdout: "Fetching data files...\n", stderr: "" });
+      expect(fs.readFileSync(path.join(sd, "logs/job.out"), "utf8")).toBe("out-line\n");
+      expect(fs.readFileSync(path.join(sd, "logs/job.err"), "utf8")).toBe("err-line\n");
+      expect(fs.readFileSync(path.join(sd, "renamed.txt"), "utf8")).toBe("data\n");
+      expect(fs.existsSync(path.join(sd, "result.txt"))).toBe(false);
+    },
+    20_000,
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
 // docs/htcondor.md#submitting-many-pods-at-once
 describe("many pods in one condor_submit (docs/htcondor.md#submitting-many-pods-at-once)", () => {
-  const OBS = 'docs/htcondor.md#submitting-many-pods-at-once';
+  const OBS = "docs/htcondor.md#submitting-many-pods-at-once";
   /** Three pod folders, each with its own job.sh, as the observed form uses them. */
-  function podDirs(tag: string, script = "#!/bin/bash\necho \"$(basename \"$_CONDOR_JOB_IWD\")\" > result.txt\necho out-$1\n"): string[] {
+  function podDirs(tag: string, script = '#!/bin/bash\necho "$(basename "$_CONDOR_JOB_IWD")" > result.txt\necho out-$1\n'): string[] {
     return [1, 2, 3].map((n) => {
       const d = path.join(work, `${tag}-p${n}`);
       writeFile("job.sh", script, 0o755, d);
@@ -835,9 +1015,12 @@ describe("many pods in one condor_submit (docs/htcondor.md#submitting-many-pods-
   test(`nested macros, $(Step) 0..N-1, $(Process)/$(Cluster) and their Id forms, an empty value is the default, QDate on every ad (${OBS})`, async () => {
     const dirs = podDirs("step");
     const before = Math.floor(Date.now() / 1000);
-    const sub = stepFile(dirs, "V_uid_0 = uid-a\nV_uid_1 = uid-b\nV_uid_2 = uid-c\nV_cpus_0 = 1\nV_cpus_1 = 2\nV_cpus_2 =\n" +
-      "request_cpus = $(V_cpus_$(Step))\nMY.InterLinkPodUID = \"$(V_uid_$(Step))\"\nMY.Names = \"$(Cluster).$(Process) $(ClusterId).$(ProcId) $(Step)\"\n" +
-      "arguments = $(ProcId)\nhold = true\n");
+    const sub = stepFile(
+      dirs,
+      "V_uid_0 = uid-a\nV_uid_1 = uid-b\nV_uid_2 = uid-c\nV_cpus_0 = 1\nV_cpus_1 = 2\nV_cpus_2 =\n" +
+        'request_cpus = $(V_cpus_$(Step))\nMY.InterLinkPodUID = "$(V_uid_$(Step))"\nMY.Names = "$(Cluster).$(Process) $(ClusterId).$(ProcId) $(Step)"\n' +
+        "arguments = $(ProcId)\nhold = true\n",
+    );
     const r = await run("condor_submit", ["-terse", writeFile("step.sub", sub)]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
@@ -850,17 +1033,28 @@ describe("many pods in one condor_submit (docs/htcondor.md#submitting-many-pods-
     // the schedd's submit time, the same for every proc of the submit, in epoch seconds
     const qd = (await run("condor_q", [c, "-af", "QDate"])).stdout.trim().split("\n").map(Number);
     expect(qd.length).toBe(3);
-    for (const t of qd) { expect(t).toBeGreaterThanOrEqual(before); expect(t).toBeLessThanOrEqual(after); expect(t).toBe(qd[0]!); }
+    for (const t of qd) {
+      expect(t).toBeGreaterThanOrEqual(before);
+      expect(t).toBeLessThanOrEqual(after);
+      expect(t).toBe(qd[0]!);
+    }
     expect((await run("condor_rm", [c])).code).toBe(0);
     expect((await run("condor_history", [c, "-af", "QDate"])).stdout.trim().split("\n").map(Number)).toEqual(qd);
   }, 20_000);
 
   test(`a warning for every unused macro line, in the observed words, rc 0 (${OBS})`, async () => {
-    const r = await run("condor_submit", ["-terse", writeFile("unused.sub",
-      "V_uid_0 = uid-n1\nV_uid_1 = uid-n2\nV_uid_2 = uid-n3\nexecutable = /bin/true\nhold = true\nMY.U = \"$(V_uid_$(Step))\"\nqueue 1\n")]);
+    const r = await run("condor_submit", [
+      "-terse",
+      writeFile(
+        "unused.sub",
+        'V_uid_0 = uid-n1\nV_uid_1 = uid-n2\nV_uid_2 = uid-n3\nexecutable = /bin/true\nhold = true\nMY.U = "$(V_uid_$(Step))"\nqueue 1\n',
+      ),
+    ]);
     expect(r.code).toBe(0);
-    expect(r.stderr).toBe("WARNING: the line 'V_uid_1 = uid-n2' was unused by condor_submit. Is it a typo?\n" +
-      "WARNING: the line 'V_uid_2 = uid-n3' was unused by condor_submit. Is it a typo?\n");
+    expect(r.stderr).toBe(
+      "WARNING: the line 'V_uid_1 = uid-n2' was unused by condor_submit. Is it a typo?\n" +
+        "WARNING: the line 'V_uid_2 = uid-n3' was unused by condor_submit. Is it a typo?\n",
+    );
     await run("condor_rm", [r.stdout.split(".")[0]!]);
   }, 30_000);
 
@@ -879,14 +1073,16 @@ describe("many pods in one condor_submit (docs/htcondor.md#submitting-many-pods-
   }, 30_000);
 
   test(`several queue statements: the deprecation warning, one cluster per block, values carried over (${OBS})`, async () => {
-    const sub = "executable = /bin/true\nhold = true\nrequest_cpus = 2\nMY.InterLinkPodUID = \"u1\"\nqueue 1\n" +
-      "MY.InterLinkPodUID = \"u2\"\nqueue 1\nrequest_cpus = 1\nqueue 2\n";
+    const sub = 'executable = /bin/true\nhold = true\nrequest_cpus = 2\nMY.InterLinkPodUID = "u1"\nqueue 1\n' +
+      'MY.InterLinkPodUID = "u2"\nqueue 1\nrequest_cpus = 1\nqueue 2\n';
     const r = await run("condor_submit", ["-terse", writeFile("multiq.sub", sub)]);
     expect(r.code).toBe(0);
-    expect(r.stderr).toBe("\nWarning: Use of multiple queue statements in a single submit file is deprecated.\n" +
-      "         This functionality will be removed in the 25.x feature series. To see\n" +
-      "         how multiple queue statements can be converted into one visit:\n" +
-      "https://htcondor.readthedocs.io/en/latest/auto-redirect.html?category=example&tag=convert-multi-queue-statements\n");
+    expect(r.stderr).toBe(
+      "\nWarning: Use of multiple queue statements in a single submit file is deprecated.\n" +
+        "         This functionality will be removed in the 25.x feature series. To see\n" +
+        "         how multiple queue statements can be converted into one visit:\n" +
+        "https://htcondor.readthedocs.io/en/latest/auto-redirect.html?category=example&tag=convert-multi-queue-statements\n",
+    );
     const m = /^(\d+)\.0 - \1\.0\n(\d+)\.0 - \2\.0\n(\d+)\.0 - \3\.1\n$/.exec(r.stdout);
     expect(m).not.toBeNull();
     const [a, b, c] = [Number(m![1]), Number(m![2]), Number(m![3])];
@@ -895,7 +1091,9 @@ describe("many pods in one condor_submit (docs/htcondor.md#submitting-many-pods-
     expect(rows).toBe(`${a}.0 2 u1 1\n${b}.0 2 u2 1\n${c}.0 1 u2 2\n${c}.1 1 u2 2\n`);
     // without -terse: a dot per job, then one line per cluster
     const n = await run("condor_submit", [path.join(work, "multiq.sub")]);
-    expect(n.stdout).toMatch(/^Submitting job\(s\)\.\.\.\.\n1 job\(s\) submitted to cluster (\d+)\.\n1 job\(s\) submitted to cluster \d+\.\n2 job\(s\) submitted to cluster \d+\.\n$/);
+    expect(n.stdout).toMatch(
+      /^Submitting job\(s\)\.\.\.\.\n1 job\(s\) submitted to cluster (\d+)\.\n1 job\(s\) submitted to cluster \d+\.\n2 job\(s\) submitted to cluster \d+\.\n$/,
+    );
     expect(n.stderr).toMatch(/\nTo monitor your job\(s\), run: condor_watch_q -clusters \d+ \d+ \d+\n$/);
     await run("condor_rm", [String(a), String(b), String(c), ...n.stdout.match(/cluster (\d+)/g)!.map((x) => x.slice(8))]);
   }, 30_000);
@@ -936,7 +1134,14 @@ request_cpus = $(V_cpus_$(Step))
 queue 2
 `;
     const c = await submit(sub);
-    const ads = JSON.parse((await run("condor_q", [String(c), "-json", "-attributes", "ProcId,X,Requirements,AcctGroup,AccountingGroup,TransferInput,AllowedJobDuration,RequestCpus"])).stdout);
+    const ads = JSON.parse(
+      (await run("condor_q", [
+        String(c),
+        "-json",
+        "-attributes",
+        "ProcId,X,Requirements,AcctGroup,AccountingGroup,TransferInput,AllowedJobDuration,RequestCpus",
+      ])).stdout,
+    );
     const [j0, j1] = ads as Record<string, unknown>[];
     expect(j0!.X).toBe("set");
     expect(j0!.AccountingGroup).toBe("group_a.u");
@@ -976,63 +1181,80 @@ queue 2
     expect(r).toEqual({ code: 1, stdout: "", stderr: "ERROR: Cannot set hold to 'true' when using -remote or -spool\n" });
   }, 40_000);
 
-  test(`condor_rm, condor_history and condor_q with several job ids (${OBS}; docs/htcondor.md#which-jobs-condor_q-shows, docs/htcondor.md#condor_history, docs/htcondor.md#job-ids-one-line-per-id)`, async () => {
-    const c = await submit("executable = /bin/true\nhold = true\nMY.InterLinkPodUID = \"uid-$(Process)\"\nqueue 3\n");
-    const d = await submit("executable = /bin/true\nhold = true\nqueue 1\n");
-    // condor_q: ids and cluster ids together, in job-id order
-    expect((await run("condor_q", [`${c}.2`, `${c}.0`, String(d), "-af:j", "JobStatus"])).stdout).toBe(`${c}.0 5\n${c}.2 5\n${d}.0 5\n`);
-    expect((await run("condor_q", [`${c}.2`, `${c}.0`, String(d), "-constraint", "ProcId == 0", "-af:j", "JobStatus"])).stdout).toBe(`${c}.0 5\n${d}.0 5\n`);
-    let r = await run("condor_rm", [`${c}.0`, `${c}.2`]);
-    expect(r).toEqual({ code: 0, stdout: `Job ${c}.0 marked for removal\nJob ${c}.2 marked for removal\n`, stderr: "" });
-    // one id already gone: its own line on stderr, the others act, rc 0
-    r = await run("condor_rm", [`${c}.1`, `${c}.0`, `${d}.0`]);
-    expect(r).toEqual({ code: 0, stdout: `Job ${c}.1 marked for removal\nJob ${d}.0 marked for removal\n`, stderr: `Job ${c}.0 not found\n` });
-    // every id gone: rc 1
-    r = await run("condor_rm", [`${c}.1`, `${c}.0`]);
-    expect(r).toEqual({ code: 1, stdout: "", stderr: `\nJob ${c}.1 not found\nJob ${c}.0 not found\n` });
-    // condor_history: one line per job, newest first; also with -constraint and -limit
-    expect((await run("condor_history", [`${c}.0`, `${c}.1`, `${c}.2`, "-af:j", "JobStatus", "InterLinkPodUID"])).stdout)
-      .toBe(`${c}.1 3 uid-1\n${c}.2 3 uid-2\n${c}.0 3 uid-0\n`);
-    expect((await run("condor_history", [`${c}.0`, `${c}.2`, "-af:j", "JobStatus", "InterLinkPodUID"])).stdout).toBe(`${c}.2 3 uid-2\n${c}.0 3 uid-0\n`);
-    expect((await run("condor_history", [`${c}.0`, `${c}.1`, `${c}.2`, "-constraint", "ProcId != 1", "-limit", "2", "-af:j", "JobStatus"])).stdout)
-      .toBe(`${c}.2 3\n${c}.0 3\n`);
-    expect((await run("condor_history", [`${c}.0`, `${c}.1`, `${c}.2`, "-limit", "2", "-af:j", "JobStatus"])).stdout).toBe(`${c}.1 3\n${c}.2 3\n`);
-  }, 30_000);
+  test(
+    `condor_rm, condor_history and condor_q with several job ids (${OBS}; docs/htcondor.md#which-jobs-condor_q-shows, docs/htcondor.md#condor_history, docs/htcondor.md#job-ids-one-line-per-id)`,
+    async () => {
+      const c = await submit('executable = /bin/true\nhold = true\nMY.InterLinkPodUID = "uid-$(Process)"\nqueue 3\n');
+      const d = await submit("executable = /bin/true\nhold = true\nqueue 1\n");
+      // condor_q: ids and cluster ids together, in job-id order
+      expect((await run("condor_q", [`${c}.2`, `${c}.0`, String(d), "-af:j", "JobStatus"])).stdout).toBe(`${c}.0 5\n${c}.2 5\n${d}.0 5\n`);
+      expect((await run("condor_q", [`${c}.2`, `${c}.0`, String(d), "-constraint", "ProcId == 0", "-af:j", "JobStatus"])).stdout).toBe(`${c}.0 5\n${d}.0 5\n`);
+      let r = await run("condor_rm", [`${c}.0`, `${c}.2`]);
+      expect(r).toEqual({ code: 0, stdout: `Job ${c}.0 marked for removal\nJob ${c}.2 marked for removal\n`, stderr: "" });
+      // one id already gone: its own line on stderr, the others act, rc 0
+      r = await run("condor_rm", [`${c}.1`, `${c}.0`, `${d}.0`]);
+      expect(r).toEqual({ code: 0, stdout: `Job ${c}.1 marked for removal\nJob ${d}.0 marked for removal\n`, stderr: `Job ${c}.0 not found\n` });
+      // every id gone: rc 1
+      r = await run("condor_rm", [`${c}.1`, `${c}.0`]);
+      expect(r).toEqual({ code: 1, stdout: "", stderr: `\nJob ${c}.1 not found\nJob ${c}.0 not found\n` });
+      // condor_history: one line per job, newest first; also with -constraint and -limit
+      expect((await run("condor_history", [`${c}.0`, `${c}.1`, `${c}.2`, "-af:j", "JobStatus", "InterLinkPodUID"])).stdout)
+        .toBe(`${c}.1 3 uid-1\n${c}.2 3 uid-2\n${c}.0 3 uid-0\n`);
+      expect((await run("condor_history", [`${c}.0`, `${c}.2`, "-af:j", "JobStatus", "InterLinkPodUID"])).stdout).toBe(`${c}.2 3 uid-2\n${c}.0 3 uid-0\n`);
+      expect((await run("condor_history", [`${c}.0`, `${c}.1`, `${c}.2`, "-constraint", "ProcId != 1", "-limit", "2", "-af:j", "JobStatus"])).stdout)
+        .toBe(`${c}.2 3\n${c}.0 3\n`);
+      expect((await run("condor_history", [`${c}.0`, `${c}.1`, `${c}.2`, "-limit", "2", "-af:j", "JobStatus"])).stdout).toBe(`${c}.1 3\n${c}.2 3\n`);
+    },
+    30_000,
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
 // docs/htcondor.md#submitting-many-pods-at-once (its end: a value ending in `\`)
 describe("line continuation and the failures a pod's own submit values cause", () => {
-  test('a value ending in \\ continues onto the next line: rank = 1 \\ + priority = 2 (docs/htcondor.md#submitting-many-pods-at-once)', async () => {
+  test("a value ending in \\ continues onto the next line: rank = 1 \\ + priority = 2 (docs/htcondor.md#submitting-many-pods-at-once)", async () => {
     const f = writeFile("cont.sub", "executable = /bin/true\nbatch_name = cont-test\nrank = 1 \\\npriority = 2\nqueue\n");
     let r = await run("condor_submit", ["-terse", f]);
     expect(r).toEqual({ code: 1, stdout: "", stderr: "ERROR: Parse error in expression: \n\tRank = 1 priority = 2\n\t\n" });
     expect((await run("condor_q", ["-constraint", 'JobBatchName == "cont-test"', "-af", "ClusterId"])).stdout).toBe("");
     // the continuation line loses its leading blanks; a comment line does not continue; one inside a continuation
     // keeps only its last character (src/condor_utils/config.cpp getline_implementation)
-    const c = await submit("executable = /bin/true\nhold = true\narguments = a \\\n      b\n# not continued \\\nMY.A = 1\nMY.B = \"x\\\n# comment \\\ny\"\nqueue\n");
+    const c = await submit(
+      'executable = /bin/true\nhold = true\narguments = a \\\n      b\n# not continued \\\nMY.A = 1\nMY.B = "x\\\n# comment \\\ny"\nqueue\n',
+    );
     expect(await qAf(`${c}.0`, ["Args", "A", "B"])).toBe("a b 1 xy");
     await run("condor_rm", [String(c)]);
-    r = await run("condor_submit", ["-terse", writeFile("cont2.sub", "executable = /bin/true\nhold = true\nMY.Z = \"p\\\n# comment\"\nqueue\n")]);
+    r = await run("condor_submit", ["-terse", writeFile("cont2.sub", 'executable = /bin/true\nhold = true\nMY.Z = "p\\\n# comment"\nqueue\n')]);
     expect(r.code).toBe(0);
     expect(await qAf(`${r.stdout.split(".")[0]}.0`, ["Z"])).toBe("p");
     await run("condor_rm", [r.stdout.split(".")[0]!]);
   }, 30_000);
-  test("a parse error in rank, requirements or MY.x: the expression, tab-indented, rc 1, nothing queued (src/condor_utils/submit_utils.cpp AssignJobExpr)", async () => {
-    let r = await run("condor_submit", ["-terse", writeFile("badreq.sub", "executable = /bin/true\nrequirements = (Cpus >\nqueue\n")]);
-    expect(r.code).toBe(1);
-    expect(r.stdout).toBe("");
-    expect(r.stderr).toStartWith('ERROR: Parse error in expression: \n\tRequirements = ((Cpus >) && (TARGET.Arch == "X86_64")');
-    expect(r.stderr).toEndWith("\n\t\n");
-    r = await run("condor_submit", ["-terse", writeFile("badmy.sub", "executable = /bin/true\nMY.Foo = \"open\nqueue\n")]);
-    expect(r).toEqual({ code: 1, stdout: "", stderr: 'ERROR: Parse error in expression: \n\tFoo = "open\n\t\n' });
-    r = await run("condor_submit", [writeFile("badrank.sub", "executable = /bin/true\nrank = 1 +\nqueue 2\n")]);
-    expect(r).toEqual({ code: 1, stdout: "Submitting job(s)", stderr: "ERROR: Parse error in expression: \n\tRank = 1 +\n\t\n" });
-  }, 30_000);
+  test(
+    "a parse error in rank, requirements or MY.x: the expression, tab-indented, rc 1, nothing queued (src/condor_utils/submit_utils.cpp AssignJobExpr)",
+    async () => {
+      let r = await run("condor_submit", ["-terse", writeFile("badreq.sub", "executable = /bin/true\nrequirements = (Cpus >\nqueue\n")]);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toStartWith('ERROR: Parse error in expression: \n\tRequirements = ((Cpus >) && (TARGET.Arch == "X86_64")');
+      expect(r.stderr).toEndWith("\n\t\n");
+      r = await run("condor_submit", ["-terse", writeFile("badmy.sub", 'executable = /bin/true\nMY.Foo = "open\nqueue\n')]);
+      expect(r).toEqual({ code: 1, stdout: "", stderr: 'ERROR: Parse error in expression: \n\tFoo = "open\n\t\n' });
+      r = await run("condor_submit", [writeFile("badrank.sub", "executable = /bin/true\nrank = 1 +\nqueue 2\n")]);
+      expect(r).toEqual({ code: 1, stdout: "Submitting job(s)", stderr: "ERROR: Parse error in expression: \n\tRank = 1 +\n\t\n" });
+    },
+    30_000,
+  );
   test("$ENV(NAME) is condor_submit's own environment; unset it is UNDEFINED, $ENV(NAME:default) its default (src/condor_utils/config.cpp)", async () => {
     const env = { MC_FIDELITY_ENV: "from-env", MC_FIDELITY_EXPR: "a b" };
-    const c = Number((await run("condor_submit", ["-terse", writeFile("env.sub",
-      "executable = /bin/true\nhold = true\nMY.E1 = \"$ENV(MC_FIDELITY_ENV)\"\nMY.E2 = \"$ENV(MC_FIDELITY_UNSET)\"\nMY.E3 = \"$ENV(MC_FIDELITY_UNSET:dflt)\"\nqueue\n")], { env })).stdout.split(".")[0]);
+    const c = Number(
+      (await run("condor_submit", [
+        "-terse",
+        writeFile(
+          "env.sub",
+          'executable = /bin/true\nhold = true\nMY.E1 = "$ENV(MC_FIDELITY_ENV)"\nMY.E2 = "$ENV(MC_FIDELITY_UNSET)"\nMY.E3 = "$ENV(MC_FIDELITY_UNSET:dflt)"\nqueue\n',
+        ),
+      ], { env })).stdout.split(".")[0],
+    );
     expect(await qAf(`${c}.0`, ["E1", "E2", "E3"])).toBe("from-env UNDEFINED dflt");
     await run("condor_rm", [String(c)]);
     const r = await run("condor_submit", ["-terse", writeFile("envrank.sub", "executable = /bin/true\nrank = $ENV(MC_FIDELITY_EXPR)\nqueue\n")], { env });
@@ -1048,7 +1270,7 @@ describe("output transfer of symbolic links (file_transfer.cpp, htcondor-jdl.rst
     const walk = (p: string) => {
       const st = fs.lstatSync(p);
       if (st.isSymbolicLink()) links.push(p);
-      else if (st.isDirectory()) for (const e of fs.readdirSync(p)) walk(path.join(p, e));
+      else if (st.isDirectory()) { for (const e of fs.readdirSync(p)) walk(path.join(p, e)); }
     };
     walk(dir);
     return links;
@@ -1056,7 +1278,9 @@ describe("output transfer of symbolic links (file_transfer.cpp, htcondor-jdl.rst
   test("links to files come back as regular files with their target's content; dangling links are dropped; nothing comes back as a link", async () => {
     const d = path.join(work, "links1");
     const outside = writeFile("outside-secret.txt", "outside content\n", 0o640);
-    writeFile("job.sh", `#!/bin/bash
+    writeFile(
+      "job.sh",
+      `#!/bin/bash
 mkdir -p podstate/sub; echo a > podstate/a; echo b > podstate/sub/b
 ln -s ${outside} podstate/tofile
 ln -s a podstate/relative
@@ -1065,8 +1289,16 @@ ln -s ${outside} top
 ln -s /nonexistent/target dangling_top
 mkdir real; echo r > real/r; ln -s real linkdir
 ln -s ${outside} auto_link
-`, 0o755, d);
-    writeFile("links.sub", "executable = job.sh\nshould_transfer_files = YES\ntransfer_output_files = podstate, top, dangling_top, linkdir/\nqueue\n", 0o644, d);
+`,
+      0o755,
+      d,
+    );
+    writeFile(
+      "links.sub",
+      "executable = job.sh\nshould_transfer_files = YES\ntransfer_output_files = podstate, top, dangling_top, linkdir/\nqueue\n",
+      0o644,
+      d,
+    );
     const r = await run("condor_submit", ["-terse", "links.sub"], { cwd: d });
     const c = r.stdout.split(".")[0]!;
     expect(await waitDone(`${c}.0`)).toBe("4");
@@ -1096,9 +1328,14 @@ ln -s ${outside} auto_link
     writeFile("links.sub", "executable = job.sh\nshould_transfer_files = YES\ntransfer_output_files = podstate\nlog = links.log\nqueue\n", 0o644, d);
     const c = (await run("condor_submit", ["-terse", "links.sub"], { cwd: d })).stdout.split(".")[0]!;
     await waitQ(`${c}.0`, ["JobStatus"], "5", { timeoutMs: 15_000 });
-    const j = JSON.parse((await run("condor_q", [`${c}.0`, "-json", "-attributes", "JobStatus,HoldReasonCode,HoldReasonSubCode,HoldReason,ExitCode"])).stdout)[0];
-    expect(j.HoldReason).toMatch(new RegExp("^Transfer output files failure at execution point slot1_\\d+@\\S+ while sending files to access point \\S+\\. " +
-      "Details: reading from file \\S+/execute/dir_\\d+/scratch/podstate/todir: \\(errno 21\\) Is a directory- Transfer of symlinks to directories is not supported\\.$"));
+    const j =
+      JSON.parse((await run("condor_q", [`${c}.0`, "-json", "-attributes", "JobStatus,HoldReasonCode,HoldReasonSubCode,HoldReason,ExitCode"])).stdout)[0];
+    expect(j.HoldReason).toMatch(
+      new RegExp(
+        "^Transfer output files failure at execution point slot1_\\d+@\\S+ while sending files to access point \\S+\\. " +
+          "Details: reading from file \\S+/execute/dir_\\d+/scratch/podstate/todir: \\(errno 21\\) Is a directory- Transfer of symlinks to directories is not supported\\.$",
+      ),
+    );
     // held, not completed: no exit code is recorded
     expect({ ...j, HoldReason: undefined }).toEqual({ JobStatus: 5, HoldReasonCode: 12, HoldReasonSubCode: 21, HoldReason: undefined });
     expect(fs.readFileSync(path.join(d, "podstate/a"), "utf8")).toBe("a\n");
@@ -1120,7 +1357,9 @@ ln -s ${outside} auto_link
 describe("condor_chirp set_job_attr: what a job may rewrite in its own ad (docs/htcondor.md#condor_chirp; remoteresource.cpp, qmgmt.cpp)", () => {
   test("any attribute but the immutable ones (EACCES, error 13, rc 255); secure ones are ignored; JobStatus is accepted", async () => {
     const h = newHome({ delayedUpdateMs: 200, sharedFileSystem: true });
-    writeFile("imm.sh", `#!/bin/bash
+    writeFile(
+      "imm.sh",
+      `#!/bin/bash
 chirp=$_CONDOR_BIN/../libexec/condor_chirp
 for a in Owner ClusterId ProcId MyType TargetType JobUniverse User OsUser clusterid; do $chirp set_job_attr $a 99; echo "$a rc=$?"; done
 $chirp set_job_attr InterLinkPodUID '"forged"'; echo "uid rc=$?"
@@ -1131,14 +1370,40 @@ $chirp set_job_attr JobStatus 4; echo "js rc=$?"
 touch chirped
 while [ ! -e go ]; do sleep 0.1; done
 exit 3
-`, 0o755);
-    const c = await submit("executable = imm.sh\noutput = imm.out\n+WantIOProxy = true\nshould_transfer_files = NO\nMY.InterLinkPodUID = \"pod-a\"\nqueue\n", [], { home: h });
+`,
+      0o755,
+    );
+    const c = await submit(
+      'executable = imm.sh\noutput = imm.out\n+WantIOProxy = true\nshould_transfer_files = NO\nMY.InterLinkPodUID = "pod-a"\nqueue\n',
+      [],
+      { home: h },
+    );
     await waitFor(() => fs.existsSync(path.join(work, "chirped")), 15_000);
     expect(fs.readFileSync(path.join(work, "imm.out"), "utf8")).toBe(
-      ["Owner", "ClusterId", "ProcId", "MyType", "TargetType", "JobUniverse", "User", "OsUser", "clusterid"].map((a) => `\tError: 13 (Permission denied)\n${a} rc=255\n`).join("") +
-      "uid rc=0\nsid rc=0\nreq rc=0\ntsp rc=0\njs rc=0\n");
-    const j = JSON.parse((await run("condor_q", [`${c}.0`, "-json", "-attributes", "ClusterId,ProcId,Owner,InterLinkPodUID,InterLinkSidecarId,Requirements,TotalSubmitProcs,JobStatus,LastJobStatus"], { home: h })).stdout)[0];
-    expect(j).toEqual({ ClusterId: c, ProcId: 0, Owner: expect.any(String), InterLinkPodUID: "forged", InterLinkSidecarId: "other", Requirements: false, TotalSubmitProcs: 1, JobStatus: 4, LastJobStatus: 2 });
+      ["Owner", "ClusterId", "ProcId", "MyType", "TargetType", "JobUniverse", "User", "OsUser", "clusterid"].map((a) =>
+        `\tError: 13 (Permission denied)\n${a} rc=255\n`
+      ).join("") +
+        "uid rc=0\nsid rc=0\nreq rc=0\ntsp rc=0\njs rc=0\n",
+    );
+    const j = JSON.parse(
+      (await run("condor_q", [
+        `${c}.0`,
+        "-json",
+        "-attributes",
+        "ClusterId,ProcId,Owner,InterLinkPodUID,InterLinkSidecarId,Requirements,TotalSubmitProcs,JobStatus,LastJobStatus",
+      ], { home: h })).stdout,
+    )[0];
+    expect(j).toEqual({
+      ClusterId: c,
+      ProcId: 0,
+      Owner: expect.any(String),
+      InterLinkPodUID: "forged",
+      InterLinkSidecarId: "other",
+      Requirements: false,
+      TotalSubmitProcs: 1,
+      JobStatus: 4,
+      LastJobStatus: 2,
+    });
     // the forged JobStatus is only in the ad: the job still runs, and its real end is recorded
     fs.writeFileSync(path.join(work, "go"), "");
     expect(await waitDone(`${c}.0`, { home: h })).toBe("4");
@@ -1146,9 +1411,18 @@ exit 3
     fs.rmSync(path.join(work, "go"));
     fs.rmSync(path.join(work, "chirped"));
   }, 30_000);
-  test("config immutableJobAttrs / protectedJobAttrs (IMMUTABLE_JOB_ATTRS, PROTECTED_JOB_ATTRS of the AP): refused like the system ones, without case; delayed updates dropped", async () => {
-    const h = newHome({ delayedUpdateMs: 200, sharedFileSystem: true, immutableJobAttrs: "InterLinkPodUID, InterLinkPodName", protectedJobAttrs: ["InterLinkSidecarId", "ChirpSecret"] });
-    writeFile("prot.sh", `#!/bin/bash
+  test(
+    "config immutableJobAttrs / protectedJobAttrs (IMMUTABLE_JOB_ATTRS, PROTECTED_JOB_ATTRS of the AP): refused like the system ones, without case; delayed updates dropped",
+    async () => {
+      const h = newHome({
+        delayedUpdateMs: 200,
+        sharedFileSystem: true,
+        immutableJobAttrs: "InterLinkPodUID, InterLinkPodName",
+        protectedJobAttrs: ["InterLinkSidecarId", "ChirpSecret"],
+      });
+      writeFile(
+        "prot.sh",
+        `#!/bin/bash
 chirp=$_CONDOR_BIN/../libexec/condor_chirp
 $chirp set_job_attr InterLinkPodUID '"forged"'; echo "uid rc=$?"
 $chirp set_job_attr interlinkpodname '"forged"'; echo "name rc=$?"
@@ -1156,15 +1430,24 @@ $chirp set_job_attr INTERLINKSIDECARID '"other"'; echo "sid rc=$?"
 $chirp set_job_attr InterLinkC0State '"running"'; echo "state rc=$?"
 $chirp set_job_attr_delayed ChirpSecret 1; echo "d1 rc=$?"
 $chirp set_job_attr_delayed ChirpOk 2; echo "d2 rc=$?"
-`, 0o755);
-    const c = await submit("executable = prot.sh\noutput = prot.out\n+WantIOProxy = true\nshould_transfer_files = NO\n" +
-      "MY.InterLinkPodUID = \"pod-a\"\nMY.InterLinkPodName = \"a\"\nMY.InterLinkSidecarId = \"me\"\nqueue\n", [], { home: h });
-    expect(await waitDone(`${c}.0`, { home: h })).toBe("4");
-    expect(fs.readFileSync(path.join(work, "prot.out"), "utf8")).toBe(
-      "\tError: 13 (Permission denied)\nuid rc=255\n\tError: 13 (Permission denied)\nname rc=255\n\tError: 13 (Permission denied)\nsid rc=255\nstate rc=0\nd1 rc=0\nd2 rc=0\n");
-    expect(await histAf(`${c}.0`, ["InterLinkPodUID", "InterLinkPodName", "InterLinkSidecarId", "InterLinkC0State", "ChirpSecret", "ChirpOk"], { home: h }))
-      .toBe("pod-a a me running undefined 2\n");
-  }, 30_000);
+`,
+        0o755,
+      );
+      const c = await submit(
+        "executable = prot.sh\noutput = prot.out\n+WantIOProxy = true\nshould_transfer_files = NO\n" +
+          'MY.InterLinkPodUID = "pod-a"\nMY.InterLinkPodName = "a"\nMY.InterLinkSidecarId = "me"\nqueue\n',
+        [],
+        { home: h },
+      );
+      expect(await waitDone(`${c}.0`, { home: h })).toBe("4");
+      expect(fs.readFileSync(path.join(work, "prot.out"), "utf8")).toBe(
+        "\tError: 13 (Permission denied)\nuid rc=255\n\tError: 13 (Permission denied)\nname rc=255\n\tError: 13 (Permission denied)\nsid rc=255\nstate rc=0\nd1 rc=0\nd2 rc=0\n",
+      );
+      expect(await histAf(`${c}.0`, ["InterLinkPodUID", "InterLinkPodName", "InterLinkSidecarId", "InterLinkC0State", "ChirpSecret", "ChirpOk"], { home: h }))
+        .toBe("pod-a a me running undefined 2\n");
+    },
+    30_000,
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -1224,7 +1507,11 @@ describe("fault injection (docs/htcondor.md#key-observations pool down)", () => 
     expect(fail.code).toBe(1);
     expect(fail.stdout).toBe("");
     setFaults(h, {});
-    const c = await submit('executable = /bin/true\n+MiniCondorHoldCode = 34\n+MiniCondorHoldSubCode = 102\n+MiniCondorHoldReason = "Job has gone over memory limit of 128 megabytes."\nqueue\n', [], o);
+    const c = await submit(
+      'executable = /bin/true\n+MiniCondorHoldCode = 34\n+MiniCondorHoldSubCode = 102\n+MiniCondorHoldReason = "Job has gone over memory limit of 128 megabytes."\nqueue\n',
+      [],
+      o,
+    );
     await waitQ(`${c}.0`, ["JobStatus", "HoldReasonCode", "HoldReasonSubCode"], "5 34 102", o);
     setFaults(h, { holdOnStart: { code: 13, reason: "Transfer input files failure", constraint: "ProcId == 1" } });
     const d = await submit("executable = /bin/true\nqueue 2\n", [], o);
@@ -1241,7 +1528,11 @@ describe("condor_submit slowafter (a submit killed by its caller's timeout after
     writeFile("slow.sub", "executable = sleeper.sh\nshould_transfer_files = YES\nqueue\n");
     const env = { ...ENV, MINICONDOR_FAULT_CONDOR_SUBMIT: "slowafter:5000" };
     const t0 = Date.now();
-    const killed = await runTool(h, "condor_submit", ["-terse", "-batch-name", "slow-killed", path.join(work, "slow.sub")], { cwd: work, env, timeoutMs: 1500 });
+    const killed = await runTool(h, "condor_submit", ["-terse", "-batch-name", "slow-killed", path.join(work, "slow.sub")], {
+      cwd: work,
+      env,
+      timeoutMs: 1500,
+    });
     expect(Date.now() - t0).toBeLessThan(4500);
     expect(killed).toEqual({ code: 143, stdout: "", stderr: "" });
     // the schedd has it and runs it, though its submitter never said so
@@ -1252,7 +1543,10 @@ describe("condor_submit slowafter (a submit killed by its caller's timeout after
     expect(log).toMatch(/ condor_submit \[.*"slow-killed".*\] \d+ 143\n/);
     // not killed: the usual output, after the sleep
     const t1 = Date.now();
-    const r = await runTool(h, "condor_submit", ["-terse", "-batch-name", "slow-done", path.join(work, "slow.sub")], { cwd: work, env: { ...ENV, MINICONDOR_FAULT_CONDOR_SUBMIT: "slowafter:800" } });
+    const r = await runTool(h, "condor_submit", ["-terse", "-batch-name", "slow-done", path.join(work, "slow.sub")], {
+      cwd: work,
+      env: { ...ENV, MINICONDOR_FAULT_CONDOR_SUBMIT: "slowafter:800" },
+    });
     expect(Date.now() - t1).toBeGreaterThanOrEqual(800);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^(\d+)\.0 - \1\.0\n$/);
@@ -1263,32 +1557,43 @@ describe("condor_submit slowafter (a submit killed by its caller's timeout after
 
 describe("faults reach the jobs they were given for", () => {
   test("a job held at start never ran: no JobStartDate, JobRunCount, NumShadowStarts, FirstJobMatchDate (docs/htcondor.md#job-status-and-job-attributes)", async () => {
-    const c = await submit('executable = /bin/true\n+MiniCondorHoldCode = 34\n+MiniCondorHoldSubCode = 102\n+MiniCondorHoldReason = "Job has gone over memory limit"\nqueue\n');
+    const c = await submit(
+      'executable = /bin/true\n+MiniCondorHoldCode = 34\n+MiniCondorHoldSubCode = 102\n+MiniCondorHoldReason = "Job has gone over memory limit"\nqueue\n',
+    );
     await waitQ(`${c}.0`, ["JobStatus", "HoldReasonCode"], "5 34");
     const j = JSON.parse((await run("condor_q", ["-json", `${c}.0`])).stdout)[0];
-    for (const a of ["JobStartDate", "JobRunCount", "NumShadowStarts", "FirstJobMatchDate", "JobCurrentStartDate", "RemoteHost", "LastRemoteHost"]) expect(j[a]).toBeUndefined();
+    for (const a of ["JobStartDate", "JobRunCount", "NumShadowStarts", "FirstJobMatchDate", "JobCurrentStartDate", "RemoteHost", "LastRemoteHost"]) {
+      expect(j[a]).toBeUndefined();
+    }
     expect(j.NumJobStarts).toBe(0);
     expect(j.HoldReason).toBe("Job has gone over memory limit");
     await run("condor_rm", [String(c)]);
   });
-  test("MINICONDOR_HOLD_ON_START given to condor_submit holds its jobs, even on a schedd already running (docs/htcondor.md#hold-codes HoldReasonCode)", async () => {
-    const h = newHome();
-    const o = { home: h };
-    const busy = await submit("executable = sleeper.sh\nshould_transfer_files = YES\nqueue\n", [], o);
-    await waitQ(`${busy}.0`, ["JobStatus"], "2", o); // the schedd is up, started without the variable
-    writeFile("hos.sub", "executable = /bin/true\nqueue 2\n");
-    const r = await runTool(h, "condor_submit", ["-terse", path.join(work, "hos.sub")], { cwd: work, env: { ...ENV, MINICONDOR_HOLD_ON_START: "34:Job has gone over memory limit of 128 megabytes." } });
-    expect(r.code).toBe(0);
-    const c = Number(r.stdout.split(".")[0]);
-    await waitQ(`${c}.1`, ["JobStatus", "HoldReasonCode", "HoldReason"], "5 34 Job has gone over memory limit of 128 megabytes.", o);
-    expect(await qAf(`${c}.0`, ["JobStatus"], o)).toBe("5");
-    // the fault is the job's, not the ad's: nothing of it shows in condor_q
-    expect(Object.keys(JSON.parse((await run("condor_q", ["-json", `${c}.0`], o)).stdout)[0]).filter((k) => /minicondor/i.test(k))).toEqual([]);
-    // and it does not leak to jobs submitted without it
-    const plain = await submit("executable = /bin/true\nqueue\n", [], o);
-    expect(await waitDone(`${plain}.0`, o)).toBe("4");
-    await run("condor_rm", ["-all"], o);
-  }, 20_000);
+  test(
+    "MINICONDOR_HOLD_ON_START given to condor_submit holds its jobs, even on a schedd already running (docs/htcondor.md#hold-codes HoldReasonCode)",
+    async () => {
+      const h = newHome();
+      const o = { home: h };
+      const busy = await submit("executable = sleeper.sh\nshould_transfer_files = YES\nqueue\n", [], o);
+      await waitQ(`${busy}.0`, ["JobStatus"], "2", o); // the schedd is up, started without the variable
+      writeFile("hos.sub", "executable = /bin/true\nqueue 2\n");
+      const r = await runTool(h, "condor_submit", ["-terse", path.join(work, "hos.sub")], {
+        cwd: work,
+        env: { ...ENV, MINICONDOR_HOLD_ON_START: "34:Job has gone over memory limit of 128 megabytes." },
+      });
+      expect(r.code).toBe(0);
+      const c = Number(r.stdout.split(".")[0]);
+      await waitQ(`${c}.1`, ["JobStatus", "HoldReasonCode", "HoldReason"], "5 34 Job has gone over memory limit of 128 megabytes.", o);
+      expect(await qAf(`${c}.0`, ["JobStatus"], o)).toBe("5");
+      // the fault is the job's, not the ad's: nothing of it shows in condor_q
+      expect(Object.keys(JSON.parse((await run("condor_q", ["-json", `${c}.0`], o)).stdout)[0]).filter((k) => /minicondor/i.test(k))).toEqual([]);
+      // and it does not leak to jobs submitted without it
+      const plain = await submit("executable = /bin/true\nqueue\n", [], o);
+      expect(await waitDone(`${plain}.0`, o)).toBe("4");
+      await run("condor_rm", ["-all"], o);
+    },
+    20_000,
+  );
 });
 
 describe("hung tools do not outlive their caller (issue 3: no stray processes)", () => {
@@ -1315,12 +1620,23 @@ describe("hung tools do not outlive their caller (issue 3: no stray processes)",
     const j = await submit("executable = sleeper.sh\nshould_transfer_files = YES\nqueue\n", [], { home: h4 });
     await waitQ(`${j}.0`, ["JobStatus"], "2", { home: h4 });
     // JobStatus 2 is set when the job is matched, a moment before its process exists
-    const pids = await waitFor(() => { const p = homePids(h4); return p.length > 1 ? p : undefined; }, 5000, 50);
+    const pids = await waitFor(
+      () => {
+        const p = homePids(h4);
+        return p.length > 1 ? p : undefined;
+      },
+      5000,
+      50,
+    );
     fs.rmSync(h4, { recursive: true, force: true });
     await waitFor(() => pids!.every((p) => !pidAlive(p)), 5000, 50);
     // cleanup() finds a hung tool by its MINICONDOR_HOME
     const h3 = newHome();
-    const held = Bun.spawn([toolPath("condor_q")], { env: { ...env, MINICONDOR_HOME: h3, MINICONDOR_FAULT_CONDOR_Q: "hang" }, stdout: "ignore", stderr: "ignore" });
+    const held = Bun.spawn([toolPath("condor_q")], {
+      env: { ...env, MINICONDOR_HOME: h3, MINICONDOR_FAULT_CONDOR_Q: "hang" },
+      stdout: "ignore",
+      stderr: "ignore",
+    });
     await waitFor(() => homePids(h3).includes(held.pid), 5000, 50);
     cleanup(h3);
     await held.exited;

@@ -298,7 +298,19 @@ describe("bind mounts", () => {
       `test -d /proc/self && test -e /dev/null && echo system-dirs-ok`,
     ].join("; ");
     const r = await app(
-      ["exec", "--bind", `${src}:${topNew}:ro,${path.join(work, "single")}:${fileDst}`, "-B", `${scratchTmp}:/tmp`, "--bind", `${src}:${nested}`, "docker://busybox", "sh", "-c", script],
+      [
+        "exec",
+        "--bind",
+        `${src}:${topNew}:ro,${path.join(work, "single")}:${fileDst}`,
+        "-B",
+        `${scratchTmp}:/tmp`,
+        "--bind",
+        `${src}:${nested}`,
+        "docker://busybox",
+        "sh",
+        "-c",
+        script,
+      ],
       { timeoutMs: 20000 },
     );
     expect(r.stderr).toBe("");
@@ -321,8 +333,25 @@ describe("bind mounts", () => {
     fs.writeFileSync(hostFile, "x");
     try {
       const r = await run(
-        [APPTAINER, "-s", "exec", "-S", "/tmp", "-S", "/var/tmp", "--pwd", scratch, "-B", scratch, "--no-home", "-C", "docker://busybox",
-          "sh", "-c", 'pwd; cat input; ls -A /tmp; ls -A /var/tmp | wc -l; echo out > output; echo "$FOO|$HOSTVAR"'],
+        [
+          APPTAINER,
+          "-s",
+          "exec",
+          "-S",
+          "/tmp",
+          "-S",
+          "/var/tmp",
+          "--pwd",
+          scratch,
+          "-B",
+          scratch,
+          "--no-home",
+          "-C",
+          "docker://busybox",
+          "sh",
+          "-c",
+          'pwd; cat input; ls -A /tmp; ls -A /var/tmp | wc -l; echo out > output; echo "$FOO|$HOSTVAR"',
+        ],
         { bareEnv: true, cwd: scratch, env: { APPTAINERENV_FOO: "bar", HOSTVAR: "dropped-by-C" } },
       );
       expect(r.stderr).toBe("");
@@ -412,7 +441,10 @@ describe("instances", () => {
 
     r = await app(["exec", `instance://${name}`, "sh", "-c", `echo shared > /tmp/s; ls -d /${uniq}-inst`]);
     expect([r.code, r.stdout]).toEqual([0, `/${uniq}-inst\n`]);
-    r = await app(["exec", "--cleanenv", "--env", "Q=1", `instance://${name}`, "sh", "-c", 'cat /tmp/s; echo "$Q $HOSTVAR"; pwd'], { env: { HOSTVAR: "h" }, cwd: "/usr/share" });
+    r = await app(["exec", "--cleanenv", "--env", "Q=1", `instance://${name}`, "sh", "-c", 'cat /tmp/s; echo "$Q $HOSTVAR"; pwd'], {
+      env: { HOSTVAR: "h" },
+      cwd: "/usr/share",
+    });
     expect(r.stdout).toBe("shared\n1 \n/usr/share\n");
     // the caller's cwd (under /tmp) is hidden by the instance's /tmp bind: falls back to $HOME
     r = await app(["exec", `instance://${name}`, "sh", "-c", 'test "$PWD" = "$HOME" && test "$(pwd)" = "$HOME" && echo home']);
@@ -428,7 +460,9 @@ describe("instances", () => {
     expect(me?.img).toBe("docker://busybox:1.36");
     const holder = me!.pid;
     const ns = fs.readlinkSync(`/proc/${holder}/ns/mnt`);
-    expect((await app(["instance", "list"])).stdout).toMatch(new RegExp(`^INSTANCE NAME +PID +IP +IMAGE\\n${name.replace(/\./g, "\\.")} +${holder} +docker://busybox:1.36\\n`));
+    expect((await app(["instance", "list"])).stdout).toMatch(
+      new RegExp(`^INSTANCE NAME +PID +IP +IMAGE\\n${name.replace(/\./g, "\\.")} +${holder} +docker://busybox:1.36\\n`),
+    );
 
     // a long-running process inside the instance, with a child of its own
     const pidFile = path.join(scratchTmp, "pid");
@@ -548,7 +582,14 @@ describe("values never on a command line", () => {
       await traced(["exec", "--cleanenv", "docker://busybox", "printenv", "R"], { env: { APPTAINERENV_R: secret("reexec") }, ignoreInt: true }),
     ];
     await app(["instance", "stop", "-t", "1", name]);
-    expect(results.map((r) => r.stdout)).toEqual([`${secret("injected")}\n`, `${secret("host")}\n`, `${secret("evaluated")}\n`, "", `${secret("instance")}\n`, `${secret("reexec")}\n`]);
+    expect(results.map((r) => r.stdout)).toEqual([
+      `${secret("injected")}\n`,
+      `${secret("host")}\n`,
+      `${secret("evaluated")}\n`,
+      "",
+      `${secret("instance")}\n`,
+      `${secret("reexec")}\n`,
+    ]);
     const logs = fs.readdirSync(work).filter((f) => f.startsWith("argv.trace.")).map((f) => fs.readFileSync(path.join(work, f), "utf8")).join("\n");
     // The trace saw the shim's stages: the inner stage of each call and the re-execution.
     expect(logs.split("\n").filter((l) => l.includes("__minicondor_inner")).length).toBeGreaterThanOrEqual(5);

@@ -3,7 +3,7 @@
  * plan.files and job.sh in a scratch directory, a minimal environment (`env -i`, no PATH),
  * `_CONDOR_SCRATCH_DIR` set, `_CONDOR_BIN` pointing at minicondor's tools when they exist.
  */
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { JobPlan } from "../../src/core/types.ts";

@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 
 import { join } from "node:path";
 import type { ContainerPlan, JobPlan, MountPlan } from "../../src/core/types.ts";
 import { basePlan, container, initContainer, withEnvFiles } from "./plans.ts";
-import { SHIM, cleanup, materialize, readState, runWrapper, tempDir, wrapperLog, type RunResult } from "./harness.ts";
+import { cleanup, materialize, readState, type RunResult, runWrapper, SHIM, tempDir, wrapperLog } from "./harness.ts";
 
 setDefaultTimeout(150_000);
 

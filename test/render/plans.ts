@@ -82,7 +82,7 @@ export const richPlan: JobPlan = withEnvFiles(
     terminationGracePeriodSeconds: 20,
     commandPrefix: "source /cvmfs/sw.example.org/setup.sh",
     backgroundCommands: ["wstunnel client -L 'tcp://8080:localhost:8080' wss://mesh.example.org"],
-    preExec: ["echo \"pre-exec in $PWD\""],
+    preExec: ['echo "pre-exec in $PWD"'],
     podIP: "10.1.2.3",
     runtime: {
       pinned: "/opt/apptainer/bin/apptainer",
@@ -113,7 +113,7 @@ export const richPlan: JobPlan = withEnvFiles(
         args: ["nginx", "-g", "daemon off;"],
         workingDir: "/usr/share/nginx/html",
         env: [
-          ["GREETING", "it's \"$HOME\" `uname` $(id) \\ \n é"],
+          ["GREETING", 'it\'s "$HOME" `uname` $(id) \\ \n é'],
           ["EMPTY", ""],
         ],
         mounts: [
@@ -126,15 +126,27 @@ export const richPlan: JobPlan = withEnvFiles(
         gpus: 1,
         startupProbe: {
           handler: { kind: "tcpSocket", host: "127.0.0.1", port: 8080 },
-          initialDelaySeconds: 0, periodSeconds: 2, timeoutSeconds: 1, successThreshold: 1, failureThreshold: 30,
+          initialDelaySeconds: 0,
+          periodSeconds: 2,
+          timeoutSeconds: 1,
+          successThreshold: 1,
+          failureThreshold: 30,
         },
         readinessProbe: {
           handler: { kind: "httpGet", scheme: "HTTP", host: "127.0.0.1", port: 8080, path: "/healthz", headers: [["X-Probe", "ready; it's me"]] },
-          initialDelaySeconds: 5, periodSeconds: 10, timeoutSeconds: 1, successThreshold: 1, failureThreshold: 3,
+          initialDelaySeconds: 5,
+          periodSeconds: 10,
+          timeoutSeconds: 1,
+          successThreshold: 1,
+          failureThreshold: 3,
         },
         livenessProbe: {
           handler: { kind: "exec", command: ["cat", "/tmp/healthy"] },
-          initialDelaySeconds: 10, periodSeconds: 10, timeoutSeconds: 2, successThreshold: 1, failureThreshold: 3,
+          initialDelaySeconds: 10,
+          periodSeconds: 10,
+          timeoutSeconds: 2,
+          successThreshold: 1,
+          failureThreshold: 3,
         },
         postStart: { kind: "exec", command: ["sh", "-c", "echo started > /tmp/healthy"] },
         preStop: { kind: "sleep", seconds: 2 },
@@ -166,7 +178,7 @@ export const jobScriptPlan: JobPlan = withEnvFiles(
   basePlan({
     commandPrefix: "module load apptainer",
     preExec: ["echo pre-exec"],
-    files: [{ path: "job-script.sh", content: enc.encode("#!/bin/bash\necho \"it's the job script: $(hostname)\"\n"), mode: 0o700, secret: true }],
+    files: [{ path: "job-script.sh", content: enc.encode('#!/bin/bash\necho "it\'s the job script: $(hostname)"\n'), mode: 0o700, secret: true }],
     transferInput: ["job-script.sh"],
     jobScript: "job-script.sh",
     initContainers: [initContainer("fetch", 0, { command: ["true"] })],

@@ -15,8 +15,20 @@ import { parseStateLine } from "../../src/core/state-line.ts";
 import { WRAPPER_LIB } from "../../src/render/wrapper.ts";
 import { basePlan, container, initContainer, withEnvFiles } from "./plans.ts";
 import {
-  BASH, SHIM, cleanup, logText, materialize, readLog, readState, runWrapper, shimCalls, tempDir, wrapperLog,
-  type RunOptions, type RunResult, type ShimCall,
+  BASH,
+  cleanup,
+  logText,
+  materialize,
+  readLog,
+  readState,
+  type RunOptions,
+  type RunResult,
+  runWrapper,
+  SHIM,
+  type ShimCall,
+  shimCalls,
+  tempDir,
+  wrapperLog,
 } from "./harness.ts";
 
 // Generous: on a loaded machine the shim (and bash) can be very slow.
@@ -258,12 +270,16 @@ const liveness = scenario(
       sh(
         "live",
         'n=$(cat /shared/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /shared/n; echo "run $n"; ' +
-          'if [ $n -eq 1 ]; then sleep 0.5; rm -f /tmp/healthy; exec sleep 30; fi; sleep 1.5; exit 0',
+          "if [ $n -eq 1 ]; then sleep 0.5; rm -f /tmp/healthy; exec sleep 30; fi; sleep 1.5; exit 0",
         {
           postStart: { kind: "exec", command: ["bash", "-c", "touch /tmp/healthy"] },
           livenessProbe: {
             handler: { kind: "exec", command: ["test", "-e", "/tmp/healthy"] },
-            initialDelaySeconds: 0, periodSeconds: 1, timeoutSeconds: 2, successThreshold: 1, failureThreshold: 2,
+            initialDelaySeconds: 0,
+            periodSeconds: 1,
+            timeoutSeconds: 2,
+            successThreshold: 1,
+            failureThreshold: 2,
           },
         },
       ),
@@ -293,25 +309,41 @@ const probes = scenario(
       sh("ready", "sleep 2.5", {
         startupProbe: {
           handler: { kind: "tcpSocket", host: "127.0.0.1", port },
-          initialDelaySeconds: 0, periodSeconds: 1, timeoutSeconds: 1, successThreshold: 1, failureThreshold: 3,
+          initialDelaySeconds: 0,
+          periodSeconds: 1,
+          timeoutSeconds: 1,
+          successThreshold: 1,
+          failureThreshold: 3,
         },
         readinessProbe: {
           handler: { kind: "httpGet", scheme: "HTTP", host: "127.0.0.1", port, path: "/ok", headers: [["X-Probe", "it's me"]] },
-          initialDelaySeconds: 0, periodSeconds: 1, timeoutSeconds: 1, successThreshold: 1, failureThreshold: 1,
+          initialDelaySeconds: 0,
+          periodSeconds: 1,
+          timeoutSeconds: 1,
+          successThreshold: 1,
+          failureThreshold: 1,
         },
       }),
       sh("never", "sleep 2.5", {
         index: 1,
         readinessProbe: {
           handler: { kind: "httpGet", scheme: "HTTP", host: "127.0.0.1", port, path: "/bad", headers: [] },
-          initialDelaySeconds: 0, periodSeconds: 1, timeoutSeconds: 1, successThreshold: 1, failureThreshold: 1,
+          initialDelaySeconds: 0,
+          periodSeconds: 1,
+          timeoutSeconds: 1,
+          successThreshold: 1,
+          failureThreshold: 1,
         },
       }),
       sh("nostart", "sleep 30", {
         index: 2,
         startupProbe: {
           handler: { kind: "tcpSocket", host: "127.0.0.1", port: 1 },
-          initialDelaySeconds: 0, periodSeconds: 1, timeoutSeconds: 1, successThreshold: 1, failureThreshold: 2,
+          initialDelaySeconds: 0,
+          periodSeconds: 1,
+          timeoutSeconds: 1,
+          successThreshold: 1,
+          failureThreshold: 2,
         },
       }),
     ],
@@ -413,7 +445,7 @@ const postStartOk = scenario(
               "bash",
               "-c",
               "for i in $(seq 300); do [ -e /tmp/token ] && break; sleep 0.1; done; " +
-                "{ cat /tmp/token; echo hook; } > /tmp/hooked.tmp && mv /tmp/hooked.tmp /tmp/hooked",
+              "{ cat /tmp/token; echo hook; } > /tmp/hooked.tmp && mv /tmp/hooked.tmp /tmp/hooked",
             ],
           },
         },
@@ -566,7 +598,11 @@ const probeGrace = scenario(
       sh("stuck", "trap '' TERM; echo up; sleep 60 & wait; sleep 60", {
         livenessProbe: {
           handler: { kind: "exec", command: ["test", "-e", "/tmp/never"] },
-          initialDelaySeconds: 0, periodSeconds: 1, timeoutSeconds: 2, successThreshold: 1, failureThreshold: 1,
+          initialDelaySeconds: 0,
+          periodSeconds: 1,
+          timeoutSeconds: 2,
+          successThreshold: 1,
+          failureThreshold: 1,
           terminationGracePeriodSeconds: 1,
         },
       }),
@@ -583,7 +619,11 @@ const probePeriod = scenario(
       sh("ticked", "sleep 17", {
         readinessProbe: {
           handler: { kind: "exec", command: ["bash", "-c", "date +%s%N >> /shared/probe.starts; sleep 4"] },
-          initialDelaySeconds: 0, periodSeconds: 5, timeoutSeconds: 8, successThreshold: 1, failureThreshold: 3,
+          initialDelaySeconds: 0,
+          periodSeconds: 5,
+          timeoutSeconds: 8,
+          successThreshold: 1,
+          failureThreshold: 3,
         },
       }),
     ],
@@ -844,10 +884,12 @@ describe("failures before the containers", () => {
 
   // A stop is not a failure of the snippet: the containers read Killed (as for any stop), the job
   // ends at once, and no child of the snippet (sleep 60) outlives it, holding the job's streams.
-  test.each([
-    ["CommandPrefix", () => termDuringPrefix, "prefix-done"],
-    ["pre-exec", () => termDuringPreExec, "pre-done"],
-  ] as const)("SIGTERM during %s stops the pod as Killed, not as a failed snippet", async (_what, run, done) => {
+  test.each(
+    [
+      ["CommandPrefix", () => termDuringPrefix, "prefix-done"],
+      ["pre-exec", () => termDuringPreExec, "pre-done"],
+    ] as const,
+  )("SIGTERM during %s stops the pod as Killed, not as a failed snippet", async (_what, run, done) => {
     const o = await run();
     expect(o.termAt).toBeDefined();
     expect(o.code).toBe(143);
@@ -995,7 +1037,11 @@ describe("lifecycle hooks", () => {
     const o = await postStartFails;
     expect(states(o, "c.doomed").map((s) => s.state)).toContain("running");
     expect(readState(o.dir, "doomed")).toMatchObject({
-      state: "terminated", reason: "PostStartHookError", exitCode: 143, signal: 15, restartCount: 0,
+      state: "terminated",
+      reason: "PostStartHookError",
+      exitCode: 143,
+      signal: 15,
+      restartCount: 0,
     });
     expect(o.code).toBe(143);
     // Killed, not waited for: the container would sleep 600 s.

@@ -130,8 +130,15 @@ describe("renderSubmit content", () => {
       expect(get(text, attr)).toBe(`"${INITIAL_STATE_LINE}"`);
     }
     expect(parseStateLine(INITIAL_STATE_LINE)).toEqual({
-      state: "waiting", reason: "ContainerCreating", ready: false, restartCount: 0,
-      exitCode: undefined, startedAt: undefined, finishedAt: undefined, last: undefined, signal: undefined,
+      state: "waiting",
+      reason: "ContainerCreating",
+      ready: false,
+      restartCount: 0,
+      exitCode: undefined,
+      startedAt: undefined,
+      finishedAt: undefined,
+      last: undefined,
+      signal: undefined,
     });
   });
 
@@ -154,7 +161,7 @@ describe("renderSubmit never lets a value inject", () => {
   test("$(...) stays literal through $(DOLLAR)", () => {
     expect(submitValue("$(ENV(HOME))")).toBe("$(DOLLAR)(ENV(HOME))");
     expect(submitValue("$$(Memory) $")).toBe("$(DOLLAR)$(DOLLAR)(Memory) $(DOLLAR)");
-    const out = renderSubmit(basePlan({ submit: { lines: [["MY.Note", '"$(ENV(HOME))"']], requirements: "Target.X =?= \"$(Cluster)\"" } }), DIR);
+    const out = renderSubmit(basePlan({ submit: { lines: [["MY.Note", '"$(ENV(HOME))"']], requirements: 'Target.X =?= "$(Cluster)"' } }), DIR);
     expect(get(out, "MY.Note")).toBe('"$(DOLLAR)(ENV(HOME))"');
     expect(get(out, "requirements")).toBe('Target.X =?= "$(DOLLAR)(Cluster)"');
     expect(out.replaceAll("$(DOLLAR)", "")).not.toContain("$");
@@ -182,7 +189,9 @@ describe("renderSubmit never lets a value inject", () => {
   ])("a value ending in %s throws", (_, v) => {
     expect(submitValueProblem(v)).toMatch(/continue it onto the next line/);
     expect(() => submitValue(v)).toThrow(SidecarError);
-    expect(() => renderSubmit(basePlan({ submit: { lines: [], podOptions: [["rank", v]] } }), DIR)).toThrow(/annotations\["htcondor-job.vk.io\/submit-options"\].*next line/);
+    expect(() => renderSubmit(basePlan({ submit: { lines: [], podOptions: [["rank", v]] } }), DIR)).toThrow(
+      /annotations\["htcondor-job.vk.io\/submit-options"\].*next line/,
+    );
     expect(() => renderSubmit(basePlan({ submit: { lines: [["rank", v]] } }), DIR)).toThrow(/config Submit.ExtraLines.*next line/);
     expect(() => renderSubmit(basePlan({ submit: { lines: [], requirements: v } }), DIR)).toThrow(/Submit.Requirements/);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { WRAPPER_LIB, bindOrder, renderWrapper, instancePrefix } from "../../src/render/wrapper.ts";
+import { bindOrder, instancePrefix, renderWrapper, WRAPPER_LIB } from "../../src/render/wrapper.ts";
 import { BASH_OWN_VARIABLES, type MountPlan } from "../../src/core/types.ts";
 import { scriptCanReceive } from "../../src/core/job-script.ts";
 import { SidecarError } from "../../src/core/errors.ts";
@@ -29,15 +29,23 @@ describe("renderWrapper with a job script", () => {
     expect(s).not.toContain(new TextDecoder().decode(script.content).trim());
     expect(s).not.toContain("it's the job script");
     const planPart = s.slice(0, s.indexOf(WRAPPER_LIB));
-    const r = Bun.spawnSync(["/bin/bash", "-c", `${planPart}
-printf '%s' "$JOB_SCRIPT"`], { env: {} });
+    const r = Bun.spawnSync([
+      "/bin/bash",
+      "-c",
+      `${planPart}
+printf '%s' "$JOB_SCRIPT"`,
+    ], { env: {} });
     expect(r.stdout.toString()).toBe("job-script.sh");
   });
 
   test("without one, JOB_SCRIPT is empty", () => {
     const planPart = renderWrapper(minimalPlan).slice(0, renderWrapper(minimalPlan).indexOf(WRAPPER_LIB));
-    const r = Bun.spawnSync(["/bin/bash", "-uc", `${planPart}
-printf '[%s]' "$JOB_SCRIPT"`], { env: {} });
+    const r = Bun.spawnSync([
+      "/bin/bash",
+      "-uc",
+      `${planPart}
+printf '[%s]' "$JOB_SCRIPT"`,
+    ], { env: {} });
     expect(r.stdout.toString()).toBe("[]");
   });
 
@@ -105,7 +113,8 @@ describe("renderWrapper", () => {
     bashSyntaxOk(s);
     // Source the plan section alone and check every value came through byte for byte.
     const planPart = s.slice(0, s.indexOf(WRAPPER_LIB));
-    const probe = `${planPart}\nctr_0\nprintf '%s\\0' "$COMMAND_PREFIX" "\${PRE_EXEC[@]}" "\${BACKGROUND_COMMANDS[@]}" "\${C_COMMAND[@]}" "\${C_ARGS[@]}" "$C_IMAGE" "\${C_RUNTIME_OPTIONS[@]}"`;
+    const probe =
+      `${planPart}\nctr_0\nprintf '%s\\0' "$COMMAND_PREFIX" "\${PRE_EXEC[@]}" "\${BACKGROUND_COMMANDS[@]}" "\${C_COMMAND[@]}" "\${C_ARGS[@]}" "$C_IMAGE" "\${C_RUNTIME_OPTIONS[@]}"`;
     const r = Bun.spawnSync(["/bin/bash", "-c", probe], { env: {} });
     expect(r.exitCode).toBe(0);
     expect(r.stdout.toString().split("\0").slice(0, -1)).toEqual([evil, evil, evil, evil, evil, evil, evil]);
@@ -164,7 +173,13 @@ describe("the plan and the library agree", () => {
   test("script_env (wrapper-lib.bash) passes the job script exactly the names scriptCanReceive (core/job-script.ts) accepts", () => {
     const names = ["TOKEN", "PATH", "_X", "odd.name", "a-b", "1A", "SECONDS", "UID", "BASH_ENV", "HOSTNAME", "PWD"];
     const lib = ["script_env", "bash_own_variable"].map(libFunction).join("\n");
-    const r = Bun.spawnSync(["/bin/bash", "-c", `${lib}\nwlog() { :; }\nENV_PAIRS=(); for n in "$@"; do ENV_PAIRS+=("$n=v"); done\nscript_env\nprintf '%s\\n' "\${HOST_ENV[@]}"`, "t", ...names], {
+    const r = Bun.spawnSync([
+      "/bin/bash",
+      "-c",
+      `${lib}\nwlog() { :; }\nENV_PAIRS=(); for n in "$@"; do ENV_PAIRS+=("$n=v"); done\nscript_env\nprintf '%s\\n' "\${HOST_ENV[@]}"`,
+      "t",
+      ...names,
+    ], {
       env: { SANDBOX: "/sandbox", FROM_THE_JOB: "1" },
     });
     const got = r.stdout.toString().split("\n").filter((l) => l.endsWith("=v")).map((l) => l.slice(0, -2));
@@ -179,14 +194,54 @@ describe("the plan and the library agree", () => {
   // A host container gets the variables bash keeps for itself on env's command line; the plan
   // refuses such names with a secret's value by the same list.
   test("bash_own_variable (wrapper-lib.bash) and BASH_OWN_VARIABLES (core/types.ts) name the same variables", () => {
-    const names = ["UID", "EUID", "PPID", "BASHOPTS", "SHELLOPTS", "RANDOM", "SRANDOM", "SECONDS", "LINENO", "HISTCMD", "BASHPID",
-      "EPOCHSECONDS", "EPOCHREALTIME", "FUNCNAME", "GROUPS", "DIRSTACK", "PIPESTATUS", "OPTIND", "SHLVL", "_", "BASH_ENV", "BASH_X1",
-      "PATH", "HOME", "IFS", "PWD", "OLDPWD", "HOSTNAME", "TOKEN", "UIDX", "XUID", "BASH", "MY_SECONDS", "_X", "bash_env"];
+    const names = [
+      "UID",
+      "EUID",
+      "PPID",
+      "BASHOPTS",
+      "SHELLOPTS",
+      "RANDOM",
+      "SRANDOM",
+      "SECONDS",
+      "LINENO",
+      "HISTCMD",
+      "BASHPID",
+      "EPOCHSECONDS",
+      "EPOCHREALTIME",
+      "FUNCNAME",
+      "GROUPS",
+      "DIRSTACK",
+      "PIPESTATUS",
+      "OPTIND",
+      "SHLVL",
+      "_",
+      "BASH_ENV",
+      "BASH_X1",
+      "PATH",
+      "HOME",
+      "IFS",
+      "PWD",
+      "OLDPWD",
+      "HOSTNAME",
+      "TOKEN",
+      "UIDX",
+      "XUID",
+      "BASH",
+      "MY_SECONDS",
+      "_X",
+      "bash_env",
+    ];
     const fn = WRAPPER_LIB.slice(WRAPPER_LIB.indexOf("bash_own_variable() {"), WRAPPER_LIB.indexOf("\n}\n", WRAPPER_LIB.indexOf("bash_own_variable() {")) + 3);
     const r = Bun.spawnSync(["/bin/bash", "-c", `${fn}\nfor n in "$@"; do bash_own_variable "$n" && echo "$n"; done`, "t", ...names]);
     expect(r.stdout.toString().split("\n").filter(Boolean)).toEqual(names.filter((n) => BASH_OWN_VARIABLES.test(n)));
     // …and they are the ones bash really cannot export with a value of ours.
-    const probe = Bun.spawnSync(["/bin/bash", "-c", 'for n in "$@"; do v=$(env -i /bin/bash -c \'export "$1=v4lue" 2>/dev/null; exec /usr/bin/env\' x "$n" | grep -ax "$n=v4lue"); [[ -z $v ]] && echo "$n"; done', "t", ...names]);
+    const probe = Bun.spawnSync([
+      "/bin/bash",
+      "-c",
+      'for n in "$@"; do v=$(env -i /bin/bash -c \'export "$1=v4lue" 2>/dev/null; exec /usr/bin/env\' x "$n" | grep -ax "$n=v4lue"); [[ -z $v ]] && echo "$n"; done',
+      "t",
+      ...names,
+    ]);
     expect(probe.stdout.toString().split("\n").filter(Boolean)).toEqual(names.filter((n) => BASH_OWN_VARIABLES.test(n) && !/^BASH_(ENV|X1)$/.test(n)));
   }, 60_000);
 });

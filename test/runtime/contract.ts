@@ -7,7 +7,7 @@ import { request } from "node:http";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { serveHttp, type FetchHandler } from "../../src/runtime/http.ts";
+import { type FetchHandler, serveHttp } from "../../src/runtime/http.ts";
 import type { Runtime } from "../../src/runtime/types.ts";
 
 export interface ContractCase {
@@ -47,9 +47,17 @@ export function rawRequest(
 }
 
 const echo: FetchHandler = (req, extras) =>
-  new Response(JSON.stringify({ method: req.method, path: new URL(req.url).pathname, body: new TextDecoder().decode(extras.rawBody), session: req.headers.get("interlink-http-session") }), {
-    headers: { "content-type": "application/json" },
-  });
+  new Response(
+    JSON.stringify({
+      method: req.method,
+      path: new URL(req.url).pathname,
+      body: new TextDecoder().decode(extras.rawBody),
+      session: req.headers.get("interlink-http-session"),
+    }),
+    {
+      headers: { "content-type": "application/json" },
+    },
+  );
 
 const TRICKY = `a b 'single' "double" $(touch /nonexistent) \`x\` \\ é\nsecond line`;
 
@@ -72,7 +80,7 @@ export const contractCases: ContractCase[] = [
   {
     name: "spawn: cwd, stdin, exit code and stderr are captured",
     async run(rt) {
-      const r = await rt.spawn({ argv: ["/bin/sh", "-c", 'pwd; cat; echo oops >&2; exit 3'], cwd: "/tmp", stdin: "from stdin\n" });
+      const r = await rt.spawn({ argv: ["/bin/sh", "-c", "pwd; cat; echo oops >&2; exit 3"], cwd: "/tmp", stdin: "from stdin\n" });
       assert.equal(r.code, 3);
       assert.equal(r.stdout, "/tmp\nfrom stdin\n");
       assert.equal(r.stderr, "oops\n");
@@ -129,7 +137,7 @@ export const contractCases: ContractCase[] = [
           db.transaction(() => {
             db.run("INSERT INTO t VALUES (?, ?)", ["b", 2]);
             throw new Error("boom");
-          }),
+          })
         );
         db.transaction(() => db.run("UPDATE t SET v = ? WHERE k = ?", [5, "a"]));
         assert.deepEqual(db.all<{ k: string; v: number }>("SELECT k, v FROM t ORDER BY k"), [{ k: "a", v: 5 }]);

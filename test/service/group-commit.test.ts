@@ -2,7 +2,7 @@
 // condor_rm (issue 14): a lone request runs at once, the ones that arrive meanwhile go together,
 // groups never mix, batches are capped, and at most maxInFlight runs at a time.
 import { describe, expect, test } from "bun:test";
-import { type Settled, groupCommit } from "../../src/service/group-commit.ts";
+import { groupCommit, type Settled } from "../../src/service/group-commit.ts";
 
 /** A run the test ends by hand: every batch it was given, and a way to settle the oldest open one. */
 function controlled() {
@@ -20,7 +20,7 @@ function controlled() {
         open.push((r) => {
           inFlight--;
           resolve(r);
-        }),
+        })
       );
     },
     /** Ends the oldest run: every item ok, its value the item upper-cased. */

@@ -65,7 +65,10 @@ function setup(o: { config?: string; spool?: boolean; credential?: { path: strin
       now += ms;
     },
     async create(name = "p", script = "sleep 60"): Promise<{ pod: Json; jid: string }> {
-      const req = makeCreateRequest({ metadata: { name, uid: uid() }, spec: { containers: [{ name: "main", image: "busybox", command: ["sh", "-c", script], resources: {} }] } });
+      const req = makeCreateRequest({
+        metadata: { name, uid: uid() },
+        spec: { containers: [{ name: "main", image: "busybox", command: ["sh", "-c", script], resources: {} }] },
+      });
       const answer = await service.create(parseCreateRequest(req));
       now += 1; // a status after the create sees a snapshot newer than the record
       return { pod: req.pod, jid: answer.PodJID };

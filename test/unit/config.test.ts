@@ -67,7 +67,7 @@ describe("parseConfig", () => {
       expect((err as Error).message).not.toContain("\n");
     });
   }
-  test("the shipped example ExtraLines ({\"+ProjectName\": '\"physics\"'}) loads and renders as MY.ProjectName", () => {
+  test('the shipped example ExtraLines ({"+ProjectName": \'"physics"\'}) loads and renders as MY.ProjectName', () => {
     const { config } = parseConfig(`Submit:\n  ExtraLines: {"+ProjectName": '"physics"'}\nChannels:\n  SubmitOptions: [+SingularityImage, priority]\n`);
     const p = planConfig(config, false);
     expect(p.extraSubmitLines).toEqual([["+ProjectName", '"physics"']]);

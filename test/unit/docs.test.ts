@@ -6,13 +6,13 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import {
-  CONFIGURATION_DOC,
-  type FlagDoc,
   anchors,
   brokenLinks,
   configTable,
+  CONFIGURATION_DOC,
   docFiles,
   fillMarkers,
+  type FlagDoc,
   flagTable,
   generatedBlocks,
   slug,
@@ -106,7 +106,7 @@ describe("link checking", () => {
     for (const [heading, anchor] of table) expect(slug(heading)).toBe(anchor);
   });
   test("headings in code blocks are not anchors; repeated headings get -1", () => {
-    expect([...anchors("# A\n```sh\n# not a heading\n```\n## A\n<a id=\"x\"></a>\n")]).toEqual(["a", "a-1", "x"]);
+    expect([...anchors('# A\n```sh\n# not a heading\n```\n## A\n<a id="x"></a>\n')]).toEqual(["a", "a-1", "x"]);
   });
   test("a missing file, a missing heading and a link out of the repository are found; links in code and URLs are not checked", () => {
     const files = {

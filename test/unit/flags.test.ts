@@ -1,7 +1,7 @@
 // Flags: every original flag mapped onto current HTCondor
 // (docs/htcondor.md#environment-variables-the-tools-read), usage errors exit 2.
 import { describe, expect, test } from "bun:test";
-import { type CliOptions, UsageError, condorAccess, parseCli } from "../../src/flags.ts";
+import { type CliOptions, condorAccess, parseCli, UsageError } from "../../src/flags.ts";
 import { CONDOR_TOOLS, toolArgs } from "../../src/condor/tools.ts";
 
 const run = (argv: string[]): CliOptions => {
@@ -16,7 +16,15 @@ describe("parseCli", () => {
   });
   test("defaults: loopback, port 8000, ./SidecarConfig.yaml, json logs", () => {
     const o = run([]);
-    expect([o.listen, o.port, o.config, o.logLevel, o.logFormat, o.spool, o.dummyJob]).toEqual(["127.0.0.1", 8000, "./SidecarConfig.yaml", "info", "json", "auto", false]);
+    expect([o.listen, o.port, o.config, o.logLevel, o.logFormat, o.spool, o.dummyJob]).toEqual([
+      "127.0.0.1",
+      8000,
+      "./SidecarConfig.yaml",
+      "info",
+      "json",
+      "auto",
+      false,
+    ]);
     expect(o.socket).toBeUndefined();
   });
   test("help and version", () => {
@@ -64,12 +72,28 @@ describe("condorAccess: flags → what current HTCondor reads", () => {
   const table: [string, string[], Record<string, string>, string[]][] = [
     ["--schedd-host", ["--schedd-host", "ap.example.org"], { _condor_SCHEDD_HOST: "ap.example.org" }, []],
     ["--schedd-name alone", ["--schedd-name", "sched1"], {}, ["-name", "sched1"]],
-    ["--schedd-name with --collector-host", ["--schedd-name", "s", "--collector-host", "cm:9618"], { _condor_COLLECTOR_HOST: "cm:9618" }, ["-name", "s", "-pool", "cm:9618"]],
+    ["--schedd-name with --collector-host", ["--schedd-name", "s", "--collector-host", "cm:9618"], { _condor_COLLECTOR_HOST: "cm:9618" }, [
+      "-name",
+      "s",
+      "-pool",
+      "cm:9618",
+    ]],
     ["--condor-config", ["--condor-config", "/etc/c"], { CONDOR_CONFIG: "/etc/c" }, []],
     ["--auth-method list", ["--auth-method", "scitokens, ssl"], { _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "SCITOKENS,SSL" }, []],
-    ["SCITOKENS + --proxy → SCITOKENS_FILE", ["--auth-method", "SCITOKENS", "--proxy", "/t"], { _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "SCITOKENS", _condor_SCITOKENS_FILE: "/t" }, []],
-    ["SSL + --proxy → X509_USER_PROXY", ["--auth-method", "SSL", "--proxy", "/p"], { _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "SSL", X509_USER_PROXY: "/p", _condor_AUTH_SSL_USE_CLIENT_PROXY_ENV_VAR: "true" }, []],
-    ["--cadir/--certfile/--keyfile", ["--cadir", "/ca", "--certfile", "/c", "--keyfile", "/k"], { _condor_AUTH_SSL_CLIENT_CADIR: "/ca", _condor_AUTH_SSL_CLIENT_CERTFILE: "/c", _condor_AUTH_SSL_CLIENT_KEYFILE: "/k" }, []],
+    ["SCITOKENS + --proxy → SCITOKENS_FILE", ["--auth-method", "SCITOKENS", "--proxy", "/t"], {
+      _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "SCITOKENS",
+      _condor_SCITOKENS_FILE: "/t",
+    }, []],
+    ["SSL + --proxy → X509_USER_PROXY", ["--auth-method", "SSL", "--proxy", "/p"], {
+      _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "SSL",
+      X509_USER_PROXY: "/p",
+      _condor_AUTH_SSL_USE_CLIENT_PROXY_ENV_VAR: "true",
+    }, []],
+    ["--cadir/--certfile/--keyfile", ["--cadir", "/ca", "--certfile", "/c", "--keyfile", "/k"], {
+      _condor_AUTH_SSL_CLIENT_CADIR: "/ca",
+      _condor_AUTH_SSL_CLIENT_CERTFILE: "/c",
+      _condor_AUTH_SSL_CLIENT_KEYFILE: "/k",
+    }, []],
     ["--debug → TOOL_DEBUG + -debug", ["--debug", "D_FULLDEBUG"], { _condor_TOOL_DEBUG: "D_FULLDEBUG" }, ["-debug"]],
   ];
   for (const [name, argv, env, args] of table) {

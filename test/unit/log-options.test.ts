@@ -4,12 +4,13 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LogRequestSchema, completeEnd, findAfterAnchor, firstLineStart, lastCompleteLine, sinceMs, truncateBytes } from "../../src/core/log-options.ts";
+import { completeEnd, findAfterAnchor, firstLineStart, lastCompleteLine, LogRequestSchema, sinceMs, truncateBytes } from "../../src/core/log-options.ts";
 import { logFileStream } from "../../src/service/logs.ts";
 
 const log = ["2026-11-22T10:00:00.000001Z one", "2026-11-22T10:00:10.000002Z two", "2026-11-22T10:00:20.000003Z three é", ""].join("\n");
 const now = Date.parse("2026-11-22T10:00:25Z");
-const opts = (o: Record<string, unknown> = {}) => LogRequestSchema.parse({ Namespace: "n", PodUID: "u", PodName: "p", ContainerName: "c", Opts: { SinceTime: "0001-01-01T00:00:00Z", ...o } }).Opts;
+const opts = (o: Record<string, unknown> = {}) =>
+  LogRequestSchema.parse({ Namespace: "n", PodUID: "u", PodName: "p", ContainerName: "c", Opts: { SinceTime: "0001-01-01T00:00:00Z", ...o } }).Opts;
 const enc = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 
@@ -28,7 +29,11 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 describe("a log file through the kubectl options (logFileStream)", () => {
   const table: [string, Record<string, unknown>, string][] = [
     ["no options: text without the internal stamps", {}, "one\ntwo\nthree é\n"],
-    ["Timestamps: RFC 3339 prefix", { Timestamps: true }, "2026-11-22T10:00:00.000001Z one\n2026-11-22T10:00:10.000002Z two\n2026-11-22T10:00:20.000003Z three é\n"],
+    [
+      "Timestamps: RFC 3339 prefix",
+      { Timestamps: true },
+      "2026-11-22T10:00:00.000001Z one\n2026-11-22T10:00:10.000002Z two\n2026-11-22T10:00:20.000003Z three é\n",
+    ],
     ["Tail 2", { Tail: 2 }, "two\nthree é\n"],
     ["Bytes 6", { Bytes: 6 }, "one\ntw"],
     ["SinceSeconds 12", { SinceSeconds: 12 }, "three é\n"],

@@ -1,7 +1,7 @@
 // The Prometheus text exposition (src/core/metrics.ts; docs/metrics.md) and the metrics listener's address.
 import { describe, expect, test } from "bun:test";
 import { createRegistry, createSidecarMetrics, routeOf } from "../../src/core/metrics.ts";
-import { UsageError, listenAddress } from "../../src/flags.ts";
+import { listenAddress, UsageError } from "../../src/flags.ts";
 
 describe("the exposition writer", () => {
   test("counters, histograms and gauges, with HELP and TYPE, cumulative buckets and escaped labels", () => {
@@ -78,6 +78,8 @@ describe("--metrics-listen and MetricsListen", () => {
     ["[::1]:9100", { host: "::1", port: 9100 }],
     ["localhost:0", { host: "localhost", port: 0 }],
   ])("%p", (text, want) => expect(listenAddress(text, "--metrics-listen")).toEqual(want));
-  test.each(["9100", "127.0.0.1", "::1:9100", "[localhost]:9100", "127.0.0.1:70000", "a b:1", ""])("refused: %p", (text) =>
-    expect(() => listenAddress(text, "--metrics-listen")).toThrow(UsageError));
+  test.each(["9100", "127.0.0.1", "::1:9100", "[localhost]:9100", "127.0.0.1:70000", "a b:1", ""])(
+    "refused: %p",
+    (text) => expect(() => listenAddress(text, "--metrics-listen")).toThrow(UsageError),
+  );
 });

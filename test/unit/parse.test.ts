@@ -2,11 +2,9 @@
 // docs/htcondor.md#json-output, docs/htcondor.md#condor_history,
 // docs/htcondor.md#job-ids-one-line-per-id).
 import { classAdString } from "../../src/core/classad.ts";
-import { type JsonAdSlices, adCount, parseAd, sameAd, sliceJobId, sliceJsonAds } from "../../src/condor/parse.ts";
+import { adCount, type JsonAdSlices, parseAd, sameAd, sliceJobId, sliceJsonAds } from "../../src/condor/parse.ts";
 import { describe, expect, test } from "bun:test";
 import {
-  type RmOutcome,
-  type SubmitFailure,
   adNumber,
   adString,
   classifySubmitFailure,
@@ -14,6 +12,8 @@ import {
   parseJsonAds,
   parseRmLine,
   parseTerseSubmit,
+  type RmOutcome,
+  type SubmitFailure,
   submitRefusal,
 } from "../../src/condor/parse.ts";
 
@@ -31,7 +31,8 @@ describe("parseJsonAds (docs/htcondor.md#json-output, docs/htcondor.md#condor_hi
   test("condor_q with no match prints nothing", () => expect(parseJsonAds("")).toEqual([]));
   test("condor_history with no match prints [ and ]", () => expect(parseJsonAds("[\n]\n")).toEqual([]));
   test("the writer's shape: ads separated by a lone comma line, expressions as /Expr()/", () => {
-    const out = '[\n{\n  "ClusterId": 1,\n  "JobStatus": 2,\n  "RequestDisk": "\\/Expr(MAX({ 1024 }) * 1024)\\/"\n}\n,\n{\n  "ClusterId": 2,\n  "JobStatus": 1\n}\n]\n';
+    const out =
+      '[\n{\n  "ClusterId": 1,\n  "JobStatus": 2,\n  "RequestDisk": "\\/Expr(MAX({ 1024 }) * 1024)\\/"\n}\n,\n{\n  "ClusterId": 2,\n  "JobStatus": 1\n}\n]\n';
     const ads = parseJsonAds(out);
     expect(ads.length).toBe(2);
     expect(adNumber(ads[0]!, "JobStatus")).toBe(2);
@@ -85,13 +86,20 @@ describe("classifySubmitFailure (docs/htcondor.md#condor_submit-exit-codes-and-e
     ["not an integer", "\nERROR: priority=$ENV(HOME) is invalid, must eval to an integer.\n", "description"],
     ["hold with -spool (observed)", "\nERROR: Cannot set hold to 'true' when using -remote or -spool\n", "description"],
     ["the config reader", 'Submit file Error "job.sub", Line 40: Illegal Identifier: <a-b>\n', "description"],
-    ["after a deprecation warning", "\nWarning: Use of multiple queue statements in a single submit file is deprecated.\nERROR: Parse error in expression: \n\tRank = (\n\t", "description"],
+    [
+      "after a deprecation warning",
+      "\nWarning: Use of multiple queue statements in a single submit file is deprecated.\nERROR: Parse error in expression: \n\tRank = (\n\t",
+      "description",
+    ],
     // Neither.
     ["only a warning", "WARNING: the line 'x = 1' was unused by condor_submit. Is it a typo?\n", "unknown"],
     ["nothing", "", "unknown"],
     ["killed", "Terminated\n", "unknown"],
   ];
-  test.each(table.map(([name, stderr, want]) => [name, want, stderr] as const))("%s → %s", (_, want, stderr) => expect(classifySubmitFailure(stderr)).toBe(want));
+  test.each(table.map(([name, stderr, want]) => [name, want, stderr] as const))(
+    "%s → %s",
+    (_, want, stderr) => expect(classifySubmitFailure(stderr)).toBe(want),
+  );
 });
 
 describe("submitRefusal: condor_submit's own words, on one line", () => {
@@ -99,7 +107,8 @@ describe("submitRefusal: condor_submit's own words, on one line", () => {
     expect(submitRefusal("ERROR: Parse error in expression: \n\tRank = 1 priority = 2\n\t")).toBe("ERROR: Parse error in expression: Rank = 1 priority = 2");
   });
   test("warnings are left out, errors kept in order", () => {
-    const stderr = "\nWARNING: the line 'a = 1' was unused by condor_submit. Is it a typo?\n\nERROR: on Line 2 of job.sub: \n\nERROR: Failed to parse command file (line 2).\n";
+    const stderr =
+      "\nWARNING: the line 'a = 1' was unused by condor_submit. Is it a typo?\n\nERROR: on Line 2 of job.sub: \n\nERROR: Failed to parse command file (line 2).\n";
     expect(submitRefusal(stderr)).toBe("ERROR: on Line 2 of job.sub: ERROR: Failed to parse command file (line 2).");
   });
   test("long output is cut", () => expect(submitRefusal(`ERROR: ${"x".repeat(1000)}`, 20)).toBe(`ERROR: ${"x".repeat(13)}…`));
@@ -116,10 +125,15 @@ describe("sliceJsonAds: each ad's place in the bytes, unparsed (docs/htcondor.md
   });
   test.each([["condor_q: nothing", ""], ["condor_history: nothing", "[\n]\n"]])("%s → no ad", (_, out) => expect(adCount(sliceJsonAds(enc(out)))).toBe(0));
   test("one ad", () => expect(all(sliceJsonAds(enc('[\n{\n  "ClusterId": 7\n}\n]\n')))).toEqual([{ ClusterId: 7 }]));
-  test("another shape is parsed whole", () => expect(all(sliceJsonAds(enc('[{"ClusterId":1},{"ClusterId":2}]')))).toEqual([{ ClusterId: 1 }, { ClusterId: 2 }]));
+  test("another shape is parsed whole", () =>
+    expect(all(sliceJsonAds(enc('[{"ClusterId":1},{"ClusterId":2}]')))).toEqual([{ ClusterId: 1 }, { ClusterId: 2 }]));
   test("a multibyte character survives", () => expect(all(sliceJsonAds(enc('[\n{\n  "X": "é€"\n}\n]\n')))).toEqual([{ X: "é€" }]));
   test("a job id is read off the bytes, a quoted look-alike in a string value is not", () => {
-    const s = sliceJsonAds(enc('[\n{\n  "HoldReason": "\\"ClusterId\\": 9, \\"ProcId\\": 9",\n  "XClusterId": 8,\n  "ClusterId": 12,\n  "ProcId": 3\n}\n,\n{\n  "ClusterId": 4\n}\n]\n'));
+    const s = sliceJsonAds(
+      enc(
+        '[\n{\n  "HoldReason": "\\"ClusterId\\": 9, \\"ProcId\\": 9",\n  "XClusterId": 8,\n  "ClusterId": 12,\n  "ProcId": 3\n}\n,\n{\n  "ClusterId": 4\n}\n]\n',
+      ),
+    );
     expect([sliceJobId(s, 0), sliceJobId(s, 1)]).toEqual(["12.3", undefined]);
   });
   test("the same ad is told from a changed one by its bytes, wherever it sits", () => {

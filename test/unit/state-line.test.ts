@@ -59,7 +59,7 @@ describe("the state line's message", () => {
 
   test("garbage in the 14th field is ignored, never fatal", () => {
     // "__8" is base64url for the bytes ff ff: not UTF-8 text.
-    for (const tok of ["-", "not-base64!", "a", "\"quoted\"", "x".repeat(5000), "%%%", "__8"]) {
+    for (const tok of ["-", "not-base64!", "a", '"quoted"', "x".repeat(5000), "%%%", "__8"]) {
       const s = parseStateLine(`1 terminated Error 2 - - 0 0 - - - - - ${tok}`);
       expect(s).toMatchObject({ state: "terminated", exitCode: 2 });
       expect(s?.message).toBeUndefined();
@@ -68,7 +68,13 @@ describe("the state line's message", () => {
 
   test("the status mapping puts it in the container's terminated message", () => {
     const running: StateLine = { state: "running", startedAt: 1_700_000_001, ready: true, restartCount: 0 };
-    const ad = { ClusterId: 1, ProcId: 0, JobStatus: 2, InterLinkCtr0State: formatStateLine(refused), InterLinkCtr1State: formatStateLine(running) } as unknown as JobAd;
+    const ad = {
+      ClusterId: 1,
+      ProcId: 0,
+      JobStatus: 2,
+      InterLinkCtr0State: formatStateLine(refused),
+      InterLinkCtr1State: formatStateLine(running),
+    } as unknown as JobAd;
     const containers = [{ name: "main", init: false, image: "busybox" }, { name: "side", init: false, image: "busybox" }];
     const s = podStatus({ uid: "u", name: "p", namespace: "n", jid: "1.0", containers }, { kind: "queued", ad });
     expect(s.containers[0]?.state.terminated).toMatchObject({ reason: "CreateContainerConfigError", exitCode: 1, message: refused.message });

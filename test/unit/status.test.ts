@@ -20,7 +20,15 @@ const pod: PodIdentity = {
   ],
 };
 const T0 = 1_795_332_741;
-const term = (exitCode: number, reason = exitCode === 0 ? "Completed" : "Error"): StateLine => ({ state: "terminated", exitCode, reason, startedAt: T0, finishedAt: T0 + 5, ready: false, restartCount: 0 });
+const term = (exitCode: number, reason = exitCode === 0 ? "Completed" : "Error"): StateLine => ({
+  state: "terminated",
+  exitCode,
+  reason,
+  startedAt: T0,
+  finishedAt: T0 + 5,
+  ready: false,
+  restartCount: 0,
+});
 const running: StateLine = { state: "running", startedAt: T0, ready: true, restartCount: 0 };
 const ad = (extra: JobAd): JobAd => ({ ClusterId: 7, ProcId: 0, JobStatus: 2, ...extra });
 const state = (c: ContainerStatus) => Object.keys(c.state)[0];
@@ -142,9 +150,22 @@ describe("podStatus", () => {
   });
 
   test("restarts: lastState and restartCount come from the line", () => {
-    const line: StateLine = { state: "waiting", reason: "CrashLoopBackOff", ready: false, restartCount: 2, last: { exitCode: 1, reason: "Error", startedAt: T0, finishedAt: T0 + 1 } };
-    const s = podStatus({ ...pod, containers: [{ name: "main", init: false, image: "x" }] }, { kind: "queued", ad: ad({ InterLinkCtr0State: formatStateLine(line) }) });
-    expect(s.containers[0]).toMatchObject({ restartCount: 2, state: { waiting: { reason: "CrashLoopBackOff" } }, lastState: { terminated: { exitCode: 1, reason: "Error" } } });
+    const line: StateLine = {
+      state: "waiting",
+      reason: "CrashLoopBackOff",
+      ready: false,
+      restartCount: 2,
+      last: { exitCode: 1, reason: "Error", startedAt: T0, finishedAt: T0 + 1 },
+    };
+    const s = podStatus({ ...pod, containers: [{ name: "main", init: false, image: "x" }] }, {
+      kind: "queued",
+      ad: ad({ InterLinkCtr0State: formatStateLine(line) }),
+    });
+    expect(s.containers[0]).toMatchObject({
+      restartCount: 2,
+      state: { waiting: { reason: "CrashLoopBackOff" } },
+      lastState: { terminated: { exitCode: 1, reason: "Error" } },
+    });
   });
 });
 

@@ -4,10 +4,28 @@
 // The option handling and messages follow src/condor_rm.V6/rm.cpp of htcondor/htcondor.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { Ad, evaluate, isTrue, parse, type Node } from "./classad.ts";
+import { Ad, evaluate, isTrue, type Node, parse } from "./classad.ts";
 import {
-  acceptablePool, acceptableSchedd, allJobs, bumpGen, err, getJob, getRun, isOpt, jobStatus, loadConfig, nowSec, openDb, out, ownerName, putJob,
-  setStatus, toHistory, tx, PLATFORM, VERSION,
+  acceptablePool,
+  acceptableSchedd,
+  allJobs,
+  bumpGen,
+  err,
+  getJob,
+  getRun,
+  isOpt,
+  jobStatus,
+  loadConfig,
+  nowSec,
+  openDb,
+  out,
+  ownerName,
+  PLATFORM,
+  putJob,
+  setStatus,
+  toHistory,
+  tx,
+  VERSION,
 } from "./common.ts";
 import { ensureSchedd, finalizeRemoved, removeSpool } from "./schedd.ts";
 import { ulog } from "./userlog.ts";
@@ -44,7 +62,10 @@ function actOn(mode: Mode, ad: Ad, reason: string, subcode: number, logs: (() =>
     else {
       finalizeRemoved(ad);
       toHistory(db, ad);
-      logs.push(() => { ulog(ad, 9, "Job was aborted.", `\t${reason}\n`); removeSpool(ad); });
+      logs.push(() => {
+        ulog(ad, 9, "Job was aborted.", `\t${reason}\n`);
+        removeSpool(ad);
+      });
     }
     return "ok";
   }
@@ -63,7 +84,10 @@ function actOn(mode: Mode, ad: Ad, reason: string, subcode: number, logs: (() =>
   if (st !== 5) return "badstatus";
   for (const [a, b] of [["HoldReason", "LastHoldReason"], ["HoldReasonCode", "LastHoldReasonCode"], ["HoldReasonSubCode", "LastHoldReasonSubCode"]] as const) {
     const v = ad.get(a);
-    if (v !== undefined) { ad.setText(b, v); ad.delete(a); }
+    if (v !== undefined) {
+      ad.setText(b, v);
+      ad.delete(a);
+    }
   }
   const lr = ad.get("ReleaseReason");
   if (lr !== undefined) ad.setText("LastReleaseReason", lr);
@@ -77,17 +101,32 @@ function actOn(mode: Mode, ad: Ad, reason: string, subcode: number, logs: (() =>
 // rm.cpp's CONSTRAINT_TYPE: the kind of the one constraint a call acts on decides its summary line
 type CT = "none" | "all" | "cluster" | "user" | "simple" | "complex";
 
-class Exit extends Error { constructor(public code: number) { super(`exit ${code}`); } }
+class Exit extends Error {
+  constructor(public code: number) {
+    super(`exit ${code}`);
+  }
+}
 
 export function condorRm(tool: string, argv: string[]): number {
-  try { return rmMain(tool, argv); } catch (e) { if (e instanceof Exit) return e.code; throw e; }
+  try {
+    return rmMain(tool, argv);
+  } catch (e) {
+    if (e instanceof Exit) return e.code;
+    throw e;
+  }
 }
 
 function rmMain(tool: string, argv: string[]): number {
   let mode: Mode = tool === "condor_hold" ? "hold" : tool === "condor_release" ? "release" : "rm";
   const cfg = loadConfig();
-  const fail = (text: string, code = 1): never => { err(text); throw new Exit(code); };
-  const usageExit = (code = 1): never => { err(usage(tool, mode)); throw new Exit(code); };
+  const fail = (text: string, code = 1): never => {
+    err(text);
+    throw new Exit(code);
+  };
+  const usageExit = (code = 1): never => {
+    err(usage(tool, mode));
+    throw new Exit(code);
+  };
   let reason: string | null = null;
   let subcode = 0;
   let dashLong = false, totals = false, hadError = false;
@@ -97,9 +136,14 @@ function rmMain(tool: string, argv: string[]): number {
   let usercluster = "", uctype: CT = "none";
   // several -constraint are ANDed; cluster and user arguments are ORed, then ANDed to them (rm.cpp addConstraint)
   const addConstraint = (c: string, t: CT) => {
-    if (ctype === "none" || ctype === "all") { constraint = c; ctype = t; }
-    else if (ctype === "complex") constraint += ` && (${c})`;
-    else { constraint = `(${constraint}) && (${c})`; ctype = "complex"; }
+    if (ctype === "none" || ctype === "all") {
+      constraint = c;
+      ctype = t;
+    } else if (ctype === "complex") constraint += ` && (${c})`;
+    else {
+      constraint = `(${constraint}) && (${c})`;
+      ctype = "complex";
+    }
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -119,7 +163,9 @@ function rmMain(tool: string, argv: string[]): number {
         addConstraint("ClusterId >= 0", "all");
       } else if (isOpt(a, "addr", 2)) {
         addr = next("-addr", true);
-        if (!/^<[^>]*>$/.test(addr)) fail(`${tool}: "${addr}" is not a valid address\nShould be of the form <ip.address.here:port>\nFor example: <123.456.789.123:6789>\n`);
+        if (!/^<[^>]*>$/.test(addr)) {
+          fail(`${tool}: "${addr}" is not a valid address\nShould be of the form <ip.address.here:port>\nFor example: <123.456.789.123:6789>\n`);
+        }
       } else if (isOpt(a, "reason", 1)) reason = next("-reason", false);
       else if (isOpt(a, "subcode", 1)) {
         const v = next("-subcode", false);
@@ -127,19 +173,33 @@ function rmMain(tool: string, argv: string[]): number {
         subcode = Number(v);
       } else if (isOpt(a, "forcex", mode === "rm" ? 1 : 2)) {
         if (mode === "rm") mode = "forcex";
-        else { err("-forcex is only valid with condor_rm\n"); usageExit(); }
-      } else if (isOpt(a, "fast", 2)) { err("-fast is only valid with condor_vacate_job\n"); usageExit(); }
-      else if (isOpt(a, "name", 1)) name = next("-name", false);
+        else {
+          err("-forcex is only valid with condor_rm\n");
+          usageExit();
+        }
+      } else if (isOpt(a, "fast", 2)) {
+        err("-fast is only valid with condor_vacate_job\n");
+        usageExit();
+      } else if (isOpt(a, "name", 1)) name = next("-name", false);
       else if (isOpt(a, "pool", 1)) pool = next("-pool", false);
-      else if (isOpt(a, "version", 1)) { out(VERSION + "\n" + PLATFORM + "\n"); return 0; }
-      else if (isOpt(a, "help", 1)) usageExit(0);
-      else { err(`Unrecognized option: ${a}\n`); usageExit(); }
+      else if (isOpt(a, "version", 1)) {
+        out(VERSION + "\n" + PLATFORM + "\n");
+        return 0;
+      } else if (isOpt(a, "help", 1)) usageExit(0);
+      else {
+        err(`Unrecognized option: ${a}\n`);
+        usageExit();
+      }
       continue;
     }
     if ((ctype as CT) === "all") usageExit();
     if (/^[\d.+-]/.test(a) && !isNaN(Number(a))) {
       const m = /^(\d+)(?:\.(\d+))?$/.exec(a);
-      if (!m || Number(m[1]) <= 0) { err(`Invalid cluster # from ${a}.\n`); hadError = true; continue; }
+      if (!m || Number(m[1]) <= 0) {
+        err(`Invalid cluster # from ${a}.\n`);
+        hadError = true;
+        continue;
+      }
       if (m[2] !== undefined) ids.push([Number(m[1]), Number(m[2])]);
       else {
         usercluster = uctype === "none" ? `ClusterId == ${m[1]}` : `${usercluster} || ClusterId == ${m[1]}`;
@@ -150,13 +210,19 @@ function rmMain(tool: string, argv: string[]): number {
       uctype = uctype === "none" ? "user" : "complex";
     }
   }
-  if (ctype === "none" && uctype === "none" && !ids.length) { err("You did not specify any jobs\n"); usageExit(); }
+  if (ctype === "none" && uctype === "none" && !ids.length) {
+    err("You did not specify any jobs\n");
+    usageExit();
+  }
   // locating the schedd (rm.cpp: -name without -pool asks the collector itself)
   if (addr === null && name !== null) {
     if (pool !== null && !acceptablePool(pool, cfg)) fail(`${tool}: Can't find address for schedd ${name}\n`);
     if (!acceptableSchedd(name, cfg)) {
-      fail(pool === null ? `Error: cannot get address of schedd ${name.includes("@") ? name.slice(name.indexOf("@") + 1) : name}\n`
-        : `${tool}: Can't find address for schedd ${name}\n`);
+      fail(
+        pool === null
+          ? `Error: cannot get address of schedd ${name.includes("@") ? name.slice(name.indexOf("@") + 1) : name}\n`
+          : `${tool}: Can't find address for schedd ${name}\n`,
+      );
     }
   } else if (addr === null && pool !== null && !acceptablePool(pool, cfg)) fail(`${tool}: Can't find address for schedd \n`);
 
@@ -176,14 +242,27 @@ function rmMain(tool: string, argv: string[]): number {
       for (const [c, p] of ids) {
         const id = `${c}.${p}`;
         const ad = getJob(db, c, p);
-        if (!ad) { errLines.push(`Job ${id} not found`); n.notFound++; continue; }
+        if (!ad) {
+          errLines.push(`Job ${id} not found`);
+          n.notFound++;
+          continue;
+        }
         const r = actOn(mode, ad, why, subcode, logs);
-        if (r === "ok") { okLines.push(`Job ${id} ${WORDS[mode].past}`); n.ok++; }
-        else if (r === "already") { n.already++; errLines.push(mode === "rm" ? `Job ${id} already marked for removal` : `Job ${id} already held`); }
-        else {
+        if (r === "ok") {
+          okLines.push(`Job ${id} ${WORDS[mode].past}`);
+          n.ok++;
+        } else if (r === "already") {
+          n.already++;
+          errLines.push(mode === "rm" ? `Job ${id} already marked for removal` : `Job ${id} already held`);
+        } else {
           n.bad++;
-          errLines.push(mode === "release" ? `Job ${id} not held to be released`
-            : mode === "forcex" ? `Job ${id} not in \`X' state to be forcibly removed` : `Job ${id} not found`);
+          errLines.push(
+            mode === "release"
+              ? `Job ${id} not held to be released`
+              : mode === "forcex"
+              ? `Job ${id} not in \`X' state to be forcibly removed`
+              : `Job ${id} not found`,
+          );
         }
       }
       bumpGen(db);
@@ -191,7 +270,10 @@ function rmMain(tool: string, argv: string[]): number {
     acted += n.ok;
     if (totals) out(totalsLine(n));
     // the schedd answers "acted on at least one" for the whole list (docs/htcondor.md#job-ids-one-line-per-id)
-    if (!n.ok) { hadError = true; err("\n"); }
+    if (!n.ok) {
+      hadError = true;
+      err("\n");
+    }
     if (okLines.length) out(okLines.join("\n") + "\n");
     if (errLines.length) err(errLines.join("\n") + "\n");
   }
@@ -202,15 +284,28 @@ function rmMain(tool: string, argv: string[]): number {
   // "((ClusterId == 123) && (<expr>))" (the cluster first; the rm.cpp read for this port puts the -constraint first,
   // the newer source that docs/htcondor.md follows puts the cluster first)
   if (uctype !== "none") {
-    if (ctype === "none") { constraint = usercluster; ctype = uctype; }
-    else { constraint = `(${usercluster}) && (${constraint})`; ctype = "complex"; }
+    if (ctype === "none") {
+      constraint = usercluster;
+      ctype = uctype;
+    } else {
+      constraint = `(${usercluster}) && (${constraint})`;
+      ctype = "complex";
+    }
   }
   if (ctype !== "none") {
     let node: Node;
-    try { node = parse(constraint); } catch { node = parse("false"); }
-    const cmsg = ctype === "user" ? ` of user ${constraint.slice(constraint.indexOf(" == ") + 4)}`
-      : ctype === "cluster" ? ` in cluster ${constraint.slice(constraint.indexOf(" == ") + 4)}`
-      : (ctype as CT) === "all" ? "" : ` matching constraint (${constraint})`;
+    try {
+      node = parse(constraint);
+    } catch {
+      node = parse("false");
+    }
+    const cmsg = ctype === "user"
+      ? ` of user ${constraint.slice(constraint.indexOf(" == ") + 4)}`
+      : ctype === "cluster"
+      ? ` in cluster ${constraint.slice(constraint.indexOf(" == ") + 4)}`
+      : (ctype as CT) === "all"
+      ? ""
+      : ` matching constraint (${constraint})`;
     const n = { ok: 0, notFound: 0, bad: 0, already: 0 };
     let queued = 0;
     tx(db, () => {
@@ -219,7 +314,9 @@ function rmMain(tool: string, argv: string[]): number {
       for (const ad of jobs) {
         if (!isTrue(evaluate(node, ad))) continue;
         const r = actOn(mode, ad, why, subcode, logs);
-        if (r === "ok") n.ok++; else if (r === "already") n.already++; else n.bad++;
+        if (r === "ok") n.ok++;
+        else if (r === "already") n.already++;
+        else n.bad++;
       }
       bumpGen(db);
     });
@@ -227,7 +324,10 @@ function rmMain(tool: string, argv: string[]): number {
     if (totals) out(totalsLine(n));
     if (n.ok) out(`All jobs${cmsg} have been ${WORDS[mode].past}\n`);
     else if (!queued) err(`${tool}:0:There are no jobs in the queue\n`); // and exit 0 (docs/htcondor.md#clusters-users-and-constraints-one-summary-line)
-    else { hadError = true; err(`\nCouldn't find/${WORDS[mode].verb} all jobs${cmsg}\n`); }
+    else {
+      hadError = true;
+      err(`\nCouldn't find/${WORDS[mode].verb} all jobs${cmsg}\n`);
+    }
   }
   void dashLong;
   for (const l of logs) l();
@@ -237,16 +337,20 @@ function rmMain(tool: string, argv: string[]): number {
 
 function usage(tool: string, mode: Mode): string {
   const word = mode === "hold" ? "hold" : mode === "release" ? "release" : "remove";
-  const reasonLine = mode === "rm" || mode === "forcex" ? "  -reason reason      Use the given RemoveReason\n"
-    : mode === "release" ? "  -reason reason      Use the given ReleaseReason\n"
+  const reasonLine = mode === "rm" || mode === "forcex"
+    ? "  -reason reason      Use the given RemoveReason\n"
+    : mode === "release"
+    ? "  -reason reason      Use the given ReleaseReason\n"
     : "  -reason reason      Use the given HoldReason\n  -subcode number     Set HoldReasonSubCode\n";
   return `Usage: ${tool} [options] [constraints]\n where [options] is zero or more of:\n` +
     "  -help               Display this message and exit\n  -version            Display version information and exit\n" +
     "  -long               Display full result classad\n  -totals             Display success/failure totals\n" +
     "  -debug              Display debugging information while running\n  -name schedd_name   Connect to the given schedd\n" +
-    "  -pool hostname      Use the given central manager to find daemons\n  -addr <ip:port>     Connect directly to the given \"sinful string\"\n" +
+    '  -pool hostname      Use the given central manager to find daemons\n  -addr <ip:port>     Connect directly to the given "sinful string"\n' +
     reasonLine +
-    (mode === "rm" || mode === "forcex" ? "  -forcex             Force the immediate local removal of jobs in the X state\n                      (only affects jobs already being removed)\n" : "") +
+    (mode === "rm" || mode === "forcex"
+      ? "  -forcex             Force the immediate local removal of jobs in the X state\n                      (only affects jobs already being removed)\n"
+      : "") +
     ` and where [constraints] is one of:\n  cluster.proc        ${word} the given job\n  cluster             ${word} the given cluster of jobs\n` +
     `  user                ${word} all jobs owned by user\n  -constraint expr    ${word} all jobs matching the boolean expression\n` +
     `  -all                ${word} all jobs (cannot be used with other constraints)\n`;
@@ -266,41 +370,85 @@ export function condorTransferData(argv: string[]): number {
     const a = argv[i]!;
     const next = (what: string): string | null => {
       const v = argv[i + 1];
-      if (v === undefined) { err(`${me}: ${what} requires another argument\n`); return null; }
+      if (v === undefined) {
+        err(`${me}: ${what} requires another argument\n`);
+        return null;
+      }
       i++;
       return v;
     };
     if (a.startsWith("-")) {
-      if (a.length === 1) { err(transferUsage()); return 1; }
+      if (a.length === 1) {
+        err(transferUsage());
+        return 1;
+      }
       switch (a[1]) {
         case "d":
-          if (!(isOpt(a, "debug", 1) || /^-d(e(b(ug?)?)?)?:/.test(a))) { err(`${me}: unknown argument ${a}\n`); return 1; }
+          if (!(isOpt(a, "debug", 1) || /^-d(e(b(ug?)?)?)?:/.test(a))) {
+            err(`${me}: unknown argument ${a}\n`);
+            return 1;
+          }
           break;
-        case "c": { const v = next("-constraint"); if (v === null) return 1; cons.push(v); nArgs++; break; }
+        case "c": {
+          const v = next("-constraint");
+          if (v === null) return 1;
+          cons.push(v);
+          nArgs++;
+          break;
+        }
         case "a":
           if (a[2] === "d") {
-            const v = next("-addr"); if (v === null) return 1;
-            if (!/^<[^>]*>$/.test(v)) { err(`${me}: "${v}" is not a valid address\nShould be of the form <ip.address.here:port>\nFor example: <123.456.789.123:6789>\n`); return 1; }
+            const v = next("-addr");
+            if (v === null) return 1;
+            if (!/^<[^>]*>$/.test(v)) {
+              err(`${me}: "${v}" is not a valid address\nShould be of the form <ip.address.here:port>\nFor example: <123.456.789.123:6789>\n`);
+              return 1;
+            }
             addr = v;
           } else all = true;
           break;
-        case "n": { const v = next("-name"); if (v === null) return 1; name = v; break; }
-        case "p": { const v = next("-pool"); if (v === null) return 1; pool = v; break; }
-        case "s": { if (next("-stm") === null) return 1; break; }
-        case "v": out(VERSION + "\n" + PLATFORM + "\n"); return 0;
-        case "h": err(transferUsage()); return 0;
-        default: err(`Unrecognized option: ${a}\n` + transferUsage()); return 1;
+        case "n": {
+          const v = next("-name");
+          if (v === null) return 1;
+          name = v;
+          break;
+        }
+        case "p": {
+          const v = next("-pool");
+          if (v === null) return 1;
+          pool = v;
+          break;
+        }
+        case "s": {
+          if (next("-stm") === null) return 1;
+          break;
+        }
+        case "v":
+          out(VERSION + "\n" + PLATFORM + "\n");
+          return 0;
+        case "h":
+          err(transferUsage());
+          return 0;
+        default:
+          err(`Unrecognized option: ${a}\n` + transferUsage());
+          return 1;
       }
       continue;
     }
-    if (all) { err(transferUsage()); return 1; }
+    if (all) {
+      err(transferUsage());
+      return 1;
+    }
     nArgs++;
     const m = /^(\d+)(?:\.(\d+))?$/.exec(a);
     if (m) ids.push({ c: Number(m[1]), p: m[2] !== undefined ? Number(m[2]) : null });
     else if (/^[A-Za-z]/.test(a)) users.push(a);
     else err(`Warning: unrecognized "${a}" skipped\n`);
   }
-  if (!all && !nArgs) { err("You did not specify any jobs\n" + transferUsage()); return 1; }
+  if (!all && !nArgs) {
+    err("You did not specify any jobs\n" + transferUsage());
+    return 1;
+  }
   // DCSchedd(name, pool).locate(): a named schedd is looked up in the collector (daemon.cpp's message)
   if (addr === null && (name !== null || pool !== null)) {
     if ((name !== null && !acceptableSchedd(name, cfg)) || (pool !== null && !acceptablePool(pool, cfg))) {
@@ -309,7 +457,13 @@ export function condorTransferData(argv: string[]): number {
     }
   }
   let nodes: Node[];
-  try { nodes = cons.map((c) => parse(c)); } catch { out("Fetching data files...\n"); err(`\n\nERROR: Failed to spool job files.\n`); return 1; }
+  try {
+    nodes = cons.map((c) => parse(c));
+  } catch {
+    out("Fetching data files...\n");
+    err(`\n\nERROR: Failed to spool job files.\n`);
+    return 1;
+  }
   const db = openDb();
   out("Fetching data files...\n");
   const jobs = allJobs(db).filter((ad) => {
@@ -327,7 +481,9 @@ export function condorTransferData(argv: string[]): number {
       const src = path.resolve(spoolIwd, name);
       if (!fs.existsSync(src)) return;
       const r = remaps.get(name);
-      try { copyTo(src, r ? path.resolve(dest, r) : path.resolve(dest, name)); } catch { /* ignore */ }
+      try {
+        copyTo(src, r ? path.resolve(dest, r) : path.resolve(dest, name));
+      } catch { /* ignore */ }
     };
     const outN = ad.str("Out"), errN = ad.str("Err");
     if (outN && outN !== "/dev/null") fetch(outN);
@@ -341,8 +497,10 @@ export function condorTransferData(argv: string[]): number {
       cur.set("StageOutStart", start);
       cur.set("StageOutFinish", fin);
       cur.set("LeaveJobInQueue", false);
-      if (cfg.stageOutLingerMs <= 0) { toHistory(db, cur); gone = true; }
-      else putJob(db, cur);
+      if (cfg.stageOutLingerMs <= 0) {
+        toHistory(db, cur);
+        gone = true;
+      } else putJob(db, cur);
       bumpGen(db);
     });
     if (gone) removeSpool(ad);
@@ -355,7 +513,7 @@ function transferUsage(): string {
   return "Usage: condor_transfer_data [options] [constraints]\n where [options] is zero or more of:\n" +
     "  -help               Display this message and exit\n  -version            Display version information and exit\n" +
     "  -name schedd_name   Connect to the given schedd\n  -pool hostname      Use the given central manager to find daemons\n" +
-    "  -addr <ip:port>     Connect directly to the given \"sinful string\"\n  -stm <method>\t\thow to move a sandbox out of Condor\n" +
+    '  -addr <ip:port>     Connect directly to the given "sinful string"\n  -stm <method>\t\thow to move a sandbox out of Condor\n' +
     "               \t\tAvailable methods:\n\n               \t\t\tstm_use_schedd_only\n               \t\t\tstm_use_transferd\n\n" +
     " and where [constraints] is one or more of:\n  cluster.proc        transfer data for the given job\n" +
     "  cluster             transfer data for the given cluster of jobs\n  user                transfer data for all jobs owned by user\n" +
@@ -373,30 +531,61 @@ export async function condorTail(argv: string[]): Promise<number> {
   const files: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
-    if (a === "-help") { err(tailUsage()); return 0; }
-    else if (a === "-pool" || a === "-name") {
+    if (a === "-help") {
+      err(tailUsage());
+      return 0;
+    } else if (a === "-pool" || a === "-name") {
       const v = argv[++i];
-      if (v === undefined) { err(`${a} requires an argument.\n\n` + tailUsage()); return 1; }
-      if (a === "-pool") pool = v; else name = v;
+      if (v === undefined) {
+        err(`${a} requires an argument.\n\n` + tailUsage());
+        return 1;
+      }
+      if (a === "-pool") pool = v;
+      else name = v;
     } else if (a === "-maxbytes") {
       const v = argv[++i];
-      if (v === undefined || v.startsWith("-")) { err("-maxbytes requires an argument.\n\n" + tailUsage()); return 1; }
-      if (!/^\s*[+-]?\d+\s*$/.test(v)) { err(`Error: maxbytes (${v}) is not valid\n\n` + tailUsage()); return 1; }
+      if (v === undefined || v.startsWith("-")) {
+        err("-maxbytes requires an argument.\n\n" + tailUsage());
+        return 1;
+      }
+      if (!/^\s*[+-]?\d+\s*$/.test(v)) {
+        err(`Error: maxbytes (${v}) is not valid\n\n` + tailUsage());
+        return 1;
+      }
       maxbytes = Number(v);
-    } else if (a === "-version") { out(VERSION + "\n" + PLATFORM + "\n"); return 0; }
-    else if (a === "-debug" || a === "-auto-retry") { /* accepted; -auto-retry is parsed but never read (docs/htcondor.md#condor_tail) */ }
+    } else if (a === "-version") {
+      out(VERSION + "\n" + PLATFORM + "\n");
+      return 0;
+    } else if (a === "-debug" || a === "-auto-retry") { /* accepted; -auto-retry is parsed but never read (docs/htcondor.md#condor_tail) */ }
     else if (a === "-no-stdout") noStdout = true;
-    else if (a === "-stderr") { stderrToo = true; noStdout = true; }
-    else if (a === "-f" || a === "-follow") follow = true;
+    else if (a === "-stderr") {
+      stderrToo = true;
+      noStdout = true;
+    } else if (a === "-f" || a === "-follow") follow = true;
     else if (jobArg === null) jobArg = a;
     else files.push(a);
   }
-  if (noStdout && !stderrToo && !files.length) { err("No file transfer specified.\n\n" + tailUsage()); return 1; }
-  if (jobArg === null) { err("Job ID not specified.\n" + tailUsage()); return 1; }
-  if (!/^(\d+)(?:\.(\d+))?$/.test(jobArg)) { err(`Invalid Job ID: ${jobArg}\n` + tailUsage()); return 1; }
+  if (noStdout && !stderrToo && !files.length) {
+    err("No file transfer specified.\n\n" + tailUsage());
+    return 1;
+  }
+  if (jobArg === null) {
+    err("Job ID not specified.\n" + tailUsage());
+    return 1;
+  }
+  if (!/^(\d+)(?:\.(\d+))?$/.test(jobArg)) {
+    err(`Invalid Job ID: ${jobArg}\n` + tailUsage());
+    return 1;
+  }
   const cfg0 = loadConfig();
   if ((name !== null && !acceptableSchedd(name, cfg0)) || (pool !== null && !acceptablePool(pool, cfg0))) {
-    err(name === null ? "Can't find address of local schedd\n" : pool === null ? `No such schedd named ${name} in local pool\n` : `No such schedd named ${name} in pool ${pool}\n`);
+    err(
+      name === null
+        ? "Can't find address of local schedd\n"
+        : pool === null
+        ? `No such schedd named ${name} in local pool\n`
+        : `No such schedd named ${name} in pool ${pool}\n`,
+    );
     return 1;
   }
   const m = /^(\d+)(?:\.(\d+))?$/.exec(jobArg)!;
@@ -410,7 +599,10 @@ export async function condorTail(argv: string[]): Promise<number> {
   let run;
   for (;;) {
     ad = getJob(db, c, p);
-    if (!ad) { err(`No such job: ${id}\n`); return 1; }
+    if (!ad) {
+      err(`No such job: ${id}\n`);
+      return 1;
+    }
     run = getRun(db, c, p);
     if (jobStatus(db, c, p) === 2 && run && run.pid) break;
     await Bun.sleep(pollMs);
@@ -432,7 +624,10 @@ export async function condorTail(argv: string[]): Promise<number> {
   } else if (stderrToo && errPath) targets.push(errPath);
   const allowed = new Set<string>([outName, errName, ...(ad.str("TransferOutput") ?? "").split(",").map((x) => x.trim()).filter(Boolean)]);
   for (const f of files) {
-    if (!allowed.has(f)) { err(`Failed to peek at file from starter: File ${f} requested but not authorized to be sent.\n`); return 1; }
+    if (!allowed.has(f)) {
+      err(`Failed to peek at file from starter: File ${f} requested but not authorized to be sent.\n`);
+      return 1;
+    }
     if (f === outName && outPath) targets.push(outPath);
     else if (f === errName && errPath) targets.push(errPath);
     else targets.push(path.resolve(sandboxed ? run.scratch : iwd, f));
@@ -441,7 +636,11 @@ export async function condorTail(argv: string[]): Promise<number> {
   const offsets = new Map<string, number>();
   const readTail = (f: string, fromStart: boolean): string => {
     let st: fs.Stats;
-    try { st = fs.statSync(f); } catch { return ""; }
+    try {
+      st = fs.statSync(f);
+    } catch {
+      return "";
+    }
     const prev = offsets.get(f);
     let start = prev ?? Math.max(0, st.size - maxbytes);
     if (prev !== undefined && st.size < prev) start = 0;
@@ -454,9 +653,13 @@ export async function condorTail(argv: string[]): Promise<number> {
       const buf = Buffer.alloc(len);
       fs.readSync(fd, buf, 0, len, start);
       return buf.toString("latin1");
-    } finally { fs.closeSync(fd); }
+    } finally {
+      fs.closeSync(fd);
+    }
   };
-  const emit = (s: string) => { if (s) fs.writeSync(1, Buffer.from(s, "latin1")); };
+  const emit = (s: string) => {
+    if (s) fs.writeSync(1, Buffer.from(s, "latin1"));
+  };
   // One peek answers for every file at once (src/condor_tools/tail.cpp). The starter removes the
   // sandbox when it exits: a sandbox gone by now means the job ended after it was looked up, and the
   // peek would have found no starter. Before any success that is an error (docs/htcondor.md#condor_tail:

@@ -16,7 +16,11 @@ export function parseV2Raw(raw: string): string[] {
       let closed = false;
       while (i < raw.length) {
         if (raw[i] === "'") {
-          if (raw[i + 1] === "'") { cur += "'"; i += 2; continue; }
+          if (raw[i + 1] === "'") {
+            cur += "'";
+            i += 2;
+            continue;
+          }
           i++;
           closed = true;
           break;
@@ -48,7 +52,11 @@ export function v2QuotedToRaw(v: string): string | null {
   for (let i = 0; i < inner.length; i++) {
     const c = inner[i]!;
     if (c === '"') {
-      if (inner[i + 1] === '"') { out += '"'; i++; continue; }
+      if (inner[i + 1] === '"') {
+        out += '"';
+        i++;
+        continue;
+      }
       throw new SyntaxError2(`Found illegal unescaped double-quote: ${t}`);
     }
     out += c;

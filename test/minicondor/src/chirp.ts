@@ -2,7 +2,7 @@
 // docs/htcondor.md#what-condor_chirp-does-to-strings
 import * as fs from "node:fs";
 import { Ad, tryParse, unparse } from "./classad.ts";
-import { bumpGen, getJob, jobStatus, openDb, out, err, putJob, tx, loadConfig, type Config } from "./common.ts";
+import { bumpGen, type Config, err, getJob, jobStatus, loadConfig, openDb, out, putJob, tx } from "./common.ts";
 import { ulog } from "./userlog.ts";
 
 type ChirpCfg = { home: string; cluster: number; proc: number; scratch: string };
@@ -14,7 +14,11 @@ export function chirpConfigPath(): string {
 }
 
 export function readChirpConfig(): ChirpCfg | null {
-  try { return JSON.parse(fs.readFileSync(chirpConfigPath(), "utf8")) as ChirpCfg; } catch { return null; }
+  try {
+    return JSON.parse(fs.readFileSync(chirpConfigPath(), "utf8")) as ChirpCfg;
+  } catch {
+    return null;
+  }
 }
 
 const EINVAL = "\tError: 22 (Invalid argument)\n";
@@ -22,8 +26,21 @@ const EACCES = "\tError: 13 (Permission denied)\n";
 
 // param_info.in SYSTEM_IMMUTABLE_JOB_ATTRS and SYSTEM_SECURE_JOB_ATTRS (SYSTEM_PROTECTED_JOB_ATTRS is empty)
 const SYSTEM_IMMUTABLE = ["Owner", "ClusterId", "JobUniverse", "ProcId", "MyType", "TargetType", "User", "OsUser"];
-const SYSTEM_SECURE = ["x509userProxySubject", "x509UserProxyEmail", "x509UserProxyVOName", "x509UserProxyFirstFQAN", "x509UserProxyFQAN",
-  "TotalSubmitProcs", "AuthTokenSubject", "AuthTokenIssuer", "AuthTokenGroups", "AuthTokenId", "AuthTokenScopes", "AuthTokenProject", "OsUser"];
+const SYSTEM_SECURE = [
+  "x509userProxySubject",
+  "x509UserProxyEmail",
+  "x509UserProxyVOName",
+  "x509UserProxyFirstFQAN",
+  "x509UserProxyFQAN",
+  "TotalSubmitProcs",
+  "AuthTokenSubject",
+  "AuthTokenIssuer",
+  "AuthTokenGroups",
+  "AuthTokenId",
+  "AuthTokenScopes",
+  "AuthTokenProject",
+  "OsUser",
+];
 
 /**
  * What the shadow refuses to forward for a job (remoteresource.cpp allowRemoteWriteAttributeAccess,
@@ -65,14 +82,26 @@ export function condorChirp(argv: string[]): number {
   const [cmd, ...rest] = argv;
   switch (cmd) {
     case "set_job_attr": {
-      if (rest.length !== 2) { err("Usage: condor_chirp set_job_attr AttributeName AttributeValue\n"); return 1; }
-      if (!io) { out(EINVAL); return 255; }
+      if (rest.length !== 2) {
+        err("Usage: condor_chirp set_job_attr AttributeName AttributeValue\n");
+        return 1;
+      }
+      if (!io) {
+        out(EINVAL);
+        return 255;
+      }
       const [name, value] = rest as [string, string];
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) { out(EINVAL); return 255; }
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+        out(EINVAL);
+        return 255;
+      }
       // the shadow answers EACCES for an attribute it may not forward; the starter passes it on as
       // CHIRP_ERROR_NOT_AUTHORIZED, which condor_chirp prints as errno 13 (NTreceivers.cpp CONDOR_set_job_attr,
       // io_proxy_handler.cpp convert, chirp_client.c convert_result, condor_chirp.cpp main)
-      if (unsettable(loadConfig(cfg.home), name)) { out(EACCES); return 255; }
+      if (unsettable(loadConfig(cfg.home), name)) {
+        out(EACCES);
+        return 255;
+      }
       const text = chirpValueText(value);
       if (secure(name)) return 0;
       let ad: Ad | null = null;
@@ -85,21 +114,34 @@ export function condorChirp(argv: string[]): number {
           // qmgmt.cpp SetAttribute: a removed job may only go to held or removed; otherwise the previous value
           // moves to LastJobStatus. The schedd's own view of the job does not change (see putJob).
           const cur = ad.num("JobStatus") ?? 0, next = Number.parseInt(text, 10) || 0;
-          if (next !== 5 && next !== 3 && (cur === 3 || ad.num("LastJobStatus") === 3)) { refused = true; ad = null; return; }
+          if (next !== 5 && next !== 3 && (cur === 3 || ad.num("LastJobStatus") === 3)) {
+            refused = true;
+            ad = null;
+            return;
+          }
           if (next !== cur && cur > 0) ad.set("LastJobStatus", cur);
         }
         ad.setText(name, text);
         putJob(db, ad, own);
         bumpGen(db);
       });
-      if (refused) { out(EINVAL); return 255; }
+      if (refused) {
+        out(EINVAL);
+        return 255;
+      }
       if (ad) ulog(ad, 33, `Setting job attribute ${name} to ${text}`);
       return 0;
     }
     case "set_job_attr_delayed": {
-      if (rest.length !== 2) { err("Usage: condor_chirp set_job_attr_delayed AttributeName AttributeValue\n"); return 1; }
+      if (rest.length !== 2) {
+        err("Usage: condor_chirp set_job_attr_delayed AttributeName AttributeValue\n");
+        return 1;
+      }
       const [name, value] = rest as [string, string];
-      if (!/^chirp/i.test(name) || value.length > 993 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) { out(EINVAL); return 255; }
+      if (!/^chirp/i.test(name) || value.length > 993 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+        out(EINVAL);
+        return 255;
+      }
       const text = chirpValueText(value);
       const delay = loadConfig(cfg.home).delayedUpdateMs;
       tx(db, () => {
@@ -111,22 +153,38 @@ export function condorChirp(argv: string[]): number {
     }
     case "get_job_attr":
     case "get_job_attr_delayed": {
-      if (rest.length !== 1) { err(`Usage: condor_chirp ${cmd} AttributeName\n`); return 1; }
-      if (!io && cmd === "get_job_attr") { out("(null)\n"); return 0; }
+      if (rest.length !== 1) {
+        err(`Usage: condor_chirp ${cmd} AttributeName\n`);
+        return 1;
+      }
+      if (!io && cmd === "get_job_attr") {
+        out("(null)\n");
+        return 0;
+      }
       const t = job.get(rest[0]!);
       out((t ?? "UNDEFINED") + "\n");
       return 0;
     }
     case "ulog": {
-      if (rest.length !== 1) { err("Usage: condor_chirp ulog Message\n"); return 1; }
-      if (!io) { out(EINVAL); return 255; }
+      if (rest.length !== 1) {
+        err("Usage: condor_chirp ulog Message\n");
+        return 1;
+      }
+      if (!io) {
+        out(EINVAL);
+        return 255;
+      }
       ulog(job, 8, rest[0]!.slice(0, 128));
       return 0;
     }
     case "phase":
       return 0;
     default:
-      err(`Unknown command: ${cmd ?? ""}\nusage: condor_chirp <command> [args]\n  set_job_attr <name> <value>\n  set_job_attr_delayed <name> <value>\n  get_job_attr <name>\n  ulog <message>\n`);
+      err(
+        `Unknown command: ${
+          cmd ?? ""
+        }\nusage: condor_chirp <command> [args]\n  set_job_attr <name> <value>\n  set_job_attr_delayed <name> <value>\n  get_job_attr <name>\n  ulog <message>\n`,
+      );
       return 1;
   }
 }
@@ -135,9 +193,17 @@ export function condorChirp(argv: string[]): number {
 export function applyDelayed(all: boolean, cluster?: number, proc?: number): void {
   const db = openDb();
   const now = Date.now();
-  const rows = (cluster !== undefined
-    ? db.query("SELECT rowid, * FROM delayed WHERE cluster = ? AND proc = ? ORDER BY rowid").all(cluster, proc ?? 0)
-    : db.query("SELECT rowid, * FROM delayed WHERE due <= ? ORDER BY rowid").all(all ? Number.MAX_SAFE_INTEGER : now)) as { rowid: number; cluster: number; proc: number; name: string; text: string; due: number }[];
+  const rows =
+    (cluster !== undefined
+      ? db.query("SELECT rowid, * FROM delayed WHERE cluster = ? AND proc = ? ORDER BY rowid").all(cluster, proc ?? 0)
+      : db.query("SELECT rowid, * FROM delayed WHERE due <= ? ORDER BY rowid").all(all ? Number.MAX_SAFE_INTEGER : now)) as {
+        rowid: number;
+        cluster: number;
+        proc: number;
+        name: string;
+        text: string;
+        due: number;
+      }[];
   if (!rows.length) return;
   const cfg = loadConfig();
   tx(db, () => {
@@ -145,7 +211,10 @@ export function applyDelayed(all: boolean, cluster?: number, proc?: number): voi
       if (!all && r.due > now) continue;
       const ad = getJob(db, r.cluster, r.proc);
       // the shadow drops a delayed update of an attribute it may not forward, silently
-      if (ad && !unsettable(cfg, r.name) && !secure(r.name)) { ad.setText(r.name, r.text); putJob(db, ad, jobStatus(db, r.cluster, r.proc) ?? undefined); }
+      if (ad && !unsettable(cfg, r.name) && !secure(r.name)) {
+        ad.setText(r.name, r.text);
+        putJob(db, ad, jobStatus(db, r.cluster, r.proc) ?? undefined);
+      }
       db.query("DELETE FROM delayed WHERE rowid = ?").run(r.rowid);
     }
   });

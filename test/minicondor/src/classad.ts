@@ -34,7 +34,42 @@ export const bool = (v: boolean): Val => ({ t: "b", v });
 // ---------------------------------------------------------------- tokenizer
 type Tok = { k: "num"; v: Val; src: string } | { k: "str"; v: string } | { k: "id"; v: string } | { k: "op"; v: string } | { k: "end" };
 
-const OPS = ["=?=", "=!=", "==", "!=", "<=", ">=", "&&", "||", "<<", ">>", "<", ">", "+", "-", "*", "/", "%", "!", "(", ")", "{", "}", "[", "]", ",", ".", "?", ":", ";", "=", "&", "|", "^", "~"];
+const OPS = [
+  "=?=",
+  "=!=",
+  "==",
+  "!=",
+  "<=",
+  ">=",
+  "&&",
+  "||",
+  "<<",
+  ">>",
+  "<",
+  ">",
+  "+",
+  "-",
+  "*",
+  "/",
+  "%",
+  "!",
+  "(",
+  ")",
+  "{",
+  "}",
+  "[",
+  "]",
+  ",",
+  ".",
+  "?",
+  ":",
+  ";",
+  "=",
+  "&",
+  "|",
+  "^",
+  "~",
+];
 
 export class ParseError extends Error {}
 
@@ -44,7 +79,10 @@ function tokenize(src: string, oldEscapes: boolean): Tok[] {
   const n = src.length;
   while (i < n) {
     const c = src[i]!;
-    if (c === " " || c === "\t" || c === "\n" || c === "\r") { i++; continue; }
+    if (c === " " || c === "\t" || c === "\n" || c === "\r") {
+      i++;
+      continue;
+    }
     if ((c >= "0" && c <= "9") || (c === "." && /[0-9]/.test(src[i + 1] ?? ""))) {
       const m = /^(?:0[xX][0-9a-fA-F]+|[0-9]*\.?[0-9]*(?:[eE][+-]?[0-9]+)?)/.exec(src.slice(i))!;
       const t = m[0];
@@ -60,25 +98,54 @@ function tokenize(src: string, oldEscapes: boolean): Tok[] {
       let closed = false;
       while (i < n) {
         const d = src[i]!;
-        if (d === '"') { closed = true; i++; break; }
+        if (d === '"') {
+          closed = true;
+          i++;
+          break;
+        }
         if (d === "\\" && i + 1 < n) {
           const e = src[i + 1]!;
           if (oldEscapes) {
-            if (e === '"') { s += '"'; i += 2; continue; }
-            s += d; i++; continue;
+            if (e === '"') {
+              s += '"';
+              i += 2;
+              continue;
+            }
+            s += d;
+            i++;
+            continue;
           }
           i += 2;
           switch (e) {
-            case "n": s += "\n"; break;
-            case "t": s += "\t"; break;
-            case "r": s += "\r"; break;
-            case "b": s += "\b"; break;
-            case "f": s += "\f"; break;
-            case "\\": s += "\\"; break;
-            case '"': s += '"'; break;
-            case "'": s += "'"; break;
-            case "/": s += "/"; break;
-            default: s += e;
+            case "n":
+              s += "\n";
+              break;
+            case "t":
+              s += "\t";
+              break;
+            case "r":
+              s += "\r";
+              break;
+            case "b":
+              s += "\b";
+              break;
+            case "f":
+              s += "\f";
+              break;
+            case "\\":
+              s += "\\";
+              break;
+            case '"':
+              s += '"';
+              break;
+            case "'":
+              s += "'";
+              break;
+            case "/":
+              s += "/";
+              break;
+            default:
+              s += e;
           }
           continue;
         }
@@ -116,9 +183,17 @@ function tokenize(src: string, oldEscapes: boolean): Tok[] {
 class Parser {
   p = 0;
   constructor(private toks: Tok[]) {}
-  peek(): Tok { return this.toks[this.p]!; }
-  isOp(v: string): boolean { const t = this.peek(); return t.k === "op" && t.v === v; }
-  isKw(v: string): boolean { const t = this.peek(); return t.k === "id" && t.v.toLowerCase() === v; }
+  peek(): Tok {
+    return this.toks[this.p]!;
+  }
+  isOp(v: string): boolean {
+    const t = this.peek();
+    return t.k === "op" && t.v === v;
+  }
+  isKw(v: string): boolean {
+    const t = this.peek();
+    return t.k === "id" && t.v.toLowerCase() === v;
+  }
   eat(v: string): void {
     if (!this.isOp(v)) throw new ParseError(`expected ${v}`);
     this.p++;
@@ -127,7 +202,10 @@ class Parser {
     const c = this.or();
     if (this.isOp("?")) {
       this.p++;
-      if (this.isOp(":")) { this.p++; return { k: "elvis", a: c, b: this.expr() }; }
+      if (this.isOp(":")) {
+        this.p++;
+        return { k: "elvis", a: c, b: this.expr() };
+      }
       const a = this.expr();
       this.eat(":");
       const b = this.expr();
@@ -148,22 +226,44 @@ class Parser {
       a = { k: "bin", op, a, b };
     }
   }
-  or(): Node { return this.binLevel(["||"], () => this.and()); }
-  and(): Node { return this.binLevel(["&&"], () => this.bor()); }
-  bor(): Node { return this.binLevel(["|"], () => this.bxor()); }
-  bxor(): Node { return this.binLevel(["^"], () => this.band()); }
-  band(): Node { return this.binLevel(["&"], () => this.eq()); }
-  eq(): Node { return this.binLevel(["==", "!=", "=?=", "=!="], () => this.rel(), ["is", "isnt"]); }
-  rel(): Node { return this.binLevel(["<", "<=", ">", ">="], () => this.shift()); }
-  shift(): Node { return this.binLevel(["<<", ">>"], () => this.add()); }
-  add(): Node { return this.binLevel(["+", "-"], () => this.mul()); }
-  mul(): Node { return this.binLevel(["*", "/", "%"], () => this.unary()); }
+  or(): Node {
+    return this.binLevel(["||"], () => this.and());
+  }
+  and(): Node {
+    return this.binLevel(["&&"], () => this.bor());
+  }
+  bor(): Node {
+    return this.binLevel(["|"], () => this.bxor());
+  }
+  bxor(): Node {
+    return this.binLevel(["^"], () => this.band());
+  }
+  band(): Node {
+    return this.binLevel(["&"], () => this.eq());
+  }
+  eq(): Node {
+    return this.binLevel(["==", "!=", "=?=", "=!="], () => this.rel(), ["is", "isnt"]);
+  }
+  rel(): Node {
+    return this.binLevel(["<", "<=", ">", ">="], () => this.shift());
+  }
+  shift(): Node {
+    return this.binLevel(["<<", ">>"], () => this.add());
+  }
+  add(): Node {
+    return this.binLevel(["+", "-"], () => this.mul());
+  }
+  mul(): Node {
+    return this.binLevel(["*", "/", "%"], () => this.unary());
+  }
   unary(): Node {
     const t = this.peek();
     if (t.k === "op" && (t.v === "!" || t.v === "-" || t.v === "+" || t.v === "~")) {
       this.p++;
       const a = this.unary();
-      if (t.v === "-" && a.k === "lit" && (a.v.t === "i" || a.v.t === "r")) return { k: "lit", v: { t: a.v.t, v: -a.v.v } as Val, src: a.src !== undefined ? "-" + a.src : undefined };
+      if (t.v === "-" && a.k === "lit" && (a.v.t === "i" || a.v.t === "r")) {
+        return { k: "lit", v: { t: a.v.t, v: -a.v.v } as Val, src: a.src !== undefined ? "-" + a.src : undefined };
+      }
       return { k: "un", op: t.v, a };
     }
     return this.postfix();
@@ -188,8 +288,14 @@ class Parser {
   }
   primary(): Node {
     const t = this.peek();
-    if (t.k === "num") { this.p++; return { k: "lit", v: t.v, src: t.src }; }
-    if (t.k === "str") { this.p++; return { k: "lit", v: str(t.v) }; }
+    if (t.k === "num") {
+      this.p++;
+      return { k: "lit", v: t.v, src: t.src };
+    }
+    if (t.k === "str") {
+      this.p++;
+      return { k: "lit", v: str(t.v) };
+    }
     if (t.k === "op" && t.v === "(") {
       this.p++;
       const a = this.expr();
@@ -202,7 +308,10 @@ class Parser {
       if (!this.isOp("}")) {
         for (;;) {
           items.push(this.expr());
-          if (this.isOp(",")) { this.p++; continue; }
+          if (this.isOp(",")) {
+            this.p++;
+            continue;
+          }
           break;
         }
       }
@@ -222,7 +331,10 @@ class Parser {
         if (!this.isOp(")")) {
           for (;;) {
             args.push(this.expr());
-            if (this.isOp(",")) { this.p++; continue; }
+            if (this.isOp(",")) {
+              this.p++;
+              continue;
+            }
             break;
           }
         }
@@ -257,7 +369,11 @@ export function parse(src: string, oldEscapes = false): Node {
   return n;
 }
 export function tryParse(src: string, oldEscapes = false): Node | null {
-  try { return parse(src, oldEscapes); } catch { return null; }
+  try {
+    return parse(src, oldEscapes);
+  } catch {
+    return null;
+  }
 }
 
 // ---------------------------------------------------------------- ads
@@ -273,9 +389,15 @@ export class Ad {
     for (const [n, t] of this.m.values()) o[n] = t;
     return o;
   }
-  get(name: string): string | undefined { return this.m.get(name.toLowerCase())?.[1]; }
-  has(name: string): boolean { return this.m.has(name.toLowerCase()); }
-  name(name: string): string | undefined { return this.m.get(name.toLowerCase())?.[0]; }
+  get(name: string): string | undefined {
+    return this.m.get(name.toLowerCase())?.[1];
+  }
+  has(name: string): boolean {
+    return this.m.has(name.toLowerCase());
+  }
+  name(name: string): string | undefined {
+    return this.m.get(name.toLowerCase())?.[0];
+  }
   /** set the ClassAd text of an attribute (keeps the original spelling if present) */
   setText(name: string, text: string): void {
     const lw = name.toLowerCase();
@@ -285,16 +407,31 @@ export class Ad {
   set(name: string, v: Val | string | number | boolean | null): void {
     this.setText(name, literalText(v));
   }
-  delete(name: string): void { this.m.delete(name.toLowerCase()); }
-  names(): string[] { return [...this.m.values()].map((x) => x[0]); }
+  delete(name: string): void {
+    this.m.delete(name.toLowerCase());
+  }
+  names(): string[] {
+    return [...this.m.values()].map((x) => x[0]);
+  }
   /** evaluate an attribute of this ad */
   eval(name: string, target?: Ad): Val {
     return evalAttr(this, target, name, 0);
   }
-  str(name: string): string | undefined { const v = this.eval(name); return v.t === "s" ? v.v : undefined; }
-  num(name: string): number | undefined { const v = this.eval(name); return v.t === "i" || v.t === "r" ? v.v : undefined; }
-  bool(name: string): boolean | undefined { const v = this.eval(name); return v.t === "b" ? v.v : undefined; }
-  clone(): Ad { return Ad.fromObject(this.toObject()); }
+  str(name: string): string | undefined {
+    const v = this.eval(name);
+    return v.t === "s" ? v.v : undefined;
+  }
+  num(name: string): number | undefined {
+    const v = this.eval(name);
+    return v.t === "i" || v.t === "r" ? v.v : undefined;
+  }
+  bool(name: string): boolean | undefined {
+    const v = this.eval(name);
+    return v.t === "b" ? v.v : undefined;
+  }
+  clone(): Ad {
+    return Ad.fromObject(this.toObject());
+  }
 }
 
 export function literalText(v: Val | string | number | boolean | null): string {
@@ -346,9 +483,15 @@ function identical(a: Val, b: Val): boolean {
     return false;
   }
   switch (a.t) {
-    case "u": case "e": return true;
-    case "l": { const bl = (b as { v: Val[] }).v; return a.v.length === bl.length && a.v.every((x, i) => identical(x, bl[i]!)); }
-    default: return a.v === (b as { v: unknown }).v;
+    case "u":
+    case "e":
+      return true;
+    case "l": {
+      const bl = (b as { v: Val[] }).v;
+      return a.v.length === bl.length && a.v.every((x, i) => identical(x, bl[i]!));
+    }
+    default:
+      return a.v === (b as { v: unknown }).v;
   }
 }
 
@@ -367,12 +510,18 @@ function compare(op: string, a: Val, b: Val): Val {
 }
 function cmpRes(op: string, c: number): boolean {
   switch (op) {
-    case "==": return c === 0;
-    case "!=": return c !== 0;
-    case "<": return c < 0;
-    case "<=": return c <= 0;
-    case ">": return c > 0;
-    default: return c >= 0;
+    case "==":
+      return c === 0;
+    case "!=":
+      return c !== 0;
+    case "<":
+      return c < 0;
+    case "<=":
+      return c <= 0;
+    case ">":
+      return c > 0;
+    default:
+      return c >= 0;
   }
 }
 
@@ -384,9 +533,15 @@ function arith(op: string, a: Val, b: Val): Val {
   const x = a.v, y = b.v;
   let r: number;
   switch (op) {
-    case "+": r = x + y; break;
-    case "-": r = x - y; break;
-    case "*": r = x * y; break;
+    case "+":
+      r = x + y;
+      break;
+    case "-":
+      r = x - y;
+      break;
+    case "*":
+      r = x * y;
+      break;
     case "/":
       if (y === 0) return isInt ? ERR : real(x / y);
       r = isInt ? Math.trunc(x / y) : x / y;
@@ -395,15 +550,18 @@ function arith(op: string, a: Val, b: Val): Val {
       if (y === 0) return ERR;
       r = isInt ? x % y : x % y;
       break;
-    default: return ERR;
+    default:
+      return ERR;
   }
   return isInt ? int(r) : real(r);
 }
 
 function ev(n: Node, c: Ctx): Val {
   switch (n.k) {
-    case "lit": return n.v;
-    case "paren": return ev(n.a, c);
+    case "lit":
+      return n.v;
+    case "paren":
+      return ev(n.a, c);
     case "attr": {
       if (n.scope === "my") return evalAttr(c.my, c.target, n.name, c.depth);
       if (n.scope === "target") return c.target ? evalAttr(c.target, c.my, n.name, c.depth) : UNDEF;
@@ -411,7 +569,8 @@ function ev(n: Node, c: Ctx): Val {
       if (c.target && c.target.has(n.name)) return evalAttr(c.target, c.my, n.name, c.depth);
       return UNDEF;
     }
-    case "list": return { t: "l", v: n.items.map((x) => ev(x, c)) };
+    case "list":
+      return { t: "l", v: n.items.map((x) => ev(x, c)) };
     case "idx": {
       const a = ev(n.a, c), i = ev(n.i, c);
       if (a.t === "u" || i.t === "u") return UNDEF;
@@ -420,8 +579,15 @@ function ev(n: Node, c: Ctx): Val {
     }
     case "un": {
       const a = ev(n.a, c);
-      if (n.op === "!") { const b = toBool(a); return b.t === "b" ? bool(!b.v) : b; }
-      if (n.op === "-") { if (a.t === "i") return int(-a.v); if (a.t === "r") return real(-a.v); return a.t === "u" ? UNDEF : ERR; }
+      if (n.op === "!") {
+        const b = toBool(a);
+        return b.t === "b" ? bool(!b.v) : b;
+      }
+      if (n.op === "-") {
+        if (a.t === "i") return int(-a.v);
+        if (a.t === "r") return real(-a.v);
+        return a.t === "u" ? UNDEF : ERR;
+      }
       if (n.op === "+") return a.t === "i" || a.t === "r" || a.t === "u" ? a : ERR;
       if (n.op === "~") return a.t === "i" ? int(~a.v) : a.t === "u" ? UNDEF : ERR;
       return ERR;
@@ -454,11 +620,30 @@ function ev(n: Node, c: Ctx): Val {
       }
       const a = ev(n.a, c), b = ev(n.b, c);
       switch (op) {
-        case "=?=": case "is": return bool(identical(a, b) && (a.t !== "s" || a.v === (b as { v: string }).v));
-        case "=!=": case "isnt": return bool(!(identical(a, b) && (a.t !== "s" || a.v === (b as { v: string }).v)));
-        case "==": case "!=": case "<": case "<=": case ">": case ">=": return compare(op, a, b);
-        case "+": case "-": case "*": case "/": case "%": return arith(op, a, b);
-        case "&": case "|": case "^": case "<<": case ">>": {
+        case "=?=":
+        case "is":
+          return bool(identical(a, b) && (a.t !== "s" || a.v === (b as { v: string }).v));
+        case "=!=":
+        case "isnt":
+          return bool(!(identical(a, b) && (a.t !== "s" || a.v === (b as { v: string }).v)));
+        case "==":
+        case "!=":
+        case "<":
+        case "<=":
+        case ">":
+        case ">=":
+          return compare(op, a, b);
+        case "+":
+        case "-":
+        case "*":
+        case "/":
+        case "%":
+          return arith(op, a, b);
+        case "&":
+        case "|":
+        case "^":
+        case "<<":
+        case ">>": {
           if (a.t === "u" || b.t === "u") return UNDEF;
           if (a.t !== "i" || b.t !== "i") return ERR;
           const r = op === "&" ? a.v & b.v : op === "|" ? a.v | b.v : op === "^" ? a.v ^ b.v : op === "<<" ? a.v << b.v : a.v >> b.v;
@@ -467,17 +652,23 @@ function ev(n: Node, c: Ctx): Val {
       }
       return ERR;
     }
-    case "call": return callFn(n.name.toLowerCase(), n.args, c);
+    case "call":
+      return callFn(n.name.toLowerCase(), n.args, c);
   }
 }
 
 function valToString(v: Val): string | null {
   switch (v.t) {
-    case "s": return v.v;
-    case "i": return String(v.v);
-    case "r": return fmtRealLong(v.v);
-    case "b": return v.v ? "true" : "false";
-    default: return null;
+    case "s":
+      return v.v;
+    case "i":
+      return String(v.v);
+    case "r":
+      return fmtRealLong(v.v);
+    case "b":
+      return v.v ? "true" : "false";
+    default:
+      return null;
   }
 }
 
@@ -494,28 +685,39 @@ function callFn(name: string, argn: Node[], c: Ctx): Val {
   const args = () => argn.map((a) => ev(a, c));
   const a0 = () => (argn[0] ? ev(argn[0], c) : ERR);
   switch (name) {
-    case "isundefined": return bool(a0().t === "u");
-    case "iserror": return bool(a0().t === "e");
-    case "isstring": return bool(a0().t === "s");
-    case "isinteger": return bool(a0().t === "i");
-    case "isreal": return bool(a0().t === "r");
-    case "isboolean": return bool(a0().t === "b");
-    case "islist": return bool(a0().t === "l");
-    case "time": return int(Date.now() / 1000);
+    case "isundefined":
+      return bool(a0().t === "u");
+    case "iserror":
+      return bool(a0().t === "e");
+    case "isstring":
+      return bool(a0().t === "s");
+    case "isinteger":
+      return bool(a0().t === "i");
+    case "isreal":
+      return bool(a0().t === "r");
+    case "isboolean":
+      return bool(a0().t === "b");
+    case "islist":
+      return bool(a0().t === "l");
+    case "time":
+      return int(Date.now() / 1000);
     case "ifthenelse": {
       const cv = toBool(a0());
       if (cv.t !== "b") return cv;
       const n = cv.v ? argn[1] : argn[2];
       return n ? ev(n, c) : ERR;
     }
-    case "member": case "identicalmember": {
+    case "member":
+    case "identicalmember": {
       const [x, l] = args();
       if (!x || !l) return ERR;
       if (l.t === "u" || x.t === "u") return UNDEF;
       if (l.t !== "l") return ERR;
       for (const e of l.v) {
-        if (name === "member") { const r = compare("==", x, e); if (r.t === "b" && r.v) return bool(true); }
-        else if (identical(x, e)) return bool(true);
+        if (name === "member") {
+          const r = compare("==", x, e);
+          if (r.t === "b" && r.v) return bool(true);
+        } else if (identical(x, e)) return bool(true);
       }
       return bool(false);
     }
@@ -527,19 +729,32 @@ function callFn(name: string, argn: Node[], c: Ctx): Val {
       const opts = o && o.t === "s" ? o.v : "";
       try {
         return bool(new RegExp(p.v, opts.toLowerCase().includes("i") ? "i" : "").test(s.v));
-      } catch { return ERR; }
+      } catch {
+        return ERR;
+      }
     }
     case "strcat": {
       let s = "";
-      for (const v of args()) { if (v.t === "u") return UNDEF; const t = valToString(v); if (t === null) return ERR; s += t; }
+      for (const v of args()) {
+        if (v.t === "u") return UNDEF;
+        const t = valToString(v);
+        if (t === null) return ERR;
+        s += t;
+      }
       return str(s);
     }
-    case "tolower": case "toupper": {
-      const v = a0(); if (v.t === "u") return UNDEF; const t = valToString(v); if (t === null) return ERR;
+    case "tolower":
+    case "toupper": {
+      const v = a0();
+      if (v.t === "u") return UNDEF;
+      const t = valToString(v);
+      if (t === null) return ERR;
       return str(name === "tolower" ? t.toLowerCase() : t.toUpperCase());
     }
-    case "size": case "length": {
-      const v = a0(); if (v.t === "u") return UNDEF;
+    case "size":
+    case "length": {
+      const v = a0();
+      if (v.t === "u") return UNDEF;
       if (v.t === "s") return int(v.v.length);
       if (v.t === "l") return int(v.v.length);
       return ERR;
@@ -560,32 +775,55 @@ function callFn(name: string, argn: Node[], c: Ctx): Val {
       if (v.t === "i") return v;
       if (v.t === "r") return int(v.v);
       if (v.t === "b") return int(v.v ? 1 : 0);
-      if (v.t === "s") { const x = parseFloat(v.v); return Number.isNaN(x) ? ERR : int(x); }
+      if (v.t === "s") {
+        const x = parseFloat(v.v);
+        return Number.isNaN(x) ? ERR : int(x);
+      }
       return v.t === "u" ? UNDEF : ERR;
     }
     case "real": {
       const v = a0();
       if (v.t === "i" || v.t === "r") return real(v.v);
       if (v.t === "b") return real(v.v ? 1 : 0);
-      if (v.t === "s") { const x = parseFloat(v.v); return Number.isNaN(x) ? ERR : real(x); }
+      if (v.t === "s") {
+        const x = parseFloat(v.v);
+        return Number.isNaN(x) ? ERR : real(x);
+      }
       return v.t === "u" ? UNDEF : ERR;
     }
     case "string": {
-      const v = a0(); if (v.t === "u") return UNDEF;
-      const t = valToString(v); return t === null ? str(unparseVal(v)) : str(t);
+      const v = a0();
+      if (v.t === "u") return UNDEF;
+      const t = valToString(v);
+      return t === null ? str(unparseVal(v)) : str(t);
     }
-    case "floor": case "ceiling": case "round": {
-      const v = a0(); if (v.t === "u") return UNDEF; const x = num(v); if (x === null || v.t === "b") return ERR;
+    case "floor":
+    case "ceiling":
+    case "round": {
+      const v = a0();
+      if (v.t === "u") return UNDEF;
+      const x = num(v);
+      if (x === null || v.t === "b") return ERR;
       return int(name === "floor" ? Math.floor(x) : name === "ceiling" ? Math.ceil(x) : Math.round(x));
     }
-    case "abs": { const v = a0(); if (v.t === "i") return int(Math.abs(v.v)); if (v.t === "r") return real(Math.abs(v.v)); return v.t === "u" ? UNDEF : ERR; }
+    case "abs": {
+      const v = a0();
+      if (v.t === "i") return int(Math.abs(v.v));
+      if (v.t === "r") return real(Math.abs(v.v));
+      return v.t === "u" ? UNDEF : ERR;
+    }
     case "pow": {
-      const [x, y] = args(); if (!x || !y) return ERR;
+      const [x, y] = args();
+      if (!x || !y) return ERR;
       if (x.t === "u" || y.t === "u") return UNDEF;
       if (x.t === "i" && y.t === "i" && y.v >= 0) return int(x.v ** y.v);
-      const a = num(x), b = num(y); return a === null || b === null ? ERR : real(a ** b);
+      const a = num(x), b = num(y);
+      return a === null || b === null ? ERR : real(a ** b);
     }
-    case "min": case "max": case "sum": case "avg": {
+    case "min":
+    case "max":
+    case "sum":
+    case "avg": {
       let vals = args();
       if (vals.length === 1 && vals[0]!.t === "l") vals = (vals[0] as { v: Val[] }).v;
       if (vals.length === 0) return name === "sum" ? int(0) : UNDEF;
@@ -593,22 +831,33 @@ function callFn(name: string, argn: Node[], c: Ctx): Val {
       for (const v of vals) {
         if (v.t === "u") continue;
         if (v.t !== "i" && v.t !== "r") return ERR;
-        if (!acc) { acc = v; continue; }
+        if (!acc) {
+          acc = v;
+          continue;
+        }
         if (name === "sum" || name === "avg") acc = arith("+", acc, v);
-        else { const r = compare("<", v, acc); if (r.t === "b" && (name === "min" ? r.v : !r.v && !identical(v, acc))) acc = v; }
+        else {
+          const r = compare("<", v, acc);
+          if (r.t === "b" && (name === "min" ? r.v : !r.v && !identical(v, acc))) acc = v;
+        }
       }
       if (!acc) return UNDEF;
       if (name === "avg") return real((acc as { v: number }).v / vals.length);
       return acc;
     }
     case "split": {
-      const [s, d] = args(); if (!s) return ERR; if (s.t === "u") return UNDEF; if (s.t !== "s") return ERR;
+      const [s, d] = args();
+      if (!s) return ERR;
+      if (s.t === "u") return UNDEF;
+      if (s.t !== "s") return ERR;
       const delims = d && d.t === "s" ? d.v : " ,";
       const parts = s.v.split(new RegExp("[" + delims.replace(/[\]\\^-]/g, "\\$&") + "]+")).filter((x) => x !== "");
       return { t: "l", v: parts.map(str) };
     }
-    case "stringlistmember": case "stringlistimember": {
-      const [x, l, d] = args(); if (!x || !l) return ERR;
+    case "stringlistmember":
+    case "stringlistimember": {
+      const [x, l, d] = args();
+      if (!x || !l) return ERR;
       if (x.t === "u" || l.t === "u") return UNDEF;
       if (x.t !== "s" || l.t !== "s") return ERR;
       const delims = d && d.t === "s" ? d.v : " ,";
@@ -616,26 +865,43 @@ function callFn(name: string, argn: Node[], c: Ctx): Val {
       return bool(parts.some((p) => (name === "stringlistimember" ? p.toLowerCase() === x.v.toLowerCase() : p === x.v)));
     }
     case "stringlistsize": {
-      const [l, d] = args(); if (!l) return ERR; if (l.t === "u") return UNDEF; if (l.t !== "s") return ERR;
+      const [l, d] = args();
+      if (!l) return ERR;
+      if (l.t === "u") return UNDEF;
+      if (l.t !== "s") return ERR;
       const delims = d && d.t === "s" ? d.v : " ,";
       return int(l.v.split(new RegExp("[" + delims.replace(/[\]\\^-]/g, "\\$&") + "]+")).filter((y) => y !== "").length);
     }
-    case "versionge": case "versiongt": case "versionle": case "versionlt": case "versioneq": case "versioncmp": {
-      const [a, b] = args(); if (!a || !b) return ERR;
+    case "versionge":
+    case "versiongt":
+    case "versionle":
+    case "versionlt":
+    case "versioneq":
+    case "versioncmp": {
+      const [a, b] = args();
+      if (!a || !b) return ERR;
       if (a.t === "u" || b.t === "u") return UNDEF;
       if (a.t !== "s" || b.t !== "s") return ERR;
       const r = versionCmp(a.v, b.v);
       switch (name) {
-        case "versionge": return bool(r >= 0);
-        case "versiongt": return bool(r > 0);
-        case "versionle": return bool(r <= 0);
-        case "versionlt": return bool(r < 0);
-        case "versioneq": return bool(r === 0);
-        default: return int(r);
+        case "versionge":
+          return bool(r >= 0);
+        case "versiongt":
+          return bool(r > 0);
+        case "versionle":
+          return bool(r <= 0);
+        case "versionlt":
+          return bool(r < 0);
+        case "versioneq":
+          return bool(r === 0);
+        default:
+          return int(r);
       }
     }
-    case "debug": return a0();
-    default: return ERR;
+    case "debug":
+      return a0();
+    default:
+      return ERR;
   }
 }
 
@@ -677,12 +943,23 @@ export function quoteString(s: string): string {
   let o = '"';
   for (const ch of s) {
     switch (ch) {
-      case '"': o += '\\"'; break;
-      case "\\": o += "\\\\"; break;
-      case "\n": o += "\\n"; break;
-      case "\t": o += "\\t"; break;
-      case "\r": o += "\\r"; break;
-      default: o += ch;
+      case '"':
+        o += '\\"';
+        break;
+      case "\\":
+        o += "\\\\";
+        break;
+      case "\n":
+        o += "\\n";
+        break;
+      case "\t":
+        o += "\\t";
+        break;
+      case "\r":
+        o += "\\r";
+        break;
+      default:
+        o += ch;
     }
   }
   return o + '"';
@@ -690,28 +967,45 @@ export function quoteString(s: string): string {
 
 export function unparseVal(v: Val): string {
   switch (v.t) {
-    case "u": return "undefined";
-    case "e": return "error";
-    case "i": return String(v.v);
-    case "r": return fmtRealLong(v.v);
-    case "s": return quoteString(v.v);
-    case "b": return v.v ? "true" : "false";
-    case "l": return "{ " + v.v.map(unparseVal).join(",") + " }";
+    case "u":
+      return "undefined";
+    case "e":
+      return "error";
+    case "i":
+      return String(v.v);
+    case "r":
+      return fmtRealLong(v.v);
+    case "s":
+      return quoteString(v.v);
+    case "b":
+      return v.v ? "true" : "false";
+    case "l":
+      return "{ " + v.v.map(unparseVal).join(",") + " }";
   }
 }
 
 export function unparse(n: Node): string {
   switch (n.k) {
-    case "lit": return n.src !== undefined && n.v.t === "r" ? n.src : unparseVal(n.v);
-    case "attr": return (n.scope === "my" ? "MY." : n.scope === "target" ? "TARGET." : "") + n.name;
-    case "paren": return "(" + unparse(n.a) + ")";
-    case "un": return n.op + unparse(n.a);
-    case "bin": return unparse(n.a) + " " + n.op + " " + unparse(n.b);
-    case "cond": return unparse(n.c) + " ? " + unparse(n.a) + " : " + unparse(n.b);
-    case "elvis": return unparse(n.a) + " ?: " + unparse(n.b);
-    case "call": return n.name + "(" + n.args.map(unparse).join(",") + ")";
-    case "list": return "{ " + n.items.map(unparse).join(",") + " }";
-    case "idx": return unparse(n.a) + "[" + unparse(n.i) + "]";
+    case "lit":
+      return n.src !== undefined && n.v.t === "r" ? n.src : unparseVal(n.v);
+    case "attr":
+      return (n.scope === "my" ? "MY." : n.scope === "target" ? "TARGET." : "") + n.name;
+    case "paren":
+      return "(" + unparse(n.a) + ")";
+    case "un":
+      return n.op + unparse(n.a);
+    case "bin":
+      return unparse(n.a) + " " + n.op + " " + unparse(n.b);
+    case "cond":
+      return unparse(n.c) + " ? " + unparse(n.a) + " : " + unparse(n.b);
+    case "elvis":
+      return unparse(n.a) + " ?: " + unparse(n.b);
+    case "call":
+      return n.name + "(" + n.args.map(unparse).join(",") + ")";
+    case "list":
+      return "{ " + n.items.map(unparse).join(",") + " }";
+    case "idx":
+      return unparse(n.a) + "[" + unparse(n.i) + "]";
   }
 }
 
@@ -726,7 +1020,11 @@ function literalOf(n: Node): Val | null {
   if (n.k === "lit") return n.v;
   if (n.k === "list") {
     const out: Val[] = [];
-    for (const it of n.items) { const v = literalOf(it); if (!v) return null; out.push(v); }
+    for (const it of n.items) {
+      const v = literalOf(it);
+      if (!v) return null;
+      out.push(v);
+    }
     return { t: "l", v: out };
   }
   return null;
@@ -739,7 +1037,17 @@ export function jsonString(s: string): string {
     if (ch === '"') o += '\\"';
     else if (ch === "\\") o += "\\\\";
     else if (c < 0x20) {
-      o += ch === "\n" ? "\\n" : ch === "\t" ? "\\t" : ch === "\r" ? "\\r" : ch === "\b" ? "\\b" : ch === "\f" ? "\\f" : "\\u" + c.toString(16).padStart(4, "0");
+      o += ch === "\n"
+        ? "\\n"
+        : ch === "\t"
+        ? "\\t"
+        : ch === "\r"
+        ? "\\r"
+        : ch === "\b"
+        ? "\\b"
+        : ch === "\f"
+        ? "\\f"
+        : "\\u" + c.toString(16).padStart(4, "0");
     } else o += ch;
   }
   return o + '"';
@@ -747,13 +1055,20 @@ export function jsonString(s: string): string {
 
 function jsonVal(v: Val, indent: string): string {
   switch (v.t) {
-    case "u": return "null";
-    case "i": return String(v.v);
-    case "r": return fmtRealJson(v.v);
-    case "s": return jsonString(v.v);
-    case "b": return v.v ? "true" : "false";
-    case "l": return "[\n" + v.v.map((x) => indent + "  " + jsonVal(x, indent + "  ")).join(",\n") + "\n" + indent + "]";
-    case "e": return '"\\/Expr(error)\\/"';
+    case "u":
+      return "null";
+    case "i":
+      return String(v.v);
+    case "r":
+      return fmtRealJson(v.v);
+    case "s":
+      return jsonString(v.v);
+    case "b":
+      return v.v ? "true" : "false";
+    case "l":
+      return "[\n" + v.v.map((x) => indent + "  " + jsonVal(x, indent + "  ")).join(",\n") + "\n" + indent + "]";
+    case "e":
+      return '"\\/Expr(error)\\/"';
   }
 }
 
@@ -803,12 +1118,19 @@ export function adToLong(ad: Ad, attrs?: string[]): string {
 /** -af value rendering (evaluated; strings bare; undefined → "undefined") */
 export function afValue(v: Val, quote = false): string {
   switch (v.t) {
-    case "u": return "undefined";
-    case "e": return "error";
-    case "i": return String(v.v);
-    case "r": return fmtRealLong(v.v);
-    case "s": return quote ? quoteString(v.v) : v.v;
-    case "b": return v.v ? "true" : "false";
-    case "l": return unparseVal(v);
+    case "u":
+      return "undefined";
+    case "e":
+      return "error";
+    case "i":
+      return String(v.v);
+    case "r":
+      return fmtRealLong(v.v);
+    case "s":
+      return quote ? quoteString(v.v) : v.v;
+    case "b":
+      return v.v ? "true" : "false";
+    case "l":
+      return unparseVal(v);
   }
 }

@@ -35,7 +35,10 @@ function writeAll(fd: number, s: string): void {
       buf = buf.subarray(n);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      if (code === "EAGAIN") { Bun.sleepSync(1); continue; }
+      if (code === "EAGAIN") {
+        Bun.sleepSync(1);
+        continue;
+      }
       if (code === "EPIPE") return;
       throw e;
     }
@@ -57,14 +60,22 @@ export function ownerName(): string {
     }
   } catch { /* ignore */ }
   let n = "";
-  try { n = os.userInfo().username; } catch { /* ignore */ }
+  try {
+    n = os.userInfo().username;
+  } catch { /* ignore */ }
   ownerCache = n && n !== "unknown" ? n : process.env.USER || process.env.LOGNAME || `uid${uid}`;
   return ownerCache;
 }
 export function userHome(): string {
-  try { return os.userInfo().homedir; } catch { return process.env.HOME || "/"; }
+  try {
+    return os.userInfo().homedir;
+  } catch {
+    return process.env.HOME || "/";
+  }
 }
-export function nowSec(): number { return Math.floor(Date.now() / 1000); }
+export function nowSec(): number {
+  return Math.floor(Date.now() / 1000);
+}
 
 // ---------------------------------------------------------------- config
 export type Config = {
@@ -86,7 +97,11 @@ export type Config = {
 };
 
 function readJson(file: string): Record<string, unknown> {
-  try { return JSON.parse(fs.readFileSync(file, "utf8")) as Record<string, unknown>; } catch { return {}; }
+  try {
+    return JSON.parse(fs.readFileSync(file, "utf8")) as Record<string, unknown>;
+  } catch {
+    return {};
+  }
 }
 
 export function loadConfig(home = homeDir()): Config {
@@ -201,8 +216,17 @@ export function isFaultEnv(name: string): boolean {
 // ---------------------------------------------------------------- state db
 export type JobRow = { cluster: number; proc: number; status: number; owner: string; ad: string };
 export type RunRow = {
-  cluster: number; proc: number; pid: number; dir: string; scratch: string;
-  cpus: number; memory: number; gpus: number; gpu_ids: string; slot: number; started: number;
+  cluster: number;
+  proc: number;
+  pid: number;
+  dir: string;
+  scratch: string;
+  cpus: number;
+  memory: number;
+  gpus: number;
+  gpu_ids: string;
+  slot: number;
+  started: number;
 };
 
 let dbCache: Database | null = null;
@@ -280,7 +304,12 @@ export function allJobs(db: Database): Ad[] {
 export function putJob(db: Database, ad: Ad, status?: number): void {
   const c = ad.num("ClusterId")!, p = ad.num("ProcId")!;
   db.query("INSERT OR REPLACE INTO jobs (cluster, proc, status, owner, ad) VALUES (?, ?, ?, ?, ?)").run(
-    c, p, status ?? ad.num("JobStatus") ?? 1, ad.str("Owner") ?? "", JSON.stringify(ad.toObject()));
+    c,
+    p,
+    status ?? ad.num("JobStatus") ?? 1,
+    ad.str("Owner") ?? "",
+    JSON.stringify(ad.toObject()),
+  );
 }
 
 /** The schedd's own status of a job (see putJob), null when it is not in the queue. */
@@ -331,15 +360,23 @@ export function pidAlive(pid: number): boolean {
 
 export function killGroup(pid: number, sig: NodeJS.Signals): void {
   if (!pid || pid <= 1) return;
-  try { process.kill(-pid, sig); } catch { /* gone */ }
-  try { process.kill(pid, sig); } catch { /* gone */ }
+  try {
+    process.kill(-pid, sig);
+  } catch { /* gone */ }
+  try {
+    process.kill(pid, sig);
+  } catch { /* gone */ }
 }
 
 /** Every pid whose environment contains `marker` (e.g. "_CONDOR_SCRATCH_DIR=<dir>"). */
 export function pidsWithEnv(marker: string): number[] {
   const res: number[] = [];
   let ents: string[];
-  try { ents = fs.readdirSync("/proc"); } catch { return res; }
+  try {
+    ents = fs.readdirSync("/proc");
+  } catch {
+    return res;
+  }
   const self = process.pid;
   for (const e of ents) {
     if (!/^\d+$/.test(e)) continue;
@@ -357,7 +394,11 @@ export function pidsWithEnv(marker: string): number[] {
 export function pidsWithEnvEntry(entry: string): number[] {
   const res: number[] = [];
   let ents: string[];
-  try { ents = fs.readdirSync("/proc"); } catch { return res; }
+  try {
+    ents = fs.readdirSync("/proc");
+  } catch {
+    return res;
+  }
   const spare = new Set(ancestors(process.pid));
   for (const e of ents) {
     if (!/^\d+$/.test(e) || spare.has(Number(e))) continue;
@@ -385,7 +426,9 @@ export function parentPid(pid: number): number | null {
   try {
     const st = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
     return Number(st.slice(st.lastIndexOf(")") + 2).split(" ")[1]);
-  } catch { return null; }
+  } catch {
+    return null;
+  }
 }
 
 /** Kill every process whose environment carries the marker; SIGKILL, repeated until none is left. */
@@ -395,7 +438,11 @@ export function killByEnv(marker: string): number {
     const pids = pidsWithEnv(marker).filter(pidAlive);
     if (!pids.length) break;
     total += pids.length;
-    for (const p of pids) { try { process.kill(p, "SIGKILL"); } catch { /* ignore */ } }
+    for (const p of pids) {
+      try {
+        process.kill(p, "SIGKILL");
+      } catch { /* ignore */ }
+    }
     Bun.sleepSync(20);
   }
   return total;
@@ -417,4 +464,6 @@ export function fmtDateLog(t: number): string {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
 }
 
-export function jobIdStr(c: number, p: number): string { return `${c}.${p}`; }
+export function jobIdStr(c: number, p: number): string {
+  return `${c}.${p}`;
+}

@@ -36,25 +36,49 @@ export function expandTransfer(name: string, full: string, destDir: string, out:
   const dest = (n: string) => (destDir ? path.join(destDir, n) : n);
   const base = path.basename(name);
   let lst: fs.Stats;
-  try { lst = fs.lstatSync(full); } catch { out.push({ kind: "missing", src: full, dest: dest(base) }); return; }
+  try {
+    lst = fs.lstatSync(full);
+  } catch {
+    out.push({ kind: "missing", src: full, dest: dest(base) });
+    return;
+  }
   let st = lst;
   if (lst.isSymbolicLink()) {
-    try { st = fs.statSync(full); } catch { out.push({ kind: "missing", src: full, dest: dest(base) }); return; }
+    try {
+      st = fs.statSync(full);
+    } catch {
+      out.push({ kind: "missing", src: full, dest: dest(base) });
+      return;
+    }
   }
   // sockets and FIFOs are left out, not an error
   if (st.isSocket() || st.isFIFO()) return;
-  if (!st.isDirectory()) { out.push({ kind: "file", src: full, dest: dest(base) }); return; }
-  if (lst.isSymbolicLink() && !trailing) { out.push({ kind: "symlinkdir", src: full, dest: dest(base) }); return; }
+  if (!st.isDirectory()) {
+    out.push({ kind: "file", src: full, dest: dest(base) });
+    return;
+  }
+  if (lst.isSymbolicLink() && !trailing) {
+    out.push({ kind: "symlinkdir", src: full, dest: dest(base) });
+    return;
+  }
   let destination = destDir;
   if (!trailing) {
     destination = dest(base);
     out.push({ kind: "dir", dest: destination });
   }
   let entries: string[];
-  try { entries = fs.readdirSync(full); } catch { return; }
+  try {
+    entries = fs.readdirSync(full);
+  } catch {
+    return;
+  }
   for (const e of entries.sort()) {
     const p = path.join(full, e);
-    try { fs.statSync(p); } catch { continue; } // Directory::Next: a dangling link is not even listed
+    try {
+      fs.statSync(p);
+    } catch {
+      continue;
+    } // Directory::Next: a dangling link is not even listed
     expandTransfer(`${name.replace(/\/+$/, "")}/${e}`, p, destination, out);
   }
 }
@@ -62,8 +86,12 @@ export function expandTransfer(name: string, full: string, destDir: string, out:
 export type XferFailure = { errno: number; detail: string };
 
 const ERRNO: Record<string, [number, string]> = {
-  ENOENT: [2, "No such file or directory"], EACCES: [13, "Permission denied"], EISDIR: [21, "Is a directory"],
-  ENOTDIR: [20, "Not a directory"], ELOOP: [40, "Too many levels of symbolic links"], EPERM: [1, "Operation not permitted"],
+  ENOENT: [2, "No such file or directory"],
+  EACCES: [13, "Permission denied"],
+  EISDIR: [21, "Is a directory"],
+  ENOTDIR: [20, "Not a directory"],
+  ELOOP: [40, "Too many levels of symbolic links"],
+  EPERM: [1, "Operation not permitted"],
 };
 
 /**
@@ -91,7 +119,9 @@ export function sendItems(items: XferItem[], root: string, opts: { skipMissing: 
     fs.mkdirSync(path.dirname(dst), { recursive: true });
     if (it.kind === "symlinkdir") {
       // put_file(NULL_FILE): the receiver gets an empty file under the link's name
-      try { fs.writeFileSync(dst, ""); } catch { /* the receiver's own failure */ }
+      try {
+        fs.writeFileSync(dst, "");
+      } catch { /* the receiver's own failure */ }
       fail(it.src, "EISDIR", "- Transfer of symlinks to directories is not supported.");
       continue;
     }
@@ -99,13 +129,23 @@ export function sendItems(items: XferItem[], root: string, opts: { skipMissing: 
     let mode = 0o644;
     try {
       const fd = fs.openSync(it.src, "r");
-      try { mode = fs.fstatSync(fd).mode & 0o7777; data = fs.readFileSync(fd); } finally { fs.closeSync(fd); }
+      try {
+        mode = fs.fstatSync(fd).mode & 0o7777;
+        data = fs.readFileSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
     } catch (e) {
-      try { fs.writeFileSync(dst, ""); } catch { /* ignore */ }
+      try {
+        fs.writeFileSync(dst, "");
+      } catch { /* ignore */ }
       fail(it.src, (e as NodeJS.ErrnoException).code);
       continue;
     }
-    try { fs.writeFileSync(dst, data); fs.chmodSync(dst, mode); } catch { /* the receiver's own failure */ }
+    try {
+      fs.writeFileSync(dst, data);
+      fs.chmodSync(dst, mode);
+    } catch { /* the receiver's own failure */ }
   }
   return failure;
 }
@@ -136,7 +176,10 @@ export function snapshot(dir: string): Snapshot {
   const s: Snapshot = {};
   try {
     for (const e of fs.readdirSync(dir)) {
-      try { const st = fs.statSync(path.join(dir, e)); s[e] = `${st.isDirectory() ? "d" : "f"}:${st.mtimeMs}:${st.size}`; } catch { /* ignore */ }
+      try {
+        const st = fs.statSync(path.join(dir, e));
+        s[e] = `${st.isDirectory() ? "d" : "f"}:${st.mtimeMs}:${st.size}`;
+      } catch { /* ignore */ }
     }
   } catch { /* ignore */ }
   return s;

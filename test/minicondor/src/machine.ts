@@ -1,7 +1,7 @@
 // The one execute machine: a partitionable slot plus one dynamic slot per running job.
 import * as fs from "node:fs";
 import { Ad } from "./classad.ts";
-import { type Config, type RunRow, VERSION, PLATFORM, nowSec } from "./common.ts";
+import { type Config, nowSec, PLATFORM, type RunRow, VERSION } from "./common.ts";
 
 export type Free = { cpus: number; memory: number; gpus: number; disk: number; gpuIds: string[] };
 
@@ -13,7 +13,9 @@ export function freeResources(cfg: Config, runs: RunRow[]): Free {
   const used = new Set<string>();
   let cpus = cfg.cpus, memory = cfg.memory, gpus = cfg.gpus;
   for (const r of runs) {
-    cpus -= r.cpus; memory -= r.memory; gpus -= r.gpus;
+    cpus -= r.cpus;
+    memory -= r.memory;
+    gpus -= r.gpus;
     for (const g of r.gpu_ids ? r.gpu_ids.split(",") : []) used.add(g);
   }
   const gpuIds: string[] = [];
@@ -22,7 +24,12 @@ export function freeResources(cfg: Config, runs: RunRow[]): Free {
 }
 
 export function hasContainerRuntime(cfg: Config): boolean {
-  try { fs.accessSync(cfg.apptainer, fs.constants.X_OK); return true; } catch { return false; }
+  try {
+    fs.accessSync(cfg.apptainer, fs.constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export function machineAd(cfg: Config, free: Free, runs: RunRow[]): Ad {

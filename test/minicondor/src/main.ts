@@ -23,7 +23,10 @@ function finish(code: number): never {
 }
 
 const DOWN: Record<string, [string, number]> = {
-  condor_q: ["Error: Could not find the local condor_schedd\n\nExtra Info: You probably saw this error because the condor_schedd is not\nrunning on the machine you are trying to query.  If the condor_schedd is not\nrunning, the Condor system will not be able to find an address and port to\nconnect to and satisfy this request.  Please make sure the Condor daemons are\nrunning and try again.\n\n", 1],
+  condor_q: [
+    "Error: Could not find the local condor_schedd\n\nExtra Info: You probably saw this error because the condor_schedd is not\nrunning on the machine you are trying to query.  If the condor_schedd is not\nrunning, the Condor system will not be able to find an address and port to\nconnect to and satisfy this request.  Please make sure the Condor daemons are\nrunning and try again.\n\n",
+    1,
+  ],
   condor_status: ["Error: communication error\nCEDAR:6001:Failed to connect to <127.0.0.1:9618>\n", 1],
   condor_submit: ["\nERROR: Can't find address of local schedd\n", 1],
   condor_rm: ["condor_rm: (null)\n", 1],
@@ -38,7 +41,11 @@ function failText(addr: string): Record<string, [string, string, number]> {
     condor_q: ["", `\n-- Failed to fetch ads from: ${addr} : ${loadConfig().host}\nSECMAN:2007:Failed to end classad message.\n`, 1],
     // stdout: see submitBanner
     condor_submit: ["", `\nERROR: Failed to connect to local queue manager\nCEDAR:6001:Failed to connect to ${addr}\n`, 1],
-    condor_history: ["", "Unable to send history command to remote schedd;\nTypically, either the schedd is not responding, does not authorize you, or does not support remote history.\n", 1],
+    condor_history: [
+      "",
+      "Unable to send history command to remote schedd;\nTypically, either the schedd is not responding, does not authorize you, or does not support remote history.\n",
+      1,
+    ],
     condor_rm: ["", `\nCEDAR:6001:Failed to connect to ${addr}\nFailed to connect to schedd\n`, 1],
     condor_hold: ["", `\nCEDAR:6001:Failed to connect to ${addr}\nFailed to connect to schedd\n`, 1],
     condor_release: ["", `\nCEDAR:6001:Failed to connect to ${addr}\nFailed to connect to schedd\n`, 1],
@@ -96,16 +103,29 @@ async function main(): Promise<number> {
   if (mode === "warn") err(`WARNING: Saw slow DNS query, which may impact entire system: getaddrinfo(${loadConfig().host}) took 2.000000 seconds.\n`);
 
   switch (tool) {
-    case "condor_submit": return (await import("./submit.ts")).condorSubmit(argv, slowAfter > 0 ? () => sleepAfterCommit(slowAfter) : undefined);
-    case "condor_q": return (await import("./query.ts")).condorQ(argv);
-    case "condor_history": return (await import("./query.ts")).condorHistory(argv);
-    case "condor_status": return (await import("./query.ts")).condorStatus(argv);
-    case "condor_rm": case "condor_hold": case "condor_release": return (await import("./actions.ts")).condorRm(tool, argv);
-    case "condor_transfer_data": return (await import("./actions.ts")).condorTransferData(argv);
-    case "condor_tail": return (await import("./actions.ts")).condorTail(argv);
-    case "condor_chirp": return (await import("./chirp.ts")).condorChirp(argv);
-    case "condor_version": return condorVersion(argv);
-    default: err(`minicondor: unknown tool '${tool}'\n`); return 1;
+    case "condor_submit":
+      return (await import("./submit.ts")).condorSubmit(argv, slowAfter > 0 ? () => sleepAfterCommit(slowAfter) : undefined);
+    case "condor_q":
+      return (await import("./query.ts")).condorQ(argv);
+    case "condor_history":
+      return (await import("./query.ts")).condorHistory(argv);
+    case "condor_status":
+      return (await import("./query.ts")).condorStatus(argv);
+    case "condor_rm":
+    case "condor_hold":
+    case "condor_release":
+      return (await import("./actions.ts")).condorRm(tool, argv);
+    case "condor_transfer_data":
+      return (await import("./actions.ts")).condorTransferData(argv);
+    case "condor_tail":
+      return (await import("./actions.ts")).condorTail(argv);
+    case "condor_chirp":
+      return (await import("./chirp.ts")).condorChirp(argv);
+    case "condor_version":
+      return condorVersion(argv);
+    default:
+      err(`minicondor: unknown tool '${tool}'\n`);
+      return 1;
   }
 }
 
@@ -124,18 +144,31 @@ async function sleepAfterCommit(ms: number): Promise<void> {
 /** src/condor_tools/version.cpp of htcondor/htcondor: options are told apart by their second letter only. */
 function condorVersion(args: string[]): number {
   const usage = (rval: number) => {
-    err("Usage: condor_version [options]\n   If no options are specified, print the version and platform strings\n   where the tool was built." +
-      "  Valid options are:\n   -help\t(this message)\n   -arch\t(print the ARCH string)\n   -opsys\t(print the OPSYS string)\n");
+    err(
+      "Usage: condor_version [options]\n   If no options are specified, print the version and platform strings\n   where the tool was built." +
+        "  Valid options are:\n   -help\t(this message)\n   -arch\t(print the ARCH string)\n   -opsys\t(print the OPSYS string)\n",
+    );
     return rval;
   };
   let arch = false, opsys = false, opsysFirst = false;
   for (const a of args) {
-    if (!a.startsWith("-")) { err(`ERROR: invalid argument: '${a}'\n`); return usage(1); }
+    if (!a.startsWith("-")) {
+      err(`ERROR: invalid argument: '${a}'\n`);
+      return usage(1);
+    }
     switch (a[1]) {
-      case "a": arch = true; break;
-      case "o": opsys = true; if (!arch) opsysFirst = true; break;
-      case "h": return usage(0);
-      default: err(`ERROR: unrecognized argument: '${a}'\n`); return usage(1);
+      case "a":
+        arch = true;
+        break;
+      case "o":
+        opsys = true;
+        if (!arch) opsysFirst = true;
+        break;
+      case "h":
+        return usage(0);
+      default:
+        err(`ERROR: unrecognized argument: '${a}'\n`);
+        return usage(1);
     }
   }
   // CondorVersionInfo splits the platform string "X86_64-Debian_12" into arch and opsys

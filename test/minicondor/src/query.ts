@@ -1,9 +1,23 @@
 // condor_q, condor_history, condor_status. docs/htcondor.md#condor_q, docs/htcondor.md#condor_history,
 // docs/htcondor.md#condor_status; docs/htcondor.md#transcripts
-import { Ad, adToJson, adToJsonLine, adToLong, afValue, evaluate, isTrue, parse, tryParse, ParseError, type Node } from "./classad.ts";
+import { Ad, adToJson, adToJsonLine, adToLong, afValue, evaluate, isTrue, type Node, parse, ParseError, tryParse } from "./classad.ts";
 import {
-  acceptablePool, acceptableSchedd, allJobs, allRuns, err, isOpt, loadConfig, nowSec, openDb, out, ownerName, rowAd, scheddAddr, PLATFORM,
-  VERSION, type Config,
+  acceptablePool,
+  acceptableSchedd,
+  allJobs,
+  allRuns,
+  type Config,
+  err,
+  isOpt,
+  loadConfig,
+  nowSec,
+  openDb,
+  out,
+  ownerName,
+  PLATFORM,
+  rowAd,
+  scheddAddr,
+  VERSION,
 } from "./common.ts";
 import { dynamicSlotAd, freeResources, machineAd } from "./machine.ts";
 import { maybeEnsureSchedd } from "./schedd.ts";
@@ -11,13 +25,31 @@ import { maybeEnsureSchedd } from "./schedd.ts";
 type Fmt = { kind: "json" | "jsonl" | "long" | "af" | "format" | "xml" | "default"; afOpts: string; afAttrs: string[]; formats: [string, string][] };
 
 type QArgs = {
-  fmt: Fmt; attrs: string[] | null; constraints: string[]; ids: { c: number; p: number | null }[]; users: string[];
-  limit: number | null; scanlimit: number | null; allusers: boolean; totals: boolean; forwards: boolean; name: string | null; pool: string | null;
-  nobatch: boolean; statusFilter: number | null; since: string | null; version: boolean; schedd: boolean; compact: boolean; any: boolean;
+  fmt: Fmt;
+  attrs: string[] | null;
+  constraints: string[];
+  ids: { c: number; p: number | null }[];
+  users: string[];
+  limit: number | null;
+  scanlimit: number | null;
+  allusers: boolean;
+  totals: boolean;
+  forwards: boolean;
+  name: string | null;
+  pool: string | null;
+  nobatch: boolean;
+  statusFilter: number | null;
+  since: string | null;
+  version: boolean;
+  schedd: boolean;
+  compact: boolean;
+  any: boolean;
 };
 
 class UsageError extends Error {
-  constructor(message: string, public stdout = "") { super(message); }
+  constructor(message: string, public stdout = "") {
+    super(message);
+  }
 }
 
 // queue.cpp's usage() goes to stdout; only its head is reproduced
@@ -38,9 +70,25 @@ function unknownOption(tool: string, a: string): UsageError {
 
 function parseArgs(tool: string, argv: string[]): QArgs {
   const q: QArgs = {
-    fmt: { kind: "default", afOpts: "", afAttrs: [], formats: [] }, attrs: null, constraints: [], ids: [], users: [], limit: null,
-    scanlimit: null, allusers: false, totals: false, forwards: false, name: null, pool: null, nobatch: false, statusFilter: null, since: null,
-    version: false, schedd: false, compact: false, any: false,
+    fmt: { kind: "default", afOpts: "", afAttrs: [], formats: [] },
+    attrs: null,
+    constraints: [],
+    ids: [],
+    users: [],
+    limit: null,
+    scanlimit: null,
+    allusers: false,
+    totals: false,
+    forwards: false,
+    name: null,
+    pool: null,
+    nobatch: false,
+    statusFilter: null,
+    since: null,
+    version: false,
+    schedd: false,
+    compact: false,
+    any: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -64,12 +112,19 @@ function parseArgs(tool: string, argv: string[]): QArgs {
       if (i + 1 < argv.length && argv[i + 1] === "-") i++;
       continue;
     }
-    if (a === "-jsonl" || a === "--jsonl") { q.fmt.kind = "jsonl"; continue; }
+    if (a === "-jsonl" || a === "--jsonl") {
+      q.fmt.kind = "jsonl";
+      continue;
+    }
     if (isOpt(a, "json", 2)) q.fmt.kind = "json";
     else if (isOpt(a, "xml", 1)) q.fmt.kind = "xml";
     else if (isOpt(a, "long", 1)) q.fmt.kind = "long";
-    else if (isOpt(a, "format", 1)) { const f = need(); const at = need(); q.fmt.kind = "format"; q.fmt.formats.push([f, at]); }
-    else if (isOpt(a, "constraint", 3)) q.constraints.push(need());
+    else if (isOpt(a, "format", 1)) {
+      const f = need();
+      const at = need();
+      q.fmt.kind = "format";
+      q.fmt.formats.push([f, at]);
+    } else if (isOpt(a, "constraint", 3)) q.constraints.push(need());
     else if (isOpt(a, "attributes", 4)) q.attrs = need().split(/[,\s]+/).filter(Boolean);
     else if (tool === "condor_q" && isOpt(a, "limit", 3)) {
       // queue.cpp: a positive integer, checked at parse time
@@ -78,11 +133,11 @@ function parseArgs(tool: string, argv: string[]): QArgs {
       if (!/^[+-]?\d+$/.test(v)) throw new UsageError(`Error: Unable to convert (${v}) to a number for -limit.`);
       if (Number(v) <= 0) throw new UsageError(`Error: ${Number(v)} is not a valid for -limit.`);
       q.limit = Number(v);
-    }
-    // -match, -scanlimit, -forwards, -backwards, -since, -completedsince are condor_history's: condor_q has no
+    } // -match, -scanlimit, -forwards, -backwards, -since, -completedsince are condor_history's: condor_q has no
     // such options (queue.cpp processCommandLineArguments) and condor_status neither
-    else if (tool !== "condor_q" && (isOpt(a, "limit", tool === "condor_status" ? 2 : 3) || (tool === "condor_history" && isOpt(a, "match", 3)))) q.limit = Number(need());
-    else if (tool === "condor_history" && isOpt(a, "scanlimit", 4)) q.scanlimit = Number(need());
+    else if (tool !== "condor_q" && (isOpt(a, "limit", tool === "condor_status" ? 2 : 3) || (tool === "condor_history" && isOpt(a, "match", 3)))) {
+      q.limit = Number(need());
+    } else if (tool === "condor_history" && isOpt(a, "scanlimit", 4)) q.scanlimit = Number(need());
     else if (isOpt(a, "allusers", 2)) q.allusers = true;
     else if (isOpt(a, "totals", 3)) q.totals = true;
     else if (tool === "condor_history" && isOpt(a, "forwards", 3)) q.forwards = true;
@@ -96,9 +151,10 @@ function parseArgs(tool: string, argv: string[]): QArgs {
     else if (tool === "condor_history" && isOpt(a, "since", 3)) q.since = need();
     else if (tool === "condor_history" && isOpt(a, "completedsince", 3)) need();
     else if (isOpt(a, "version", 3)) q.version = true;
-    else if (isOpt(a, "wide", 1) || isOpt(a, "global", 1) || isOpt(a, "expert", 3) || isOpt(a, "local", 3) || isOpt(a, "debug", 3) ||
-      isOpt(a, "startd", 3) || isOpt(a, "machine", 2) || isOpt(a, "better-analyze", 3) || isOpt(a, "dag", 3) || isOpt(a, "userlog", 5) || a.startsWith("-wide:")) { /* accepted */ }
-    else if (isOpt(a, "run", 1)) q.statusFilter = 2;
+    else if (
+      isOpt(a, "wide", 1) || isOpt(a, "global", 1) || isOpt(a, "expert", 3) || isOpt(a, "local", 3) || isOpt(a, "debug", 3) ||
+      isOpt(a, "startd", 3) || isOpt(a, "machine", 2) || isOpt(a, "better-analyze", 3) || isOpt(a, "dag", 3) || isOpt(a, "userlog", 5) || a.startsWith("-wide:")
+    ) { /* accepted */ } else if (isOpt(a, "run", 1)) q.statusFilter = 2;
     else if (isOpt(a, "hold", 2) || isOpt(a, "held", 4)) q.statusFilter = 5;
     else if (isOpt(a, "idle", 2)) q.statusFilter = 1;
     else if (isOpt(a, "schedd", 3)) q.schedd = true;
@@ -113,8 +169,9 @@ function parseArgs(tool: string, argv: string[]): QArgs {
 function buildFilter(q: QArgs, tool: string): { ok: (ad: Ad) => boolean; consTexts: string[] } {
   const cons: Node[] = [];
   for (const c of q.constraints) {
-    try { cons.push(parse(c)); }
-    catch (e) {
+    try {
+      cons.push(parse(c));
+    } catch (e) {
       if (e instanceof ParseError) {
         if (tool === "condor_q") throw new UsageError(`\n-- Parse error in constraint expression "${c}"`);
         throw new UsageError(`Error: Invalid constraint ${c}`);
@@ -130,7 +187,8 @@ function buildFilter(q: QArgs, tool: string): { ok: (ad: Ad) => boolean; consTex
       if (q.ids.length || q.users.length) {
         const c = ad.num("ClusterId"), p = ad.num("ProcId");
         const owner = (ad.str("Owner") ?? "").toLowerCase();
-        const hit = q.ids.some((i) => i.c === c && (i.p === null || i.p === p)) || q.users.some((u) => u.toLowerCase() === owner || u.toLowerCase() === (ad.str("User") ?? "").toLowerCase());
+        const hit = q.ids.some((i) => i.c === c && (i.p === null || i.p === p)) ||
+          q.users.some((u) => u.toLowerCase() === owner || u.toLowerCase() === (ad.str("User") ?? "").toLowerCase());
         if (!hit) return false;
       }
       if (ownOnly && (ad.str("Owner") ?? "") !== me) return false;
@@ -160,7 +218,10 @@ function afRow(ad: Ad, attrs: string[], opts: string): string {
   if (j) fields.unshift(`${ad.num("ClusterId")}.${ad.num("ProcId")}`);
   let s = "";
   fields.forEach((f, i) => {
-    if (nl) { s += f + "\n"; return; }
+    if (nl) {
+      s += f + "\n";
+      return;
+    }
     if (i > 0) s += t ? "\t" : " ";
     s += f;
     if (comma && i < fields.length - 1) s += ",";
@@ -185,10 +246,19 @@ function printfFormat(fmt: string, ad: Ad, attr: string): string {
   return f.replace(/%(-?\d*)(?:\.(\d+))?([dsfvVgi])/, (_m, w: string, prec: string | undefined, c: string) => {
     let s: string;
     switch (c) {
-      case "d": case "i": s = v.t === "i" || v.t === "r" ? String(Math.trunc(v.v)) : v.t === "b" ? (v.v ? "1" : "0") : ""; break;
-      case "f": case "g": s = v.t === "i" || v.t === "r" ? v.v.toFixed(prec ? Number(prec) : 6) : ""; break;
-      case "V": s = afValue(v, true); break;
-      default: s = afValue(v, false);
+      case "d":
+      case "i":
+        s = v.t === "i" || v.t === "r" ? String(Math.trunc(v.v)) : v.t === "b" ? (v.v ? "1" : "0") : "";
+        break;
+      case "f":
+      case "g":
+        s = v.t === "i" || v.t === "r" ? v.v.toFixed(prec ? Number(prec) : 6) : "";
+        break;
+      case "V":
+        s = afValue(v, true);
+        break;
+      default:
+        s = afValue(v, false);
     }
     const width = Number(w || 0);
     if (Math.abs(width) > s.length) s = width < 0 ? s.padEnd(-width) : s.padStart(width);
@@ -204,7 +274,10 @@ function writeAds(ads: Ad[], q: QArgs, opts: { serverTime: boolean; emptyJsonBra
     case "json": {
       if (!ads.length) return opts.emptyJsonBrackets ? "[\n]\n" : "";
       const parts = ads.map((ad) => {
-        if (opts.serverTime && !attrs) { ad = ad.clone(); ad.set("ServerTime", st); }
+        if (opts.serverTime && !attrs) {
+          ad = ad.clone();
+          ad.set("ServerTime", st);
+        }
         return adToJson(ad, attrs ? attrs.filter((a) => ad.has(a)) : undefined);
       });
       return "[\n" + parts.join("\n,\n") + "\n]\n";
@@ -214,7 +287,10 @@ function writeAds(ads: Ad[], q: QArgs, opts: { serverTime: boolean; emptyJsonBra
     case "long":
     case "xml":
       return ads.map((ad) => {
-        if (opts.serverTime && !attrs) { ad = ad.clone(); ad.set("ServerTime", st); }
+        if (opts.serverTime && !attrs) {
+          ad = ad.clone();
+          ad.set("ServerTime", st);
+        }
         return adToLong(ad, attrs ?? undefined) + "\n";
       }).join("");
     case "af":
@@ -230,15 +306,38 @@ function writeAds(ads: Ad[], q: QArgs, opts: { serverTime: boolean; emptyJsonBra
 const pad = (s: string, n: number) => (s.length >= n ? s : s + " ".repeat(n - s.length));
 const lpad = (s: string, n: number) => (s.length >= n ? s : " ".repeat(n - s.length) + s);
 const p2 = (n: number) => String(n).padStart(2, "0");
-function mdhm(t: number): string { const d = new Date(t * 1000); return `${d.getMonth() + 1}/${p2(d.getDate())} ${p2(d.getHours())}:${p2(d.getMinutes())}`; }
-function dur(s: number): string { s = Math.max(0, Math.floor(s)); return `${Math.floor(s / 86400)}+${p2(Math.floor(s / 3600) % 24)}:${p2(Math.floor(s / 60) % 60)}:${p2(s % 60)}`; }
+function mdhm(t: number): string {
+  const d = new Date(t * 1000);
+  return `${d.getMonth() + 1}/${p2(d.getDate())} ${p2(d.getHours())}:${p2(d.getMinutes())}`;
+}
+function dur(s: number): string {
+  s = Math.max(0, Math.floor(s));
+  return `${Math.floor(s / 86400)}+${p2(Math.floor(s / 3600) % 24)}:${p2(Math.floor(s / 60) % 60)}:${p2(s % 60)}`;
+}
 const ST = ["?", "I", "R", "X", "C", "H", ">", "S"];
 
 function summary(ads: Ad[]): { jobs: number; c: number; x: number; i: number; r: number; h: number; s: number } {
   const n = { jobs: ads.length, c: 0, x: 0, i: 0, r: 0, h: 0, s: 0 };
   for (const a of ads) {
     switch (a.num("JobStatus")) {
-      case 1: n.i++; break; case 2: n.r++; break; case 3: n.x++; break; case 4: n.c++; break; case 5: n.h++; break; case 7: n.s++; break;
+      case 1:
+        n.i++;
+        break;
+      case 2:
+        n.r++;
+        break;
+      case 3:
+        n.x++;
+        break;
+      case 4:
+        n.c++;
+        break;
+      case 5:
+        n.h++;
+        break;
+      case 7:
+        n.s++;
+        break;
     }
   }
   return n;
@@ -260,7 +359,9 @@ function humanQueue(ads: Ad[], all: Ad[], q: QArgs, cfg: Config): string {
         const id = `${a.num("ClusterId")}.${a.num("ProcId")}`;
         const run = (a.num("RemoteWallClockTime") ?? 0) + (a.num("JobStatus") === 2 ? now - (a.num("JobCurrentStartDate") ?? now) : 0);
         const cmd = (a.str("Cmd") ?? "").split("/").pop()! + (a.str("Args") ? " " + a.str("Args") : a.str("Arguments") ? " " + a.str("Arguments") : "");
-        s += `${lpad(id, 7)}  ${pad(a.str("Owner") ?? "", 14)} ${lpad(mdhm(a.num("QDate") ?? 0), 11)} ${lpad(dur(run), 12)} ${ST[a.num("JobStatus") ?? 0] ?? "?"}  ${lpad(String(a.num("JobPrio") ?? 0), 3)} ${lpad((((a.num("ImageSize") ?? 0) / 1024)).toFixed(1), 4)} ${cmd.slice(0, 40)}\n`;
+        s += `${lpad(id, 7)}  ${pad(a.str("Owner") ?? "", 14)} ${lpad(mdhm(a.num("QDate") ?? 0), 11)} ${lpad(dur(run), 12)} ${
+          ST[a.num("JobStatus") ?? 0] ?? "?"
+        }  ${lpad(String(a.num("JobPrio") ?? 0), 3)} ${lpad(((a.num("ImageSize") ?? 0) / 1024).toFixed(1), 4)} ${cmd.slice(0, 40)}\n`;
       }
     } else {
       const groups = new Map<string, Ad[]>();
@@ -276,7 +377,9 @@ function humanQueue(ads: Ad[], all: Ad[], q: QArgs, cfg: Config): string {
         const ids = g.map((a) => `${a.num("ClusterId")}.${a.num("ProcId")}`);
         const idText = ids.length === 1 ? ids[0]! : `${ids[0]} ... ${ids[ids.length - 1]}`;
         const f = (x: number) => lpad(x ? String(x) : "_", 6);
-        s += `${owner} ${pad(batch, 12)} ${lpad(mdhm(Math.min(...g.map((a) => a.num("QDate") ?? 0))), 11)} ${f(n.c)} ${f(n.r)} ${f(n.i)}${anyHeld ? " " + f(n.h) : ""} ${lpad(String(g.length), 6)} ${idText}\n`;
+        s += `${owner} ${pad(batch, 12)} ${lpad(mdhm(Math.min(...g.map((a) => a.num("QDate") ?? 0))), 11)} ${f(n.c)} ${f(n.r)} ${f(n.i)}${
+          anyHeld ? " " + f(n.h) : ""
+        } ${lpad(String(g.length), 6)} ${idText}\n`;
       }
     }
   }
@@ -293,10 +396,17 @@ function totalsAd(ads: Ad[], all: Ad[]): Ad {
   const n = summary(ads), m = summary(all.filter((a) => a.str("Owner") === ownerName())), u = summary(all);
   t.set("MyType", "Summary");
   const put = (prefix: string, x: typeof n) => {
-    t.set(prefix + "Jobs", x.jobs); t.set(prefix + "Idle", x.i); t.set(prefix + "Running", x.r); t.set(prefix + "Held", x.h);
-    t.set(prefix + "Completed", x.c); t.set(prefix + "Removed", x.x); t.set(prefix + "Suspended", x.s);
+    t.set(prefix + "Jobs", x.jobs);
+    t.set(prefix + "Idle", x.i);
+    t.set(prefix + "Running", x.r);
+    t.set(prefix + "Held", x.h);
+    t.set(prefix + "Completed", x.c);
+    t.set(prefix + "Removed", x.x);
+    t.set(prefix + "Suspended", x.s);
   };
-  put("", n); put("My", m); put("Allusers", u);
+  put("", n);
+  put("My", m);
+  put("Allusers", u);
   return t;
 }
 
@@ -307,10 +417,17 @@ export function condorQ(argv: string[]): number {
   let filter: ReturnType<typeof buildFilter>;
   try {
     q = parseArgs("condor_q", argv);
-    if (q.version) { out(VERSION + "\n" + PLATFORM + "\n"); return 0; }
+    if (q.version) {
+      out(VERSION + "\n" + PLATFORM + "\n");
+      return 0;
+    }
     filter = buildFilter(q, "condor_q");
   } catch (e) {
-    if (e instanceof UsageError) { err(e.message + "\n"); out(e.stdout); return 1; }
+    if (e instanceof UsageError) {
+      err(e.message + "\n");
+      out(e.stdout);
+      return 1;
+    }
     throw e;
   }
   // -name asks the collector (-pool's, or this machine's) for the schedd ad
@@ -329,8 +446,14 @@ export function condorQ(argv: string[]): number {
   let ads = all.filter(filter.ok);
   if (q.limit !== null && q.limit >= 0) ads = ads.slice(0, q.limit);
   if (q.totals) {
-    if (q.fmt.kind === "json") { out("[\n" + adToJson(totalsAd(ads, all)) + "\n]\n"); return 0; }
-    if (q.fmt.kind === "long") { out(adToLong(totalsAd(ads, all)) + "\n"); return 0; }
+    if (q.fmt.kind === "json") {
+      out("[\n" + adToJson(totalsAd(ads, all)) + "\n]\n");
+      return 0;
+    }
+    if (q.fmt.kind === "long") {
+      out(adToLong(totalsAd(ads, all)) + "\n");
+      return 0;
+    }
     out(humanQueue(ads, all, q, cfg));
     return 0;
   }
@@ -346,11 +469,17 @@ export function condorHistory(argv: string[]): number {
   const cfg = loadConfig();
   try {
     q = parseArgs("condor_history", argv);
-    if (q.version) { out(VERSION + "\n" + PLATFORM + "\n"); return 0; }
+    if (q.version) {
+      out(VERSION + "\n" + PLATFORM + "\n");
+      return 0;
+    }
     if (q.forwards && q.since !== null) throw new UsageError("Error: Argument -forwards cannot be combined with -since.");
     filter = buildFilter(q, "condor_history");
   } catch (e) {
-    if (e instanceof UsageError) { err(e.message + "\n"); return 1; }
+    if (e instanceof UsageError) {
+      err(e.message + "\n");
+      return 1;
+    }
     throw e;
   }
   // history.cpp: g_name and g_pool are std::strings, so an absent -pool prints as nothing
@@ -392,7 +521,9 @@ export function condorHistory(argv: string[]): number {
       const id = `${a.num("ClusterId")}.${a.num("ProcId")}`;
       const st = a.num("JobStatus") ?? 0;
       const done = a.num("CompletionDate") || a.num("EnteredCurrentStatus") || 0;
-      s += ` ${pad(id, 6)} ${pad(a.str("Owner") ?? "", 14)} ${lpad(mdhm(a.num("QDate") ?? 0), 11)} ${lpad(dur(a.num("RemoteWallClockTime") ?? 0), 11)} ${ST[st] ?? "?"}  ${lpad(mdhm(done), 11)} ${a.str("Cmd") ?? ""}\n`;
+      s += ` ${pad(id, 6)} ${pad(a.str("Owner") ?? "", 14)} ${lpad(mdhm(a.num("QDate") ?? 0), 11)} ${lpad(dur(a.num("RemoteWallClockTime") ?? 0), 11)} ${
+        ST[st] ?? "?"
+      }  ${lpad(mdhm(done), 11)} ${a.str("Cmd") ?? ""}\n`;
     }
     out(s);
     return 0;
@@ -407,9 +538,15 @@ export function condorStatus(argv: string[]): number {
   let q: QArgs;
   try {
     q = parseArgs("condor_status", argv);
-    if (q.version) { out(VERSION + "\n" + PLATFORM + "\n"); return 0; }
+    if (q.version) {
+      out(VERSION + "\n" + PLATFORM + "\n");
+      return 0;
+    }
   } catch (e) {
-    if (e instanceof UsageError) { err(e.message + "\n"); return 1; }
+    if (e instanceof UsageError) {
+      err(e.message + "\n");
+      return 1;
+    }
     throw e;
   }
   // the only collector is this machine's: any other pool cannot be contacted (docs/htcondor.md#condor_status)
@@ -420,15 +557,27 @@ export function condorStatus(argv: string[]): number {
   const db = openDb();
   const runs = allRuns(db);
   const owners = new Map<string, string>();
-  for (const j of db.query("SELECT cluster, proc, owner FROM running r JOIN jobs j USING (cluster, proc)").all() as { cluster: number; proc: number; owner: string }[]) owners.set(`${j.cluster}.${j.proc}`, j.owner);
+  for (
+    const j of db.query("SELECT cluster, proc, owner FROM running r JOIN jobs j USING (cluster, proc)").all() as {
+      cluster: number;
+      proc: number;
+      owner: string;
+    }[]
+  ) owners.set(`${j.cluster}.${j.proc}`, j.owner);
   let ads: Ad[];
   if (q.schedd) {
     const s = new Ad();
     const jobs = allJobs(db);
     const n = summary(jobs);
-    s.set("MyType", "Scheduler"); s.set("Name", cfg.host); s.set("Machine", cfg.host);
-    s.set("MyAddress", scheddAddr(cfg)); s.set("CondorVersion", VERSION);
-    s.set("TotalRunningJobs", n.r); s.set("TotalIdleJobs", n.i); s.set("TotalHeldJobs", n.h); s.set("TotalJobAds", jobs.length);
+    s.set("MyType", "Scheduler");
+    s.set("Name", cfg.host);
+    s.set("Machine", cfg.host);
+    s.set("MyAddress", scheddAddr(cfg));
+    s.set("CondorVersion", VERSION);
+    s.set("TotalRunningJobs", n.r);
+    s.set("TotalIdleJobs", n.i);
+    s.set("TotalHeldJobs", n.h);
+    s.set("TotalJobAds", jobs.length);
     ads = [s];
   } else {
     ads = [machineAd(cfg, freeResources(cfg, runs), runs), ...runs.map((r) => dynamicSlotAd(cfg, r, owners.get(`${r.cluster}.${r.proc}`) ?? ownerName()))];
@@ -440,22 +589,40 @@ export function condorStatus(argv: string[]): number {
     err(`Error: Invalid constraint ${q.constraints.join(" ")}\n`);
     return 1;
   }
-  if (q.users.length) ads = ads.filter((a) => q.users.some((u) => (a.str("Name") ?? "").toLowerCase() === u.toLowerCase() || (a.str("Machine") ?? "").toLowerCase() === u.toLowerCase() || (a.str("Name") ?? "").toLowerCase().endsWith("@" + u.toLowerCase())));
+  if (q.users.length) {
+    ads = ads.filter((a) =>
+      q.users.some((u) =>
+        (a.str("Name") ?? "").toLowerCase() === u.toLowerCase() || (a.str("Machine") ?? "").toLowerCase() === u.toLowerCase() ||
+        (a.str("Name") ?? "").toLowerCase().endsWith("@" + u.toLowerCase())
+      )
+    );
+  }
   if (q.limit !== null) ads = ads.slice(0, q.limit);
-  if (q.fmt.kind !== "default") { out(writeAds(ads, q, { serverTime: false, emptyJsonBrackets: false })); return 0; }
+  if (q.fmt.kind !== "default") {
+    out(writeAds(ads, q, { serverTime: false, emptyJsonBrackets: false }));
+    return 0;
+  }
   if (!ads.length) return 0;
   let s = "";
   if (!q.totals && !q.schedd) {
-    s += `${pad("Name", 34)} ${pad("OpSys", 10)} ${pad("Arch", 8)} ${pad("State", 9)} ${pad("Activity", 8)} ${lpad("LoadAv", 6)} ${pad("Mem", 6)} ${lpad("ActvtyTime", 11)}\n\n`;
+    s += `${pad("Name", 34)} ${pad("OpSys", 10)} ${pad("Arch", 8)} ${pad("State", 9)} ${pad("Activity", 8)} ${lpad("LoadAv", 6)} ${pad("Mem", 6)} ${
+      lpad("ActvtyTime", 11)
+    }\n\n`;
     const now = nowSec();
     for (const a of ads) {
       const la = a.num("LoadAvg") ?? 0;
-      s += `${pad(a.str("Name") ?? "", 34)} ${pad(a.str("OpSys") ?? "", 10)} ${pad(a.str("Arch") ?? "", 8)} ${pad(a.str("State") ?? "", 9)} ${pad(a.str("Activity") ?? "", 8)} ${lpad(la.toFixed(3), 6)} ${lpad(String(a.num("Memory") ?? 0), 6)} ${lpad(dur(now - (a.num("EnteredCurrentActivity") ?? now)), 11)}\n`;
+      s += `${pad(a.str("Name") ?? "", 34)} ${pad(a.str("OpSys") ?? "", 10)} ${pad(a.str("Arch") ?? "", 8)} ${pad(a.str("State") ?? "", 9)} ${
+        pad(a.str("Activity") ?? "", 8)
+      } ${lpad(la.toFixed(3), 6)} ${lpad(String(a.num("Memory") ?? 0), 6)} ${lpad(dur(now - (a.num("EnteredCurrentActivity") ?? now)), 11)}\n`;
     }
   }
   if (q.schedd) {
     s += `${pad("Name", 34)} ${pad("Machine", 10)} RunningJobs   IdleJobs   HeldJobs\n\n`;
-    for (const a of ads) s += `${pad(a.str("Name") ?? "", 34)} ${pad(a.str("Machine") ?? "", 10)} ${lpad(String(a.num("TotalRunningJobs")), 11)} ${lpad(String(a.num("TotalIdleJobs")), 10)} ${lpad(String(a.num("TotalHeldJobs")), 10)}\n`;
+    for (const a of ads) {
+      s += `${pad(a.str("Name") ?? "", 34)} ${pad(a.str("Machine") ?? "", 10)} ${lpad(String(a.num("TotalRunningJobs")), 11)} ${
+        lpad(String(a.num("TotalIdleJobs")), 10)
+      } ${lpad(String(a.num("TotalHeldJobs")), 10)}\n`;
+    }
     return out(s), 0;
   }
   // totals (docs/htcondor.md#condor_status)
@@ -465,9 +632,15 @@ export function condorStatus(argv: string[]): number {
   const row = (label: string, xs: Ad[]) => {
     const cnt = (st: string) => xs.filter((a) => a.str("State") === st).length;
     const bkidle = xs.filter((a) => a.str("State") === "Backfill" && a.str("Activity") === "Idle").length;
-    return lpad(label, w) + `${lpad(String(xs.length), 6)} ${lpad(String(cnt("Owner")), 5)} ${lpad(String(cnt("Claimed")), 7)} ${lpad(String(cnt("Unclaimed")), 9)} ${lpad(String(cnt("Matched")), 7)} ${lpad(String(cnt("Preempting")), 10)} ${lpad(String(cnt("Drained")), 6)} ${lpad(String(cnt("Backfill")), 8)} ${lpad(String(bkidle), 6)}\n`;
+    return lpad(label, w) +
+      `${lpad(String(xs.length), 6)} ${lpad(String(cnt("Owner")), 5)} ${lpad(String(cnt("Claimed")), 7)} ${lpad(String(cnt("Unclaimed")), 9)} ${
+        lpad(String(cnt("Matched")), 7)
+      } ${lpad(String(cnt("Preempting")), 10)} ${lpad(String(cnt("Drained")), 6)} ${lpad(String(cnt("Backfill")), 8)} ${lpad(String(bkidle), 6)}\n`;
   };
-  s += "\n" + lpad("", w) + `${lpad("Total", 6)} ${lpad("Owner", 5)} ${lpad("Claimed", 7)} ${lpad("Unclaimed", 9)} ${lpad("Matched", 7)} ${lpad("Preempting", 10)} ${lpad("Drain", 6)} ${lpad("Backfill", 8)} ${lpad("BkIdle", 6)}\n\n`;
+  s += "\n" + lpad("", w) +
+    `${lpad("Total", 6)} ${lpad("Owner", 5)} ${lpad("Claimed", 7)} ${lpad("Unclaimed", 9)} ${lpad("Matched", 7)} ${lpad("Preempting", 10)} ${
+      lpad("Drain", 6)
+    } ${lpad("Backfill", 8)} ${lpad("BkIdle", 6)}\n\n`;
   for (const k of keys) s += row(k, ads.filter((a) => keyOf(a) === k));
   s += "\n" + row("Total", ads);
   out(s);

@@ -8,11 +8,38 @@ import * as path from "node:path";
 import { Ad, evalExpr, isTrue, tryParse, unparse } from "./classad.ts";
 import { parseEnvV1, parseEnvV2Raw, parseV1Args, parseV2Raw } from "./argsenv.ts";
 import {
-  allRuns, BIN_DIR, bumpGen, deleteJob, getJob, getRun, homeDir, jobStatus, isFaultEnv, killByEnv, killGroup, loadConfig, loadFaults, MAIN_TS, metaGet, metaSet,
-  nowSec, openDb, pidAlive, putJob, rowAd, setStatus, toHistory, tx, userHome, bunPath, type Config, type RunRow, scheddAddr,
+  allRuns,
+  BIN_DIR,
+  bumpGen,
+  bunPath,
+  type Config,
+  deleteJob,
+  getJob,
+  getRun,
+  homeDir,
+  isFaultEnv,
+  jobStatus,
+  killByEnv,
+  killGroup,
+  loadConfig,
+  loadFaults,
+  MAIN_TS,
+  metaGet,
+  metaSet,
+  nowSec,
+  openDb,
+  pidAlive,
+  putJob,
+  rowAd,
+  type RunRow,
+  scheddAddr,
+  setStatus,
+  toHistory,
+  tx,
+  userHome,
 } from "./common.ts";
 import { freeResources, machineAd } from "./machine.ts";
-import { copyInto, expandTransfer, parseRemaps, sendItems, snapshot, type Snapshot, type XferFailure, type XferItem } from "./files.ts";
+import { copyInto, expandTransfer, parseRemaps, sendItems, type Snapshot, snapshot, type XferFailure, type XferItem } from "./files.ts";
 import { ulog, usageBlock } from "./userlog.ts";
 import { applyDelayed } from "./chirp.ts";
 
@@ -22,7 +49,9 @@ function isScheddPid(pid: number, home: string): boolean {
   try {
     const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
     return cmd.includes("__schedd") && cmd.includes(home);
-  } catch { return false; }
+  } catch {
+    return false;
+  }
 }
 
 export function scheddRunning(db: Database, home = homeDir()): boolean {
@@ -53,7 +82,7 @@ export function ensureSchedd(db: Database): void {
 
 /** Start the schedd if there is work it should be doing (called by read-only tools too). */
 export function maybeEnsureSchedd(db: Database): void {
-  const r = db.query("SELECT COUNT(*) AS n FROM jobs WHERE status IN (1, 2, 3) OR (status = 5 AND ad LIKE '%\"HoldReasonCode\":\"16\"%')").get() as { n: number };
+  const r = db.query('SELECT COUNT(*) AS n FROM jobs WHERE status IN (1, 2, 3) OR (status = 5 AND ad LIKE \'%"HoldReasonCode":"16"%\')').get() as { n: number };
   const runs = (db.query("SELECT COUNT(*) AS n FROM running").get() as { n: number }).n;
   if (r.n > 0 || runs > 0 || lingeringJobs(db) > 0) ensureSchedd(db);
 }
@@ -69,15 +98,32 @@ export function removeSpool(ad: Ad): void {
   if (!ad.has("SUBMIT_Iwd") || !iwd) return;
   // spool/<cluster>/<proc>/cluster<c>.proc<p>.subproc0: the proc's folder goes, the cluster's once empty
   const procDir = path.dirname(iwd);
-  try { fs.rmSync(procDir, { recursive: true, force: true }); } catch { /* ignore */ }
-  try { fs.rmdirSync(path.dirname(procDir)); } catch { /* other procs still spooled */ }
+  try {
+    fs.rmSync(procDir, { recursive: true, force: true });
+  } catch { /* ignore */ }
+  try {
+    fs.rmdirSync(path.dirname(procDir));
+  } catch { /* other procs still spooled */ }
 }
 
 // ---------------------------------------------------------------- the daemon
 type Child = {
-  key: string; c: number; p: number; proc: Subprocess | null; pid: number; dir: string; scratch: string;
-  sandbox: boolean; snap: Snapshot; exe: string; startMs: number; termAt?: number; killAt?: number; done: boolean;
-  stdoutPath: string | null; stderrPath: string | null;
+  key: string;
+  c: number;
+  p: number;
+  proc: Subprocess | null;
+  pid: number;
+  dir: string;
+  scratch: string;
+  sandbox: boolean;
+  snap: Snapshot;
+  exe: string;
+  startMs: number;
+  termAt?: number;
+  killAt?: number;
+  done: boolean;
+  stdoutPath: string | null;
+  stderrPath: string | null;
 };
 
 const SIGNUM = os.constants.signals as Record<string, number>;
@@ -110,7 +156,11 @@ export async function scheddMain(home: string): Promise<void> {
   process.env.MINICONDOR_HOME = home;
   const db = openDb(home);
   const me = process.pid;
-  const log = (s: string) => { try { fs.appendFileSync(path.join(home, "schedd.log"), `${new Date().toISOString()} [${me}] ${s}\n`); } catch { /* ignore */ } };
+  const log = (s: string) => {
+    try {
+      fs.appendFileSync(path.join(home, "schedd.log"), `${new Date().toISOString()} [${me}] ${s}\n`);
+    } catch { /* ignore */ }
+  };
   // claim the schedd role
   const won = tx(db, () => {
     const cur = metaGet(db, "schedd_pid");
@@ -122,10 +172,22 @@ export async function scheddMain(home: string): Promise<void> {
   log("schedd started");
   const children = new Map<string, Child>();
   let wake: (() => void) | null = null;
-  const poke = () => { if (wake) { const w = wake; wake = null; w(); } };
+  const poke = () => {
+    if (wake) {
+      const w = wake;
+      wake = null;
+      w();
+    }
+  };
   let stopping = false;
-  process.on("SIGTERM", () => { stopping = true; poke(); });
-  process.on("SIGINT", () => { stopping = true; poke(); });
+  process.on("SIGTERM", () => {
+    stopping = true;
+    poke();
+  });
+  process.on("SIGINT", () => {
+    stopping = true;
+    poke();
+  });
 
   recoverOrphans(db, children, log);
 
@@ -137,31 +199,47 @@ export async function scheddMain(home: string): Promise<void> {
   for (;;) {
     const cfg = loadConfig(home);
     // a test that deleted the home is over: nobody will ever ask for these jobs again
-    if (!fs.existsSync(path.join(home, "state.db"))) { stopping = true; log("home deleted"); }
+    if (!fs.existsSync(path.join(home, "state.db"))) {
+      stopping = true;
+      log("home deleted");
+    }
     if (stopping) {
       for (const ch of children.values()) killGroup(ch.pid, "SIGKILL");
       for (const ch of children.values()) killByEnv(`_CONDOR_SCRATCH_DIR=${ch.scratch}`);
-      tx(db, () => { if (metaGet(db, "schedd_pid") === me) metaSet(db, "schedd_pid", 0); });
+      tx(db, () => {
+        if (metaGet(db, "schedd_pid") === me) metaSet(db, "schedd_pid", 0);
+      });
       log("schedd stopped by signal");
       process.exit(0);
     }
-    try { applyDelayed(false); } catch (e) { log("delayed updates failed: " + e); }
+    try {
+      applyDelayed(false);
+    } catch (e) {
+      log("delayed updates failed: " + e);
+    }
     const gen = metaGet(db, "gen");
     const now = Date.now();
     const timersDue = [...children.values()].some((c) => (c.killAt !== undefined && c.killAt <= now));
-    const spoolPending = db.query("SELECT COUNT(*) AS n FROM jobs WHERE status = 5 AND ad LIKE '%\"HoldReasonCode\":\"16\"%'").get() as { n: number };
+    const spoolPending = db.query('SELECT COUNT(*) AS n FROM jobs WHERE status = 5 AND ad LIKE \'%"HoldReasonCode":"16"%\'').get() as { n: number };
     const lingering = lingeringJobs(db) > 0;
     if (gen !== lastGen || forcePass || timersDue || spoolPending.n > 0 || lingering || now - lastPeriodic > cfg.periodicIntervalS * 1000) {
       lastGen = gen;
       forcePass = false;
       try {
-        await pass(db, cfg, children, log, () => { forcePass = true; poke(); });
+        await pass(db, cfg, children, log, () => {
+          forcePass = true;
+          poke();
+        });
       } catch (e) {
         log("pass failed: " + ((e as Error).stack ?? e));
       }
       if (now - lastPeriodic > cfg.periodicIntervalS * 1000) {
         lastPeriodic = now;
-        try { periodic(db, cfg, children); } catch (e) { log("periodic failed: " + e); }
+        try {
+          periodic(db, cfg, children);
+        } catch (e) {
+          log("periodic failed: " + e);
+        }
       }
     }
     // exit when idle
@@ -173,18 +251,26 @@ export async function scheddMain(home: string): Promise<void> {
         const exit = tx(db, () => {
           if (children.size > 0 || hasStartable(db, cfg)) return false;
           const rr = (db.query("SELECT COUNT(*) AS n FROM running").get() as { n: number }).n;
-          const sp = (db.query("SELECT COUNT(*) AS n FROM jobs WHERE status = 5 AND ad LIKE '%\"HoldReasonCode\":\"16\"%'").get() as { n: number }).n;
+          const sp = (db.query('SELECT COUNT(*) AS n FROM jobs WHERE status = 5 AND ad LIKE \'%"HoldReasonCode":"16"%\'').get() as { n: number }).n;
           if (rr > 0 || sp > 0 || lingeringJobs(db) > 0) return false;
           if (metaGet(db, "schedd_pid") === me) metaSet(db, "schedd_pid", 0);
           return true;
         });
-        if (exit) { log("schedd idle, exiting"); process.exit(0); }
+        if (exit) {
+          log("schedd idle, exiting");
+          process.exit(0);
+        }
         idleSince = null;
       }
     }
     await new Promise<void>((res) => {
       wake = res;
-      setTimeout(() => { if (wake === res) { wake = null; res(); } }, cfg.pollMs);
+      setTimeout(() => {
+        if (wake === res) {
+          wake = null;
+          res();
+        }
+      }, cfg.pollMs);
     });
   }
 }
@@ -204,7 +290,11 @@ function fits(ad: Ad, free: ReturnType<typeof freeResources>, m: Ad): boolean {
   if (cpus > free.cpus || mem > free.memory || gpus > free.gpus) return false;
   const req = ad.get("Requirements");
   if (!req) return true;
-  try { return isTrue(evalExpr(req, ad, m)); } catch { return false; }
+  try {
+    return isTrue(evalExpr(req, ad, m));
+  } catch {
+    return false;
+  }
 }
 
 function recoverOrphans(db: Database, children: Map<string, Child>, log: (s: string) => void): void {
@@ -221,16 +311,25 @@ function recoverOrphans(db: Database, children: Map<string, Child>, log: (s: str
       const st = jobStatus(db, r.cluster, r.proc);
       releaseRemoteHost(ad);
       if (st === 2) setStatus(ad, 1);
-      if (st === 3) { finalizeRemoved(ad); toHistory(db, ad); return; }
+      if (st === 3) {
+        finalizeRemoved(ad);
+        toHistory(db, ad);
+        return;
+      }
       putJob(db, ad);
     });
-    try { fs.rmSync(r.dir, { recursive: true, force: true }); } catch { /* ignore */ }
+    try {
+      fs.rmSync(r.dir, { recursive: true, force: true });
+    } catch { /* ignore */ }
   }
 }
 
 function releaseRemoteHost(ad: Ad): void {
   const rh = ad.get("RemoteHost");
-  if (rh !== undefined) { ad.setText("LastRemoteHost", rh); ad.delete("RemoteHost"); }
+  if (rh !== undefined) {
+    ad.setText("LastRemoteHost", rh);
+    ad.delete("RemoteHost");
+  }
   ad.set("CurrentHosts", 0);
   const start = ad.num("JobCurrentStartDate");
   if (start !== undefined) {
@@ -247,7 +346,10 @@ export function finalizeRemoved(ad: Ad): void {
   // LastHoldReason*
   for (const [a, b] of [["HoldReason", "LastHoldReason"], ["HoldReasonCode", "LastHoldReasonCode"], ["HoldReasonSubCode", "LastHoldReasonSubCode"]] as const) {
     const t = ad.get(a);
-    if (t !== undefined) { ad.setText(b, t); ad.delete(a); }
+    if (t !== undefined) {
+      ad.setText(b, t);
+      ad.delete(a);
+    }
   }
   ad.set("LeaveJobInQueue", false);
 }
@@ -256,18 +358,28 @@ async function pass(db: Database, cfg: Config, children: Map<string, Child>, log
   const faults = loadFaults(homeDir(), false);
   const nowMs = Date.now();
   // 1. spool releases
-  const spooled = db.query("SELECT ad FROM jobs WHERE status = 5 AND ad LIKE '%\"HoldReasonCode\":\"16\"%'").all() as { ad: string }[];
+  const spooled = db.query('SELECT ad FROM jobs WHERE status = 5 AND ad LIKE \'%"HoldReasonCode":"16"%\'').all() as { ad: string }[];
   for (const r of spooled) {
     const ad = rowAd(r);
     const marker = path.join(path.dirname(ad.str("Iwd") ?? ""), ".spooled");
     let t: number;
-    try { t = Number(fs.readFileSync(marker, "utf8")); } catch { continue; }
+    try {
+      t = Number(fs.readFileSync(marker, "utf8"));
+    } catch {
+      continue;
+    }
     if (nowMs - t < cfg.spoolReleaseMs) continue;
     tx(db, () => {
       const cur = getJob(db, ad.num("ClusterId")!, ad.num("ProcId")!);
       if (!cur || cur.num("JobStatus") !== 5 || cur.num("HoldReasonCode") !== 16) return;
-      for (const [a, b] of [["HoldReason", "LastHoldReason"], ["HoldReasonCode", "LastHoldReasonCode"], ["HoldReasonSubCode", "LastHoldReasonSubCode"]] as const) {
-        const v = cur.get(a); if (v !== undefined) { cur.setText(b, v); cur.delete(a); }
+      for (
+        const [a, b] of [["HoldReason", "LastHoldReason"], ["HoldReasonCode", "LastHoldReasonCode"], ["HoldReasonSubCode", "LastHoldReasonSubCode"]] as const
+      ) {
+        const v = cur.get(a);
+        if (v !== undefined) {
+          cur.setText(b, v);
+          cur.delete(a);
+        }
       }
       setStatus(cur, 1);
       putJob(db, cur);
@@ -286,8 +398,13 @@ async function pass(db: Database, cfg: Config, children: Map<string, Child>, log
         const vac = ad?.num("JobMaxVacateTime") ?? MACHINE_MAX_VACATE_TIME;
         ch.termAt = nowMs;
         ch.killAt = nowMs + Math.max(0, vac) * 1000;
-        try { process.kill(ch.pid, stopSignal(ad, st)); } catch { /* already gone */ }
-        if (vac <= 0) { hardKill(ch); ch.killAt = nowMs + 1000; }
+        try {
+          process.kill(ch.pid, stopSignal(ad, st));
+        } catch { /* already gone */ }
+        if (vac <= 0) {
+          hardKill(ch);
+          ch.killAt = nowMs + 1000;
+        }
       } else if (ch.killAt !== undefined && ch.killAt <= nowMs) {
         hardKill(ch);
         ch.killAt = nowMs + 1000;
@@ -348,11 +465,25 @@ async function pass(db: Database, cfg: Config, children: Map<string, Child>, log
       while (usedSlots.has(slot)) slot++;
       usedSlots.add(slot);
       const gpuIds = free.gpuIds.splice(0, gpus);
-      free.cpus -= cpus; free.memory -= mem; free.gpus -= gpus;
+      free.cpus -= cpus;
+      free.memory -= mem;
+      free.gpus -= gpus;
       const n = metaGet(db, "next_dir") || 1;
       metaSet(db, "next_dir", n + 1);
       const dir = path.join(homeDir(), "execute", `dir_${n}`);
-      const run: RunRow = { cluster: c, proc: p, pid: 0, dir, scratch: path.join(dir, "scratch"), cpus, memory: mem, gpus, gpu_ids: gpuIds.join(","), slot, started: now };
+      const run: RunRow = {
+        cluster: c,
+        proc: p,
+        pid: 0,
+        dir,
+        scratch: path.join(dir, "scratch"),
+        cpus,
+        memory: mem,
+        gpus,
+        gpu_ids: gpuIds.join(","),
+        slot,
+        started: now,
+      };
       setStatus(ad, 2, now);
       if (!ad.has("JobStartDate")) ad.set("JobStartDate", now);
       ad.set("JobCurrentStartDate", now);
@@ -397,7 +528,9 @@ type Hold = { code: number; sub: number; reason: string };
  * +MiniCondorHold* submit attributes, faults.json holdOnStart.
  */
 function injectedHold(db: Database, ad: Ad, faults: ReturnType<typeof loadFaults>): Hold | undefined {
-  const row = db.query("SELECT hold FROM job_faults WHERE cluster = ? AND proc = ?").get(ad.num("ClusterId")!, ad.num("ProcId")!) as { hold: string | null } | null;
+  const row = db.query("SELECT hold FROM job_faults WHERE cluster = ? AND proc = ?").get(ad.num("ClusterId")!, ad.num("ProcId")!) as
+    | { hold: string | null }
+    | null;
   if (row?.hold) {
     const h = JSON.parse(row.hold) as { code: number; subCode?: number; reason?: string };
     return { code: h.code, sub: h.subCode ?? 0, reason: h.reason ?? `Injected hold (code ${h.code})` };
@@ -408,7 +541,11 @@ function injectedHold(db: Database, ad: Ad, faults: ReturnType<typeof loadFaults
   if (!h) return undefined;
   if (h.constraint) {
     let match = false;
-    try { match = isTrue(evalExpr(h.constraint, ad)); } catch { match = false; }
+    try {
+      match = isTrue(evalExpr(h.constraint, ad));
+    } catch {
+      match = false;
+    }
     if (!match) return undefined;
   }
   return { code: h.code, sub: h.subCode ?? 0, reason: h.reason ?? `Injected hold (code ${h.code})` };
@@ -430,7 +567,9 @@ function holdAfterFailure(db: Database, run: RunRow, code: number, sub: number, 
     putJob(db, ad);
   });
   if (ad) ulog(ad, 12, "Job was held.", `\t${reason}\n\tCode ${code} Subcode ${sub}\n`);
-  try { fs.rmSync(run.dir, { recursive: true, force: true }); } catch { /* ignore */ }
+  try {
+    fs.rmSync(run.dir, { recursive: true, force: true });
+  } catch { /* ignore */ }
 }
 
 function longAd(ad: Ad): string {
@@ -459,18 +598,36 @@ function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<
   if (sandbox) {
     if (cmd && ad.bool("TransferExecutable") !== false) {
       exe = path.join(scratch, path.basename(cmd));
-      try { fs.copyFileSync(cmd, exe); fs.chmodSync(exe, 0o755); }
-      catch (e) { return holdAfterFailure(db, run, 13, 2, `Transfer input files failure at execution point slot1_${run.slot}@${cfg.host} while receiving files from access point ${cfg.host}. Details: reading from file ${cmd}: (errno 2) No such file or directory`), void e; }
+      try {
+        fs.copyFileSync(cmd, exe);
+        fs.chmodSync(exe, 0o755);
+      } catch (e) {
+        return holdAfterFailure(
+          db,
+          run,
+          13,
+          2,
+          `Transfer input files failure at execution point slot1_${run.slot}@${cfg.host} while receiving files from access point ${cfg.host}. Details: reading from file ${cmd}: (errno 2) No such file or directory`,
+        ),
+          void e;
+      }
     }
     for (const f of (ad.str("TransferInput") ?? "").split(",").map((x) => x.trim()).filter(Boolean)) {
       let src = f;
       if (/^file:\/\//i.test(f)) src = f.slice(7);
       else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(f)) continue; // URLs would need a transfer plugin
       src = path.resolve(iwd, src);
-      try { copyInto(src, scratch, f.endsWith("/")); }
-      catch (e) {
+      try {
+        copyInto(src, scratch, f.endsWith("/"));
+      } catch (e) {
         const fl = (e as { failure?: XferFailure }).failure ?? { errno: 2, detail: `reading from file ${src}: (errno 2) No such file or directory` };
-        return holdAfterFailure(db, run, 13, fl.errno, `Transfer input files failure at execution point slot1_${run.slot}@${cfg.host} while receiving files from access point ${cfg.host}. Details: ${fl.detail}`);
+        return holdAfterFailure(
+          db,
+          run,
+          13,
+          fl.errno,
+          `Transfer input files failure at execution point slot1_${run.slot}@${cfg.host} while receiving files from access point ${cfg.host}. Details: ${fl.detail}`,
+        );
       }
     }
   }
@@ -490,14 +647,28 @@ function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<
   try {
     outFd = fs.openSync(stdoutPath, "w");
   } catch (e) {
-    return holdAfterFailure(db, run, 7, 2, `Error from slot1_${run.slot}@${cfg.host}: Failed to open '${stdoutPath}' as standard output: ${(e as Error).message} (errno 2)`);
+    return holdAfterFailure(
+      db,
+      run,
+      7,
+      2,
+      `Error from slot1_${run.slot}@${cfg.host}: Failed to open '${stdoutPath}' as standard output: ${(e as Error).message} (errno 2)`,
+    );
   }
   const errFd = stderrPath === stdoutPath ? outFd : fs.openSync(stderrPath, "w");
   const inName = ad.str("In") ?? "/dev/null";
-  try { inFd = fs.openSync(inName === "/dev/null" ? "/dev/null" : path.resolve(iwd, inName), "r"); }
-  catch {
-    fs.closeSync(outFd); if (errFd !== outFd) fs.closeSync(errFd);
-    return holdAfterFailure(db, run, 8, 2, `Error from slot1_${run.slot}@${cfg.host}: Failed to open '${path.resolve(iwd, inName)}' as standard input: No such file or directory (errno 2)`);
+  try {
+    inFd = fs.openSync(inName === "/dev/null" ? "/dev/null" : path.resolve(iwd, inName), "r");
+  } catch {
+    fs.closeSync(outFd);
+    if (errFd !== outFd) fs.closeSync(errFd);
+    return holdAfterFailure(
+      db,
+      run,
+      8,
+      2,
+      `Error from slot1_${run.slot}@${cfg.host}: Failed to open '${path.resolve(iwd, inName)}' as standard input: No such file or directory (errno 2)`,
+    );
   }
   // job ad / machine ad / chirp config
   const jobAdPath = path.join(scratch, ".job.ad");
@@ -514,7 +685,9 @@ function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<
   try {
     if (envText !== null) userEnv = parseEnvV2Raw(envText);
     else if (ad.str("Env")) userEnv = parseEnvV1(ad.str("Env")!);
-  } catch { userEnv = []; }
+  } catch {
+    userEnv = [];
+  }
   const cpus = String(run.cpus);
   const gpuIds = run.gpu_ids;
   const tag = `${process.pid}`;
@@ -564,7 +737,9 @@ function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<
   try {
     if (ad.has("Arguments")) args = parseV2Raw(ad.str("Arguments") ?? "");
     else if (ad.str("Args")) args = parseV1Args(ad.str("Args")!);
-  } catch { args = []; }
+  } catch {
+    args = [];
+  }
   let argv = [exe, ...args];
   if (ad.bool("WantContainer")) {
     let image = ad.str("ContainerImage") ?? "";
@@ -580,15 +755,41 @@ function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<
   try {
     proc = Bun.spawn(argv, { cwd, env, stdin: inFd, stdout: outFd, stderr: errFd, detached: true });
   } catch (e) {
-    fs.closeSync(outFd); if (errFd !== outFd) fs.closeSync(errFd); fs.closeSync(inFd);
+    fs.closeSync(outFd);
+    if (errFd !== outFd) fs.closeSync(errFd);
+    fs.closeSync(inFd);
     const er = e as NodeJS.ErrnoException;
-    const errno = er.code === "EACCES" ? "errno=13: 'Permission denied'" : er.code === "ENOENT" ? "errno=2: 'No such file or directory'" : `errno=8: 'Exec format error'`;
-    return holdAfterFailure(db, run, 6, er.code === "EACCES" ? 13 : er.code === "ENOENT" ? 2 : 8, `Error from slot1_${run.slot}@${cfg.host}: Failed to execute '${argv[0]}': (${errno})`);
+    const errno = er.code === "EACCES"
+      ? "errno=13: 'Permission denied'"
+      : er.code === "ENOENT"
+      ? "errno=2: 'No such file or directory'"
+      : `errno=8: 'Exec format error'`;
+    return holdAfterFailure(
+      db,
+      run,
+      6,
+      er.code === "EACCES" ? 13 : er.code === "ENOENT" ? 2 : 8,
+      `Error from slot1_${run.slot}@${cfg.host}: Failed to execute '${argv[0]}': (${errno})`,
+    );
   }
-  fs.closeSync(outFd); if (errFd !== outFd) fs.closeSync(errFd); fs.closeSync(inFd);
+  fs.closeSync(outFd);
+  if (errFd !== outFd) fs.closeSync(errFd);
+  fs.closeSync(inFd);
   const child: Child = {
-    key: `${c}.${p}`, c, p, proc, pid: proc.pid, dir: run.dir, scratch, sandbox, snap, exe, startMs: Date.now(), done: false,
-    stdoutPath: stdoutPath === "/dev/null" ? null : stdoutPath, stderrPath: stderrPath === "/dev/null" ? null : stderrPath,
+    key: `${c}.${p}`,
+    c,
+    p,
+    proc,
+    pid: proc.pid,
+    dir: run.dir,
+    scratch,
+    sandbox,
+    snap,
+    exe,
+    startMs: Date.now(),
+    done: false,
+    stdoutPath: stdoutPath === "/dev/null" ? null : stdoutPath,
+    stderrPath: stderrPath === "/dev/null" ? null : stderrPath,
   };
   children.set(child.key, child);
   let held = false;
@@ -604,11 +805,19 @@ function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<
   });
   // held or removed between the match and the start: the next pass stops it like any other
   if (held) onExit();
-  ulog(ad, 1, `Job executing on host: <127.0.0.1:9618?addrs=127.0.0.1-9618&alias=${cfg.host}&noUDP&sock=startd_1_1>`,
-    `\tSlotName: slot1_${run.slot}@${cfg.host}\n\tCondorScratchDir = "${scratch}"\n\tCpus = ${run.cpus}\n\tMemory = ${run.memory}\n`);
+  ulog(
+    ad,
+    1,
+    `Job executing on host: <127.0.0.1:9618?addrs=127.0.0.1-9618&alias=${cfg.host}&noUDP&sock=startd_1_1>`,
+    `\tSlotName: slot1_${run.slot}@${cfg.host}\n\tCondorScratchDir = "${scratch}"\n\tCpus = ${run.cpus}\n\tMemory = ${run.memory}\n`,
+  );
   log(`started ${c}.${p} pid ${proc.pid} in ${cwd}`);
   void proc.exited.then(() => {
-    try { finishJob(db, cfg, child, log); } catch (e) { log(`finish of ${child.key} failed: ${(e as Error).stack ?? e}`); }
+    try {
+      finishJob(db, cfg, child, log);
+    } catch (e) {
+      log(`finish of ${child.key} failed: ${(e as Error).stack ?? e}`);
+    }
     children.delete(child.key);
     onExit();
   });
@@ -680,7 +889,11 @@ function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) => voi
   // nothing of the job may survive it (HTCondor's procd / cgroup does the same)
   killGroup(ch.pid, "SIGKILL");
   killByEnv(`_CONDOR_SCRATCH_DIR=${ch.scratch}`);
-  try { applyDelayed(true, ch.c, ch.p); } catch (e) { log("delayed updates failed: " + e); }
+  try {
+    applyDelayed(true, ch.c, ch.p);
+  } catch (e) {
+    log("delayed updates failed: " + e);
+  }
   const first = getJob(db, ch.c, ch.p);
   const status = first ? jobStatus(db, ch.c, ch.p) : undefined;
   let sent: string[] = [];
@@ -701,16 +914,28 @@ function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) => voi
       // the shadow holds a job whose output transfer failed (baseshadow.cpp: UploadFileError at the EP
       // becomes TransferOutputError, 12, with the errno as subcode); its exit is not recorded
       const f = xferFailure as XferFailure;
-      const reason = `Transfer output files failure at execution point slot1_${runSlot}@${cfg.host} while sending files to access point ${cfg.host}. Details: ${f.detail}`;
+      const reason =
+        `Transfer output files failure at execution point slot1_${runSlot}@${cfg.host} while sending files to access point ${cfg.host}. Details: ${f.detail}`;
       setStatus(ad, 5, now);
-      ad.set("HoldReason", reason); ad.set("HoldReasonCode", 12); ad.set("HoldReasonSubCode", f.errno);
+      ad.set("HoldReason", reason);
+      ad.set("HoldReasonCode", 12);
+      ad.set("HoldReasonSubCode", f.errno);
       ad.set("NumHolds", (ad.num("NumHolds") ?? 0) + 1);
       ad.set("NumSystemHolds", (ad.num("NumSystemHolds") ?? 0) + 1);
       holdInfo = { code: 12, sub: f.errno, reason };
-      putJob(db, ad); final = ad; event = "hold";
+      putJob(db, ad);
+      final = ad;
+      event = "hold";
     } else if (st === 2) {
-      if (sig !== null) { ad.set("ExitBySignal", true); ad.set("ExitSignal", sig); ad.delete("ExitCode"); }
-      else { ad.set("ExitBySignal", false); ad.set("ExitCode", exitCode ?? 0); ad.delete("ExitSignal"); }
+      if (sig !== null) {
+        ad.set("ExitBySignal", true);
+        ad.set("ExitSignal", sig);
+        ad.delete("ExitCode");
+      } else {
+        ad.set("ExitBySignal", false);
+        ad.set("ExitCode", exitCode ?? 0);
+        ad.delete("ExitSignal");
+      }
       ad.set("ResidentSetSize", 1000);
       ad.set("JobCurrentFinishTransferOutputDate", now);
       if (ad.has("SUBMIT_Iwd")) ad.set("SpooledOutputFiles", sent.join(","));
@@ -719,10 +944,14 @@ function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) => voi
       if (onExitHold && isTrue(evalExpr(onExitHold, ad))) {
         setStatus(ad, 5, now);
         const reason = ad.str("OnExitHoldReason") ?? `The job attribute OnExitHold expression '${canon(onExitHold)}' evaluated to TRUE`;
-        ad.set("HoldReason", reason); ad.set("HoldReasonCode", 3); ad.set("HoldReasonSubCode", ad.num("OnExitHoldSubCode") ?? 0);
+        ad.set("HoldReason", reason);
+        ad.set("HoldReasonCode", 3);
+        ad.set("HoldReasonSubCode", ad.num("OnExitHoldSubCode") ?? 0);
         ad.set("NumHolds", (ad.num("NumHolds") ?? 0) + 1);
         holdInfo = { code: 3, sub: ad.num("OnExitHoldSubCode") ?? 0, reason };
-        putJob(db, ad); final = ad; event = "hold";
+        putJob(db, ad);
+        final = ad;
+        event = "hold";
         return;
       }
       let remove = true;
@@ -734,26 +963,32 @@ function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) => voi
         if (!stop && (ad.num("NumJobStarts") ?? 1) <= maxRetries) remove = false;
       } else {
         const oer = ad.get("OnExitRemove");
-        if (oer !== undefined) { const v = evalExpr(oer, ad); if (v.t === "b" && !v.v) remove = false; }
+        if (oer !== undefined) {
+          const v = evalExpr(oer, ad);
+          if (v.t === "b" && !v.v) remove = false;
+        }
       }
       if (!remove) {
         setStatus(ad, 1, now);
         putJob(db, ad);
-        final = ad; event = "term";
+        final = ad;
+        event = "term";
         return;
       }
       setStatus(ad, 4, now);
       ad.set("CompletionDate", now);
       ad.set("NumJobCompletions", (ad.num("NumJobCompletions") ?? 0) + 1);
       ad.set("TerminationPending", true);
-      final = ad; event = "term";
+      final = ad;
+      event = "term";
       const liq = ad.get("LeaveJobInQueue");
       if (liq !== undefined && isTrue(evalExpr(liq, ad))) putJob(db, ad);
       else toHistory(db, ad);
     } else if (st === 3) {
       finalizeRemoved(ad);
       toHistory(db, ad);
-      final = ad; event = "abort";
+      final = ad;
+      event = "abort";
     } else {
       putJob(db, ad);
     }
@@ -762,7 +997,9 @@ function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) => voi
   if (final) {
     const f = final as Ad;
     if (event === "term") {
-      const body = sig !== null ? `\t(0) Abnormal termination (signal ${sig})\n\t(0) No core file\n` : `\t(1) Normal termination (return value ${exitCode ?? 0})\n`;
+      const body = sig !== null
+        ? `\t(0) Abnormal termination (signal ${sig})\n\t(0) No core file\n`
+        : `\t(1) Normal termination (return value ${exitCode ?? 0})\n`;
       ulog(f, 5, "Job terminated.", body + usageBlock(f));
     } else if (event === "abort") {
       ulog(f, 9, "Job was aborted.", `\t${f.str("RemoveReason") ?? "via condor_rm"}\n`);
@@ -771,7 +1008,9 @@ function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) => voi
       ulog(f, 12, "Job was held.", `\t${h.reason}\n\tCode ${h.code} Subcode ${h.sub}\n`);
     }
   }
-  try { fs.rmSync(ch.dir, { recursive: true, force: true }); } catch { /* ignore */ }
+  try {
+    fs.rmSync(ch.dir, { recursive: true, force: true });
+  } catch { /* ignore */ }
   log(`finished ${ch.key} exit=${exitCode} sig=${sigName} status=${status}`);
 }
 
@@ -782,10 +1021,14 @@ function canon(text: string): string {
 
 /** PeriodicHold / PeriodicRemove / PeriodicRelease (docs/htcondor.md#submit-file-rules), checked every periodicIntervalS. */
 function periodic(db: Database, cfg: Config, children: Map<string, Child>): void {
-  void cfg; void children;
+  void cfg;
+  void children;
   const holds: Ad[] = [], removes: Ad[] = [], releases: Ad[] = [];
   tx(db, () => {
-    const rows = db.query("SELECT status, ad FROM jobs WHERE status IN (1, 2, 5) AND (ad LIKE '%\"Periodic%' OR ad LIKE '%AllowedJobDuration%')").all() as { status: number; ad: string }[];
+    const rows = db.query("SELECT status, ad FROM jobs WHERE status IN (1, 2, 5) AND (ad LIKE '%\"Periodic%' OR ad LIKE '%AllowedJobDuration%')").all() as {
+      status: number;
+      ad: string;
+    }[];
     for (const r of rows) {
       const ad = rowAd(r);
       const st = r.status;
@@ -795,27 +1038,41 @@ function periodic(db: Database, cfg: Config, children: Map<string, Child>): void
       if ((st === 1 || st === 2) && ph && isTrue(evalExpr(ph, ad))) {
         setStatus(ad, 5, now);
         ad.set("HoldReason", ad.str("PeriodicHoldReason") ?? `The job attribute PeriodicHold expression '${canon(ph)}' evaluated to TRUE`);
-        ad.set("HoldReasonCode", 3); ad.set("HoldReasonSubCode", ad.num("PeriodicHoldSubCode") ?? 0);
+        ad.set("HoldReasonCode", 3);
+        ad.set("HoldReasonSubCode", ad.num("PeriodicHoldSubCode") ?? 0);
         ad.set("NumHolds", (ad.num("NumHolds") ?? 0) + 1);
-        putJob(db, ad); holds.push(ad);
+        putJob(db, ad);
+        holds.push(ad);
       } else if (st === 2 && ajd !== undefined && now - (ad.num("JobCurrentStartDate") ?? now) > ajd) {
         setStatus(ad, 5, now);
         ad.set("HoldReason", `The job exceeded allowed job duration of ${ajd} seconds`);
-        ad.set("HoldReasonCode", 46); ad.set("HoldReasonSubCode", 0);
-        putJob(db, ad); holds.push(ad);
+        ad.set("HoldReasonCode", 46);
+        ad.set("HoldReasonSubCode", 0);
+        putJob(db, ad);
+        holds.push(ad);
       } else if (pr && isTrue(evalExpr(pr, ad))) {
         ad.set("RemoveReason", ad.str("PeriodicRemoveReason") ?? `The job attribute PeriodicRemove expression '${canon(pr)}' evaluated to TRUE`);
         setStatus(ad, 3, now);
         if (st === 2) putJob(db, ad);
-        else { finalizeRemoved(ad); toHistory(db, ad); }
+        else {
+          finalizeRemoved(ad);
+          toHistory(db, ad);
+        }
         removes.push(ad);
       } else if (st === 5 && pl && isTrue(evalExpr(pl, ad))) {
-        for (const [a, b] of [["HoldReason", "LastHoldReason"], ["HoldReasonCode", "LastHoldReasonCode"], ["HoldReasonSubCode", "LastHoldReasonSubCode"]] as const) {
-          const v = ad.get(a); if (v !== undefined) { ad.setText(b, v); ad.delete(a); }
+        for (
+          const [a, b] of [["HoldReason", "LastHoldReason"], ["HoldReasonCode", "LastHoldReasonCode"], ["HoldReasonSubCode", "LastHoldReasonSubCode"]] as const
+        ) {
+          const v = ad.get(a);
+          if (v !== undefined) {
+            ad.setText(b, v);
+            ad.delete(a);
+          }
         }
         ad.set("ReleaseReason", "The job attribute PeriodicRelease expression evaluated to TRUE");
         setStatus(ad, 1, now);
-        putJob(db, ad); releases.push(ad);
+        putJob(db, ad);
+        releases.push(ad);
       }
     }
     if (holds.length + removes.length + releases.length) bumpGen(db);
@@ -826,4 +1083,5 @@ function periodic(db: Database, cfg: Config, children: Map<string, Child>): void
   // running jobs just held/removed are killed by the next pass (status != 2)
 }
 
-void deleteJob; void scheddAddr;
+void deleteJob;
+void scheddAddr;

@@ -5,21 +5,42 @@ import * as path from "node:path";
 import { Ad, canonical } from "./classad.ts";
 import { envToV2Raw, parseEnvV1, parseEnvV2Raw, parseV2Raw, v2QuotedToRaw } from "./argsenv.ts";
 import {
-  err, isOpt, loadConfig, metaGet, metaSet, nowSec, openDb, out, ownerName, PLATFORM, putJob, bumpGen, tx, VERSION,
-  homeDir, scheddAddr, acceptableSchedd, acceptablePool, envHoldOnStart, type Config,
+  acceptablePool,
+  acceptableSchedd,
+  bumpGen,
+  type Config,
+  envHoldOnStart,
+  err,
+  homeDir,
+  isOpt,
+  loadConfig,
+  metaGet,
+  metaSet,
+  nowSec,
+  openDb,
+  out,
+  ownerName,
+  PLATFORM,
+  putJob,
+  scheddAddr,
+  tx,
+  VERSION,
 } from "./common.ts";
 import { ulog } from "./userlog.ts";
 import { ensureSchedd } from "./schedd.ts";
 import { copyInto } from "./files.ts";
 
 class SubmitError extends Error {
-  constructor(public text: string, public stdoutPrefix = "") { super(text); }
+  constructor(public text: string, public stdoutPrefix = "") {
+    super(text);
+  }
 }
 
 type Stmt = { kind: "set"; key: string; value: string; line: number; raw: string } | { kind: "queue"; args: string; line: number };
 type Var = { key: string; value: string; used: boolean; line: number };
 
-const KNOWN = new Set(`universe executable arguments args environment env getenv initialdir initial_dir output error input log log_xml
+const KNOWN = new Set(
+  `universe executable arguments args environment env getenv initialdir initial_dir output error input log log_xml
 transfer_input_files transfer_output_files should_transfer_files when_to_transfer_output transfer_executable request_cpus request_memory
 request_disk request_gpus batch_name want_io_proxy job_max_vacate_time requirements accounting_group accounting_group_user periodic_remove
 periodic_hold periodic_release on_exit_hold on_exit_remove periodic_hold_reason periodic_hold_subcode on_exit_hold_reason on_exit_hold_subcode
@@ -33,7 +54,8 @@ deferral_prep_time job_machine_attrs want_graceful_removal keep_claim_idle docke
 gpus_minimum_capability gpus_maximum_capability gpus_minimum_memory gpus_minimum_runtime require_gpus cuda_version next_job_start_delay
 max_transfer_input_mb max_transfer_output_mb transfer_plugins want_remote_io buffer_size buffer_block_size stack_size jar_files java_vm_args
 grid_resource job_batch_name want_checkpoint checkpoint_exit_code transfer_checkpoint_files manifest want_container dagman_log submit_event_notes
-on_exit_remove_reason job_max_retries transfer_input transfer_output want_job_ad accounting_group_user container_is_common`.split(/\s+/).filter(Boolean));
+on_exit_remove_reason job_max_retries transfer_input transfer_output want_job_ad accounting_group_user container_is_common`.split(/\s+/).filter(Boolean),
+);
 
 // ---------------------------------------------------------------- parsing the description
 /**
@@ -80,7 +102,11 @@ function parseLines(text: string, fileLabel: string, isAppend = false): Stmt[] {
     if (/^queue(\s|$)/i.test(t)) {
       let args = t.slice(5).trim();
       if (args.includes("(") && !args.includes(")")) {
-        while (i + 1 < lines.length) { const n = lines[++i]!.text; args += "\n" + n; if (n.includes(")")) break; }
+        while (i + 1 < lines.length) {
+          const n = lines[++i]!.text;
+          args += "\n" + n;
+          if (n.includes(")")) break;
+        }
       }
       out.push({ kind: "queue", args, line: lineNo });
       continue;
@@ -112,8 +138,11 @@ function parseQueueArgs(args: string, cwd: string): QueueSpec {
     items = rest.split(/\r?\n/).flatMap((l) => (vars.length > 1 ? [l.trim()] : l.split(/[,\s]+/))).map((x) => x.trim()).filter(Boolean);
   } else if (kind === "from") {
     const f = path.resolve(cwd, rest);
-    try { items = fs.readFileSync(f, "utf8").split(/\r?\n/).map((x) => x.trim()).filter((x) => x && !x.startsWith("#")); }
-    catch { throw new SubmitError(`\nERROR: Failed to open ${rest}\n`); }
+    try {
+      items = fs.readFileSync(f, "utf8").split(/\r?\n/).map((x) => x.trim()).filter((x) => x && !x.startsWith("#"));
+    } catch {
+      throw new SubmitError(`\nERROR: Failed to open ${rest}\n`);
+    }
   } else {
     const pats = rest.split(/\s+/).filter(Boolean);
     items = [];
@@ -131,7 +160,10 @@ function findClose(s: string, open: number): number {
   let depth = 0;
   for (let i = open; i < s.length; i++) {
     if (s[i] === "(") depth++;
-    else if (s[i] === ")") { depth--; if (depth === 0) return i; }
+    else if (s[i] === ")") {
+      depth--;
+      if (depth === 0) return i;
+    }
   }
   return -1;
 }
@@ -143,7 +175,10 @@ function expand(s: string, look: (name: string) => string | undefined, depth = 0
   while (i < s.length) {
     if (s.startsWith("$$(", i)) {
       const j = findClose(s, i + 2);
-      if (j < 0) { o += s.slice(i); break; }
+      if (j < 0) {
+        o += s.slice(i);
+        break;
+      }
       o += s.slice(i, j + 1);
       i = j + 1;
       continue;
@@ -169,7 +204,10 @@ function expand(s: string, look: (name: string) => string | undefined, depth = 0
         let name = expand(s.slice(i + 2, j), look, depth + 1);
         let def: string | undefined;
         const c = name.indexOf(":");
-        if (c >= 0) { def = name.slice(c + 1); name = name.slice(0, c); }
+        if (c >= 0) {
+          def = name.slice(c + 1);
+          name = name.slice(0, c);
+        }
         const v = look(name.trim());
         // the default also stands in for a value that is empty (config.cpp: `! tvalue || ! tvalue[0]`)
         o += expand(v || (def ?? ""), look, depth + 1);
@@ -196,8 +234,17 @@ const truthy = (v: string | undefined) => v !== undefined && /^(true|yes|t|y|1)$
 
 // ---------------------------------------------------------------- command line
 type SubmitArgs = {
-  terse: boolean; spool: boolean; verbose: boolean; dryRun: string | null; file: string | null; appends: string[];
-  cmdMacros: [string, string][]; queueArg: string | null; batchName: string | null; scheddName: string | null; pool: string | null;
+  terse: boolean;
+  spool: boolean;
+  verbose: boolean;
+  dryRun: string | null;
+  file: string | null;
+  appends: string[];
+  cmdMacros: [string, string][];
+  queueArg: string | null;
+  batchName: string | null;
+  scheddName: string | null;
+  pool: string | null;
 };
 
 const SUBMIT_USAGE = "Usage: condor_submit [options] [<attrib>=<value>] [- | <submit-file>]\n    [options] are\n" +
@@ -207,50 +254,92 @@ const SUBMIT_USAGE = "Usage: condor_submit [options] [<attrib>=<value>] [- | <su
   "\t-queue <queue-opts>\tappend Queue statement to submit file before processing\n" +
   "\t-batch-name <name>\tappend a line to submit file that sets the batch name\n\t-disable\t\tdisable file permission checks\n" +
   "\t-name <name>\t\tsubmit to the specified schedd\n\t-remote <name>\t\tsubmit to the specified remote schedd\n\t              \t\t(implies -spool)\n" +
-  "\t-addr <ip:port>\t\tsubmit to schedd at given \"sinful string\"\n\t-spool\t\t\tspool all files to the schedd\n" +
+  '\t-addr <ip:port>\t\tsubmit to schedd at given "sinful string"\n\t-spool\t\t\tspool all files to the schedd\n' +
   "\t-pool <host>\t\tUse host as the central manager to query\n\t<attrib>=<value>\tSet <attrib>=<value> before reading the submit file.\n";
 
 /** The command line as src/condor_submit.V6/submit.cpp reads it; a number is the exit code of a call that ends here. */
 function parseSubmitArgs(argv: string[], quiet = false): SubmitArgs | number {
-  const say = (s: string, to: "out" | "err" = "err") => { if (!quiet) (to === "out" ? out : err)(s); };
-  const o: SubmitArgs = { terse: false, spool: false, verbose: false, dryRun: null, file: null, appends: [], cmdMacros: [], queueArg: null, batchName: null, scheddName: null, pool: null };
+  const say = (s: string, to: "out" | "err" = "err") => {
+    if (!quiet) (to === "out" ? out : err)(s);
+  };
+  const o: SubmitArgs = {
+    terse: false,
+    spool: false,
+    verbose: false,
+    dryRun: null,
+    file: null,
+    appends: [],
+    cmdMacros: [],
+    queueArg: null,
+    batchName: null,
+    scheddName: null,
+    pool: null,
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const need = (): string | null => {
-      if (i + 1 >= argv.length) { say(`condor_submit: ${a} requires another argument\n`); return null; }
+      if (i + 1 >= argv.length) {
+        say(`condor_submit: ${a} requires another argument\n`);
+        return null;
+      }
       return argv[++i]!;
     };
-    if (a === "-") { o.file = "-"; continue; }
+    if (a === "-") {
+      o.file = "-";
+      continue;
+    }
     if (a.startsWith("-")) {
       let v: string | null = "";
-      if (isOpt(a, "verbose", 1)) { o.verbose = true; o.terse = false; }
-      else if (isOpt(a, "terse", 3)) { o.terse = true; o.verbose = false; }
-      else if (isOpt(a, "spool", 1)) o.spool = true;
-      else if (isOpt(a, "remote", 1)) { v = o.scheddName = need(); o.spool = true; }
-      else if (isOpt(a, "name", 1)) v = o.scheddName = need();
+      if (isOpt(a, "verbose", 1)) {
+        o.verbose = true;
+        o.terse = false;
+      } else if (isOpt(a, "terse", 3)) {
+        o.terse = true;
+        o.verbose = false;
+      } else if (isOpt(a, "spool", 1)) o.spool = true;
+      else if (isOpt(a, "remote", 1)) {
+        v = o.scheddName = need();
+        o.spool = true;
+      } else if (isOpt(a, "name", 1)) v = o.scheddName = need();
       else if (isOpt(a, "pool", 2)) v = o.pool = need();
       else if (isOpt(a, "address", 2)) v = need();
-      else if (isOpt(a, "append", 1)) { v = need(); if (v !== null) o.appends.push(v); }
-      else if (isOpt(a, "batch-name", 1)) v = o.batchName = need();
+      else if (isOpt(a, "append", 1)) {
+        v = need();
+        if (v !== null) o.appends.push(v);
+      } else if (isOpt(a, "batch-name", 1)) v = o.batchName = need();
       else if (isOpt(a, "file", 2)) v = o.file = need();
       else if (isOpt(a, "queue", 1)) {
         const parts: string[] = [];
         while (i + 1 < argv.length && !argv[i + 1]!.startsWith("-")) parts.push(argv[++i]!);
-        if (!parts.length) { say(`condor_submit: ${a} requires at least one argument\n`); return 1; }
+        if (!parts.length) {
+          say(`condor_submit: ${a} requires at least one argument\n`);
+          return 1;
+        }
         o.queueArg = parts.join(" ");
       } else if (isOpt(a, "dry-run", 3)) v = o.dryRun = need();
-      else if (isOpt(a, "disable", 3) || isOpt(a, "debug", 2) || isOpt(a, "factory", 2) || isOpt(a, "single-cluster", 3) || isOpt(a, "unused", 1)) { /* accepted */ }
-      else if (isOpt(a, "maxjobs", 3)) v = need();
-      else if (isOpt(a, "version", 3)) { say(VERSION + "\n" + PLATFORM + "\n", "out"); return 0; }
-      else if (isOpt(a, "help", 1)) { say(SUBMIT_USAGE, "out"); return 0; }
-      else { say(SUBMIT_USAGE); return 1; }
+      else if (
+        isOpt(a, "disable", 3) || isOpt(a, "debug", 2) || isOpt(a, "factory", 2) || isOpt(a, "single-cluster", 3) || isOpt(a, "unused", 1)
+      ) { /* accepted */ } else if (isOpt(a, "maxjobs", 3)) v = need();
+      else if (isOpt(a, "version", 3)) {
+        say(VERSION + "\n" + PLATFORM + "\n", "out");
+        return 0;
+      } else if (isOpt(a, "help", 1)) {
+        say(SUBMIT_USAGE, "out");
+        return 0;
+      } else {
+        say(SUBMIT_USAGE);
+        return 1;
+      }
       if (v === null) return 1;
       continue;
     }
     const eq = a.indexOf("=");
     if (eq > 0 && !a.startsWith("/")) {
       const name = a.slice(0, eq).trim();
-      if (name.startsWith("+")) { say(`condor_submit: invalid attribute name '${name}' for attrib=value assigment\n`); return 1; }
+      if (name.startsWith("+")) {
+        say(`condor_submit: invalid attribute name '${name}' for attrib=value assigment\n`);
+        return 1;
+      }
       o.cmdMacros.push([name, a.slice(eq + 1).trim()]);
       continue;
     }
@@ -295,12 +384,17 @@ export async function condorSubmit(argv: string[], afterCommit?: () => Promise<v
   const fromStdin = file === "-" || (file === null && queueArg === null);
   if (file === "-" && !terse) verbose = true;
   if (fromStdin) {
-    try { text = fs.readFileSync(0, "utf8"); } catch { text = ""; }
+    try {
+      text = fs.readFileSync(0, "utf8");
+    } catch {
+      text = "";
+    }
     fileLabel = "<stdin>";
   } else if (file === null) text = "";
   else {
-    try { text = fs.readFileSync(path.resolve(cwd, file), "utf8"); }
-    catch (e) {
+    try {
+      text = fs.readFileSync(path.resolve(cwd, file), "utf8");
+    } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       const msg = code === "EACCES" ? "Permission denied" : code === "EISDIR" ? "Is a directory" : "No such file or directory";
       err(`\nERROR: Failed to open command file (${file}) (${msg})\n`);
@@ -327,7 +421,9 @@ export async function condorSubmit(argv: string[], afterCommit?: () => Promise<v
     if (queueArg !== null) {
       if (hasQueue) {
         const q = stmts.find((s) => s.kind === "queue")!;
-        throw new SubmitError(`\nERROR: on Line ${q.line} of ${fileLabel}: -queue argument conflicts with queue statement in submit file\n\nERROR: Failed to parse command file (line ${q.line}).\n`);
+        throw new SubmitError(
+          `\nERROR: on Line ${q.line} of ${fileLabel}: -queue argument conflicts with queue statement in submit file\n\nERROR: Failed to parse command file (line ${q.line}).\n`,
+        );
       }
       stmts.push({ kind: "queue", args: queueArg, line: 0 });
     } else if (!hasQueue) stmts.push({ kind: "queue", args: "", line: 0 });
@@ -375,7 +471,10 @@ export async function condorSubmit(argv: string[], afterCommit?: () => Promise<v
                 q.vars.forEach((v, k) => itemVars.set(v.toLowerCase(), parts[k] ?? ""));
               }
             }
-            if (!cl) { cl = { cluster: nextCluster++, ads: [] }; clusters.push(cl); }
+            if (!cl) {
+              cl = { cluster: nextCluster++, ads: [] };
+              clusters.push(cl);
+            }
             const proc = cl.ads.length;
             let own: Ad;
             try {
@@ -397,7 +496,10 @@ export async function condorSubmit(argv: string[], afterCommit?: () => Promise<v
       for (const v of vars.values()) {
         if (v.used) continue;
         const k = v.key.toLowerCase();
-        if (k.startsWith("+") || k.includes(".") || KNOWN.has(k) || k.startsWith("request_") || k.startsWith("vm_") || k.startsWith("cron_") || k.startsWith("globus_") || k.startsWith("docker_") || k.startsWith("container_")) continue;
+        if (
+          k.startsWith("+") || k.includes(".") || KNOWN.has(k) || k.startsWith("request_") || k.startsWith("vm_") || k.startsWith("cron_") ||
+          k.startsWith("globus_") || k.startsWith("docker_") || k.startsWith("container_")
+        ) continue;
         warnings.push(`WARNING: the line '${v.key} = ${v.value}' was unused by condor_submit. Is it a typo?\n`);
       }
       for (const c of clusters) for (const a of c.ads) a.set("TotalSubmitProcs", c.ads.length);
@@ -409,14 +511,24 @@ export async function condorSubmit(argv: string[], afterCommit?: () => Promise<v
         const ads = allAds();
         if (ads.length === 0) return;
         if (rootRefused) {
-          throw new SubmitError(`\nERROR: Failed to commit job submission into the queue.\nERROR: Setting job owner to "root" is not permitted\n`,
-            verbose ? ads.map((a) => `\n** Proc ${a.num("ClusterId")}.${a.num("ProcId")}:\n` + longForm(a)).join("") : ".".repeat(ads.length));
+          throw new SubmitError(
+            `\nERROR: Failed to commit job submission into the queue.\nERROR: Setting job owner to "root" is not permitted\n`,
+            verbose ? ads.map((a) => `\n** Proc ${a.num("ClusterId")}.${a.num("ProcId")}:\n` + longForm(a)).join("") : ".".repeat(ads.length),
+          );
         }
         metaSet(db, "next_cluster", clusters[clusters.length - 1]!.cluster + 1);
         for (const a of ads) putJob(db, a);
         // a hold-on-start fault given to this call belongs to these jobs, whichever schedd runs them
         const hold = envHoldOnStart();
-        if (hold) for (const a of ads) db.query("INSERT OR REPLACE INTO job_faults (cluster, proc, hold) VALUES (?, ?, ?)").run(a.num("ClusterId")!, a.num("ProcId")!, JSON.stringify(hold));
+        if (hold) {
+          for (const a of ads) {
+            db.query("INSERT OR REPLACE INTO job_faults (cluster, proc, hold) VALUES (?, ?, ?)").run(
+              a.num("ClusterId")!,
+              a.num("ProcId")!,
+              JSON.stringify(hold),
+            );
+          }
+        }
         // the submit event goes to the user log before the schedd can see (and start) the job
         for (const a of ads) ulog(a, 0, `Job submitted from host: ${scheddAddr(cfg)}`, "", qdate);
         bumpGen(db);
@@ -426,10 +538,12 @@ export async function condorSubmit(argv: string[], afterCommit?: () => Promise<v
     const ads = allAds();
     // src/condor_submit.V6/submit.cpp: printed once the queue statements are processed, before the commit
     if (queueStmts > 1) {
-      err("\nWarning: Use of multiple queue statements in a single submit file is deprecated." +
-        "\n         This functionality will be removed in the 25.x feature series. To see" +
-        "\n         how multiple queue statements can be converted into one visit:" +
-        "\nhttps://htcondor.readthedocs.io/en/latest/auto-redirect.html?category=example&tag=convert-multi-queue-statements\n");
+      err(
+        "\nWarning: Use of multiple queue statements in a single submit file is deprecated." +
+          "\n         This functionality will be removed in the 25.x feature series. To see" +
+          "\n         how multiple queue statements can be converted into one visit:" +
+          "\nhttps://htcondor.readthedocs.io/en/latest/auto-redirect.html?category=example&tag=convert-multi-queue-statements\n",
+      );
     }
     if (ads.length === 0) {
       if (!terse) err("\nWARNING: file contains no queue statement or zero jobs were queued\n");
@@ -437,13 +551,17 @@ export async function condorSubmit(argv: string[], afterCommit?: () => Promise<v
     }
     if (dryRun !== null) {
       for (const w of warnings) err(w);
-      const text2 = ads.map((a) => { const o = a.toObject(); return Object.keys(o).sort().map((k) => `${k}=${o[k]}`).join("\n") + "\n"; }).join("\n");
-      if (dryRun === "-") out(text2); else fs.writeFileSync(dryRun, text2);
+      const text2 = ads.map((a) => {
+        const o = a.toObject();
+        return Object.keys(o).sort().map((k) => `${k}=${o[k]}`).join("\n") + "\n";
+      }).join("\n");
+      if (dryRun === "-") out(text2);
+      else fs.writeFileSync(dryRun, text2);
       if (!terse) out(`Dry-Run job(s)${".".repeat(ads.length)}\n${ads.length} job(s) dry-run to cluster 1.\n`);
       return 0;
     }
     // spool the input sandbox (job is held with code 16 until the schedd sees the marker)
-    if (spool) for (const a of ads) spoolInput(a);
+    if (spool) { for (const a of ads) spoolInput(a); }
     ensureSchedd(db!);
     if (afterCommit) await afterCommit();
     if (terse) {
@@ -486,32 +604,56 @@ function longForm(a: Ad): string {
   return Object.keys(o).sort((x, y) => x.toLowerCase().localeCompare(y.toLowerCase())).map((k) => `${k} = ${o[k]}\n`).join("");
 }
 
-
 type Ctx = {
-  cluster: number; proc: number; step: number; itemIndex: number; qdate: number; owner: string; cwd: string; cfg: Config;
-  spool: boolean; fileLabel: string; warnings: string[];
+  cluster: number;
+  proc: number;
+  step: number;
+  itemIndex: number;
+  qdate: number;
+  owner: string;
+  cwd: string;
+  cfg: Config;
+  spool: boolean;
+  fileLabel: string;
+  warnings: string[];
 };
 
 function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx): Ad {
   const specials = (name: string): string | undefined => {
     const n = name.toLowerCase();
     switch (n) {
-      case "cluster": case "clusterid": return String(c.cluster);
-      case "process": case "procid": return String(c.proc);
-      case "step": return String(c.step);
-      case "itemindex": case "row": return String(c.itemIndex);
-      case "jobid": return `${c.cluster}.${c.proc}`;
-      case "dollar": return "$";
-      case "owner": return c.owner;
+      case "cluster":
+      case "clusterid":
+        return String(c.cluster);
+      case "process":
+      case "procid":
+        return String(c.proc);
+      case "step":
+        return String(c.step);
+      case "itemindex":
+      case "row":
+        return String(c.itemIndex);
+      case "jobid":
+        return `${c.cluster}.${c.proc}`;
+      case "dollar":
+        return "$";
+      case "owner":
+        return c.owner;
     }
     if (itemVars.has(n)) return itemVars.get(n);
     if (n.startsWith("my.")) {
       const v = vars.get("+" + n.slice(3)) ?? vars.get(n);
-      if (v) { v.used = true; return v.value; }
+      if (v) {
+        v.used = true;
+        return v.value;
+      }
       return undefined;
     }
     const v = vars.get(n);
-    if (v) { v.used = true; return v.value; }
+    if (v) {
+      v.used = true;
+      return v.value;
+    }
     return undefined;
   };
   // submit_utils.cpp submit_param: a value that expands to nothing is no value at all, so the command gets
@@ -526,7 +668,18 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   const ad = new Ad();
   const cfg = c.cfg;
   const universeRaw = (get("universe") ?? "vanilla").toLowerCase();
-  const universes: Record<string, number> = { vanilla: 5, docker: 5, container: 5, scheduler: 7, local: 12, grid: 9, java: 10, parallel: 11, vm: 13, standard: 1 };
+  const universes: Record<string, number> = {
+    vanilla: 5,
+    docker: 5,
+    container: 5,
+    scheduler: 7,
+    local: 12,
+    grid: 9,
+    java: 10,
+    parallel: 11,
+    vm: 13,
+    standard: 1,
+  };
   if (!(universeRaw in universes)) throw new SubmitError(`ERROR: I don't know about the '${universeRaw}' universe.\n`);
 
   // container
@@ -549,7 +702,11 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
     cmd = path.resolve(c.cwd, exeRaw);
     if (transferExe) {
       let st: fs.Stats | null = null;
-      try { st = fs.statSync(cmd); } catch { st = null; }
+      try {
+        st = fs.statSync(cmd);
+      } catch {
+        st = null;
+      }
       if (!st) throw new SubmitError(`\nERROR: Can't access executable file ${cmd}: No such file or directory\n`);
       if (st.isFile() && st.size === 0) throw new SubmitError(`\nERROR: Executable file ${cmd} has zero length\n`);
     }
@@ -559,7 +716,11 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   const iwd = iwdRaw ? path.resolve(c.cwd, iwdRaw) : c.cwd;
   // submit_utils.cpp SetIWD: access(F_OK|X_OK); one bad job fails the whole submit (observed)
   let iwdOk = true;
-  try { fs.accessSync(iwd, fs.constants.X_OK); } catch { iwdOk = false; }
+  try {
+    fs.accessSync(iwd, fs.constants.X_OK);
+  } catch {
+    iwdOk = false;
+  }
   if (iwdRaw && !iwdOk) throw new SubmitError(`ERROR: No such directory: ${iwd}\n`);
 
   // --- base ad (docs/htcondor.md#transcript-hello q-json-idle)
@@ -580,9 +741,28 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   ad.set("CondorVersion", VERSION);
   ad.set("CondorPlatform", PLATFORM);
   ad.set("SubmitVersion", VERSION);
-  for (const k of ["CommittedSlotTime", "CommittedSuspensionTime", "CommittedTime", "CumulativeSlotTime", "CumulativeSuspensionTime", "CurrentHosts",
-    "ExitStatus", "JobNotification", "JobPrio", "LastSuspensionTime", "NumCkpts", "NumCkpts_RAW", "NumJobCompletions", "NumJobStarts", "NumRestarts",
-    "NumSystemHolds", "TotalSuspensions", "JobSubmitMethod"]) ad.set(k, 0);
+  for (
+    const k of [
+      "CommittedSlotTime",
+      "CommittedSuspensionTime",
+      "CommittedTime",
+      "CumulativeSlotTime",
+      "CumulativeSuspensionTime",
+      "CurrentHosts",
+      "ExitStatus",
+      "JobNotification",
+      "JobPrio",
+      "LastSuspensionTime",
+      "NumCkpts",
+      "NumCkpts_RAW",
+      "NumJobCompletions",
+      "NumJobStarts",
+      "NumRestarts",
+      "NumSystemHolds",
+      "TotalSuspensions",
+      "JobSubmitMethod",
+    ]
+  ) ad.set(k, 0);
   for (const k of ["CumulativeRemoteSysCpu", "CumulativeRemoteUserCpu", "RemoteSysCpu", "RemoteUserCpu", "RemoteWallClockTime", "Rank"]) ad.setText(k, "0.0");
   ad.set("ExitBySignal", false);
   ad.set("JobLeaseDuration", 2400);
@@ -594,10 +774,17 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   ad.set("TransferIn", false);
   if (c.fileLabel) ad.set("JobSubmitFile", c.fileLabel === "-" ? "<stdin>" : c.fileLabel);
   let exeKb = 1;
-  if (cmd) { try { exeKb = Math.max(1, Math.ceil(fs.statSync(cmd).size / 1024)); } catch { /* ignore */ } }
-  ad.set("ExecutableSize", exeKb); ad.set("ExecutableSize_RAW", exeKb);
-  ad.set("ImageSize", exeKb); ad.set("ImageSize_RAW", exeKb);
-  ad.set("DiskUsage", exeKb); ad.set("DiskUsage_RAW", exeKb);
+  if (cmd) {
+    try {
+      exeKb = Math.max(1, Math.ceil(fs.statSync(cmd).size / 1024));
+    } catch { /* ignore */ }
+  }
+  ad.set("ExecutableSize", exeKb);
+  ad.set("ExecutableSize_RAW", exeKb);
+  ad.set("ImageSize", exeKb);
+  ad.set("ImageSize_RAW", exeKb);
+  ad.set("DiskUsage", exeKb);
+  ad.set("DiskUsage_RAW", exeKb);
   // only when asked for: the schedd's default (MACHINE_MAX_VACATE_TIME) is not an attribute of the job
   const jmvt = get("job_max_vacate_time");
   if (jmvt !== undefined && jmvt !== "") {
@@ -672,7 +859,9 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   if (!["YES", "NO", "IF_NEEDED"].includes(stf)) throw new SubmitError(`ERROR: should_transfer_files contains an invalid value (${stf})\n`);
   const wtto = (get("when_to_transfer_output") ?? "ON_EXIT").toUpperCase();
   if (stf === "NO" && (tif || tof)) throw new SubmitError(`ERROR: You specified should_transfer_files = NO and also listed files to transfer.\n`);
-  if (stf === "IF_NEEDED" && wtto === "ON_EXIT_OR_EVICT") throw new SubmitError(`ERROR: \"when_to_transfer_output = ON_EXIT_OR_EVICT\" is not allowed with \"should_transfer_files = IF_NEEDED\"\n`);
+  if (stf === "IF_NEEDED" && wtto === "ON_EXIT_OR_EVICT") {
+    throw new SubmitError(`ERROR: \"when_to_transfer_output = ON_EXIT_OR_EVICT\" is not allowed with \"should_transfer_files = IF_NEEDED\"\n`);
+  }
   ad.set("ShouldTransferFiles", stf);
   ad.set("WhenToTransferOutput", wtto);
   if (!transferExe) ad.set("TransferExecutable", false);
@@ -681,7 +870,9 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   if (stf !== "YES") ad.set("FileSystemDomain", cfg.host);
   let inputBytes = 0;
   for (const f of (tif ? normList(tif).split(",") : [])) {
-    try { inputBytes += fs.statSync(path.resolve(iwd, f)).size; } catch { /* checked at run time */ }
+    try {
+      inputBytes += fs.statSync(path.resolve(iwd, f)).size;
+    } catch { /* checked at run time */ }
   }
   ad.set("TransferInputSizeMB", Math.ceil(inputBytes / (1024 * 1024)) || (cmd ? 1 : 0));
 
@@ -732,19 +923,38 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   if (ag || agUser) {
     const agu = agUser ?? owner;
     ad.set("AcctGroupUser", agu);
-    if (ag) { ad.set("AcctGroup", ag); ad.set("AccountingGroup", `${ag}.${agu}`); }
-    else ad.set("AccountingGroup", agu);
+    if (ag) {
+      ad.set("AcctGroup", ag);
+      ad.set("AccountingGroup", `${ag}.${agu}`);
+    } else ad.set("AccountingGroup", agu);
   }
-  const exprKeys: [string, string][] = [["periodic_remove", "PeriodicRemove"], ["periodic_hold", "PeriodicHold"], ["periodic_release", "PeriodicRelease"],
-    ["on_exit_hold", "OnExitHold"], ["on_exit_remove", "OnExitRemove"], ["periodic_hold_reason", "PeriodicHoldReason"], ["periodic_hold_subcode", "PeriodicHoldSubCode"],
-    ["on_exit_hold_reason", "OnExitHoldReason"], ["on_exit_hold_subcode", "OnExitHoldSubCode"], ["periodic_release_reason", "PeriodicReleaseReason"],
-    ["periodic_remove_reason", "PeriodicRemoveReason"], ["leave_in_queue", "LeaveJobInQueue"], ["rank", "Rank"], ["concurrency_limits", "ConcurrencyLimits"],
-    ["allowed_job_duration", "AllowedJobDuration"], ["allowed_execute_duration", "AllowedExecuteDuration"], ["success_exit_code", "SuccessExitCode"],
-    ["retry_until", "RetryUntil"]];
+  const exprKeys: [string, string][] = [
+    ["periodic_remove", "PeriodicRemove"],
+    ["periodic_hold", "PeriodicHold"],
+    ["periodic_release", "PeriodicRelease"],
+    ["on_exit_hold", "OnExitHold"],
+    ["on_exit_remove", "OnExitRemove"],
+    ["periodic_hold_reason", "PeriodicHoldReason"],
+    ["periodic_hold_subcode", "PeriodicHoldSubCode"],
+    ["on_exit_hold_reason", "OnExitHoldReason"],
+    ["on_exit_hold_subcode", "OnExitHoldSubCode"],
+    ["periodic_release_reason", "PeriodicReleaseReason"],
+    ["periodic_remove_reason", "PeriodicRemoveReason"],
+    ["leave_in_queue", "LeaveJobInQueue"],
+    ["rank", "Rank"],
+    ["concurrency_limits", "ConcurrencyLimits"],
+    ["allowed_job_duration", "AllowedJobDuration"],
+    ["allowed_execute_duration", "AllowedExecuteDuration"],
+    ["success_exit_code", "SuccessExitCode"],
+    ["retry_until", "RetryUntil"],
+  ];
   for (const [k, attr] of exprKeys) {
     const v = get(k);
     if (v === undefined || v === "") continue;
-    if (k === "concurrency_limits") { ad.set(attr, v); continue; }
+    if (k === "concurrency_limits") {
+      ad.set(attr, v);
+      continue;
+    }
     const ex = canonical(v);
     if (ex === null) throw new SubmitError(`ERROR: Parse error in expression: \n\t${attr} = ${v}\n\t\n`);
     ad.setText(attr, ex);
@@ -765,9 +975,13 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   if (image) {
     ad.set("WantContainer", true);
     ad.set("ContainerImage", image);
-    if (image.startsWith("docker:")) { ad.set("WantDockerImage", true); ad.set("ContainerImageSource", "docker"); }
-    else if (image.startsWith("oras:")) { ad.set("WantSandboxImage", true); ad.set("ContainerImageSource", "oras"); }
-    else if (image.endsWith(".sif")) ad.set("WantSIF", true);
+    if (image.startsWith("docker:")) {
+      ad.set("WantDockerImage", true);
+      ad.set("ContainerImageSource", "docker");
+    } else if (image.startsWith("oras:")) {
+      ad.set("WantSandboxImage", true);
+      ad.set("ContainerImageSource", "oras");
+    } else if (image.endsWith(".sif")) ad.set("WantSIF", true);
     else ad.set("WantSandboxImage", true);
     const isUrl = /^[a-z]+:\/\//.test(image);
     if (!isUrl) {
@@ -786,13 +1000,19 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   }
 
   // requirements (docs/htcondor.md#submit-file-rules: user requirements ANDed with the defaults)
-  const xferClause = stf === "YES" ? "(TARGET.HasFileTransfer)" : stf === "NO" ? "(TARGET.FileSystemDomain == MY.FileSystemDomain)" : "((TARGET.FileSystemDomain == MY.FileSystemDomain) || (TARGET.HasFileTransfer))";
+  const xferClause = stf === "YES"
+    ? "(TARGET.HasFileTransfer)"
+    : stf === "NO"
+    ? "(TARGET.FileSystemDomain == MY.FileSystemDomain)"
+    : "((TARGET.FileSystemDomain == MY.FileSystemDomain) || (TARGET.HasFileTransfer))";
   let def: string;
   if (image) {
     const kind = ad.bool("WantDockerImage") ? "TARGET.HasDockerURL" : ad.bool("WantSIF") ? "TARGET.HasSIF" : "TARGET.HasSandboxImage";
-    def = `(TARGET.Arch == "X86_64") && TARGET.HasContainer && ${kind} && (versionGE(split(TARGET.CondorVersion)[1],"25.12.0") || (TARGET.Disk >= RequestDisk)) && (TARGET.Memory >= RequestMemory) && ${xferClause}`;
+    def =
+      `(TARGET.Arch == "X86_64") && TARGET.HasContainer && ${kind} && (versionGE(split(TARGET.CondorVersion)[1],"25.12.0") || (TARGET.Disk >= RequestDisk)) && (TARGET.Memory >= RequestMemory) && ${xferClause}`;
   } else {
-    def = `(TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (versionGE(split(TARGET.CondorVersion)[1],"25.12.0") || (TARGET.Disk >= RequestDisk)) && (TARGET.Memory >= RequestMemory) && ${xferClause}`;
+    def =
+      `(TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (versionGE(split(TARGET.CondorVersion)[1],"25.12.0") || (TARGET.Disk >= RequestDisk)) && (TARGET.Memory >= RequestMemory) && ${xferClause}`;
   }
   if (gpus !== undefined && Number(gpus) > 0) def += " && (TARGET.GPUs >= RequestGPUs)";
   const req = get("requirements");
@@ -835,8 +1055,14 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
     ad.set("SUBMIT_Iwd", iwd);
     ad.set("Iwd", sdir);
     const remap: string[] = [];
-    if (outF !== "/dev/null" && outF.includes("/")) { ad.set("Out", "_condor_stdout"); remap.push(`_condor_stdout=${path.resolve(iwd, outF)}`); }
-    if (errF !== "/dev/null" && errF.includes("/")) { ad.set("Err", "_condor_stderr"); remap.push(`_condor_stderr=${path.resolve(iwd, errF)}`); }
+    if (outF !== "/dev/null" && outF.includes("/")) {
+      ad.set("Out", "_condor_stdout");
+      remap.push(`_condor_stdout=${path.resolve(iwd, outF)}`);
+    }
+    if (errF !== "/dev/null" && errF.includes("/")) {
+      ad.set("Err", "_condor_stderr");
+      remap.push(`_condor_stderr=${path.resolve(iwd, errF)}`);
+    }
     if (remap.length) {
       const old = ad.str("TransferOutputRemaps");
       ad.set("TransferOutputRemaps", [old, ...remap].filter(Boolean).join(";"));
@@ -853,32 +1079,48 @@ function spoolInput(ad: Ad): void {
   const cmd = ad.str("Cmd");
   if (cmd && ad.bool("TransferExecutable") !== false) {
     const dst = path.join(sdir, "condor_exec.exe");
-    try { fs.copyFileSync(cmd, dst); fs.chmodSync(dst, 0o755); ad.set("SUBMIT_Cmd", cmd); ad.set("Cmd", dst); } catch { /* run from the original */ }
+    try {
+      fs.copyFileSync(cmd, dst);
+      fs.chmodSync(dst, 0o755);
+      ad.set("SUBMIT_Cmd", cmd);
+      ad.set("Cmd", dst);
+    } catch { /* run from the original */ }
   }
   const ti = ad.str("TransferInput");
   if (ti) {
     const names: string[] = [];
     for (const f of ti.split(",")) {
-      if (/^[a-z]+:\/\//i.test(f)) { names.push(f); continue; }
+      if (/^[a-z]+:\/\//i.test(f)) {
+        names.push(f);
+        continue;
+      }
       const src = path.resolve(orig, f);
       try {
         copyInto(src, sdir, f.endsWith("/"));
         names.push(f.endsWith("/") ? path.basename(src) + "/" : path.basename(src));
-      } catch { names.push(f); }
+      } catch {
+        names.push(f);
+      }
     }
     ad.set("SUBMIT_TransferInput", ti);
     ad.set("TransferInput", names.join(","));
   }
   const inF = ad.str("In");
   if (inF && inF !== "/dev/null") {
-    try { fs.copyFileSync(path.resolve(orig, inF), path.join(sdir, path.basename(inF))); ad.set("In", path.basename(inF)); } catch { /* ignore */ }
+    try {
+      fs.copyFileSync(path.resolve(orig, inF), path.join(sdir, path.basename(inF)));
+      ad.set("In", path.basename(inF));
+    } catch { /* ignore */ }
   }
   const db = openDb();
   tx(db, () => {
     const cur = db.query("SELECT ad FROM jobs WHERE cluster = ? AND proc = ?").get(ad.num("ClusterId")!, ad.num("ProcId")!) as { ad: string } | null;
     if (!cur) return;
     const now = Ad.fromObject(JSON.parse(cur.ad));
-    for (const k of ["Cmd", "SUBMIT_Cmd", "TransferInput", "SUBMIT_TransferInput", "In"]) { const t = ad.get(k); if (t !== undefined) now.setText(k, t); }
+    for (const k of ["Cmd", "SUBMIT_Cmd", "TransferInput", "SUBMIT_TransferInput", "In"]) {
+      const t = ad.get(k);
+      if (t !== undefined) now.setText(k, t);
+    }
     putJob(db, now);
   });
   fs.writeFileSync(path.join(path.dirname(sdir), ".spooled"), String(Date.now()));

@@ -2,18 +2,39 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { BIN_DIR, LIBEXEC_DIR, killByEnv, killGroup, pidAlive, pidsWithEnv, pidsWithEnvEntry } from "./common.ts";
+import { BIN_DIR, killByEnv, killGroup, LIBEXEC_DIR, pidAlive, pidsWithEnv, pidsWithEnvEntry } from "./common.ts";
 
 export { BIN_DIR, LIBEXEC_DIR };
-export const TOOLS = ["condor_submit", "condor_q", "condor_history", "condor_rm", "condor_hold", "condor_release", "condor_status",
-  "condor_tail", "condor_transfer_data", "condor_version"] as const;
+export const TOOLS = [
+  "condor_submit",
+  "condor_q",
+  "condor_history",
+  "condor_rm",
+  "condor_hold",
+  "condor_release",
+  "condor_status",
+  "condor_tail",
+  "condor_transfer_data",
+  "condor_version",
+] as const;
 
 export type HomeOptions = {
-  cpus?: number; memory?: number; gpus?: number; disk?: number; spoolReleaseMs?: number; stageOutLingerMs?: number;
-  pollMs?: number; periodicIntervalS?: number; sharedFileSystem?: boolean; scheddIdleExitMs?: number; delayedUpdateMs?: number;
-  host?: string; apptainer?: string;
+  cpus?: number;
+  memory?: number;
+  gpus?: number;
+  disk?: number;
+  spoolReleaseMs?: number;
+  stageOutLingerMs?: number;
+  pollMs?: number;
+  periodicIntervalS?: number;
+  sharedFileSystem?: boolean;
+  scheddIdleExitMs?: number;
+  delayedUpdateMs?: number;
+  host?: string;
+  apptainer?: string;
   /** the AP's IMMUTABLE_JOB_ATTRS / PROTECTED_JOB_ATTRS: "A, B C" or a list */
-  immutableJobAttrs?: string | string[]; protectedJobAttrs?: string | string[];
+  immutableJobAttrs?: string | string[];
+  protectedJobAttrs?: string | string[];
 };
 
 /** Create a fresh MINICONDOR_HOME in a temp dir (with config.json). */
@@ -36,10 +57,18 @@ export function toolPath(tool: string): string {
 
 export type RunResult = { stdout: string; stderr: string; code: number };
 /** Run one tool (by absolute path, no shell). */
-export async function runTool(home: string, tool: string, args: string[], o: { cwd?: string; env?: Record<string, string>; stdin?: string; timeoutMs?: number } = {}): Promise<RunResult> {
+export async function runTool(
+  home: string,
+  tool: string,
+  args: string[],
+  o: { cwd?: string; env?: Record<string, string>; stdin?: string; timeoutMs?: number } = {},
+): Promise<RunResult> {
   const p = Bun.spawn([toolPath(tool), ...args], {
-    cwd: o.cwd ?? home, env: toolEnv(home, o.env), stdin: o.stdin !== undefined ? new TextEncoder().encode(o.stdin) : "ignore",
-    stdout: "pipe", stderr: "pipe",
+    cwd: o.cwd ?? home,
+    env: toolEnv(home, o.env),
+    stdin: o.stdin !== undefined ? new TextEncoder().encode(o.stdin) : "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
   });
   let timer: ReturnType<typeof setTimeout> | undefined;
   if (o.timeoutMs) timer = setTimeout(() => p.kill("SIGTERM"), o.timeoutMs);
@@ -77,7 +106,11 @@ export function homePids(home: string): number[] {
 /** Kill the schedd, every job process and every tool process of `home`; optionally delete the directory. */
 export function cleanup(home: string, removeDir = false): void {
   // a tool is not the leader of its group (its caller's group): kill it alone, never the group
-  for (const pid of pidsWithEnvEntry(`MINICONDOR_HOME=${home}`)) { try { process.kill(pid, "SIGKILL"); } catch { /* gone */ } }
+  for (const pid of pidsWithEnvEntry(`MINICONDOR_HOME=${home}`)) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch { /* gone */ }
+  }
   for (const pid of homePids(home)) killGroup(pid, "SIGKILL");
   killByEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`);
   for (let i = 0; i < 50 && homePids(home).length; i++) Bun.sleepSync(20);

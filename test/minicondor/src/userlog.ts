@@ -10,7 +10,9 @@ export function ulog(ad: Ad, code: number, text: string, body = "", t = nowSec()
   if (!file) return;
   const c = ad.num("ClusterId") ?? 0, p = ad.num("ProcId") ?? 0;
   const rec = `${p3(code)} (${p3(c)}.${p3(p)}.000) ${fmtDateLog(t)} ${text}\n${body}...\n`;
-  try { fs.appendFileSync(file, rec); } catch { /* unwritable log: real HTCondor would hold the job; ignore */ }
+  try {
+    fs.appendFileSync(file, rec);
+  } catch { /* unwritable log: real HTCondor would hold the job; ignore */ }
 }
 
 export function usageBlock(ad: Ad): string {
