@@ -94,6 +94,31 @@ interface QueueDeps {
   timer: SetTimer;
 }
 
+/** A condor_q answer, where each followed job's ad lies in it, and what each parsed to. */
+interface ParsedAnswer {
+  answer: JsonAdSlices;
+  index: Map<string, number>;
+  ads: Map<string, JobAd>;
+}
+
+/**
+ * The recorded jobs' ads of an answer: an ad whose bytes are those of the last answer's ad for
+ * the same job is taken over, not decoded again. Yields to the event loop every ADS_PER_SLICE ads.
+ */
+async function followedAds(answer: JsonAdSlices, recorded: ReadonlySet<string>, last: ParsedAnswer | undefined): Promise<ParsedAnswer> {
+  const ads = new Map<string, JobAd>();
+  const index = new Map<string, number>();
+  for (let i = 0, n = adCount(answer); i < n; i++) {
+    if (i > 0 && i % ADS_PER_SLICE === 0) await new Promise<void>((r) => setTimeout(r, 0));
+    const id = sliceJobId(answer, i);
+    if (id === undefined || !recorded.has(id)) continue;
+    const was = last?.index.get(id);
+    ads.set(id, was !== undefined && sameAd(last!.answer, was, answer, i) ? last!.ads.get(id)! : parseAd(answer, i));
+    index.set(id, i);
+  }
+  return { answer, index, ads };
+}
+
 export function createQueueView(d: QueueDeps): QueueView {
   const periodMs = d.config.StatusCacheSeconds * 1000;
   const schedd: Streak = { failures: 0 };
@@ -104,7 +129,7 @@ export function createQueueView(d: QueueDeps): QueueView {
    * most ads do not change between refreshes, and an ad whose bytes did not change is not
    * decoded again (no string per ad, no new object).
    */
-  let last: { answer: JsonAdSlices; index: Map<string, number>; ads: Map<string, JobAd> } | undefined;
+  let last: ParsedAnswer | undefined;
   /** The buffer the next answer is read into: the one before the last answer's (two in turn, nothing new per refresh). */
   let spare: Uint8Array = new Uint8Array(0);
   let failing = false;
@@ -171,20 +196,10 @@ export function createQueueView(d: QueueDeps): QueueView {
       return;
     }
     answered();
-    const byJob = new Map<string, JobAd>();
-    const index = new Map<string, number>();
-    for (let i = 0, n = adCount(answer); i < n; i++) {
-      if (i > 0 && i % ADS_PER_SLICE === 0) await new Promise<void>((r) => setTimeout(r, 0));
-      const id = sliceJobId(answer, i);
-      if (id === undefined || !recorded.has(id)) continue;
-      const was = last?.index.get(id);
-      const ad = was !== undefined && sameAd(last!.answer, was, answer, i) ? last!.ads.get(id)! : parseAd(answer, i);
-      byJob.set(id, ad);
-      index.set(id, i);
-    }
+    const next = await followedAds(answer, recorded, last);
     if (last) spare = new Uint8Array(last.answer.bytes.buffer);
-    last = { answer, index, ads: byJob };
-    current = { at, ads: byJob };
+    last = next;
+    current = { at, ads: next.ads };
     try {
       await view.afterRefresh?.(current, live);
     } catch (err) {
