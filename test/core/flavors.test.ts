@@ -1,7 +1,8 @@
 // Flavors (docs/pod-to-job.md#flavors): job-level defaults a pod picks by annotation, by GPUs or
 // by DefaultFlavor; checked from the config file's text through planJob to the submit file.
 import { describe, expect, test } from "bun:test";
-import { ConfigError, parseConfig, planConfig } from "../../src/config.ts";
+import { parseConfig, planConfig } from "../../src/config.ts";
+import { expectConfigError } from "../fixtures/config.ts";
 import { parseCreateRequest } from "../../src/core/pod.ts";
 import { planJob } from "../../src/core/plan.ts";
 import type { JobPlan } from "../../src/core/types.ts";
@@ -157,15 +158,7 @@ describe("the Flavors map is checked at start, with the key's path", () => {
   ];
   for (const [text, prefix] of bad) {
     test(JSON.stringify(text), () => {
-      let err: unknown;
-      try {
-        parseConfig(text);
-      } catch (e) {
-        err = e;
-      }
-      expect(err).toBeInstanceOf(ConfigError);
-      expect((err as Error).message).toStartWith(prefix);
-      expect((err as Error).message).not.toContain("\n");
+      expectConfigError(text, prefix);
     });
   }
 });

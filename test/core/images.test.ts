@@ -1,7 +1,8 @@
 // ImageOverrides (docs/pod-to-job.md#image-overrides): canonical references, prefixes, targets,
 // and what the planner gives the runtime and the status.
 import { describe, expect, test } from "bun:test";
-import { ConfigError, parseConfig, planConfig } from "../../src/config.ts";
+import { parseConfig, planConfig } from "../../src/config.ts";
+import { expectConfigError } from "../fixtures/config.ts";
 import { canonicalImage, type ImageOverride, overrideImage, parseImageOverride } from "../../src/core/images.ts";
 import { parseCreateRequest } from "../../src/core/pod.ts";
 import { planJob } from "../../src/core/plan.ts";
@@ -74,14 +75,7 @@ describe("ImageOverrides in the config file", () => {
   ];
   for (const [entry, prefix] of bad) {
     test(entry, () => {
-      let err: unknown;
-      try {
-        parseConfig(`ImageOverrides:\n  ${entry}\n`);
-      } catch (e) {
-        err = e;
-      }
-      expect(err).toBeInstanceOf(ConfigError);
-      expect((err as Error).message).toStartWith(prefix);
+      expectConfigError(`ImageOverrides:\n  ${entry}\n`, prefix);
     });
   }
 });

@@ -48,6 +48,19 @@ afterAll(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
+/** Starts the sidecar with `config` and checks that it exits 2 saying `message`, having made nothing. */
+function expectRefusedAtStart(config: string, message: string): void {
+  const dir = mkdtempSync(join(tmpdir(), "sidecar-site-options-"));
+  dirs.push(dir);
+  writeFileSync(join(dir, "c.yaml"), `DataRootFolder: ./data\n${config}`);
+  const p = Bun.spawnSync([process.execPath, join(ROOT, "src/main.bun.ts"), "--config", join(dir, "c.yaml"), "--condor-bin", CONDOR_BIN], {
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", MINICONDOR_HOME: join(dir, "mc") },
+  });
+  expect(p.exitCode).toBe(2);
+  expect(p.stderr.toString()).toContain(message);
+  expect(existsSync(join(dir, "data"))).toBe(false);
+}
+
 const FLAVORS = `
 Submit:
   ExtraLines: {priority: 5}
@@ -103,15 +116,7 @@ describe("flavors (docs/pod-to-job.md#flavors)", () => {
   }, 30_000);
 
   test("a bad Flavors map stops the start with exit 2 and the key's path", () => {
-    const dir = mkdtempSync(join(tmpdir(), "sidecar-flavors-"));
-    dirs.push(dir);
-    writeFileSync(join(dir, "c.yaml"), "DataRootFolder: ./data\nFlavors:\n  big:\n    Cpu: lots\n");
-    const p = Bun.spawnSync([process.execPath, join(ROOT, "src/main.bun.ts"), "--config", join(dir, "c.yaml"), "--condor-bin", CONDOR_BIN], {
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", MINICONDOR_HOME: join(dir, "mc") },
-    });
-    expect(p.exitCode).toBe(2);
-    expect(p.stderr.toString()).toContain("c.yaml: Flavors.big.Cpu: is not a Kubernetes quantity");
-    expect(existsSync(join(dir, "data"))).toBe(false);
+    expectRefusedAtStart("Flavors:\n  big:\n    Cpu: lots\n", "c.yaml: Flavors.big.Cpu: is not a Kubernetes quantity");
   });
 });
 
@@ -153,13 +158,6 @@ describe("image overrides (docs/pod-to-job.md#image-overrides)", () => {
   }, 120_000);
 
   test("an override to the host image is refused at start", () => {
-    const dir = mkdtempSync(join(tmpdir(), "sidecar-images-"));
-    dirs.push(dir);
-    writeFileSync(join(dir, "c.yaml"), "DataRootFolder: ./data\nImageOverrides:\n  busybox: host\n");
-    const p = Bun.spawnSync([process.execPath, join(ROOT, "src/main.bun.ts"), "--config", join(dir, "c.yaml"), "--condor-bin", CONDOR_BIN], {
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", MINICONDOR_HOME: join(dir, "mc") },
-    });
-    expect(p.exitCode).toBe(2);
-    expect(p.stderr.toString()).toContain("c.yaml: ImageOverrides.busybox: the target is the host image");
+    expectRefusedAtStart("ImageOverrides:\n  busybox: host\n", "c.yaml: ImageOverrides.busybox: the target is the host image");
   });
 });

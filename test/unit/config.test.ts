@@ -2,7 +2,8 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ConfigError, parseConfig, planConfig } from "../../src/config.ts";
+import { parseConfig, planConfig } from "../../src/config.ts";
+import { expectConfigError } from "../fixtures/config.ts";
 import { parseCreateRequest } from "../../src/core/pod.ts";
 import { planJob } from "../../src/core/plan.ts";
 import { renderSubmit } from "../../src/render/submit.ts";
@@ -56,15 +57,7 @@ describe("parseConfig", () => {
   ];
   for (const [text, prefix] of bad) {
     test(`invalid: ${text.split("\n")[0]}`, () => {
-      let err: unknown;
-      try {
-        parseConfig(text);
-      } catch (e) {
-        err = e;
-      }
-      expect(err).toBeInstanceOf(ConfigError);
-      expect((err as Error).message.startsWith(prefix)).toBe(true);
-      expect((err as Error).message).not.toContain("\n");
+      expectConfigError(text, prefix);
     });
   }
   test('the shipped example ExtraLines ({"+ProjectName": \'"physics"\'}) loads and renders as MY.ProjectName', () => {
