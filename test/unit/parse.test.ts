@@ -1,6 +1,6 @@
 // What the condor tools print, parsed strictly (spec: htcondor-cli §1.1, §2.2, §3, §4.1).
 import { classAdString } from "../../src/core/classad.ts";
-import { type JsonAdSlices, adCount, parseAd, sameAd, sliceJobId, sliceJsonAds } from "../../src/condor/parse.ts";
+import { type JsonAdSlices, adCount, parseAd, sameAd, sliceJobNumber, sliceJsonAds } from "../../src/condor/parse.ts";
 import { describe, expect, test } from "bun:test";
 import {
   type RmOutcome,
@@ -116,7 +116,7 @@ describe("sliceJsonAds: each ad's place in the bytes, unparsed (spec: htcondor-c
   test("a multibyte character survives", () => expect(all(sliceJsonAds(enc('[\n{\n  "X": "é€"\n}\n]\n')))).toEqual([{ X: "é€" }]));
   test("a job id is read off the bytes, a quoted look-alike in a string value is not", () => {
     const s = sliceJsonAds(enc('[\n{\n  "HoldReason": "\\"ClusterId\\": 9, \\"ProcId\\": 9",\n  "XClusterId": 8,\n  "ClusterId": 12,\n  "ProcId": 3\n}\n,\n{\n  "ClusterId": 4\n}\n]\n'));
-    expect([sliceJobId(s, 0), sliceJobId(s, 1)]).toEqual(["12.3", undefined]);
+    expect([0, 1].map((i) => [sliceJobNumber(s, i, "ClusterId"), sliceJobNumber(s, i, "ProcId")])).toEqual([[12, 3], [4, undefined]]);
   });
   test("the same ad is told from a changed one by its bytes, wherever it sits", () => {
     const a = sliceJsonAds(enc('[\n{\n  "ClusterId": 1,\n  "JobStatus": 1\n}\n,\n{\n  "ClusterId": 2,\n  "JobStatus": 1\n}\n]\n'));
