@@ -102,13 +102,9 @@ function numberAfter(b: Uint8Array, key: Uint8Array, from: number, to: number): 
   return undefined;
 }
 
-/** Ad `i`'s job id (`cluster.proc`), read off its bytes without parsing it. */
-export function sliceJobId(s: JsonAdSlices, i: number): string | undefined {
-  const from = s.bounds[2 * i]!;
-  const to = s.bounds[2 * i + 1]!;
-  const c = numberAfter(s.bytes, CLUSTER_KEY, from, to);
-  const p = c === undefined ? undefined : numberAfter(s.bytes, PROC_KEY, from, to);
-  return c === undefined || p === undefined ? undefined : `${c}.${p}`;
+/** Ad `i`'s ClusterId or ProcId, read off its bytes without parsing it. */
+export function sliceJobNumber(s: JsonAdSlices, i: number, attribute: "ClusterId" | "ProcId"): number | undefined {
+  return numberAfter(s.bytes, attribute === "ClusterId" ? CLUSTER_KEY : PROC_KEY, s.bounds[2 * i]!, s.bounds[2 * i + 1]!);
 }
 
 /** Whether ad `i` of `a` and ad `j` of `b` are the same bytes. */

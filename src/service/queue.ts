@@ -6,7 +6,7 @@
  * except for the first refresh after start. With nothing to follow the refresher sleeps, and a
  * new job wakes it.
  */
-import { adCount, type JobAd, type JsonAdSlices, parseAd, sameAd, sliceJobId } from "../condor/parse.ts";
+import { adCount, type JobAd, type JsonAdSlices, parseAd, sameAd, sliceJobNumber } from "../condor/parse.ts";
 import type { Condor } from "../condor/tools.ts";
 import { recordSuccess, type Streak } from "../core/health.ts";
 import { stateAttrName } from "../core/types.ts";
@@ -79,8 +79,8 @@ export interface QueueView {
   noteWidth(containers: readonly { init: boolean }[]): void;
   /** condor_q's failure streak. */
   readonly schedd: Streak;
-  /** Set by the status service: what a fresh view asks for (finalizing, removals, fetches). */
-  afterRefresh?: (snapshot: Snapshot, live: readonly LiveJob[]) => Promise<void>;
+  /** Set by the status service: what a fresh view asks for (finalizing, removals, fetches); `live` by job id. */
+  afterRefresh?: (snapshot: Snapshot, live: ReadonlyMap<string, LiveJob>) => Promise<void>;
   /** Stops the refresher (shutdown); resolves when a refresh in flight has ended. */
   stop(): Promise<void>;
 }
@@ -94,6 +94,39 @@ interface QueueDeps {
   timer: SetTimer;
 }
 
+/** The jobs the refresher follows: by job id, the same ids by cluster and proc, and the oldest cluster. */
+interface Followed {
+  version: number;
+  jobs: Map<string, LiveJob>;
+  ids: Map<number, Map<number, string>>;
+  oldest: number;
+}
+
+/**
+ * Reads the followed jobs from the store again only after it was written to: between two
+ * refreshes that changed nothing, nothing is made anew.
+ */
+function followedJobsReader(store: QueueDeps["store"]): () => Followed {
+  let followed: Followed | undefined;
+  return () => {
+    const version = store.version();
+    if (followed?.version === version) return followed;
+    const jobs = new Map<string, LiveJob>();
+    const ids = new Map<number, Map<number, string>>();
+    let oldest = Infinity;
+    for (const j of store.liveJobs()) {
+      const id = `${j.cluster}.${j.proc}`;
+      jobs.set(id, j);
+      let procs = ids.get(j.cluster);
+      if (!procs) ids.set(j.cluster, procs = new Map());
+      procs.set(j.proc, id);
+      oldest = Math.min(oldest, j.cluster);
+    }
+    followed = { version, jobs, ids, oldest };
+    return followed;
+  };
+}
+
 /** A condor_q answer, where each followed job's ad lies in it, and what each parsed to. */
 interface ParsedAnswer {
   answer: JsonAdSlices;
@@ -102,19 +135,30 @@ interface ParsedAnswer {
 }
 
 /**
- * The recorded jobs' ads of an answer: an ad whose bytes are those of the last answer's ad for
- * the same job is taken over, not decoded again. Yields to the event loop every ADS_PER_SLICE ads.
+ * The followed jobs' ads of an answer, matched by ClusterId and ProcId read off the bytes: an ad
+ * whose bytes are the last answer's for the same job is not parsed again, and when no ad changed
+ * the last map is kept. Yields to the event loop every ADS_PER_SLICE ads.
  */
-async function followedAds(answer: JsonAdSlices, recorded: ReadonlySet<string>, last: ParsedAnswer | undefined): Promise<ParsedAnswer> {
-  const ads = new Map<string, JobAd>();
+async function followedAds(answer: JsonAdSlices, ids: ReadonlyMap<number, ReadonlyMap<number, string>>, last: ParsedAnswer | undefined): Promise<ParsedAnswer> {
   const index = new Map<string, number>();
+  /** The ads that are new or changed since the last answer. */
+  const fresh = new Map<string, JobAd>();
   for (let i = 0, n = adCount(answer); i < n; i++) {
     if (i > 0 && i % ADS_PER_SLICE === 0) await new Promise<void>((r) => setTimeout(r, 0));
-    const id = sliceJobId(answer, i);
-    if (id === undefined || !recorded.has(id)) continue;
-    const was = last?.index.get(id);
-    ads.set(id, was !== undefined && sameAd(last!.answer, was, answer, i) ? last!.ads.get(id)! : parseAd(answer, i));
+    const cluster = sliceJobNumber(answer, i, "ClusterId");
+    const proc = cluster === undefined ? undefined : sliceJobNumber(answer, i, "ProcId");
+    const id = proc === undefined ? undefined : ids.get(cluster!)?.get(proc);
+    if (id === undefined || index.has(id)) continue;
     index.set(id, i);
+    const was = last?.index.get(id);
+    if (was === undefined || !sameAd(last!.answer, was, answer, i)) fresh.set(id, parseAd(answer, i));
+  }
+  // The same jobs with the same bytes: the view's map is kept as it was.
+  let ads = last?.ads;
+  if (!ads || fresh.size > 0 || index.size !== ads.size) {
+    const before = ads;
+    ads = new Map();
+    for (const id of index.keys()) ads.set(id, fresh.get(id) ?? before!.get(id)!);
   }
   return { answer, index, ads };
 }
@@ -176,32 +220,32 @@ export function createQueueView(d: QueueDeps): QueueView {
     recordSuccess(schedd);
   }
 
+  const followedJobs = followedJobsReader(d.store);
+
   /** One refresh: condor_q of the followed jobs by their cluster ids, then what the view asks for. */
   async function refresh(): Promise<void> {
     const at = d.now();
-    const live = d.store.liveJobs();
-    if (live.length === 0) return;
+    const f = followedJobs();
+    if (f.jobs.size === 0) return;
     // The caller's own jobs (Owner, which no job can change) from the oldest followed cluster on
     // (ClusterId cannot change either); the view keeps the recorded ids alone. Not a constraint
     // on InterLinkSidecarId, which a job can rewrite to hide, nor a list of ids, which costs the
     // schedd one comparison per id for every job it holds.
-    const oldest = live.reduce((m, j) => Math.min(m, j.cluster), Infinity);
-    const recorded = new Set(live.map((j) => `${j.cluster}.${j.proc}`));
     let answer: JsonAdSlices;
     try {
-      answer = await d.condor.querySlices({ constraint: `ClusterId >= ${oldest}`, attributes: attributes(), into: spare });
+      answer = await d.condor.querySlices({ constraint: `ClusterId >= ${f.oldest}`, attributes: attributes(), into: spare });
     } catch (err) {
       failed(err);
       d.log.warn("condor_q failed; status leaves the followed pods out, so interLink keeps their last state", { error: schedd.error });
       return;
     }
     answered();
-    const next = await followedAds(answer, recorded, last);
+    const next = await followedAds(answer, f.ids, last);
     if (last) spare = new Uint8Array(last.answer.bytes.buffer);
     last = next;
     current = { at, ads: next.ads };
     try {
-      await view.afterRefresh?.(current, live);
+      await view.afterRefresh?.(current, f.jobs);
     } catch (err) {
       d.log.warn("acting on the queue's view failed; the next refresh tries again", { error: err instanceof Error ? err.message : String(err) });
     }
@@ -224,7 +268,7 @@ export function createQueueView(d: QueueDeps): QueueView {
     looping = true;
     const started = d.now();
     void runCycle().then(() => {
-      if (stopped || d.store.liveJobs().length === 0) {
+      if (stopped || followedJobs().jobs.size === 0) {
         looping = false;
         return;
       }

@@ -88,6 +88,7 @@ function finalize(c: Ctx, r: PodRecord, status: PodStatus): void {
  * the job rewrote them (condor_chirp), to pass for another pod or to hide from this sidecar.
  */
 function tampered(c: Ctx, uid: string, ad: JobAd): string | undefined {
+  if (ad.InterLinkPodUID === uid && ad.InterLinkSidecarId === c.planConfig.sidecarId) return undefined;
   const changed = [ad.InterLinkPodUID !== uid ? "InterLinkPodUID" : "", ad.InterLinkSidecarId !== c.planConfig.sidecarId ? "InterLinkSidecarId" : ""].filter(
     Boolean,
   );
@@ -256,11 +257,12 @@ async function trackGone(c: Ctx, gone: readonly LiveJob[]): Promise<void> {
 }
 
 /** What a fresh view of the queue asks for: run by the refresher after every condor_q. */
-async function track(c: Ctx, snap: Snapshot, live: readonly LiveJob[]): Promise<void> {
+async function track(c: Ctx, snap: Snapshot, live: ReadonlyMap<string, LiveJob>): Promise<void> {
   const gone: LiveJob[] = [];
   const completed: [PodRecord, JobAd][] = [];
-  for (const j of live) {
-    const ad = snap.ads.get(`${j.cluster}.${j.proc}`);
+  for (const id of live.keys()) {
+    const j = live.get(id)!;
+    const ad = snap.ads.get(id);
     if (!ad) {
       if (j.submittedAt < snap.at) gone.push(j);
       continue;

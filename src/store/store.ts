@@ -144,6 +144,8 @@ export interface Store {
   liveJobs(): LiveJob[];
   /** How many records each phase has. */
   countByPhase(): Record<PodPhase, number>;
+  /** Grows with every write: what was read before is still current while it has not grown. */
+  version(): number;
 
   accept(rec: NewRecord): boolean;
   recordJob(uid: string, cluster: number, proc: number, now: number): boolean;
@@ -186,6 +188,7 @@ function fromPhases(name: TransitionName): { sql: string; params: string[] } {
 }
 
 function openStoreUnguarded(db: Sqlite): Store {
+  let writes = 0;
   /** A transition from no record: an insert, refused when the UID has one. */
   const insert = (name: TransitionName, rec: NewRecord, job?: { cluster: number; proc: number; submittedAt: number }): boolean => {
     const to = TRANSITIONS[name].to;
@@ -208,6 +211,7 @@ function openStoreUnguarded(db: Sqlite): Store {
         job?.submittedAt ?? null,
       ],
     );
+    writes++;
     return r.changes === 1;
   };
   /** A transition between phases, with the columns it sets besides phase and updated_at. */
@@ -220,11 +224,13 @@ function openStoreUnguarded(db: Sqlite): Store {
       uid,
       ...from.params,
     ]);
+    writes++;
     return r.changes === 1;
   };
   /** A transition to no record. */
   const drop = (name: TransitionName, uid: string): boolean => {
     const from = fromPhases(name);
+    writes++;
     return db.run(`DELETE FROM pods WHERE uid = ? AND ${from.sql}`, [uid, ...from.params]).changes === 1;
   };
 
@@ -253,6 +259,7 @@ function openStoreUnguarded(db: Sqlite): Store {
       if (phases.length === 0) return [];
       return db.all<Row>(`SELECT * FROM pods WHERE phase IN (${phases.map(() => "?").join(",")})`, phases).map(fromRow);
     },
+    version: () => writes,
     countByPhase() {
       const out = Object.fromEntries(PHASES.map((p) => [p, 0])) as Record<PodPhase, number>;
       for (const row of db.all<{ phase: PodPhase; n: number }>("SELECT phase, COUNT(*) AS n FROM pods GROUP BY phase")) out[row.phase] = row.n;
@@ -299,6 +306,7 @@ function openStoreUnguarded(db: Sqlite): Store {
       if ("heldSince" in patch) put("held_since", patch.heldSince ?? null);
       if (patch.fetchAttempts !== undefined) put("fetch_attempts", patch.fetchAttempts);
       put("updated_at", now);
+      writes++;
       db.run(`UPDATE pods SET ${sets.join(", ")} WHERE uid = ?`, [...params, uid]);
     },
     close() {

@@ -252,3 +252,20 @@ describe("the hold grace period (HoldGraceSeconds)", () => {
     expect(s.condor.count("remove")).toBe(0);
   });
 });
+
+describe("the refresher's view", () => {
+  test("follows a job recorded since the last refresh and an ad that changed, and keeps what did not change", async () => {
+    const s = setup();
+    const a = await s.create("a");
+    const queued = await s.status(a.pod);
+    expect(queued).toMatchObject({ UID: a.pod.metadata.uid });
+    // A store write since the last refresh: the refresher follows the new job.
+    const b = await s.create("b");
+    expect(await s.status(b.pod)).toMatchObject({ UID: b.pod.metadata.uid });
+    expect(await s.status(a.pod)).toEqual(queued);
+    // The same jobs, one ad changed.
+    Object.assign(s.condor.queued.get(a.jid)!, { JobStatus: 5, HoldReasonCode: 1, HoldReason: "via condor_hold" });
+    expect((await s.status(a.pod)).containers[0].state.waiting).toMatchObject({ reason: "JobHeld" });
+    expect(await s.status(b.pod)).toMatchObject({ UID: b.pod.metadata.uid });
+  });
+});

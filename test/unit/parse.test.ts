@@ -2,7 +2,7 @@
 // docs/htcondor.md#json-output, docs/htcondor.md#condor_history,
 // docs/htcondor.md#job-ids-one-line-per-id).
 import { classAdString } from "../../src/core/classad.ts";
-import { adCount, type JsonAdSlices, parseAd, sameAd, sliceJobId, sliceJsonAds } from "../../src/condor/parse.ts";
+import { adCount, type JsonAdSlices, parseAd, sameAd, sliceJobNumber, sliceJsonAds } from "../../src/condor/parse.ts";
 import { describe, expect, test } from "bun:test";
 import {
   adNumber,
@@ -134,7 +134,7 @@ describe("sliceJsonAds: each ad's place in the bytes, unparsed (docs/htcondor.md
         '[\n{\n  "HoldReason": "\\"ClusterId\\": 9, \\"ProcId\\": 9",\n  "XClusterId": 8,\n  "ClusterId": 12,\n  "ProcId": 3\n}\n,\n{\n  "ClusterId": 4\n}\n]\n',
       ),
     );
-    expect([sliceJobId(s, 0), sliceJobId(s, 1)]).toEqual(["12.3", undefined]);
+    expect([0, 1].map((i) => [sliceJobNumber(s, i, "ClusterId"), sliceJobNumber(s, i, "ProcId")])).toEqual([[12, 3], [4, undefined]]);
   });
   test("the same ad is told from a changed one by its bytes, wherever it sits", () => {
     const a = sliceJsonAds(enc('[\n{\n  "ClusterId": 1,\n  "JobStatus": 1\n}\n,\n{\n  "ClusterId": 2,\n  "JobStatus": 1\n}\n]\n'));

@@ -112,3 +112,29 @@ test("the lifecycle: each transition applies only from the phases core/lifecycle
   expect(store.get("c")).toBeUndefined();
   store.close();
 });
+
+test("version: every write makes it grow, reads leave it (the refresher reads the followed jobs again only then)", () => {
+  const path = join(dir, "version.db");
+  const store = openStore(bunRuntime.openSqlite(path), path);
+  const rec = { uid: "v", name: "n", namespace: "ns", dir: "/d/v", spooled: false, containers: [], secrets: [], createdAt: 1 };
+  const seen = [store.version()];
+  const step = (write: () => unknown) => {
+    write();
+    seen.push(store.version());
+  };
+  step(() => store.accept(rec));
+  step(() => store.recordJob("v", 3, 0, 2));
+  step(() => store.update("v", { heldSince: 5 }, 5));
+  step(() => store.finish("v", "{}", 6));
+  step(() => store.requestRemoval("v", 7));
+  step(() => store.completeRemoval("v", 8));
+  step(() => store.forget("v"));
+  for (let i = 1; i < seen.length; i++) expect(seen[i]!).toBeGreaterThan(seen[i - 1]!);
+  const before = store.version();
+  store.get("v");
+  store.liveJobs();
+  store.list(["submitted"]);
+  store.countByPhase();
+  expect(store.version()).toBe(before);
+  store.close();
+});
