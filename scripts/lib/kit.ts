@@ -237,6 +237,24 @@ export async function startSidecar(spec: SidecarSpec): Promise<Running> {
   };
 }
 
+/**
+ * CPU time of a process's main thread and its time waiting for a CPU while runnable, ms
+ * (/proc/<pid>/task/<pid>/schedstat): a slow answer with a long wait was not the sidecar's doing.
+ */
+export function schedStat(pid: number): { runMs: number; waitMs: number } | undefined {
+  try {
+    const [run, wait] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ").map(Number);
+    return run === undefined || wait === undefined ? undefined : { runMs: run / 1e6, waitMs: wait / 1e6 };
+  } catch {
+    return undefined;
+  }
+}
+
+/** `ran 1.2 s, waited 0.3 s for a CPU` (schedStat differences). */
+export function cpuWait(r: { runMs?: number; waitMs?: number }): string {
+  return r.runMs === undefined || r.waitMs === undefined ? "CPU time unknown" : `ran ${fmtMs(r.runMs)}, waited ${fmtMs(r.waitMs)} for a CPU`;
+}
+
 /** Resident memory of a process, KiB (`VmRSS` of /proc/<pid>/status). */
 export function rssKiB(pid: number): number | undefined {
   try {
@@ -355,6 +373,31 @@ export interface SubmitTime {
 
 const shQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
+/** /usr/bin/nice or wherever PATH has it (undefined: not installed). */
+export const NICE = Bun.which("nice") ?? undefined;
+
+/**
+ * The command that starts a minicondor tool at `niceness`: the schedd a tool starts and the jobs
+ * that schedd runs inherit it. On a site the jobs run on worker nodes and the schedd is one C++
+ * daemon; on the emulator every tool call, every job and every condor_chirp of a job is a Bun
+ * process on the sidecar's own cores, and at the same priority they starve it (docs/performance.md#the-emulator-runs-niced).
+ */
+function niced(niceness: number): string {
+  return niceness > 0 && NICE ? `${shQuote(NICE)} -n ${niceness} ` : "";
+}
+
+/** A folder of minicondor's tools, each started at `niceness` (0: minicondor's own bin/). */
+export function emulatorBin(parent: string, niceness: number): string {
+  if (niceness <= 0 || !NICE) return CONDOR_BIN;
+  const bin = join(parent, `condor-bin-nice${niceness}`);
+  if (existsSync(bin)) return bin;
+  mkdirSync(bin, { recursive: true });
+  for (const tool of readdirSync(CONDOR_BIN)) {
+    writeFileSync(join(bin, tool), `#!/bin/bash\nexec ${niced(niceness)}${shQuote(join(CONDOR_BIN, tool))} "$@"\n`, { mode: 0o755 });
+  }
+  return bin;
+}
+
 /**
  * A folder of condor tools that are minicondor's, except condor_submit: it runs the same Bun
  * command as minicondor's launcher (one bash and one Bun process, as before), timed with bash's
@@ -362,11 +405,12 @@ const shQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
  * cannot tell which pod a submit was for (its argv is `-terse job.sub`); the folder can, so each
  * create is matched to its own condor_submit even with 100 creates in flight.
  */
-export function timedSubmitBin(parent: string): string {
+export function timedSubmitBin(parent: string, niceness = 0): string {
   const bin = join(parent, "timed-condor-bin");
   mkdirSync(bin, { recursive: true });
+  const others = emulatorBin(parent, niceness);
   for (const tool of readdirSync(CONDOR_BIN)) {
-    if (tool !== "condor_submit") symlinkSync(join(CONDOR_BIN, tool), join(bin, tool));
+    if (tool !== "condor_submit") symlinkSync(join(others, tool), join(bin, tool));
   }
   const bun = join(ROOT, "node_modules", ".bin", "bun");
   const main = join(ROOT, "test", "minicondor", "src", "main.ts");
@@ -377,7 +421,7 @@ export function timedSubmitBin(parent: string): string {
       "# bench: minicondor's condor_submit, timed, with the folder it ran in (scripts/lib/kit.ts timedSubmitBin).",
       "t0=$EPOCHREALTIME",
       `bun=${shQuote(bun)}`,
-      `"\${MINICONDOR_BUN:-$bun}" ${shQuote(main)} condor_submit "$@"`,
+      `${niced(niceness)}"\${MINICONDOR_BUN:-$bun}" ${shQuote(main)} condor_submit "$@"`,
       "rc=$?",
       'printf \'%s %s %s %s\\n\' "$t0" "$EPOCHREALTIME" "$rc" "$PWD" >>"$MINICONDOR_HOME/submits.log"',
       "exit $rc",
