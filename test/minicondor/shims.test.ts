@@ -514,6 +514,39 @@ describe("instances", () => {
     }
     expect((await app(["instance", "list"])).stdout).toBe("INSTANCE NAME    PID      IP    IMAGE\n");
   });
+
+  test("stop ends only the instance's own processes, not another process in a namespace of the same id", async () => {
+    // The kernel hands a freed namespace id to the next namespace made: when the instance's last
+    // process exits, another pod's container starting a moment later may get the same id. That
+    // container is modelled by a process entered into the instance's namespace from outside while
+    // the stop runs: it is neither the instance's nor a child of it, and must survive the stop.
+    expect((await app(["instance", "start", "docker://busybox", "sameid"])).code).toBe(0);
+    const up = path.join(work, "sameid-up");
+    const own = spawn([
+      APPTAINER,
+      "exec",
+      "instance://sameid",
+      "sh",
+      "-c",
+      `trap '' TERM; echo $$ > ${up}.tmp; mv ${up}.tmp ${up}; while :; do sleep 0.1; done`,
+    ]);
+    await waitFor(() => fs.existsSync(up));
+    const inside = fs.readFileSync(up, "utf8").trim();
+    const stop = app(["instance", "stop", "-t", "2", "sameid"]);
+    await sleep(500);
+    const other = Bun.spawn(["nsenter", `--mount=/proc/${inside}/ns/mnt`, "sleep", "300"], { stdout: "ignore", stderr: "ignore" });
+    try {
+      const r = await stop;
+      expect(r.code).toBe(0);
+      expect(r.stderr).toContain("Killing sameid instance");
+      expect((await finish(own)).code).toBe(137);
+      expect(other.exitCode).toBeNull();
+      expect(other.signalCode).toBeNull();
+    } finally {
+      other.kill("SIGKILL");
+      await other.exited;
+    }
+  });
 });
 
 describe("instance cleanup", () => {
