@@ -66,11 +66,25 @@ async function withSidecar<T>(
 
 const tools = (home: string, name: string, from = 0) => readCalls(home, from).calls.filter((c) => c.tool === name);
 
-/** `n` creates sent at once: time until every one is answered, condor_submit processes, errors. */
+/**
+ * `n` creates sent at once: time until every one is answered, condor_submit processes (and the
+ * time measured inside them), errors, and the CPU time of the sidecar's main thread meanwhile.
+ */
 async function burst(s: Awaited<ReturnType<typeof startSidecar>>, home: string, pods: Json[]) {
+  const sched0 = schedStat(s.pid);
   const t0 = performance.now();
   const replies = await Promise.all(pods.map((p) => s.client.create(p).catch((): Reply => ({ status: 0, body: "", ms: 0, start: 0, end: 0 }))));
-  return { wallMs: performance.now() - t0, submits: tools(home, "condor_submit").length, errors: replies.filter((r) => r.status !== 200).length };
+  const wallMs = performance.now() - t0;
+  const sched1 = schedStat(s.pid);
+  const submits = tools(home, "condor_submit");
+  const cpu: { runMs?: number; waitMs?: number } = sched0 && sched1 ? { runMs: sched1.runMs - sched0.runMs, waitMs: sched1.waitMs - sched0.waitMs } : {};
+  return {
+    wallMs,
+    submits: submits.length,
+    submitMs: submits.reduce((sum, c) => sum + c.ms, 0),
+    cpu,
+    errors: replies.filter((r) => r.status !== 200).length,
+  };
 }
 
 export async function batchRows(o: BatchOptions): Promise<BatchRow[]> {
@@ -89,7 +103,11 @@ export async function batchRows(o: BatchOptions): Promise<BatchRow[]> {
     const deletes = await Promise.all(ps.map((p) => s.client.remove(p.pod)));
     return { ...b, removes: tools(home, "condor_rm").length - rmBefore, deleteErrors: deletes.filter((d) => d.status !== 200).length };
   });
-  o.say(`  ${batched.submits} condor_submit, all answered in ${fmt(batched.wallMs)}; ${batched.removes} condor_rm for ${n} deletes`);
+  o.say(
+    `  ${batched.submits} condor_submit (${fmt(batched.submitMs)} inside the tool), all answered in ${fmt(batched.wallMs)}; sidecar ${
+      cpuWait(batched.cpu)
+    }; ${batched.removes} condor_rm for ${n} deletes`,
+  );
   o.say(`batching: ${n} concurrent creates with MaxSubmitBatch: 1`);
   const single = await withSidecar(o, 4, ["MaxSubmitBatch: 1"], [], (s, home) => burst(s, home, pods(n)));
   o.say(`  ${single.submits} condor_submit, all answered in ${fmt(single.wallMs)}`);
@@ -107,7 +125,9 @@ export async function batchRows(o: BatchOptions): Promise<BatchRow[]> {
     },
     {
       row: `${n} concurrent creates: time until all answered`,
-      value: `${fmt(batched.wallMs)} (MaxSubmitBatch 1: ${fmt(single.wallMs)}, ${speedup.toFixed(1)}× faster)`,
+      value: `${fmt(batched.wallMs)} (MaxSubmitBatch 1: ${fmt(single.wallMs)}, ${speedup.toFixed(1)}× faster; batched: sidecar ${cpuWait(batched.cpu)}, ${
+        fmt((batched.cpu.runMs ?? NaN) / n)
+      } per create; ${batched.submits} condor_submit ran ${fmt(batched.submitMs)} in all, measured inside the tool)`,
       target: "≥ 10× faster than MaxSubmitBatch 1",
       met: speedup >= 10,
     },
@@ -162,7 +182,9 @@ export async function batchRows(o: BatchOptions): Promise<BatchRow[]> {
     const cpu = sched0 && sched1 ? { runMs: sched1.runMs - sched0.runMs, waitMs: sched1.waitMs - sched0.waitMs } : {};
     return { seconds, q, h, latencies: sorted(latencies), errors, ended: done.size, cpu };
   });
-  const periods = f.seconds / REFRESH_SECONDS;
+  // The refresh periods that began in the window (a refresh starts each one): the target is one
+  // condor_q per period, allowing one more at the window's edge, and no more condor_history than condor_q.
+  const periods = Math.ceil(f.seconds / REFRESH_SECONDS);
   const perPeriod = (f.q + f.h) / periods;
   const perMinute = ((f.q + f.h) / f.seconds) * 60;
   const p99 = pct(f.latencies, 99) ?? NaN;
@@ -174,11 +196,11 @@ export async function batchRows(o: BatchOptions): Promise<BatchRow[]> {
   rows.push(
     {
       row: `status while ${finishing} jobs finish: condor processes`,
-      value: `${perMinute.toFixed(1)} per minute = ${perPeriod.toFixed(2)} per ${REFRESH_SECONDS} s refresh (${f.q} condor_q, ${f.h} condor_history in ${
+      value: `${perMinute.toFixed(1)} per minute = ${perPeriod.toFixed(2)} per ${REFRESH_SECONDS} s refresh period (${f.q} condor_q, ${f.h} condor_history in ${
         f.seconds.toFixed(0)
       } s; ${f.ended} of ${finishing} ended)`,
-      target: "≤ 2 per refresh period",
-      met: perPeriod <= 2 && f.q <= Math.ceil(periods) + 1 && f.ended === finishing,
+      target: "≤ 2 per refresh period (1 condor_q, ≤ 1 condor_history)",
+      met: f.q <= periods + 1 && f.h <= f.q && f.ended === finishing,
     },
     {
       row: `status while ${finishing} jobs finish: p99`,
