@@ -47,7 +47,7 @@ export function createReconcileService(c: Ctx, deletes: DeleteService): Reconcil
    * while its create was interrupted. Jobs of deleted pods are removed; the others are adopted
    * when their pod folder is still there (a pod deleted before the loss has no folder).
    */
-  async function adoptOrRemove(ads: readonly JobAd[], inQueue: boolean): Promise<void> {
+  async function adoptOrRemove(ads: readonly JobAd[], inQueue: boolean, asked: number): Promise<void> {
     // Jobs whose id is recorded are known, whatever their ad claims now (the status path checks
     // their identity). Of the others, a UID claimed by two jobs is adopted by neither.
     const claims = new Map<string, JobAd[]>();
@@ -91,7 +91,7 @@ export function createReconcileService(c: Ctx, deletes: DeleteService): Reconcil
         containers,
         secrets: [],
       };
-      c.store.adopt({ ...rec, createdAt: c.now() }, id.cluster, id.proc, c.now());
+      c.store.adopt({ ...rec, createdAt: c.now() }, id.cluster, id.proc, asked);
       c.queue.noteWidth(containers);
       c.log.info("adopted a job from the schedd", { uid, jid: jobIdString(id), inQueue });
     }
@@ -99,12 +99,19 @@ export function createReconcileService(c: Ctx, deletes: DeleteService): Reconcil
 
   async function reconcile(): Promise<void> {
     await settleInterrupted();
-    await adoptOrRemove(await c.condor.query({ constraint: c.sidecarConstraint, attributes: ADOPT_ATTRS }), true);
+    // An adopted job is known to every queue snapshot taken from the moment it was asked about,
+    // not from the moment it was recorded: a snapshot that started between the two (or in the
+    // same millisecond) would otherwise count it as just submitted, and report it as being
+    // created for one more refresh although it has ended.
+    let asked = c.now();
+    await adoptOrRemove(await c.condor.query({ constraint: c.sidecarConstraint, attributes: ADOPT_ATTRS }), true, asked);
     // Pod folders with no record: the store was lost after their jobs had left the queue.
     if (listPodDirs(c.dataRoot).some((uid) => !c.store.get(uid))) {
+      asked = c.now();
       await adoptOrRemove(
         await c.condor.history({ constraint: c.sidecarConstraint, attributes: ADOPT_ATTRS, limit: ADOPT_HISTORY_LIMIT, scanLimit: ADOPT_HISTORY_SCAN }),
         false,
+        asked,
       );
     }
     c.reconciled = true;

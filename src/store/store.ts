@@ -150,7 +150,8 @@ export interface Store {
   accept(rec: NewRecord): boolean;
   recordJob(uid: string, cluster: number, proc: number, now: number): boolean;
   abandon(uid: string): boolean;
-  adopt(rec: NewRecord, cluster: number, proc: number, now: number): boolean;
+  /** A job found in the queue or the history; `askedAt`: when that query began (its `submittedAt`). */
+  adopt(rec: NewRecord, cluster: number, proc: number, askedAt: number): boolean;
   finish(uid: string, terminal: string, now: number): boolean;
   requestRemoval(uid: string, now: number): boolean;
   completeRemoval(uid: string, now: number): boolean;
@@ -287,7 +288,7 @@ function openStoreUnguarded(db: Sqlite): Store {
     accept: (rec) => insert("accept", rec),
     recordJob: (uid, cluster, proc, now) => move("recordJob", uid, now, ", cluster = ?, proc = ?, submitted_at = ?", [cluster, proc, now]),
     abandon: (uid) => drop("abandon", uid),
-    adopt: (rec, cluster, proc, now) => insert("adopt", rec, { cluster, proc, submittedAt: now }),
+    adopt: (rec, cluster, proc, askedAt) => insert("adopt", rec, { cluster, proc, submittedAt: askedAt }),
     finish: (uid, terminal, now) => move("finish", uid, now, ", terminal = ?", [terminal]),
     requestRemoval: (uid, now) => move("requestRemoval", uid, now),
     completeRemoval: (uid, now) => move("completeRemoval", uid, now),
