@@ -128,17 +128,19 @@ describe("GET /metrics (issue 15)", () => {
   }, 60_000);
 
   test("with a credential file, its expiry is a sample", async () => {
-    const { writeFileSync, mkdtempSync } = await import("node:fs");
+    const { writeFileSync, mkdtempSync, rmSync } = await import("node:fs");
     const { join } = await import("node:path");
     const { tmpdir } = await import("node:os");
     const exp = 2_000_000_000;
-    const token = join(mkdtempSync(join(tmpdir(), "metrics-token-")), "token");
+    const dir = mkdtempSync(join(tmpdir(), "metrics-token-"));
+    const token = join(dir, "token");
     writeFileSync(token, `${btoa(JSON.stringify({ alg: "none" }))}.${btoa(JSON.stringify({ exp })).replace(/=+$/, "")}.sig\n`);
     const own = await startSidecar({ args: ["--proxy", token] });
     try {
       expect(sample((await get(own.port, "/metrics")).body, "htcondor_sidecar_credential_expiry_timestamp_seconds")).toBe(exp);
     } finally {
       await own.destroy();
+      rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
 
