@@ -97,6 +97,7 @@ describe("sh", () => {
     const r = Bun.spawnSync(["/bin/bash", "-c", sh`printf '%s\n' ${values} >/dev/null`], { cwd: dir });
     expect(r.exitCode).toBe(0);
     const ls = Bun.spawnSync(["ls", "-A", dir]).stdout.toString();
+    Bun.spawnSync(["rm", "-rf", "--", dir]);
     expect(ls).toBe("");
   });
 });
