@@ -208,7 +208,7 @@ export function removePodDirKeepingLog(dir: string, secrets: readonly string[] =
     return { kept: true };
   } catch (err) {
     removePodDir(dir);
-    return { kept: false, problem: `Cannot keep ${WRAPPER_LOG} in ${dir}: ${err instanceof Error ? err.message : String(err)}` };
+    return { kept: false, problem: `Cannot keep ${JSON.stringify(join(dir, WRAPPER_LOG))}: ${err instanceof Error ? err.message : String(err)}` };
   }
 }
 
