@@ -756,12 +756,16 @@ host_exec() {
 }
 
 # watched <label> <command...>: runs a command in the background, killing it on a stop. Its
-# output goes to wrapper.log when it ends, and its last non-blank line to WATCHED_LAST, so that
-# a failure can say in the container's status what the runtime said.
+# output goes to wrapper.log when it ends, and the line that says why it failed to WATCHED_WHY,
+# for the container's status (docs/status.md#why-a-container-did-not-start): the runtime's first
+# `FATAL:` line (a fatal error ends the process that prints it; the runtime's parent process
+# prints a later, vaguer one when its child died), else its usage error (`Error for command …`,
+# or cobra's `Error: …` for an unknown command), else its last `ERROR:` line, else its last
+# non-blank line. The runtime prints these prefixes without colour since stderr is a file.
 watched() {
-  local label=$1 pid rc line file=$RUN_DIR/watched.$BASHPID
+  local label=$1 pid rc line file=$RUN_DIR/watched.$BASHPID fatal='' usage='' error='' last=''
   shift
-  WATCHED_LAST=''
+  WATCHED_WHY=''
   "$@" </dev/null >"$file" 2>&1 &
   pid=$!
   while kill -0 "$pid" 2>/dev/null; do
@@ -773,8 +777,15 @@ watched() {
   while IFS= read -r line || [[ -n $line ]]; do
     stamp
     printf '%s %s: %s\n' "$TS" "$label" "$line" >>"$WLOG"
-    [[ -n ${line//[[:space:]]/} ]] && WATCHED_LAST=${line:0:1024}
+    [[ -n ${line//[[:space:]]/} ]] || continue
+    last=${line:0:1024}
+    case $line in
+      FATAL:*) [[ -n $fatal ]] || fatal=$last ;;
+      'Error for command '* | 'Error: '*) usage=$last ;;
+      ERROR:*) error=$last ;;
+    esac
   done <"$file"
+  WATCHED_WHY=${fatal:-${usage:-${error:-$last}}}
   rm -f -- "$file"
   return "$rc"
 }
@@ -866,7 +877,7 @@ run_once() {
     if ((RC != 0)); then
       wlog "instance start failed (exit $RC)"
       now
-      S_STARTED=$NOW S_FINISHED=$NOW END_REASON=StartError S_MESSAGE=$WATCHED_LAST
+      S_STARTED=$NOW S_FINISHED=$NOW END_REASON=StartError S_MESSAGE=$WATCHED_WHY
       if stop_requested; then
         END_REASON=$STOP_REASON RC=143
         timeout -k 2 30 "$RT" instance stop -F "$INST" </dev/null >/dev/null 2>&1

@@ -4,7 +4,7 @@
  */
 import { jobIdString } from "../condor/parse.ts";
 import type { PodRef } from "../core/requests.ts";
-import { podDir, removePodDir } from "../store/files.ts";
+import { podDir, removePodDirKeepingLog } from "../store/files.ts";
 import type { PodRecord } from "../store/store.ts";
 import { type Ctx, errorText, findJobByUid, jid, jobId, secretPaths } from "./context.ts";
 
@@ -36,7 +36,10 @@ export function createDeleteService(c: Ctx): DeleteService {
       c.log.warn("condor_rm failed; the reaper will retry", { uid: r.uid, jid: job, error: errorText(err) });
       return { outcome: "pending", job };
     }
-    removePodDir(r.dir, secretPaths(r));
+    // The wrapper's log stays while the tombstone lives, for the operator who asks why the pod
+    // failed after interLink has deleted it (docs/logs.md#the-wrappers-log); the reaper removes it.
+    const { problem } = removePodDirKeepingLog(r.dir, secretPaths(r));
+    if (problem !== undefined) c.log.warn("the wrapper's log of a deleted pod is not kept", { uid: r.uid, error: problem });
     c.store.completeRemoval(r.uid, c.now());
     c.lastFetch.delete(r.uid);
     return { outcome, job };

@@ -5,7 +5,7 @@
  */
 import { type JobAd, jobIdString } from "../condor/parse.ts";
 import { parseContainerList } from "../core/container-list.ts";
-import { isDir, listPodDirs, podDir, removePodDir } from "../store/files.ts";
+import { holdsOnlyKeptLog, isDir, listPodDirs, podDir, removePodDir } from "../store/files.ts";
 import { type Ctx, errorText, findJobsByUid, secretPaths, UidConflict } from "./context.ts";
 import type { DeleteService } from "./delete.ts";
 
@@ -105,7 +105,14 @@ export function createReconcileService(c: Ctx, deletes: DeleteService): Reconcil
     // created for one more refresh although it has ended.
     let asked = c.now();
     await adoptOrRemove(await c.condor.query({ constraint: c.sidecarConstraint, attributes: ADOPT_ATTRS }), true, asked);
-    // Pod folders with no record: the store was lost after their jobs had left the queue.
+    // Pod folders with no record: the store was lost after their jobs had left the queue. A
+    // folder that holds only the wrapper log kept after a delete lost its tombstone with the
+    // store: it goes, as it would have when the tombstone expired, and its job is not adopted.
+    const unknown = listPodDirs(c.dataRoot).filter((uid) => !c.store.get(uid));
+    for (const uid of unknown.filter((u) => holdsOnlyKeptLog(podDir(c.dataRoot, u)))) {
+      removePodDir(podDir(c.dataRoot, uid));
+      c.log.info("removed the kept wrapper log of a pod deleted before the store was lost", { uid });
+    }
     if (listPodDirs(c.dataRoot).some((uid) => !c.store.get(uid))) {
       asked = c.now();
       await adoptOrRemove(
@@ -129,7 +136,14 @@ export function createReconcileService(c: Ctx, deletes: DeleteService): Reconcil
     // Together, so that the remover sends them as one condor_rm.
     await Promise.all(c.store.list(["removing"]).map((r) => deletes.removeJob(r)));
     for (const r of c.store.list(["deleted"])) {
-      if (c.now() - r.updatedAt > TOMBSTONE_TTL_MS) c.store.forget(r.uid);
+      if (c.now() - r.updatedAt <= TOMBSTONE_TTL_MS) continue;
+      // What a delete left of the pod folder (its wrapper log) lives as long as the tombstone.
+      try {
+        removePodDir(r.dir);
+      } catch (err) {
+        c.log.warn("cannot remove the kept wrapper log of a deleted pod", { uid: r.uid, error: errorText(err) });
+      }
+      c.store.forget(r.uid);
     }
   }
 

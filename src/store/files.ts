@@ -17,6 +17,7 @@ import {
   realpathSync,
   rmSync,
   writeFileSync,
+  writeSync,
 } from "node:fs";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import type { PodFile } from "../core/types.ts";
@@ -148,6 +149,82 @@ export function readJobFile(f: JobFile, from: number, max: number): Uint8Array {
       return buf.subarray(0, Math.max(0, n));
     }) ?? new Uint8Array()
   );
+}
+
+/** The wrapper's own log in a pod folder (docs/logs.md#the-wrappers-log). */
+export const WRAPPER_LOG = "podstate/wrapper.log";
+/**
+ * How much of the wrapper's log a deleted pod keeps: its end, from the start of a line. A
+ * wrapper logs a few lines per state change and per failed probe, so this holds the whole log of
+ * all but a long-flapping pod, and bounds what a day of tombstones can take on disk.
+ */
+export const KEPT_LOG_MAX = 1024 * 1024;
+
+/** The last `max` bytes of a job file, from the start of a line when cut; undefined when it does not exist. */
+function readJobFileTail(f: JobFile, max: number): Uint8Array | undefined {
+  return withJobFile(f, (fd, size) => {
+    const from = Math.max(0, size - max);
+    const buf = new Uint8Array(size - from);
+    let got = 0;
+    while (got < buf.byteLength) {
+      const n = readSync(fd, buf, got, buf.byteLength - got, from + got);
+      if (n <= 0) break;
+      got += n;
+    }
+    const bytes = buf.subarray(0, got);
+    const nl = from > 0 ? bytes.indexOf(0x0a) : -1;
+    return nl >= 0 ? bytes.subarray(nl + 1) : bytes;
+  });
+}
+
+/**
+ * Removes a deleted pod's folder, keeping only the end of its wrapper log, at its place, for as
+ * long as the pod's tombstone lives (docs/logs.md#the-wrappers-log). The job could have left
+ * anything there, so the log is read through openJobFile's checked descriptor (no symlink, hard
+ * link, FIFO or path leading out) before the folder goes, and its bytes are then written into a
+ * file and folders the sidecar creates afresh, exclusively: nothing the job made survives the
+ * delete, not even the file itself. Returns why the log was not kept, when there was one.
+ */
+export function removePodDirKeepingLog(dir: string, secrets: readonly string[] = []): { kept: boolean; problem?: string } {
+  let bytes: Uint8Array | undefined;
+  let problem: string | undefined;
+  try {
+    bytes = readJobFileTail({ dir, rel: WRAPPER_LOG }, KEPT_LOG_MAX);
+  } catch (err) {
+    // Whatever the log is, the folder (and its secrets) must still go.
+    problem = err instanceof Error ? err.message : String(err);
+  }
+  removePodDir(dir, secrets);
+  if (bytes === undefined) return { kept: false, problem };
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+    mkdirSync(join(dir, dirname(WRAPPER_LOG)), { mode: 0o700 });
+    const fd = openSync(join(dir, WRAPPER_LOG), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    try {
+      for (let off = 0; off < bytes.byteLength;) off += writeSync(fd, bytes, off, bytes.byteLength - off);
+    } finally {
+      closeSync(fd);
+    }
+    return { kept: true };
+  } catch (err) {
+    removePodDir(dir);
+    return { kept: false, problem: `Cannot keep ${JSON.stringify(join(dir, WRAPPER_LOG))}: ${err instanceof Error ? err.message : String(err)}` };
+  }
+}
+
+/**
+ * Whether a pod folder holds nothing but the wrapper log kept after its pod's delete: a folder
+ * of a pod still known always holds its wrapper (job.sh) as well.
+ */
+export function holdsOnlyKeptLog(dir: string): boolean {
+  try {
+    const top = readdirSync(dir, { withFileTypes: true });
+    if (top.length !== 1 || top[0]!.name !== dirname(WRAPPER_LOG) || !top[0]!.isDirectory()) return false;
+    const inner = readdirSync(join(dir, dirname(WRAPPER_LOG)), { withFileTypes: true });
+    return inner.length === 1 && inner[0]!.name === basename(WRAPPER_LOG) && inner[0]!.isFile();
+  } catch {
+    return false;
+  }
 }
 
 /** A state file is one short line; more is not a state file. */

@@ -230,7 +230,7 @@ describe("tools that fail, hang or warn", () => {
     faults(sc, {});
   }, 90_000);
 
-  test("a delete after status saw the job end: condor_rm of the recorded id all the same, 200, files gone", async () => {
+  test("a delete after status saw the job end: condor_rm of the recorded id all the same, 200, files gone but the wrapper's log", async () => {
     const sc = await start();
     const r = pod("gone", "true");
     const created = JSON.parse((await sc.call("POST", "/create", r)).body) as { PodJID: string };
@@ -238,7 +238,8 @@ describe("tools that fail, hang or warn", () => {
     const d = await sc.call("POST", "/delete", r.pod);
     expect(d.status).toBe(200);
     expect(d.body).toMatch(/had already ended/);
-    expect(readdirSync(join(sc.dataRoot, "pods"))).not.toContain(r.pod.metadata.uid);
+    // Only the wrapper's log stays, while the tombstone lives (docs/logs.md#the-wrappers-log).
+    expect((readdirSync(join(sc.dataRoot, "pods", r.pod.metadata.uid), { recursive: true }) as string[]).sort()).toEqual(["podstate", "podstate/wrapper.log"]);
     // A final status may come from a job that only hid itself (issue 12, class 4): the recorded
     // id is removed whatever the pod's status says.
     const rms = callsOf(sc, "condor_rm");
@@ -272,7 +273,8 @@ describe("tools that fail, hang or warn", () => {
     const d = await sc.call("POST", "/delete", r.pod);
     expect(d.status).toBe(200);
     expect(d.body).toContain(`job ${jid} had already ended`);
-    expect(readdirSync(join(sc.dataRoot, "pods"))).not.toContain(r.pod.metadata.uid);
+    // Only the wrapper's log stays, while the tombstone lives (docs/logs.md#the-wrappers-log).
+    expect((readdirSync(join(sc.dataRoot, "pods", r.pod.metadata.uid), { recursive: true }) as string[]).sort()).toEqual(["podstate", "podstate/wrapper.log"]);
     expect(callsOf(sc, "condor_rm").length).toBe(1);
   }, 90_000);
 

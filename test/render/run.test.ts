@@ -408,6 +408,53 @@ const prefixed = scenario(
   }),
 );
 
+// A runtime whose `instance start` fails with the given output and exit code; every other call
+// goes to the shim. The outputs are the real CLIs' formats (docs/status.md#why-a-container-did-not-start).
+function failingStart(output: string, exitCode: number): string {
+  const dir = tempDir("failing-start-");
+  const rt = join(dir, "apptainer");
+  writeFileSync(
+    rt,
+    `#!/bin/bash\nif [[ \${1:-} == instance && \${2:-} == start ]]; then\n  printf '%s' ${shQuote(output)} >&2\n  exit ${exitCode}\nfi\n` +
+      `exec ${shQuote(SHIM)} "$@"\n`,
+    { mode: 0o755 },
+  );
+  return rt;
+}
+
+// cmd/internal/cli/apptainer.go (every release 1.1 to 1.5; singularity.go alike in SingularityCE
+// 3.10 to 4.x): a flag error prints the error, the command's flag table, then the help hint, and
+// exits 1.
+const USAGE_ERROR = 'Error for command "start": unknown flag: --pid\n\n' +
+  "Options for start command:\n\n" +
+  "      --add-caps string        a comma separated capability list to add\n" +
+  "      --allow-setuid           allow setuid binaries in container (root only)\n" +
+  "      --cleanenv               clean environment before running container\n" +
+  "  -h, --help                   help for start\n" +
+  "      --no-eval                do not shell evaluate env vars or OCI container CMD/ENTRYPOINT/ARGS\n" +
+  "\nRun 'apptainer --help' for more detailed usage information.\n";
+
+// As Apptainer 1.3 printed it for an instance whose container could not be created
+// (apptainer/apptainer#2189): the instance's own lines, then its parent's vaguer FATAL.
+const CREATION_FAILED = "INFO:    Using cached SIF image\n" +
+  "ERROR:   container cleanup failed: no instance found with name a1\n" +
+  "FATAL:   container creation failed: while applying cgroups config: Interactive authentication required.\n\n" +
+  "FATAL:   while executing starter: failed to start instance: while running /usr/libexec/apptainer/bin/starter: exit status 255\n";
+
+function startFails(output: string, exitCode: number): Promise<Outcome> {
+  return scenario(
+    plan({
+      runtime: { pinned: failingStart(output, exitCode), searchPath: [], noHome: true, oldRuntime: "warn" },
+      containers: [sh("main", "touch /shared/main-ran")],
+    }),
+  );
+}
+
+const usageError = startFails(USAGE_ERROR, 1);
+const creationFailed = startFails(CREATION_FAILED, 255);
+const onlyErrorLines = startFails("INFO:    starting\nERROR:   first problem\nERROR:   second problem\nsome trailing note\n", 255);
+const noPrefix = startFails("something went wrong\nthe last words\n\n", 3);
+
 const host = scenario(
   plan({
     containers: [
@@ -929,6 +976,43 @@ describe("failures before the containers", () => {
     const o = await prefixed;
     expect(o.code).toBe(0);
     expect(logText(o.dir, "main")).toEqual(["via-prefix"]);
+  });
+});
+
+// docs/status.md#why-a-container-did-not-start
+describe("a container that cannot start says why", () => {
+  test("a usage error: the message is the `Error for command` line, not the help hint after it", async () => {
+    const o = await usageError;
+    expect(o.code).not.toBe(0);
+    expect(readState(o.dir, "main")).toMatchObject({
+      state: "terminated",
+      reason: "StartError",
+      message: 'Error for command "start": unknown flag: --pid',
+    });
+    // The whole output is in the wrapper's log.
+    expect(wrapperLog(o.dir)).toContain("Options for start command:");
+    expect(wrapperLog(o.dir)).toContain("Run 'apptainer --help' for more detailed usage information.");
+    expect(existsSync(join(o.dir, "emptydir/shared/main-ran"))).toBe(false);
+  });
+
+  test("the first FATAL line, the cause, over the parent's later one and any ERROR", async () => {
+    const o = await creationFailed;
+    expect(readState(o.dir, "main")).toMatchObject({
+      state: "terminated",
+      reason: "StartError",
+      message: "FATAL:   container creation failed: while applying cgroups config: Interactive authentication required.",
+    });
+    expect(wrapperLog(o.dir)).toContain("FATAL:   while executing starter: failed to start instance");
+  });
+
+  test("without FATAL, the last ERROR line", async () => {
+    const o = await onlyErrorLines;
+    expect(readState(o.dir, "main")).toMatchObject({ reason: "StartError", message: "ERROR:   second problem" });
+  });
+
+  test("with none of these prefixes, the last non-blank line", async () => {
+    const o = await noPrefix;
+    expect(readState(o.dir, "main")).toMatchObject({ reason: "StartError", message: "the last words" });
   });
 });
 

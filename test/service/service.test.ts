@@ -3,7 +3,7 @@
 // reasonable time or at all: a job lost from queue and history, tombstone expiry, credential
 // expiry, the spooled-output fetch limit and the hold grace period.
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseConfig, planConfig } from "../../src/config.ts";
@@ -137,6 +137,44 @@ describe("tombstones", () => {
     await s.service.reap();
     expect(s.store.get(u)).toBeUndefined();
     expect(s.condor.count("submit")).toBe(0);
+  });
+});
+
+describe("the wrapper's log after a delete (docs/logs.md#the-wrappers-log)", () => {
+  test("is all that stays of the pod folder while the tombstone lives, and goes with it", async () => {
+    const s = setup();
+    const { pod, jid } = await s.create("failed-start");
+    const dir = join(s.dataRoot, "pods", pod.metadata.uid);
+    // The output that came back with the job.
+    mkdirSync(join(dir, "podstate"), { recursive: true });
+    writeFileSync(join(dir, "podstate/wrapper.log"), "FATAL:   could not open image\n");
+    writeFileSync(join(dir, "podstate/c.main"), "1 terminated StartError 255 - - 0 0 - - - - -\n");
+    s.condor.end(jid, { JobStatus: 4, ExitCode: 255, ExitBySignal: false });
+    expect((await s.status(pod)).containers[0].state.terminated).toBeDefined();
+    expect(await s.service.remove(s.ref(pod))).toContain("deleted");
+    expect((readdirSync(dir, { recursive: true }) as string[]).sort()).toEqual(["podstate", "podstate/wrapper.log"]);
+    expect(readFileSync(join(dir, "podstate/wrapper.log"), "utf8")).toBe("FATAL:   could not open image\n");
+    s.advance(24 * 3600 * 1000 - 1000);
+    await s.service.reap();
+    expect(existsSync(join(dir, "podstate/wrapper.log"))).toBe(true);
+    s.advance(2000);
+    await s.service.reap();
+    expect(s.store.get(pod.metadata.uid)).toBeUndefined();
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  // A local job's output returns only when it exits (when_to_transfer_output = ON_EXIT); a
+  // spooled job's only through condor_transfer_data, which a delete never runs.
+  test.each([["local", false], ["spooled", true]] as const)("a %s pod deleted while its job runs keeps nothing", async (_what, spool) => {
+    const s = setup({ spool });
+    const { pod } = await s.create("running");
+    const dir = join(s.dataRoot, "pods", pod.metadata.uid);
+    expect((await s.status(pod)).containers[0].state.waiting).toBeDefined();
+    expect(await s.service.remove(s.ref(pod))).toContain("removed");
+    expect(existsSync(dir)).toBe(false);
+    expect(s.condor.count("transferData")).toBe(0);
+    await s.service.reap();
+    expect(existsSync(dir)).toBe(false);
   });
 });
 
