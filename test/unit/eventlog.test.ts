@@ -10,7 +10,9 @@ import {
   emptyRateWindow,
   EVENT,
   EVENTS_PER_JOB_PER_MINUTE,
+  type FileChange,
   type JobEvent,
+  type LogFormat,
   nextBoundary,
   readEventLog,
   type ReadOptions,
@@ -259,7 +261,7 @@ describe("readEventLog: hostile input (docs/htcondor.md#what-a-job-can-write-int
 describe("formats (docs/htcondor.md#formats-of-the-log)", () => {
   const xml = '<?xml version="1.0"?>\n<!DOCTYPE classad SYSTEM "classads.dtd">\n<c>\n    <a n="MyType"><s>SubmitEvent</s></a>\n</c>\n';
   const json = '{\n    "EventTypeNumber": 0,\n    "MyType": "SubmitEvent"\n}\n';
-  const cases: [string, string, string][] = [
+  const cases: [string, string, LogFormat][] = [
     ["classic", GOLDEN[0]![1], "classic"],
     ["XML", xml, "xml"],
     ["JSON", json, "json"],
@@ -286,7 +288,7 @@ describe("formats (docs/htcondor.md#formats-of-the-log)", () => {
 
 describe("compareLogFile and boundaryIntact (docs/htcondor.md#following-the-log)", () => {
   const saved = { offset: 100, inode: 7, size: 120 };
-  const cases: [string, { inode: number; size: number }, string][] = [
+  const cases: [string, { inode: number; size: number }, FileChange][] = [
     ["grown", { inode: 7, size: 500 }, "continue"],
     ["unchanged", { inode: 7, size: 120 }, "continue"],
     ["shorter than the last size", { inode: 7, size: 110 }, "truncated"],
