@@ -10,7 +10,7 @@
  */
 import type { JobId } from "./parse.ts";
 
-/** The events the sidecar acts on (docs/htcondor.md#which-events-the-sidecar-reads). */
+/** The events the sidecar acts on (docs/htcondor.md#the-events-as-written). */
 export const EVENT = {
   submit: 0,
   execute: 1,
