@@ -1759,4 +1759,43 @@ exit 3
     expect(evicted).toEndWith(" \n...\n");
     expect(block(log, "005", a)[0]!.split("\n")[1]).toBe("\t(1) Normal termination (return value 3)");
   }, 90_000);
+
+  test("many jobs, one file: every event whole; condor_vacate_job -fast of a cluster; 033 only for set_job_attr", async () => {
+    const h = newHome({ delayedUpdateMs: 200 });
+    const o = { home: h };
+    const d = fs.mkdtempSync(path.join(work, "evlog-"));
+    writeFile(
+      "quick.sh",
+      `#!/bin/bash
+$_CONDOR_BIN/../libexec/condor_chirp set_job_attr_delayed ChirpX 1
+$_CONDOR_BIN/../libexec/condor_chirp set_job_attr InterLinkP$2 '"p"'
+exit $2
+`,
+      0o755,
+      d,
+    );
+    const sub = "log = shared.log\nshould_transfer_files = YES\n+WantIOProxy = true\n";
+    const q = await submit(`executable = quick.sh\narguments = x $(Process)\n${sub}queue 12\n`, [], { ...o, cwd: d });
+    const s2 = await submit(`executable = ${path.join(work, "sleeper.sh")}\n${sub}queue 2\n`, [], { ...o, cwd: d });
+    await waitQ(String(s2), ["JobStatus"], "2\n2", o);
+    const v = await run("condor_vacate_job", ["-fast", String(s2)], o);
+    expect([v.stdout, v.stderr, v.code]).toEqual([`All jobs in cluster ${s2} have been fast-vacated\n`, "", 0]);
+    const log = path.join(d, "shared.log");
+    const count = (t: number) => readLog(log).events.filter((e) => e.cluster === s2 && e.type === t).length;
+    await waitFor(() => count(4) === 2, 15_000);
+    await waitQ(String(s2), ["JobStatus"], "2\n2", o);
+    expect((await run("condor_rm", [String(s2)], o)).code).toBe(0);
+    await waitFor(async () => (await run("condor_q", ["-af", "JobId"], o)).stdout === "", 20_000);
+    await waitFor(() => count(9) === 2, 15_000);
+
+    const r = readLog(log);
+    expect([r.format, r.malformed, r.unknown, r.pendingBytes]).toEqual(["classic", 0, 0, 0]);
+    for (let p = 0; p < 12; p++) {
+      const mine = r.events.filter((e) => e.cluster === q && e.proc === p);
+      expect(mine.map((e) => e.type)).toEqual([0, 1, 33, 5]);
+      expect(mine[2]!.attribute).toBe(`InterLinkP${p}`);
+      expect(mine[3]!.exitCode).toBe(p);
+    }
+    for (const p of [0, 1]) expect(r.events.filter((e) => e.cluster === s2 && e.proc === p).map((e) => e.type)).toEqual([0, 1, 4, 1, 9]);
+  }, 90_000);
 });
