@@ -1673,3 +1673,129 @@ describe("load and cleanliness (issue 3: 200 jobs at once, no stray processes)",
     expect(homes.flatMap((h) => pidsWithEnvEntry(`MINICONDOR_HOME=${h}`))).toEqual([]);
   }, 35_000);
 });
+
+// ---------------------------------------------------------------------------------------------
+import { readEventLog } from "../../src/condor/eventlog.ts";
+// The job event log as the schedd and the shadow write it (docs/htcondor.md#the-job-event-log), read back with
+// the sidecar's own reader; condor_vacate_job (src/condor_rm.V6/rm.cpp, schedd.cpp abort_job_myself).
+describe("the job event log (docs/htcondor.md#the-events-as-written, docs/htcondor.md#condor_vacate_job)", () => {
+  const readLog = (file: string) =>
+    readEventLog(new Uint8Array(fs.readFileSync(file)), 0, { year: new Date().getFullYear(), localOffsetMinutes: -new Date().getTimezoneOffset() });
+  const blocks = (file: string) => fs.readFileSync(file, "utf8").split(/(?<=\n\.\.\.\n)/);
+  const block = (file: string, type: string, c: number) => blocks(file).filter((b) => b.startsWith(`${type} (${String(c).padStart(3, "0")}.000.000) `));
+
+  test("submit, execute, 033 set and changed, hold, release, vacate, evict, terminate, abort: one shared log", async () => {
+    const h = newHome({ sharedFileSystem: false });
+    const o = { home: h };
+    const d = fs.mkdtempSync(path.join(work, "evlog-"));
+    const go = path.join(d, "go");
+    writeFile(
+      "state.sh",
+      `#!/bin/bash
+chirp=$_CONDOR_BIN/../libexec/condor_chirp
+$chirp set_job_attr InterLinkTestState '"one"'
+$chirp set_job_attr InterLinkTestState '"two"'
+while [ ! -e "$1" ]; do sleep 0.1; done
+exit 3
+`,
+      0o755,
+      d,
+    );
+    const common = "log = ev.log\nshould_transfer_files = YES\n";
+    const a = await submit(`executable = state.sh\narguments = ${go}\n+WantIOProxy = true\n${common}queue\n`, [], { ...o, cwd: d });
+    const b = await submit(`executable = ${path.join(work, "sleeper.sh")}\n${common}queue\n`, [], { ...o, cwd: d });
+    const log = path.join(d, "ev.log");
+    await waitQ(`${a}.0`, ["JobStatus", "InterLinkTestState"], "2 two", o);
+    await waitQ(`${b}.0`, ["JobStatus"], "2", o);
+
+    // condor_vacate_job: a running job goes back to idle and runs again (rm.cpp: "vacated")
+    const v = await run("condor_vacate_job", [`${a}.0`], o);
+    expect([v.stdout, v.stderr, v.code]).toEqual([`Job ${a}.0 vacated\n`, "", 0]);
+    await waitFor(() => block(log, "004", a).length === 1, 15_000);
+    await waitFor(() => block(log, "033", a).length === 4, 15_000);
+    expect(await qAf(`${a}.0`, ["JobStatus", "VacateReason", "VacateReasonCode", "NumJobStarts"], o)).toBe("2 Job vacated by schedd 1022 2");
+
+    // hold, a vacate of a job that is not running, release, remove
+    expect((await run("condor_hold", [`${b}.0`], o)).code).toBe(0);
+    const nv = await run("condor_vacate_job", [`${b}.0`], o);
+    expect([nv.stdout, nv.stderr, nv.code]).toEqual(["", `\nJob ${b}.0 not running to be vacated\n`, 1]);
+    await waitFor(async () => !(await run("condor_status", ["-af", "JobId"], o)).stdout.includes(`${b}.0`), 15_000);
+    expect((await run("condor_release", [`${b}.0`], o)).code).toBe(0);
+    await waitQ(`${b}.0`, ["JobStatus"], "2", o);
+    expect((await run("condor_rm", [`${b}.0`], o)).code).toBe(0);
+    fs.writeFileSync(go, "");
+    await waitDone(`${a}.0`, o);
+    await waitDone(`${b}.0`, o);
+    await waitFor(() => block(log, "009", b).length === 1, 15_000);
+
+    const r = readLog(log);
+    expect([r.format, r.malformed, r.unknown, r.pendingBytes, r.offset]).toEqual(["classic", 0, 0, 0, fs.statSync(log).size]);
+    const seq = (c: number) => r.events.filter((e) => e.cluster === c).map((e) => e.type);
+    expect(seq(a)).toEqual([0, 1, 33, 33, 4, 1, 33, 33, 5]);
+    expect(seq(b)).toEqual([0, 1, 12, 13, 1, 9]);
+    expect(r.events.find((e) => e.type === 5)).toMatchObject({ cluster: a, proc: 0, exitCode: 3 });
+    expect(r.events.filter((e) => e.type === 33).map((e) => e.attribute)).toEqual(Array(4).fill("InterLinkTestState"));
+    for (const e of r.events) expect(Math.abs(e.time - Date.now() / 1000)).toBeLessThan(600);
+
+    // byte for byte where the sidecar reads: the header (ISO date, local time), the first lines, 005's exit line
+    const header = /^\d{3} \(\d{3,}\.\d{3}\.000\) \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S/;
+    for (const bl of blocks(log)) expect(bl).toMatch(header);
+    const first = (t: string, c: number) => block(log, t, c).map((x) => x.split("\n")[0]!.slice(x.indexOf(") ") + 22));
+    expect(first("033", a)).toEqual([
+      'Setting job attribute InterLinkTestState to "one"',
+      'Changing job attribute InterLinkTestState from "one" to "two"',
+      'Changing job attribute InterLinkTestState from "two" to "one"',
+      'Changing job attribute InterLinkTestState from "one" to "two"',
+    ]);
+    expect(first("000", a)[0]).toMatch(/^Job submitted from host: <127\.0\.0\.1:\d+\?.*>$/);
+    expect(first("001", a)[0]).toMatch(/^Job executing on host: <127\.0\.0\.1:\d+\?.*>$/);
+    const evicted = block(log, "004", a)[0]!;
+    expect(evicted.slice(evicted.indexOf(") ") + 22)).toStartWith(
+      "Job was evicted. Code 1022 Subcode 0\n\t(0) CPU times\n" +
+        "\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  Run Remote Usage\n\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  Run Local Usage\n" +
+        "\t0  -  Run Bytes Sent By Job\n\t0  -  Run Bytes Received By Job\n\tReason: Job vacated by schedd\n" +
+        "\tPartitionable Resources :    Usage  Request Allocated \n",
+    );
+    expect(evicted).toEndWith(" \n...\n");
+    expect(block(log, "005", a)[0]!.split("\n")[1]).toBe("\t(1) Normal termination (return value 3)");
+  }, 90_000);
+
+  test("many jobs, one file: every event whole; condor_vacate_job -fast of a cluster; 033 only for set_job_attr", async () => {
+    const h = newHome({ delayedUpdateMs: 200 });
+    const o = { home: h };
+    const d = fs.mkdtempSync(path.join(work, "evlog-"));
+    writeFile(
+      "quick.sh",
+      `#!/bin/bash
+$_CONDOR_BIN/../libexec/condor_chirp set_job_attr_delayed ChirpX 1
+$_CONDOR_BIN/../libexec/condor_chirp set_job_attr InterLinkP$2 '"p"'
+exit $2
+`,
+      0o755,
+      d,
+    );
+    const sub = "log = shared.log\nshould_transfer_files = YES\n+WantIOProxy = true\n";
+    const q = await submit(`executable = quick.sh\narguments = x $(Process)\n${sub}queue 12\n`, [], { ...o, cwd: d });
+    const s2 = await submit(`executable = ${path.join(work, "sleeper.sh")}\n${sub}queue 2\n`, [], { ...o, cwd: d });
+    await waitQ(String(s2), ["JobStatus"], "2\n2", o);
+    const v = await run("condor_vacate_job", ["-fast", String(s2)], o);
+    expect([v.stdout, v.stderr, v.code]).toEqual([`All jobs in cluster ${s2} have been fast-vacated\n`, "", 0]);
+    const log = path.join(d, "shared.log");
+    const count = (t: number) => readLog(log).events.filter((e) => e.cluster === s2 && e.type === t).length;
+    await waitFor(() => count(4) === 2, 15_000);
+    await waitQ(String(s2), ["JobStatus"], "2\n2", o);
+    expect((await run("condor_rm", [String(s2)], o)).code).toBe(0);
+    await waitFor(async () => (await run("condor_q", ["-af", "JobId"], o)).stdout === "", 20_000);
+    await waitFor(() => count(9) === 2, 15_000);
+
+    const r = readLog(log);
+    expect([r.format, r.malformed, r.unknown, r.pendingBytes]).toEqual(["classic", 0, 0, 0]);
+    for (let p = 0; p < 12; p++) {
+      const mine = r.events.filter((e) => e.cluster === q && e.proc === p);
+      expect(mine.map((e) => e.type)).toEqual([0, 1, 33, 5]);
+      expect(mine[2]!.attribute).toBe(`InterLinkP${p}`);
+      expect(mine[3]!.exitCode).toBe(p);
+    }
+    for (const p of [0, 1]) expect(r.events.filter((e) => e.cluster === s2 && e.proc === p).map((e) => e.type)).toEqual([0, 1, 4, 1, 9]);
+  }, 90_000);
+});

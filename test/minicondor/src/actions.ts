@@ -1,4 +1,4 @@
-// condor_rm / condor_hold / condor_release, condor_transfer_data, condor_tail.
+// condor_rm / condor_hold / condor_release / condor_vacate_job, condor_transfer_data, condor_tail.
 // docs/htcondor.md#condor_rm-condor_hold-condor_release, docs/htcondor.md#condor_tail,
 // docs/htcondor.md#condor_transfer_data; docs/htcondor.md#key-observations/docs/htcondor.md#transcripts
 // The option handling and messages follow src/condor_rm.V6/rm.cpp of htcondor/htcondor.
@@ -27,17 +27,23 @@ import {
   tx,
   VERSION,
 } from "./common.ts";
-import { ensureSchedd, finalizeRemoved, removeSpool } from "./schedd.ts";
+import { ensureSchedd, finalizeRemoved, removeSpool, requestVacate } from "./schedd.ts";
 import { ulog } from "./userlog.ts";
 import { copyTo, parseRemaps } from "./files.ts";
 
-type Mode = "rm" | "forcex" | "hold" | "release";
+type Mode = "rm" | "forcex" | "hold" | "release" | "vacate" | "vacate-fast";
 const WORDS: Record<Mode, { past: string; verb: string }> = {
   rm: { past: "marked for removal", verb: "remove" },
   forcex: { past: "removed locally (remote state unknown)", verb: "remove" },
   hold: { past: "held", verb: "hold" },
   release: { past: "released", verb: "release" },
+  vacate: { past: "vacated", verb: "vacate" },
+  "vacate-fast": { past: "fast-vacated", verb: "fast-vacate" },
 };
+
+// schedd.cpp abort_job_myself: the reason a condor_vacate_job gives the shadow, unless the job has one already
+const VACATE_REASON = "Job vacated by schedd";
+const VACATE_CODE = 1022; // CONDOR_HOLD_CODE::ScheddVacate
 
 type Result = "ok" | "already" | "badstatus";
 
@@ -48,6 +54,18 @@ function actOn(mode: Mode, ad: Ad, reason: string, subcode: number, logs: (() =>
   const c = ad.num("ClusterId")!, p = ad.num("ProcId")!;
   const run = getRun(db, c, p);
   const now = nowSec();
+  if (mode === "vacate" || mode === "vacate-fast") {
+    // only a running job can be vacated (schedd.cpp actOnJobs); the schedd stops it and the shadow writes 004
+    if (st !== 2 || !run) return "badstatus";
+    if (ad.str("VacateReason") === undefined) {
+      ad.set("VacateReason", VACATE_REASON);
+      ad.set("VacateReasonCode", VACATE_CODE);
+      ad.set("VacateReasonSubCode", 0);
+    }
+    putJob(db, ad);
+    requestVacate(db, c, p, mode === "vacate-fast");
+    return "ok";
+  }
   if (mode === "forcex") {
     if (st !== 3) return "badstatus";
     finalizeRemoved(ad);
@@ -117,7 +135,7 @@ export function condorRm(tool: string, argv: string[]): number {
 }
 
 function rmMain(tool: string, argv: string[]): number {
-  let mode: Mode = tool === "condor_hold" ? "hold" : tool === "condor_release" ? "release" : "rm";
+  let mode: Mode = tool === "condor_hold" ? "hold" : tool === "condor_release" ? "release" : tool === "condor_vacate_job" ? "vacate" : "rm";
   const cfg = loadConfig();
   const fail = (text: string, code = 1): never => {
     err(text);
@@ -177,9 +195,12 @@ function rmMain(tool: string, argv: string[]): number {
           err("-forcex is only valid with condor_rm\n");
           usageExit();
         }
-      } else if (isOpt(a, "fast", 2)) {
-        err("-fast is only valid with condor_vacate_job\n");
-        usageExit();
+      } else if (isOpt(a, "fast", mode === "vacate" ? 1 : 2)) {
+        if (mode === "vacate") mode = "vacate-fast";
+        else {
+          err("-fast is only valid with condor_vacate_job\n");
+          usageExit();
+        }
       } else if (isOpt(a, "name", 1)) name = next("-name", false);
       else if (isOpt(a, "pool", 1)) pool = next("-pool", false);
       else if (isOpt(a, "version", 1)) {
@@ -259,6 +280,8 @@ function rmMain(tool: string, argv: string[]): number {
           errLines.push(
             mode === "release"
               ? `Job ${id} not held to be released`
+              : mode === "vacate" || mode === "vacate-fast"
+              ? `Job ${id} not running to be ${WORDS[mode].past}`
               : mode === "forcex"
               ? `Job ${id} not in \`X' state to be forcibly removed`
               : `Job ${id} not found`,
@@ -336,12 +359,14 @@ function rmMain(tool: string, argv: string[]): number {
 }
 
 function usage(tool: string, mode: Mode): string {
-  const word = mode === "hold" ? "hold" : mode === "release" ? "release" : "remove";
+  const word = mode === "hold" ? "hold" : mode === "release" ? "release" : mode === "vacate" ? "vacate" : mode === "vacate-fast" ? "fast-vacate" : "remove";
   const reasonLine = mode === "rm" || mode === "forcex"
     ? "  -reason reason      Use the given RemoveReason\n"
     : mode === "release"
     ? "  -reason reason      Use the given ReleaseReason\n"
-    : "  -reason reason      Use the given HoldReason\n  -subcode number     Set HoldReasonSubCode\n";
+    : mode === "hold"
+    ? "  -reason reason      Use the given HoldReason\n  -subcode number     Set HoldReasonSubCode\n"
+    : "";
   return `Usage: ${tool} [options] [constraints]\n where [options] is zero or more of:\n` +
     "  -help               Display this message and exit\n  -version            Display version information and exit\n" +
     "  -long               Display full result classad\n  -totals             Display success/failure totals\n" +
@@ -350,6 +375,8 @@ function usage(tool: string, mode: Mode): string {
     reasonLine +
     (mode === "rm" || mode === "forcex"
       ? "  -forcex             Force the immediate local removal of jobs in the X state\n                      (only affects jobs already being removed)\n"
+      : mode === "vacate" || mode === "vacate-fast"
+      ? "  -fast               Use a fast vacate (hardkill)\n"
       : "") +
     ` and where [constraints] is one of:\n  cluster.proc        ${word} the given job\n  cluster             ${word} the given cluster of jobs\n` +
     `  user                ${word} all jobs owned by user\n  -constraint expr    ${word} all jobs matching the boolean expression\n` +

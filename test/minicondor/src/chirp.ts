@@ -106,6 +106,7 @@ export function condorChirp(argv: string[]): number {
       if (secure(name)) return 0;
       let ad: Ad | null = null;
       let refused = false;
+      let old: string | undefined;
       tx(db, () => {
         ad = getJob(db, cfg.cluster, cfg.proc);
         if (!ad) return;
@@ -121,6 +122,7 @@ export function condorChirp(argv: string[]): number {
           }
           if (next !== cur && cur > 0) ad.set("LastJobStatus", cur);
         }
+        old = ad.get(name);
         ad.setText(name, text);
         putJob(db, ad, own);
         bumpGen(db);
@@ -129,7 +131,9 @@ export function condorChirp(argv: string[]): number {
         out(EINVAL);
         return 255;
       }
-      if (ad) ulog(ad, 33, `Setting job attribute ${name} to ${text}`);
+      // qmgmt.cpp SetAttribute with SHOULDLOG: the value the ad had is named when there was one
+      // (condor_event.cpp AttributeUpdate::formatBody); docs/htcondor.md#the-events-as-written
+      if (ad) ulog(ad, 33, old === undefined ? `Setting job attribute ${name} to ${text}` : `Changing job attribute ${name} from ${old} to ${text}`);
       return 0;
     }
     case "set_job_attr_delayed": {

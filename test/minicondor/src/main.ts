@@ -32,6 +32,7 @@ const DOWN: Record<string, [string, number]> = {
   condor_rm: ["condor_rm: (null)\n", 1],
   condor_hold: ["condor_hold: (null)\n", 1],
   condor_release: ["condor_release: (null)\n", 1],
+  condor_vacate_job: ["condor_vacate_job: (null)\n", 1],
   condor_transfer_data: ["condor_transfer_data: (null)\n", 1],
   condor_tail: ["Can't find address of local schedd\n", 1],
 };
@@ -49,6 +50,7 @@ function failText(addr: string): Record<string, [string, string, number]> {
     condor_rm: ["", `\nCEDAR:6001:Failed to connect to ${addr}\nFailed to connect to schedd\n`, 1],
     condor_hold: ["", `\nCEDAR:6001:Failed to connect to ${addr}\nFailed to connect to schedd\n`, 1],
     condor_release: ["", `\nCEDAR:6001:Failed to connect to ${addr}\nFailed to connect to schedd\n`, 1],
+    condor_vacate_job: ["", `\nCEDAR:6001:Failed to connect to ${addr}\nFailed to connect to schedd\n`, 1],
     condor_status: ["", `Error: communication error\nCEDAR:6001:Failed to connect to <127.0.0.1:9618>\n`, 1],
     condor_tail: ["", `Failed to connect to starter: CEDAR:6001:Failed to connect to ${addr}\n`, 1],
     condor_transfer_data: ["", `\nCEDAR:6001:Failed to connect to ${addr}\nERROR: Failed to spool job files.\n`, 1],
@@ -114,6 +116,7 @@ async function main(): Promise<number> {
     case "condor_rm":
     case "condor_hold":
     case "condor_release":
+    case "condor_vacate_job":
       return (await import("./actions.ts")).condorRm(tool, argv);
     case "condor_transfer_data":
       return (await import("./actions.ts")).condorTransferData(argv);

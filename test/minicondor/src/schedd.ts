@@ -40,7 +40,7 @@ import {
 } from "./common.ts";
 import { freeResources, machineAd } from "./machine.ts";
 import { copyInto, expandTransfer, parseRemaps, sendItems, type Snapshot, snapshot, type XferFailure, type XferItem } from "./files.ts";
-import { ulog, usageBlock } from "./userlog.ts";
+import { evictedBody, evictedText, ulog, usageBlock } from "./userlog.ts";
 import { applyDelayed } from "./chirp.ts";
 
 // ---------------------------------------------------------------- starting the schedd from a tool
@@ -144,6 +144,19 @@ function stopSignal(ad: Ad | null, status: number): NodeJS.Signals | number {
     if (SIGNUM[full] !== undefined) return full as NodeJS.Signals;
   }
   return "SIGTERM";
+}
+
+/**
+ * condor_vacate_job asks the schedd to stop a running job and put it back to idle (schedd.cpp
+ * abort_job_myself). Kept beside the queue, not in the ad: the job must not see or forge it.
+ */
+export function requestVacate(db: Database, c: number, p: number, fast: boolean): void {
+  db.query("INSERT OR REPLACE INTO meta VALUES (?, ?)").run(`vacate:${c}.${p}`, fast ? "fast" : "soft");
+}
+
+function pendingVacate(db: Database, c: number, p: number): "soft" | "fast" | null {
+  const row = db.query("SELECT v FROM meta WHERE k = ?").get(`vacate:${c}.${p}`) as { v: string } | null;
+  return row ? (row.v === "fast" ? "fast" : "soft") : null;
 }
 
 /** What the starter does when JobMaxVacateTime is up: SIGKILL to everything of the job. */
@@ -393,9 +406,11 @@ async function pass(db: Database, cfg: Config, children: Map<string, Child>, log
       if (ch.done) continue;
       const row = db.query("SELECT status, ad FROM jobs WHERE cluster = ? AND proc = ?").get(ch.c, ch.p) as { status: number; ad: string } | null;
       const st = row ? row.status : 3;
-      if (st !== 2 && ch.termAt === undefined) {
+      const vacate = st === 2 && ch.termAt === undefined ? pendingVacate(db, ch.c, ch.p) : null;
+      if ((st !== 2 || vacate) && ch.termAt === undefined) {
         const ad = row ? rowAd(row) : null;
-        const vac = ad?.num("JobMaxVacateTime") ?? MACHINE_MAX_VACATE_TIME;
+        // a fast vacate is the starter's hard kill at once (condor_vacate_job -fast)
+        const vac = vacate === "fast" ? 0 : ad?.num("JobMaxVacateTime") ?? MACHINE_MAX_VACATE_TIME;
         ch.termAt = nowMs;
         ch.killAt = nowMs + Math.max(0, vac) * 1000;
         try {
@@ -751,6 +766,22 @@ function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<
     argv = [cfg.apptainer, "-s", "exec", "-S", "/tmp", "-S", "/var/tmp", "--pwd", target ?? scratch, "-B", bind, "--no-home", "-C", image, ...inner];
     for (const [k, v] of Object.entries(env)) if (!k.startsWith("APPTAINER") && !k.startsWith("SINGULARITY")) env[`APPTAINERENV_${k}`] = v;
   }
+  // The shadow writes 001 before it serves the job's chirp calls, so 001 comes before any 033 of this run
+  // (docs/htcondor.md#the-events-as-written): written before the job can run, unless it cannot be executed.
+  let runnable = true;
+  try {
+    fs.accessSync(argv[0]!, fs.constants.X_OK);
+  } catch {
+    runnable = false;
+  }
+  if (runnable) {
+    ulog(
+      ad,
+      1,
+      `Job executing on host: <127.0.0.1:9618?addrs=127.0.0.1-9618&alias=${cfg.host}&noUDP&sock=startd_1_1>`,
+      `\tSlotName: slot1_${run.slot}@${cfg.host}\n\tCondorScratchDir = "${scratch}"\n\tCpus = ${run.cpus}\n\tMemory = ${run.memory}\n`,
+    );
+  }
   let proc: Subprocess;
   try {
     proc = Bun.spawn(argv, { cwd, env, stdin: inFd, stdout: outFd, stderr: errFd, detached: true });
@@ -805,12 +836,6 @@ function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<
   });
   // held or removed between the match and the start: the next pass stops it like any other
   if (held) onExit();
-  ulog(
-    ad,
-    1,
-    `Job executing on host: <127.0.0.1:9618?addrs=127.0.0.1-9618&alias=${cfg.host}&noUDP&sock=startd_1_1>`,
-    `\tSlotName: slot1_${run.slot}@${cfg.host}\n\tCondorScratchDir = "${scratch}"\n\tCpus = ${run.cpus}\n\tMemory = ${run.memory}\n`,
-  );
   log(`started ${c}.${p} pid ${proc.pid} in ${cwd}`);
   void proc.exited.then(() => {
     try {
@@ -899,9 +924,11 @@ function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) => voi
   let sent: string[] = [];
   let xferFailure: XferFailure | null = null;
   const runSlot = getRun(db, ch.c, ch.p)?.slot ?? 1;
-  if (first && status === 2 && ch.sandbox) ({ sent, failure: xferFailure } = transferOutput(first, ch, first.str("Iwd") ?? "/"));
+  const vacated = status === 2 && pendingVacate(db, ch.c, ch.p) !== null;
+  // an evicted job keeps nothing of its run (when_to_transfer_output = ON_EXIT, the default)
+  if (first && status === 2 && ch.sandbox && !vacated) ({ sent, failure: xferFailure } = transferOutput(first, ch, first.str("Iwd") ?? "/"));
   let final: Ad | null = null;
-  let event = "none" as "term" | "abort" | "none" | "hold";
+  let event = "none" as "term" | "abort" | "none" | "hold" | "evict";
   let holdInfo: { code: number; sub: number; reason: string } | null = null;
   tx(db, () => {
     db.query("DELETE FROM running WHERE cluster = ? AND proc = ?").run(ch.c, ch.p);
@@ -910,7 +937,15 @@ function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) => voi
     const st = jobStatus(db, ch.c, ch.p);
     releaseRemoteHost(ad);
     const now = nowSec();
-    if (st === 2 && xferFailure) {
+    db.query("DELETE FROM meta WHERE k = ?").run(`vacate:${ch.c}.${ch.p}`);
+    if (st === 2 && vacated) {
+      // baseshadow.cpp evictJob: the vacate is recorded in the ad and the job goes back to idle
+      ad.set("LastVacateTime", now);
+      setStatus(ad, 1, now);
+      putJob(db, ad);
+      final = ad;
+      event = "evict";
+    } else if (st === 2 && xferFailure) {
       // the shadow holds a job whose output transfer failed (baseshadow.cpp: UploadFileError at the EP
       // becomes TransferOutputError, 12, with the errno as subcode); its exit is not recorded
       const f = xferFailure as XferFailure;
@@ -1001,6 +1036,8 @@ function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) => voi
         ? `\t(0) Abnormal termination (signal ${sig})\n\t(0) No core file\n`
         : `\t(1) Normal termination (return value ${exitCode ?? 0})\n`;
       ulog(f, 5, "Job terminated.", body + usageBlock(f));
+    } else if (event === "evict") {
+      ulog(f, 4, evictedText(f), evictedBody(f));
     } else if (event === "abort") {
       ulog(f, 9, "Job was aborted.", `\t${f.str("RemoveReason") ?? "via condor_rm"}\n`);
     } else if (event === "hold" && holdInfo) {

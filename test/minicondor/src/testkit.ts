@@ -12,6 +12,7 @@ export const TOOLS = [
   "condor_rm",
   "condor_hold",
   "condor_release",
+  "condor_vacate_job",
   "condor_status",
   "condor_tail",
   "condor_transfer_data",
