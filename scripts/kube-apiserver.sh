@@ -48,9 +48,9 @@ elif ! command -v kubectl >/dev/null; then
   want+=(kubernetes-client)
 fi
 if ((${#want[@]})); then
+  # On a machine with systemd the package also starts an etcd service on the default ports; the
+  # tests never use it (each test file starts its own on free ports), and it is left alone.
   apt_install "${want[@]}"
-  # The package may try to start etcd as a service; the tests start their own per test file.
-  if pgrep -x etcd >/dev/null 2>&1 && [[ -x /usr/sbin/service ]]; then "${sudo[@]}" service etcd stop >/dev/null 2>&1 || true; fi
 fi
 etcd="${ETCD_BIN:-$(command -v etcd)}"
 kubectl="${KUBECTL_BIN:-$(command -v kubectl)}"
