@@ -15,6 +15,7 @@ import { createLogger, type Logger } from "./logger.ts";
 import { type HttpServer, serveHttp } from "./runtime/http.ts";
 import type { Runtime } from "./runtime/types.ts";
 import { createService } from "./service/index.ts";
+import { watchStarvation } from "./service/starvation.ts";
 import { ensureDir } from "./store/files.ts";
 import { openStore } from "./store/store.ts";
 
@@ -205,6 +206,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     log,
     onCommand: (tool, outcome, seconds) => metrics.command(tool, outcome, seconds),
   });
+  const starvation = watchStarvation({ now: () => Date.now() });
   service = createService({
     store,
     condor,
@@ -225,6 +227,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     now: () => Date.now(),
     version: VERSION,
     onSubmitBatch: (size) => metrics.submitBatch(size),
+    starved: starvation.starvedSince,
   });
   try {
     await service.reconcile();
@@ -297,6 +300,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
       // A create or a reaper pass still waiting on a condor tool writes to the store when it ends.
       await service.drain(Math.max(0, deadline - Date.now()));
       store.close();
+      starvation.stop();
     },
   };
 }
