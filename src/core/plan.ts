@@ -7,6 +7,7 @@
  * the job cannot honour is refused here with a one-line message naming the field, never dropped.
  */
 import { hasControlOrLineBreak, SidecarError } from "./errors.ts";
+import { headerValueProblem } from "./http-header.ts";
 import {
   type ConfigMap,
   type Container,
@@ -881,7 +882,8 @@ function planHandler(h: Probe | LifecycleHandler, c: Container, path: PathSeg[],
       path: g.path ? noLineBreaks(g.path, [...p, "path"], ctx) : "/",
       headers: g.httpHeaders.map((hd, i): [string, string] => {
         if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(hd.name)) fail(ctx, [...p, "httpHeaders", i, "name"], `${ctx.quote(hd.name)} is not an HTTP header name`);
-        return [hd.name, noLineBreaks(hd.value, [...p, "httpHeaders", i, "value"], ctx)];
+        const why = headerValueProblem(hd.value);
+        return [hd.name, why ? fail(ctx, [...p, "httpHeaders", i, "value"], `${ctx.quote(hd.value)} ${why}`) : hd.value];
       }),
     };
   }
