@@ -416,7 +416,8 @@ http_get() { # timeout scheme host port path nheaders [name value]...
     local args=(-sS -k -g -o /dev/null -w '%{http_code}' -A kube-probe/1.0)
     ((tmo > 0)) && args+=(--max-time "$tmo")
     while (($# >= 2)); do
-      args+=(-H "$1: $2")
+      # curl leaves out a header whose value is blank; "Name;" is its form for sending one empty.
+      if [[ -z ${2//[ $'\t']/} ]]; then args+=(-H "$1;"); else args+=(-H "$1: $2"); fi
       shift 2
     done
     code=$("$CURL" "${args[@]}" "${scheme,,}://$h:$port$path" 2>/dev/null </dev/null)

@@ -35,6 +35,8 @@ export interface ServiceDeps {
   timer?: SetTimer;
   /** Told the size of every condor_submit's batch (metrics). */
   onSubmitBatch?: (size: number) => void;
+  /** Whether the sidecar was starved of CPU since a time (service/starvation.ts): such timeouts are not HTCondor's. */
+  starved?: (since: number) => boolean;
 }
 
 /** What /create answers. */

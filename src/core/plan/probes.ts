@@ -1,4 +1,5 @@
 import { hasControlOrLineBreak } from "../errors.ts";
+import { headerValueProblem } from "../http-header.ts";
 import type { Container, LifecycleHandler, PathSeg, Probe } from "../pod.ts";
 import type { Handler, ProbePlan } from "../types.ts";
 import { type Ctx, fail } from "./context.ts";
@@ -49,7 +50,8 @@ export function planHandler(h: Probe | LifecycleHandler, c: Container, path: Pat
       path: g.path ? noLineBreaks(g.path, [...p, "path"], ctx) : "/",
       headers: g.httpHeaders.map((hd, i): [string, string] => {
         if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(hd.name)) fail(ctx, [...p, "httpHeaders", i, "name"], `${ctx.quote(hd.name)} is not an HTTP header name`);
-        return [hd.name, noLineBreaks(hd.value, [...p, "httpHeaders", i, "value"], ctx)];
+        const why = headerValueProblem(hd.value);
+        return [hd.name, why ? fail(ctx, [...p, "httpHeaders", i, "value"], `${ctx.quote(hd.value)} ${why}`) : hd.value];
       }),
     };
   }
