@@ -554,3 +554,57 @@ singularity	4.0.0	4.5.1	ers	workdir	W	string		working directory to be used for /
 singularity	3.5.0	4.5.1	ers	writable	w	bool	false	by default all Singularity containers are available as read only. This option makes the file system accessible as read/write.	
 singularity	3.5.0	4.5.1	ers	writable-tmpfs		bool	false	makes the file system accessible as read-write with non persistent data (with overlay support only)	
 `;
+
+/**
+ * The commands the wrapper hands a `singularity-options` flag to, as planSingularityOptions
+ * (core/plan.ts) routes it: environment and working directory reach every exec/run into the
+ * instance, the home flags both the start and every exec/run, the others the instance start.
+ */
+export function singularityOptionCommands(entry: string): RuntimeCommand[] {
+  if (["--env", "--env-file", "--pwd"].includes(entry)) return ["exec", "run"];
+  if (["--home", "-H", "--no-home"].includes(entry)) return ["instance start", "exec", "run"];
+  return ["instance start"];
+}
+
+/** "1.1.0-1.2.5, 1.4.0-1.5.3": releases as stretches of consecutive known releases. */
+function releaseRanges(flavour: RuntimeFlavour, releases: readonly string[]): string {
+  const all = RUNTIME_RELEASES[flavour];
+  const out: string[] = [];
+  let start = -1;
+  let last = -1;
+  for (const r of releases) {
+    const i = all.indexOf(r);
+    if (start >= 0 && i === last + 1) {
+      last = i;
+      continue;
+    }
+    if (start >= 0) out.push(start === last ? all[start]! : `${all[start]}-${all[last]}`);
+    start = last = i;
+  }
+  if (start >= 0) out.push(start === last ? all[start]! : `${all[start]}-${all[last]}`);
+  return out.join(", ");
+}
+
+const FLAVOUR_NAME: Record<RuntimeFlavour, string> = { apptainer: "Apptainer", singularity: "SingularityCE" };
+
+/**
+ * Whether the supported runtimes accept a `Channels.SingularityOptions` entry on the commands the
+ * wrapper passes it to (docs/container-runtimes.md#singularity-options): an error when none
+ * does (every pod using it would fail to start), a warning naming the releases that refuse it
+ * when only some do (the site knows which one its workers run).
+ */
+export function singularityOptionProblem(entry: string): { error: string } | { warning: string } | undefined {
+  const refused: string[] = [];
+  let accepted = 0;
+  for (const command of singularityOptionCommands(entry)) {
+    for (const flavour of ["apptainer", "singularity"] as const) {
+      const without = supportedReleases(flavour).filter((r) => findFlag(commandFlags(flavour, r, command), entry) === undefined);
+      accepted += supportedReleases(flavour).length - without.length;
+      if (without.length) refused.push(`${command} of ${FLAVOUR_NAME[flavour]} ${releaseRanges(flavour, without)}`);
+    }
+  }
+  if (!refused.length) return undefined;
+  const where = singularityOptionCommands(entry).join(" and ");
+  if (accepted === 0) return { error: `no supported Apptainer or SingularityCE release accepts flag "${entry}" on ${where}, where the wrapper passes it` };
+  return { warning: `flag "${entry}" is refused by ${refused.join("; ")}` };
+}
