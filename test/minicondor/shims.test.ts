@@ -117,7 +117,7 @@ describe("version and command line", () => {
   });
 
   // docs/container-runtimes.md#how-a-runtime-refuses-a-flag: the text, the streams and exit 1.
-  const refusal = (prog: string, flavour: RuntimeFlavour, version: string, command: RuntimeCommand, error: string) => {
+  const refusal = (prog: string, flavour: RuntimeFlavour, version: string, command: RuntimeCommand, error: string): [string, string] => {
     const name = command.split(" ").pop();
     const table = flagUsages(commandFlags(flavour, version, command), 80, { home: os.userInfo().homedir, tmpdir: "/tmp" });
     return [
