@@ -12,6 +12,13 @@ import { submitKey, submitValueProblem } from "./core/submit-rules.ts";
 import { isDnsLabel } from "./core/pod.ts";
 import { type ImageOverride, parseImageOverride } from "./core/images.ts";
 import type { Flavor } from "./core/flavors.ts";
+import { singularityOptionProblem } from "./core/runtime-flags.ts";
+
+/** A `Channels.SingularityOptions` entry no supported runtime accepts where the wrapper passes it. */
+function singularityOptionError(flag: string): string | undefined {
+  const p = singularityOptionProblem(flag);
+  return p && "error" in p ? p.error : undefined;
+}
 
 function validListen(v: string): boolean {
   try {
@@ -85,7 +92,7 @@ const HTCJOB_SUBMIT_OPTIONS = ["+JobFlavour", "+MaxRuntime"] as const;
 const Channels = z.object({
   HostImage: z.boolean().default(false).describe("Allow the image `host` or `host:<site>`: the container's command runs on the worker, without a container"),
   SingularityOptions: z
-    .array(str)
+    .array(str.refine((f) => !singularityOptionError(f), { error: (i) => singularityOptionError(String(i.input)) }))
     .default([])
     .describe(
       "Flags the `singularity-options` annotation may use; empty: the annotation is refused. `--env`, `--env-file` and `--pwd` reach every exec into the container, the others act when the instance starts",
@@ -369,7 +376,13 @@ export function parseConfig(text: string | undefined, fileLabel = "SidecarConfig
   }
   return {
     config: { ...result.data, flavorOrder },
-    warnings: unknownKeys(raw as Record<string, unknown>, Schema, "").map((k) => `${fileLabel}: unknown key ${k} (ignored)`),
+    warnings: [
+      ...unknownKeys(raw as Record<string, unknown>, Schema, "").map((k) => `${fileLabel}: unknown key ${k} (ignored)`),
+      ...result.data.Channels.SingularityOptions.flatMap((f) => {
+        const p = singularityOptionProblem(f);
+        return p && "warning" in p ? [`${fileLabel}: Channels.SingularityOptions: ${p.warning}`] : [];
+      }),
+    ],
   };
 }
 
