@@ -6,6 +6,7 @@
 import { type PathSeg, type Pod, podError, quote as quoteSpec } from "../pod.ts";
 import { type Ctx, fail } from "./context.ts";
 import { parseSubmitOptions } from "./submit-options.ts";
+import { singularityOptionCommands } from "../runtime-flags.ts";
 
 // Annotation keys (docs/interlink.md#annotations).
 export const ANNOTATIONS = {
@@ -21,15 +22,6 @@ export function annotationPath(key: string): PathSeg[] {
   return ["metadata", "annotations", key];
 }
 
-/**
- * When a singularity-options flag acts. Each container is an Apptainer instance: `instance start`
- * sets up its mounts, namespaces and devices; its main process, probes and hooks are each an
- * `exec`/`run instance://…`, which takes its own environment, working directory and HOME and
- * ignores mount options (the instance has them). Flags not listed act at instance start.
- */
-const EXEC_FLAGS = new Set(["--env", "--env-file", "--pwd"]);
-/** Bind at instance start, HOME at every exec. */
-const START_AND_EXEC_FLAGS = new Set(["--home", "-H", "--no-home"]);
 /** Values that undo what the wrapper relies on: byte-exact env and args, a clean environment. */
 const CANNOT_WORK: Record<string, string> = {
   "--cleanenv=false": "the wrapper runs every container with --cleanenv (the slot's environment stays out)",
@@ -53,8 +45,11 @@ function planSingularityOptions(ctx: Ctx): { start: string[]; exec: string[] } {
       if (!allow.includes(flag)) fail(ctx, annotationPath(key), `flag ${ctx.quote(flag)} is not allowed on this site (allowed: ${allow.join(" ")})`);
       const why = CANNOT_WORK[tok.toLowerCase()];
       if (why) fail(ctx, annotationPath(key), `flag ${ctx.quote(tok)} cannot work: ${why}`);
-      if (EXEC_FLAGS.has(flag) || START_AND_EXEC_FLAGS.has(flag)) exec.push(tok);
-      if (!EXEC_FLAGS.has(flag)) start.push(tok);
+      // Where a flag acts (docs/container-runtimes.md#singularity-options): the same routing
+      // decides at config load which runtimes accept the entry.
+      const commands = singularityOptionCommands(flag);
+      if (commands.includes("exec")) exec.push(tok);
+      if (commands.includes("instance start")) start.push(tok);
     }
   }
   return { start, exec };
