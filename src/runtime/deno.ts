@@ -84,7 +84,8 @@ function httpClient(opts: TlsClientOptions): HttpClient {
     ...(opts.cert !== undefined && opts.key !== undefined ? { cert: opts.cert, key: opts.key } : {}),
   });
   return {
-    fetch: (url, init) => fetch(url, { ...init, client }),
+    // The `client` member is typed by a Deno lib this project's deno.json does not load; it is stable at run time.
+    fetch: (url, init) => fetch(url, { ...init, client } as RequestInit),
     close: () => client.close(),
   };
 }
