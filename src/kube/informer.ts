@@ -127,6 +127,7 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
             rv = await relist(signal);
             listed = true;
             failures = 0;
+            if (signal.aborted) break;
           }
           const started = opts.now();
           const { events } = await watchOnce(rv, signal);
