@@ -29,7 +29,8 @@ describe("API errors carry the status and the API's message", () => {
       status: "Failure",
       reason: "Forbidden",
       code: 403,
-      message: 'htcjobs.htc.cern.ch "q" is forbidden: User "system:serviceaccount:op:op" cannot patch resource "htcjobs/status" in API group "htc.cern.ch" in the namespace "a"',
+      message:
+        'htcjobs.htc.cern.ch "q" is forbidden: User "system:serviceaccount:op:op" cannot patch resource "htcjobs/status" in API group "htc.cern.ch" in the namespace "a"',
     });
     const err = apiError({ verb: "patch", resource: "htcjobs.htc.cern.ch/status", namespace: "a", name: "q" }, 403, body);
     expect(err.kind).toBe("forbidden");
@@ -40,13 +41,17 @@ describe("API errors carry the status and the API's message", () => {
   });
   test("a list over all namespaces, a core resource, a body that is not a Status", () => {
     const err = apiError({ verb: "list", resource: "configmaps" }, 403, '{"kind":"Status","reason":"Forbidden","message":"nope"}');
-    expect(err.message).toBe(`Cannot list configmaps in all namespaces: the API server answered 403 Forbidden: the operator's identity lacks the RBAC verb "list" on "configmaps" in API group "" (see deploy/rbac.yaml): nope`);
+    expect(err.message).toBe(
+      `Cannot list configmaps in all namespaces: the API server answered 403 Forbidden: the operator's identity lacks the RBAC verb "list" on "configmaps" in API group "" (see deploy/rbac.yaml): nope`,
+    );
     expect(apiError({ verb: "get", resource: "configmaps", namespace: "n", name: "x" }, 502, "<html>Bad gateway\nmore").message).toBe(
       `Cannot get configmaps "n/x": the API server answered 502: <html>Bad gateway`,
     );
   });
   test("410 is Gone whether from the status line or a watch ERROR event's reason", () => {
-    expect(isGone(apiError({ verb: "watch", resource: "configmaps" }, 410, '{"kind":"Status","reason":"Expired","message":"too old resource version: 1 (40)"}'))).toBe(true);
+    expect(
+      isGone(apiError({ verb: "watch", resource: "configmaps" }, 410, '{"kind":"Status","reason":"Expired","message":"too old resource version: 1 (40)"}')),
+    ).toBe(true);
     expect(isGone(new KubeApiError({ verb: "watch", resource: "configmaps" }, 500, "Expired", "too old"))).toBe(true);
     expect(isGone(apiError({ verb: "watch", resource: "configmaps" }, 500, ""))).toBe(false);
   });
@@ -113,6 +118,7 @@ describe("informer (docs/operator.md#watching)", () => {
         seen.push(`${type} ${o.metadata.name}@${o.metadata.resourceVersion}`);
         // While the watch was gone, "b" was deleted and "c" created.
         if (seen.length === 3) {
+          objects.set("a", obj("a", "20"));
           objects.delete("b");
           objects.set("c", obj("c", "30"));
         }
@@ -129,7 +135,10 @@ describe("informer (docs/operator.md#watching)", () => {
     const calls: string[] = [];
     const delays: number[] = [];
     const ctl = new AbortController();
-    const sessions: (WatchEvent<KubeObject>[] | Error)[] = [new Error("connection refused"), new Error("connection refused"), [], [{ type: "ADDED", object: obj("x", "50") }]];
+    const sessions: (WatchEvent<KubeObject>[] | Error)[] = [new Error("connection refused"), new Error("connection refused"), [], [{
+      type: "ADDED",
+      object: obj("x", "50"),
+    }]];
     const inf = createInformer({
       client: fakeClient(new Map(), sessions, calls),
       resource: CONFIGMAPS,

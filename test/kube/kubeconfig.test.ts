@@ -42,7 +42,10 @@ function refused(text: string, why: RegExp, context?: string) {
 
 describe("parseKubeconfig: accepted forms", () => {
   test("files: CA, client certificate and key as paths, relative ones against the kubeconfig's folder", () => {
-    const t = parseKubeconfig(kubeconfig({ "certificate-authority": "ca.crt" }, { "client-certificate": "../pki/admin.crt", "client-key": "/abs/admin.key" }), PATH);
+    const t = parseKubeconfig(
+      kubeconfig({ "certificate-authority": "ca.crt" }, { "client-certificate": "../pki/admin.crt", "client-key": "/abs/admin.key" }),
+      PATH,
+    );
     expect(t).toEqual({
       server: "https://127.0.0.1:6443",
       ca: { file: "/etc/operator/kube/ca.crt" },
@@ -84,13 +87,22 @@ describe("parseKubeconfig: accepted forms", () => {
 
 describe("parseKubeconfig: refusals name the reason (docs/operator.md#kubeconfig-forms)", () => {
   test("an exec plugin is refused, naming its command", () => {
-    refused(kubeconfig({}, { exec: { apiVersion: "client.authentication.k8s.io/v1beta1", command: "aws-iam-authenticator" } }), /user "u" gets its credentials from an exec plugin \("aws-iam-authenticator"\), which the operator does not run/);
+    refused(
+      kubeconfig({}, { exec: { apiVersion: "client.authentication.k8s.io/v1beta1", command: "aws-iam-authenticator" } }),
+      /user "u" gets its credentials from an exec plugin \("aws-iam-authenticator"\), which the operator does not run/,
+    );
   });
   test("an auth-provider plugin is refused, naming it", () => {
-    refused(kubeconfig({}, { "auth-provider": { name: "oidc", config: {} } }), /user "u" uses the auth-provider plugin "oidc", which the operator does not run/);
+    refused(
+      kubeconfig({}, { "auth-provider": { name: "oidc", config: {} } }),
+      /user "u" uses the auth-provider plugin "oidc", which the operator does not run/,
+    );
   });
   test("insecure-skip-tls-verify is refused: the credentials would go to whoever answers", () => {
-    refused(kubeconfig({ "insecure-skip-tls-verify": true }, { token: "t" }), /insecure-skip-tls-verify, which would hand the operator's credentials to whoever answers/);
+    refused(
+      kubeconfig({ "insecure-skip-tls-verify": true }, { token: "t" }),
+      /insecure-skip-tls-verify, which would hand the operator's credentials to whoever answers/,
+    );
   });
   test("basic authentication, impersonation, proxy-url and tls-server-name are refused", () => {
     refused(kubeconfig({}, { username: "admin", password: "pw" }), /basic authentication is gone/);
@@ -99,7 +111,10 @@ describe("parseKubeconfig: refusals name the reason (docs/operator.md#kubeconfig
     refused(kubeconfig({ "tls-server-name": "kubernetes" }, undefined), /tls-server-name is not supported/);
   });
   test("both a file and its embedded data, or a token and a tokenFile, are ambiguous", () => {
-    refused(kubeconfig({ "certificate-authority": "ca.crt", "certificate-authority-data": b64(CA) }, undefined), /both certificate-authority and certificate-authority-data/);
+    refused(
+      kubeconfig({ "certificate-authority": "ca.crt", "certificate-authority-data": b64(CA) }, undefined),
+      /both certificate-authority and certificate-authority-data/,
+    );
     refused(kubeconfig({}, { token: "t", tokenFile: "f" }), /both token and tokenFile/);
   });
   test("a certificate without its key", () => {
@@ -107,7 +122,10 @@ describe("parseKubeconfig: refusals name the reason (docs/operator.md#kubeconfig
   });
   test("embedded data that is not base64 of PEM is refused without quoting it (it may be a key)", () => {
     const secret = b64("not a pem but secret");
-    const msg = refused(kubeconfig({}, { "client-certificate-data": b64(CA), "client-key-data": secret }), /user "u": client-key-data is not base64 of a PEM PRIVATE KEY block/);
+    const msg = refused(
+      kubeconfig({}, { "client-certificate-data": b64(CA), "client-key-data": secret }),
+      /user "u": client-key-data is not base64 of a PEM PRIVATE KEY block/,
+    );
     expect(msg).not.toContain(secret);
   });
   test("missing pieces: no current-context, an unknown context, cluster or user, no server, not YAML", () => {
@@ -133,7 +151,9 @@ describe("in-cluster service account (docs/operator.md#in-cluster)", () => {
   });
   test("outside a pod, without --kubeconfig: a message that says so", () => {
     expect(() => inClusterTarget({})).toThrow(/no --kubeconfig was given and KUBERNETES_SERVICE_HOST or KUBERNETES_SERVICE_PORT is unset/);
-    expect(() => inClusterTarget({ KUBERNETES_SERVICE_HOST: "h", KUBERNETES_SERVICE_PORT: "https" })).toThrow(/KUBERNETES_SERVICE_PORT "https" is not a port number/);
+    expect(() => inClusterTarget({ KUBERNETES_SERVICE_HOST: "h", KUBERNETES_SERVICE_PORT: "https" })).toThrow(
+      /KUBERNETES_SERVICE_PORT "https" is not a port number/,
+    );
   });
   test("loadConnection reads the service account's CA, token and namespace", () => {
     const dir = mkdtempSync(join(tmpdir(), "kube-sa-"));
@@ -174,8 +194,10 @@ describe("in-cluster service account (docs/operator.md#in-cluster)", () => {
   });
   test("a missing file names itself and its role, never its content", () => {
     const target = parseKubeconfig(kubeconfig({ "certificate-authority": "ca.crt" }, { tokenFile: "tok" }), PATH);
-    expect(() => connectionOf(target, () => {
-      throw Object.assign(new Error("x"), { code: "ENOENT" });
-    }, () => 0)).toThrow(`Cannot read the CA certificate of kubeconfig "${PATH}" (context "main") "/etc/operator/kube/ca.crt": ENOENT`);
+    expect(() =>
+      connectionOf(target, () => {
+        throw Object.assign(new Error("x"), { code: "ENOENT" });
+      }, () => 0)
+    ).toThrow(`Cannot read the CA certificate of kubeconfig "${PATH}" (context "main") "/etc/operator/kube/ca.crt": ENOENT`);
   });
 });
