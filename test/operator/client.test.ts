@@ -4,6 +4,7 @@
 // Lease (docs/operator.md#only-one-submits), Events (docs/operator.md#events) and RBAC
 // (docs/operator.md#rbac).
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
@@ -63,6 +64,24 @@ describeKube("the Kubernetes client on a real API server", () => {
       expect([kind, ns.metadata.name]).toEqual([kind, "default"]);
     }
   }, 60_000);
+
+  test("on Deno too: each kubeconfig kind gets, lists, watches and creates (docs/operator.md#tls)", async () => {
+    const kinds = { files: kube.kubeconfig("files"), embedded: kube.kubeconfig("embedded"), token: kube.kubeconfig("token") };
+    const deno = join(ROOT, "node_modules/.bin/deno");
+    const stdout = await new Promise<string>((resolve, reject) =>
+      execFile(
+        deno,
+        ["run", "-A", "--no-check", join(import.meta.dir, "client-run.deno.ts"), JSON.stringify(kinds)],
+        { timeout: 60_000 },
+        (err, out, errOut) => err ? reject(new Error(`deno failed: ${errOut}`)) : resolve(out),
+      )
+    );
+    expect(JSON.parse(stdout)).toEqual({
+      files: { namespace: "default", watched: "from-deno-files" },
+      embedded: { namespace: "default", watched: "from-deno-embedded" },
+      token: { namespace: "default", watched: "from-deno-token" },
+    });
+  }, 90_000);
 
   test("a rotated token file: a 401 makes the client read the file again and retry once (docs/operator.md#in-cluster)", async () => {
     const tokenFile = join(kube.dir, "rotating-token");
