@@ -1,7 +1,7 @@
 // Every argv the wrapper builds for the runtime, run through the shim's per-release flag check
 // (docs/container-runtimes.md#how-the-tests-hold-the-wrapper-to-it). The flags come from the
 // wrapper's own build_flags (src/render/wrapper-lib.bash) run in bash, not re-derived here.
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -102,6 +102,9 @@ function representatives(flavour: RuntimeFlavour): string[] {
     return true;
   });
 }
+
+// Each release runs the shim a few hundred times, one bash each: seconds on a busy machine.
+setDefaultTimeout(120_000);
 
 const SHIMS = join(MINICONDOR, "shims");
 
