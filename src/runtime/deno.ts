@@ -1,7 +1,8 @@
 /** The Deno runtime adapter: Deno.Command and node:sqlite. */
 import { DatabaseSync } from "node:sqlite";
-import type { Runtime, SpawnOptions, SpawnResult, Sqlite, SqlValue } from "./types.ts";
+import type { HttpClient, Runtime, SpawnOptions, SpawnResult, Sqlite, SqlValue, TlsClientOptions } from "./types.ts";
 import { DEFAULT_MAX_OUTPUT, KILL_GRACE_MS, readCapped, readCappedBytes, toBytes } from "./spawn-util.ts";
+import { checkTlsMaterial } from "./tls-check.ts";
 
 async function spawn(opts: SpawnOptions): Promise<SpawnResult> {
   const started = performance.now();
@@ -75,6 +76,20 @@ function openSqlite(path: string): Sqlite {
   };
 }
 
+/** Deno binds the TLS material to a client object that each fetch names. */
+function httpClient(opts: TlsClientOptions): HttpClient {
+  checkTlsMaterial(opts);
+  const client = Deno.createHttpClient({
+    ...(opts.ca !== undefined ? { caCerts: [opts.ca] } : {}),
+    ...(opts.cert !== undefined && opts.key !== undefined ? { cert: opts.cert, key: opts.key } : {}),
+  });
+  return {
+    // The `client` member is typed by a Deno lib this project's deno.json does not load; it is stable at run time.
+    fetch: (url, init) => fetch(url, { ...init, client } as RequestInit),
+    close: () => client.close(),
+  };
+}
+
 export const denoRuntime: Runtime = {
   name: "deno",
   version: Deno.version.deno,
@@ -86,4 +101,5 @@ export const denoRuntime: Runtime = {
   rss: () => Deno.memoryUsage().rss,
   exit: (code) => Deno.exit(code),
   onSignal: (signal, fn) => Deno.addSignalListener(signal, fn),
+  httpClient,
 };
