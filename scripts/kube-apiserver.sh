@@ -48,9 +48,9 @@ elif ! command -v kubectl >/dev/null; then
   want+=(kubernetes-client)
 fi
 if ((${#want[@]})); then
+  # On a machine with systemd the package also starts an etcd service on the default ports; the
+  # tests never use it (each test file starts its own on free ports), and it is left alone.
   apt_install "${want[@]}"
-  # The package may try to start etcd as a service; the tests start their own per test file.
-  if pgrep -x etcd >/dev/null 2>&1 && [[ -x /usr/sbin/service ]]; then "${sudo[@]}" service etcd stop >/dev/null 2>&1 || true; fi
 fi
 etcd="${ETCD_BIN:-$(command -v etcd)}"
 kubectl="${KUBECTL_BIN:-$(command -v kubectl)}"
@@ -89,11 +89,15 @@ build_started=$(date +%s)
 command -v dpkg-deb >/dev/null || die "dpkg-deb is needed to unpack the replacement Go libraries"
 mkdir -p "$WORK"
 cd "$WORK"
+# As root, apt hands downloads to its _apt user, who cannot write into this folder; it would fall
+# back with a warning per file. Saying so up front keeps the log quiet.
+apt_sandbox=()
+((EUID == 0)) && apt_sandbox=(-o APT::Sandbox::User=root)
 
 # Step 1: the source. A private apt configuration that adds deb-src for the repositories the
 # machine's own sources name, so /etc/apt stays as it is.
-tarball=$(ls kubernetes_*.orig.tar.gz 2>/dev/null | head -1 || true)
-if [[ -z "$tarball" ]]; then
+tarballs=(kubernetes_*.orig.tar.gz)
+if [[ ! -f "${tarballs[0]}" ]]; then
   say "download: source package kubernetes=$DEB_SOURCE_VERSION (private apt config for deb-src)"
   mkdir -p apt/sources.list.d apt/lists/partial
   : >apt/sources.list
@@ -107,10 +111,12 @@ if [[ -z "$tarball" ]]; then
   done
   apt_opts=(-o "Dir::Etc::sourcelist=$WORK/apt/sources.list" -o "Dir::Etc::sourceparts=$WORK/apt/sources.list.d"
     -o "Dir::State::Lists=$WORK/apt/lists")
-  apt-get "${apt_opts[@]}" update -qq
-  apt-get "${apt_opts[@]}" source --download-only -qq "kubernetes=$DEB_SOURCE_VERSION" >&2
-  tarball=$(ls kubernetes_*.orig.tar.gz | head -1)
+  apt-get "${apt_opts[@]}" "${apt_sandbox[@]}" update -qq
+  apt-get "${apt_opts[@]}" "${apt_sandbox[@]}" source --download-only -qq "kubernetes=$DEB_SOURCE_VERSION" >&2
+  tarballs=(kubernetes_*.orig.tar.gz)
+  [[ -f "${tarballs[0]}" ]] || die "apt-get source left no kubernetes_*.orig.tar.gz in '$WORK'"
 fi
+tarball="${tarballs[0]}"
 if [[ ! -f src/.unpacked ]]; then
   say "unpack: $tarball"
   rm -rf src && mkdir src
@@ -120,8 +126,9 @@ fi
 tree="$WORK/src"
 
 # Step 2 (trap 1): GOPATH mode, as upstream 1.20 builds; module mode wants to rewrite go.mod.
-export GOPATH="$WORK/gopath" GOCACHE="$WORK/gocache" GO111MODULE=off GOPROXY=off CGO_ENABLED=0 GOFLAGS=
-mkdir -p "$GOPATH/src/k8s.io"
+# GOTMPDIR too, so that an interrupted build leaves nothing in /tmp.
+export GOPATH="$WORK/gopath" GOCACHE="$WORK/gocache" GOTMPDIR="$WORK/tmp" GO111MODULE=off GOPROXY=off CGO_ENABLED=0 GOFLAGS=
+mkdir -p "$GOPATH/src/k8s.io" "$GOTMPDIR"
 ln -sfn "$tree" "$GOPATH/src/k8s.io/kubernetes"
 pkgdir="$GOPATH/src/k8s.io/kubernetes"
 
@@ -130,7 +137,7 @@ pkgdir="$GOPATH/src/k8s.io/kubernetes"
 if [[ ! -f "$tree/.vendor-replaced" ]]; then
   say "vendor: replace modern-go/reflect2 and json-iterator/go with Debian's sources"
   rm -rf debs && mkdir -p debs/x
-  (cd debs && apt-get download -qq golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev >&2)
+  (cd debs && apt-get "${apt_sandbox[@]}" download -qq golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev >&2)
   for d in debs/*.deb; do dpkg-deb -x "$d" debs/x; done
   for p in github.com/modern-go/reflect2 github.com/json-iterator/go; do
     [[ -d "debs/x/usr/share/gocode/src/$p" ]] || die "the Debian package holds no sources for '$p'"

@@ -79,7 +79,10 @@ export interface KubeClient {
   ): Promise<T>;
   /** With `uid`, deletes only that incarnation of the name (a precondition). */
   delete(ref: ResourceRef, namespace: string | undefined, name: string, opts?: { uid?: string }): Promise<void>;
-  /** Yields events until the server ends the stream; a 410 (status or ERROR event) throws a KubeApiError that isGone() knows. */
+  /**
+   * Yields events until the server ends the stream or `signal` aborts (then it just ends); a 410
+   * (status or ERROR event) throws a KubeApiError that isGone() knows.
+   */
   watch<T extends KubeObject>(ref: ResourceRef, opts: WatchOptions): AsyncGenerator<WatchEvent<T>>;
 }
 
@@ -205,7 +208,14 @@ export function createKubeClient(opts: KubeClientOptions): KubeClient {
       // A connection that died without a FIN (a host gone) would hang forever: give up on it a little after the server would have ended it.
       const deadline = AbortSignal.timeout((seconds + WATCH_GRACE_SECONDS) * 1000);
       const signal = o.signal ? AbortSignal.any([o.signal, deadline]) : deadline;
-      const res = await send(info, "GET", resourcePath(ref, { namespace: o.namespace }), q, undefined, undefined, signal);
+      let res: Response;
+      try {
+        res = await send(info, "GET", resourcePath(ref, { namespace: o.namespace }), q, undefined, undefined, signal);
+      } catch (err) {
+        // Asked to stop: the watch simply ends.
+        if (o.signal?.aborted) return;
+        throw err;
+      }
       const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
       let buf = "";
       try {
@@ -214,7 +224,7 @@ export function createKubeClient(opts: KubeClientOptions): KubeClient {
           try {
             chunk = await reader.read();
           } catch (err) {
-            if (deadline.aborted && !o.signal?.aborted) return;
+            if (deadline.aborted || o.signal?.aborted) return;
             throw new KubeUnreachableError(info, opts.server, err);
           }
           if (chunk.done) return;
