@@ -241,13 +241,14 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
     clearInterval(tick);
     await watching;
   };
-  const election = runLeaderElection({ lock, now: () => Date.now(), log: (m) => log.warn(m) }, stopAll.signal, lead).then((outcome) => {
-    if (outcome === "lost") {
-      // Another replica leads now: this one must submit nothing more. Kubernetes starts it again, as a waiting replica.
-      log.error("lost the leader-election Lease; exiting");
-      runtime.exit(1);
+  // Leadership lost (the API server was away longer than the renew deadline, or another replica
+  // took the Lease): the work stops, and this replica waits for the Lease again, as a new one would.
+  const election = (async () => {
+    while (!stopAll.signal.aborted) {
+      const outcome = await runLeaderElection({ lock, now: () => Date.now(), log: (m) => log.warn(m) }, stopAll.signal, lead);
+      if (outcome === "lost") log.warn("lost the leader-election Lease; stopped working and waiting for it again");
     }
-  });
+  })();
   log.info("started", { condorBin: bin, server: conn.server, origin: conn.origin, metricsUrl: metricsServer?.url, runtime: runtime.name });
 
   return async () => {
