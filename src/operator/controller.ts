@@ -21,7 +21,7 @@ import { renderWrapper } from "../render/wrapper.ts";
 import { ensureDir, writePodFiles } from "../store/files.ts";
 import { findClustersByUid, sightProcs } from "./follow.ts";
 import { htcjobLabel, planHTCJob } from "./htcjob-plan.ts";
-import { carryTimes, htcjobStatus, type HTCJobStatus, isFinal, procState, type ProcState, statusDiffers, statusEvents, UNSEEN } from "./status.ts";
+import { carryTimes, type HTCJobStatus, htcjobStatus, isFinal, type ProcState, procState, statusDiffers, statusEvents, UNSEEN } from "./status.ts";
 import type { HTCJobRecord, HTCJobStore, NewHTCJob } from "./store.ts";
 
 export const FINALIZER = "htc.cern.ch/finalizer";

@@ -141,8 +141,11 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
   const writes = registry.counter("htcjob_operator_api_writes_total", "Writes to the Kubernetes API, by what was written");
   const reconciles = registry.counter("htcjob_operator_reconciles_total", "Reconcile passes, by outcome");
   const commands = registry.counter("htcjob_operator_condor_commands_total", "HTCondor tool runs, by tool and outcome");
-  registry.gauge("htcjob_operator_htcjobs", "HTCJobs in the operator's store, by phase", () =>
-    Object.entries(store.count()).map(([phase, value]) => ({ labels: { phase }, value })));
+  registry.gauge(
+    "htcjob_operator_htcjobs",
+    "HTCJobs in the operator's store, by phase",
+    () => Object.entries(store.count()).map(([phase, value]) => ({ labels: { phase }, value })),
+  );
   registry.gauge("htcjob_operator_resident_memory_bytes", "Resident memory of the operator", () => [{ value: runtime.rss() }]);
   const condor = createCondor({
     runtime,
@@ -297,7 +300,9 @@ function htcjobLogsCommand(runtime: Runtime, args: readonly string[], io: Io): n
   }
   const target = positionals[0];
   if (positionals.length !== 1 || !target || !/^[^/\s]+\/[^/\s]+$/.test(target)) {
-    throw new UsageError(`htcjob logs: give one NAMESPACE/NAME, e.g. default/queue (got ${positionals.length === 0 ? "none" : JSON.stringify(positionals.join(" "))})`);
+    throw new UsageError(
+      `htcjob logs: give one NAMESPACE/NAME, e.g. default/queue (got ${positionals.length === 0 ? "none" : JSON.stringify(positionals.join(" "))})`,
+    );
   }
   const proc = values.proc === undefined ? 0 : Number(values.proc);
   if (!/^\d+$/.test(values.proc ?? "0") || !Number.isSafeInteger(proc)) throw new UsageError(`htcjob logs: --proc "${values.proc}" is not a ProcId (0, 1, …)`);

@@ -39,10 +39,13 @@ export function createWorkQueue(opts: { random: () => number; backoff: BackoffPo
   const add = (key: string, delayMs = 0) => {
     if (delayMs <= 0) return push(key);
     if (timers.has(key)) return;
-    timers.set(key, setTimeout(() => {
-      timers.delete(key);
-      push(key);
-    }, delayMs));
+    timers.set(
+      key,
+      setTimeout(() => {
+        timers.delete(key);
+        push(key);
+      }, delayMs),
+    );
   };
 
   return {

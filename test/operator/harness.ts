@@ -76,7 +76,20 @@ export async function startOperator(
   o: { env?: Record<string, string>; args?: string[]; waitFor?: RegExp | null } = {},
 ): Promise<Operator> {
   const proc = Bun.spawn(
-    [process.execPath, join(ROOT, "src", "main.bun.ts"), "operator", "--kubeconfig", kubeconfig, "--config", site.configPath, "--condor-bin", CONDOR_BIN, "--log-format", "text", ...(o.args ?? [])],
+    [
+      process.execPath,
+      join(ROOT, "src", "main.bun.ts"),
+      "operator",
+      "--kubeconfig",
+      kubeconfig,
+      "--config",
+      site.configPath,
+      "--condor-bin",
+      CONDOR_BIN,
+      "--log-format",
+      "text",
+      ...(o.args ?? []),
+    ],
     {
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/root", MINICONDOR_HOME: site.home, MINICONDOR_ALLOW_ROOT: "1", ...o.env },
       stdout: "pipe",

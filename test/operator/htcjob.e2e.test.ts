@@ -17,10 +17,10 @@ import {
   type HTCJobView,
   htcjobYaml,
   installCrd,
+  makeSite,
   ok,
   type Operator,
   type Site,
-  makeSite,
   startOperator,
   until,
 } from "./harness.ts";
@@ -72,7 +72,17 @@ describeKube("HTCJob operator", () => {
     expect(evs.map((e) => e.reason)).toEqual(expect.arrayContaining(["Submitted", "Completed"]));
     // docs/operator.md#logs: each proc's output is kept by UID, and htcjob logs prints it.
     expect(queue.status!.output).toContain(queue.metadata.uid);
-    const logs = Bun.spawnSync([process.execPath, join(ROOT, "src", "main.bun.ts"), "htcjob", "logs", `${NS}/queue`, "--proc", "2", "--config", site.configPath]);
+    const logs = Bun.spawnSync([
+      process.execPath,
+      join(ROOT, "src", "main.bun.ts"),
+      "htcjob",
+      "logs",
+      `${NS}/queue`,
+      "--proc",
+      "2",
+      "--config",
+      site.configPath,
+    ]);
     expect(logs.stderr.toString()).toBe("");
     expect(logs.stdout.toString().trim()).toBe("2");
   });
