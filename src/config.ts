@@ -312,8 +312,14 @@ export const Schema = z.object({
         .describe(
           "Stamped on every proc the operator submits (`MY.HTCJobOperatorId`, never `MY.InterLinkSidecarId`); operators that share a schedd need different ids",
         ),
+      Namespaces: z
+        .array(z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a namespace name"))
+        .default([])
+        .describe(
+          "The namespaces whose HTCJobs the operator runs; empty: every namespace it watches. An HTCJob elsewhere gets a `Failed` condition and nothing is submitted",
+        ),
     })
-    .default({ SubmitOptions: [...HTCJOB_SUBMIT_OPTIONS], MaxQueue: 1000, OperatorId: "htcjob-operator" })
+    .default({ SubmitOptions: [...HTCJOB_SUBMIT_OPTIONS], MaxQueue: 1000, OperatorId: "htcjob-operator", Namespaces: [] })
     .describe("The HTCJob operator (`htcondor-sidecar operator`): what an HTCJob may ask for, and how its procs are labelled"),
 })
   .superRefine((c, ctx) => {

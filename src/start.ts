@@ -18,8 +18,9 @@ import { createService } from "./service/index.ts";
 import { watchStarvation } from "./service/starvation.ts";
 import { ensureDir } from "./store/files.ts";
 import { openStore } from "./store/store.ts";
+import { operatorMain } from "./operator/main.ts";
 
-interface Io {
+export interface Io {
   out: (line: string) => void;
   err: (line: string) => void;
 }
@@ -31,6 +32,8 @@ export interface Started {
 
 /** Parses everything that can be wrong before anything starts; exits 2 on a usage or config error. */
 export async function main(runtime: Runtime, argv: readonly string[], io: Io): Promise<void> {
+  // The HTCJob operator and its log reader are modes of the same executable (docs/operator.md).
+  if (argv[0] === "operator" || argv[0] === "htcjob") return await operatorMain(runtime, argv, io);
   let options: CliOptions;
   try {
     const parsed = parseCli(argv);
@@ -70,7 +73,7 @@ export async function main(runtime: Runtime, argv: readonly string[], io: Io): P
   }
 }
 
-function loadConfig(o: CliOptions): { config: FileConfig; warnings: string[]; dir: string } {
+export function loadConfig(o: Pick<CliOptions, "config" | "given">): { config: FileConfig; warnings: string[]; dir: string } {
   const path = resolve(o.config);
   const label = o.given.has("config") ? o.config : "SidecarConfig.yaml";
   if (!existsSync(path)) {
@@ -88,7 +91,7 @@ function loadConfig(o: CliOptions): { config: FileConfig; warnings: string[]; di
 }
 
 /** Finds the directory of the condor tools: --condor-bin, else PATH. Never falls back. */
-function findCondorBin(o: CliOptions, env: Record<string, string>): string {
+export function findCondorBin(o: CliOptions, env: Record<string, string>): string {
   const missing = (dir: string) => CONDOR_TOOLS.filter((t) => !isExecutable(join(dir, t)));
   if (o.condorBin) {
     const dir = resolve(o.condorBin);
@@ -111,7 +114,7 @@ function findCondorBin(o: CliOptions, env: Record<string, string>): string {
  * back to anonymous without its certificate: a path that is not there is a usage error now,
  * not a mystery later. The credential (--proxy) may appear later (it is renewed by others).
  */
-function checkFlagPaths(o: CliOptions): void {
+export function checkFlagPaths(o: CliOptions): void {
   const paths: [string, string | undefined, "file" | "dir"][] = [
     ["condor-config", o.condorConfig, "file"],
     ["cadir", o.cadir, "dir"],
@@ -131,7 +134,7 @@ function checkFlagPaths(o: CliOptions): void {
 }
 
 /** The kind of the credential file (core/credentials.ts), or undefined when it cannot be read yet. */
-function credentialFileKind(path: string): "token" | "x509" | undefined {
+export function credentialFileKind(path: string): "token" | "x509" | undefined {
   try {
     return credentialKind(readFileSync(path, "utf8"));
   } catch {

@@ -1,0 +1,331 @@
+/**
+ * The operator's modes of the executable (docs/operator.md#running-it):
+ *
+ *   htcondor-sidecar operator --kubeconfig FILE [--namespace NS] [--config FILE] [--condor-bin DIR] [HTCondor flags]
+ *   htcondor-sidecar htcjob logs NAMESPACE/NAME [--proc N] [--timestamps] [--config FILE]
+ *
+ * The operator opens no port but --metrics-listen's. It reads the sidecar's SidecarConfig.yaml
+ * keys where they apply, and keeps a store and an identity of its own.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { isAbsolute, join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { METRICS_CONTENT_TYPE } from "../app.ts";
+import { createCondor } from "../condor/tools.ts";
+import { ConfigError, htcjobConfig, planConfig } from "../config.ts";
+import { createRegistry } from "../core/metrics.ts";
+import { type CliOptions, condorAccess, parseCli, UsageError, VERSION } from "../flags.ts";
+import { openKubeClient } from "../kube/connect.ts";
+import { loadConnection } from "../kube/connect.ts";
+import { createEventRecorder } from "../kube/events.ts";
+import { createInformer } from "../kube/informer.ts";
+import { createLeaseLock, runLeaderElection } from "../kube/lease.ts";
+import { HTCJOBS } from "../kube/resources.ts";
+import { createLogger, type Logger } from "../logger.ts";
+import { type HttpServer, serveHttp } from "../runtime/http.ts";
+import type { Runtime } from "../runtime/types.ts";
+import { checkFlagPaths, credentialFileKind, findCondorBin, type Io, loadConfig } from "../start.ts";
+import { ensureDir } from "../store/files.ts";
+import { createController, type HTCJob, keyOf } from "./controller.ts";
+import { htcjobLogs } from "./logs.ts";
+import { openHTCJobStore } from "./store.ts";
+import { createWorkQueue } from "./workqueue.ts";
+
+export const OPERATOR_USAGE = `Usage: htcondor-sidecar operator [--kubeconfig FILE] [--context NAME] [--namespace NS] [--lease-namespace NS]
+                                 [--config FILE] [--condor-bin DIR] [HTCondor flags] [--metrics-listen ADDR:PORT]
+       htcondor-sidecar htcjob logs NAMESPACE/NAME [--proc N] [--timestamps] [--config FILE]
+
+operator: runs every HTCJob (htc.cern.ch/v1alpha1) as one HTCondor cluster (docs/operator.md).
+  --kubeconfig FILE       the API server and credentials (default: the pod's service account)
+  --context NAME          the kubeconfig context (default: current-context)
+  --namespace NS          watch only this namespace (default: all)
+  --lease-namespace NS    where the leader-election Lease is (default: the context's or the service account's)
+  The HTCondor flags are the sidecar's (htcondor-sidecar --help); --listen, --port and --socket do not apply.
+
+htcjob logs: prints what a proc's script wrote (its stdout and stderr), from the operator's data folder.
+  --proc N                the ProcId (default 0)
+  --timestamps            keep each line's time
+`;
+
+/** Flags only the operator has; everything else is the sidecar's. */
+const OPERATOR_FLAGS = { kubeconfig: "string", context: "string", namespace: "string", "lease-namespace": "string" } as const;
+/** The sidecar's flags that would open a port or serve interLink: refused in operator mode. */
+const NOT_HERE = ["listen", "port", "socket"];
+
+/** The test-only hook (docs/operator.md#test-hooks): hang after a step so that a test can kill -9 there. */
+const HANG_ENV = "HTCJOB_OPERATOR_TEST_HANG_AFTER";
+
+export async function operatorMain(runtime: Runtime, argv: readonly string[], io: Io): Promise<void> {
+  try {
+    if (argv[0] === "htcjob") {
+      if (argv[1] !== "logs") throw new UsageError(`htcjob: unknown command "${argv[1] ?? ""}" (known: logs). Run 'htcondor-sidecar operator --help'.`);
+      const code = htcjobLogsCommand(runtime, argv.slice(2), io);
+      return runtime.exit(code);
+    }
+    const parsed = parseOperatorArgs(argv.slice(1));
+    if (parsed === "help") {
+      io.out(OPERATOR_USAGE);
+      return runtime.exit(0);
+    }
+    const stop = await startOperator(runtime, parsed.cli, parsed.op, io);
+    let stopping = false;
+    const onSignal = () => {
+      if (stopping) return;
+      stopping = true;
+      stop().then(() => runtime.exit(0), () => runtime.exit(1));
+    };
+    runtime.onSignal("SIGTERM", onSignal);
+    runtime.onSignal("SIGINT", onSignal);
+  } catch (err) {
+    if (err instanceof UsageError || err instanceof ConfigError) {
+      io.err(`htcondor-sidecar: ${err.message}`);
+      return runtime.exit(2);
+    }
+    io.err(`htcondor-sidecar: ${err instanceof Error ? err.message : String(err)}`);
+    return runtime.exit(1);
+  }
+}
+
+interface OperatorFlags {
+  kubeconfig?: string;
+  context?: string;
+  namespace?: string;
+  leaseNamespace?: string;
+}
+
+/** Splits the operator's own flags from the sidecar's, which parseCli reads as usual. */
+export function parseOperatorArgs(args: readonly string[]): { cli: CliOptions; op: OperatorFlags } | "help" {
+  const rest: string[] = [];
+  const op: Record<string, string> = {};
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === "-h" || a === "--help") return "help";
+    const m = /^--([a-z-]+)(?:=(.*))?$/s.exec(a);
+    if (m && m[1]! in OPERATOR_FLAGS) {
+      const value = m[2] ?? args[++i];
+      if (value === undefined || value.trim() === "") throw new UsageError(`flag --${m[1]} needs a value. Run 'htcondor-sidecar operator --help' for usage.`);
+      op[m[1]!] = value;
+      continue;
+    }
+    if (m && NOT_HERE.includes(m[1]!)) {
+      throw new UsageError(`--${m[1]}: the operator serves no API and opens no port but --metrics-listen's. Run 'htcondor-sidecar operator --help' for usage.`);
+    }
+    rest.push(a);
+  }
+  const parsed = parseCli(rest);
+  if (parsed.kind !== "run") return "help";
+  return { cli: parsed.options, op: { kubeconfig: op.kubeconfig, context: op.context, namespace: op.namespace, leaseNamespace: op["lease-namespace"] } };
+}
+
+async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags, io: Io): Promise<() => Promise<void>> {
+  const { config, warnings, dir } = loadConfig(o);
+  const log: Logger = createLogger({ level: o.logLevel, format: o.logFormat, write: io.err });
+  for (const w of warnings) log.warn(w);
+  const env = runtime.env();
+  const bin = findCondorBin(o, env);
+  checkFlagPaths(o);
+  const access = condorAccess(o, runtime.hostname(), o.proxy ? credentialFileKind(o.proxy) : undefined);
+  for (const w of access.warnings) log.warn(w);
+  const spoolMode = o.given.has("spool") ? o.spool : config.Spool;
+  const spool = spoolMode === "always" || (spoolMode === "auto" && access.remoteSchedd);
+
+  const dataRoot = isAbsolute(config.DataRootFolder) ? config.DataRootFolder : resolve(dir, config.DataRootFolder);
+  ensureDir(dataRoot);
+  ensureDir(join(dataRoot, "htcjobs"));
+  // A file of its own: a sidecar with the same DataRootFolder keeps state.db, and neither reads the other's.
+  const storePath = join(dataRoot, "htcjobs.db");
+  const store = openHTCJobStore(runtime.openSqlite(storePath), storePath);
+
+  const registry = createRegistry();
+  const writes = registry.counter("htcjob_operator_api_writes_total", "Writes to the Kubernetes API, by what was written");
+  const reconciles = registry.counter("htcjob_operator_reconciles_total", "Reconcile passes, by outcome");
+  const commands = registry.counter("htcjob_operator_condor_commands_total", "HTCondor tool runs, by tool and outcome");
+  registry.gauge(
+    "htcjob_operator_htcjobs",
+    "HTCJobs in the operator's store, by phase",
+    () => Object.entries(store.count()).map(([phase, value]) => ({ labels: { phase }, value })),
+  );
+  registry.gauge("htcjob_operator_resident_memory_bytes", "Resident memory of the operator", () => [{ value: runtime.rss() }]);
+  const condor = createCondor({
+    runtime,
+    bin,
+    access,
+    baseEnv: env,
+    submitTimeoutMs: config.SubmitTimeoutSeconds * 1000,
+    queryTimeoutMs: config.QueryTimeoutSeconds * 1000,
+    log,
+    onCommand: (tool, outcome) => commands.inc({ tool, outcome }),
+  });
+
+  const conn = loadConnection({ kubeconfig: op.kubeconfig, context: op.context, env, now: () => Date.now() });
+  const { client, close } = openKubeClient(runtime, conn, `htcondor-sidecar-operator/${VERSION}`);
+  const identity = `${runtime.hostname()}-${randomBytes(4).toString("hex")}`;
+  const htc = htcjobConfig(config);
+  const events = createEventRecorder({ client, component: "htcjob-operator", instance: identity, now: () => Date.now() });
+  const lock = createLeaseLock({
+    client,
+    namespace: op.leaseNamespace ?? conn.namespace,
+    name: leaseName(htc.operatorId),
+    identity,
+    now: () => Date.now(),
+  });
+
+  let metricsServer: HttpServer | undefined;
+  if (o.metricsListen) {
+    metricsServer = await serveHttp(
+      { target: { kind: "tcp", ...o.metricsListen }, bodyLimitBytes: 1024, keepAliveTimeoutMs: config.KeepAliveTimeoutSeconds * 1000 },
+      (req) =>
+        new URL(req.url).pathname === "/metrics"
+          ? new Response(registry.render(), { status: 200, headers: { "content-type": METRICS_CONTENT_TYPE } })
+          : new Response("This listener serves GET /metrics only\n", { status: 404, headers: { "content-type": "text/plain; charset=utf-8" } }),
+    );
+  }
+
+  const hang = env[HANG_ENV];
+  if (hang !== undefined && hang !== "submit" && hang !== "record") throw new UsageError(`${HANG_ENV}: "${hang}" is not submit or record`);
+  if (hang) log.warn(`${HANG_ENV} is set: a test hook, never for production`);
+
+  const stopAll = new AbortController();
+  const lead = async (leading: AbortSignal) => {
+    const queue = createWorkQueue({
+      random: Math.random,
+      backoff: { initialMs: 1000, maxMs: 60_000 },
+      log: (key, err, delay) => {
+        reconciles.inc({ outcome: "error" });
+        log.warn("reconcile failed; trying again", { htcjob: key, error: err instanceof Error ? err.message : String(err), againInMs: delay });
+      },
+    });
+    const informer = createInformer<HTCJob>({
+      client,
+      resource: HTCJOBS,
+      namespace: op.namespace,
+      handler: (_type, obj) => queue.add(keyOf(obj)),
+      random: Math.random,
+      now: () => Date.now(),
+      log: (m) => log.warn(m),
+    });
+    const controller = createController({
+      client,
+      cached: (ns, name) => informer.get(ns, name),
+      cachedAll: () => informer.list(),
+      enqueue: (key, delay) => queue.add(key, delay),
+      store,
+      condor,
+      events,
+      planConfig: planConfig(config, o.dummyJob),
+      htcjob: htc,
+      namespaces: config.HTCJob.Namespaces,
+      dataRoot,
+      spool,
+      terminalHoldCodes: config.TerminalHoldCodes,
+      lostAfterMs: 60_000,
+      log,
+      now: () => Date.now(),
+      hangAfter: hang as "submit" | "record" | undefined,
+      onWrite: (what) => writes.inc({ what }),
+    });
+    log.info("leading: watching HTCJobs", { namespace: op.namespace ?? "(all)", identity, dataRoot, spool, operatorId: htc.operatorId });
+    const watching = informer.run(leading);
+    // The queue starts once the first list is in: before that a key would find nothing cached.
+    while (!informer.synced() && !leading.aborted) await sleep(100, leading);
+    await controller.sweep(op.namespace);
+    let following = false;
+    const tick = setInterval(() => {
+      if (following) return;
+      following = true;
+      controller.follow().catch((err) => log.warn("following the procs failed; trying again", { error: err instanceof Error ? err.message : String(err) }))
+        .finally(() => (following = false));
+    }, Math.max(1, config.StatusCacheSeconds) * 1000);
+    await queue.run(4, leading, async (key) => {
+      await controller.reconcile(key);
+      reconciles.inc({ outcome: "ok" });
+    });
+    clearInterval(tick);
+    await watching;
+  };
+  // Leadership lost (the API server was away longer than the renew deadline, or another replica
+  // took the Lease): the work stops, and this replica waits for the Lease again, as a new one would.
+  const election = (async () => {
+    while (!stopAll.signal.aborted) {
+      const outcome = await runLeaderElection({ lock, now: () => Date.now(), log: (m) => log.warn(m) }, stopAll.signal, lead);
+      if (outcome === "lost") log.warn("lost the leader-election Lease; stopped working and waiting for it again");
+    }
+  })();
+  log.info("started", { condorBin: bin, server: conn.server, origin: conn.origin, metricsUrl: metricsServer?.url, runtime: runtime.name });
+
+  return async () => {
+    log.info("shutting down");
+    stopAll.abort();
+    await election;
+    await metricsServer?.close(0);
+    close();
+    store.close();
+  };
+}
+
+/** A Lease name from the operator id (a DNS subdomain: lower case, no `_`). */
+function leaseName(operatorId: string): string {
+  const n = operatorId.toLowerCase().replace(/[^a-z0-9.-]/g, "-").replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, "");
+  return n === "" ? "htcjob-operator" : n;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((r) => {
+    const t = setTimeout(r, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(t);
+      r();
+    }, { once: true });
+  });
+}
+
+/** `htcjob logs NAMESPACE/NAME [--proc N] [--timestamps] [--config FILE]`; returns the exit code. */
+function htcjobLogsCommand(runtime: Runtime, args: readonly string[], io: Io): number {
+  let values;
+  let positionals;
+  try {
+    ({ values, positionals } = parseArgs({
+      args: [...args],
+      options: { proc: { type: "string" }, timestamps: { type: "boolean" }, config: { type: "string" }, help: { type: "boolean", short: "h" } },
+      allowPositionals: true,
+      strict: true,
+    }));
+  } catch (err) {
+    throw new UsageError(`htcjob logs: ${(err as Error).message.split("\n")[0]}`);
+  }
+  if (values.help) {
+    io.out(OPERATOR_USAGE);
+    return 0;
+  }
+  const target = positionals[0];
+  if (positionals.length !== 1 || !target || !/^[^/\s]+\/[^/\s]+$/.test(target)) {
+    throw new UsageError(
+      `htcjob logs: give one NAMESPACE/NAME, e.g. default/queue (got ${positionals.length === 0 ? "none" : JSON.stringify(positionals.join(" "))})`,
+    );
+  }
+  const proc = values.proc === undefined ? 0 : Number(values.proc);
+  if (!/^\d+$/.test(values.proc ?? "0") || !Number.isSafeInteger(proc)) throw new UsageError(`htcjob logs: --proc "${values.proc}" is not a ProcId (0, 1, …)`);
+  const configPath = resolve(values.config ?? "./SidecarConfig.yaml");
+  const { config, dir } = loadConfig({ config: configPath, given: new Set(values.config ? ["config"] : []) });
+  const dataRoot = isAbsolute(config.DataRootFolder) ? config.DataRootFolder : resolve(dir, config.DataRootFolder);
+  const [namespace, name] = target.split("/") as [string, string];
+  const storePath = join(dataRoot, "htcjobs.db");
+  if (!existsSync(storePath)) {
+    io.err(`htcondor-sidecar: Cannot read the logs of HTCJob "${target}": no operator store at ${storePath} (is --config the operator's?)`);
+    return 1;
+  }
+  const store = openHTCJobStore(runtime.openSqlite(storePath), storePath);
+  let out;
+  try {
+    out = htcjobLogs({ store, namespace, name, proc, timestamps: values.timestamps === true });
+  } finally {
+    store.close();
+  }
+  if ("error" in out) {
+    io.err(`htcondor-sidecar: ${out.error}`);
+    return 1;
+  }
+  io.out(out.text);
+  return 0;
+}

@@ -1,0 +1,232 @@
+/**
+ * The operator's own store: which HTCondor cluster belongs to which HTCJob, keyed by the HTCJob's
+ * UID (never its name, which a new object can reuse). A SQLite file of its own (`htcjobs.db`
+ * under DataRootFolder), so that a sidecar and an operator never read each other's records
+ * (docs/operator.md#the-store). Every write is one transaction; the cluster is recorded here
+ * before the HTCJob's status is written (docs/operator.md#never-twice).
+ */
+import { SidecarError } from "../core/errors.ts";
+import type { Sqlite } from "../runtime/types.ts";
+
+/**
+ * - `submitting`: a condor_submit began (or is about to); whether it queued a cluster is not known
+ *   until it answers, or until a search by the HTCJob's UID says so.
+ * - `refused`: the spec cannot be run; nothing was submitted.
+ * - `submitted`: the cluster is known; its procs are followed.
+ * - `finished`: every proc has its final outcome; nothing is asked of HTCondor any more.
+ * - `deleted`: the object is gone and its procs are removed or gone; only the kept output remains.
+ */
+export type HTCJobPhase = "submitting" | "refused" | "submitted" | "finished" | "deleted";
+
+/** A proc's final outcome, kept once known so that a finished HTCJob costs HTCondor nothing. */
+export interface ProcOutcome {
+  state: "succeeded" | "failed";
+  exitCode?: number;
+  /** Why it failed, one line: `exited with code 3`, `removed outside the operator: …`, `held: …`. */
+  reason?: string;
+}
+
+export interface HTCJobRecord {
+  uid: string;
+  namespace: string;
+  name: string;
+  phase: HTCJobPhase;
+  generation: number;
+  /** The HTCJob's folder (job.sh, job.sub, procs/<ProcId>/). */
+  dir: string;
+  procs: number;
+  cluster?: number;
+  spooled: boolean;
+  /** When the latest condor_submit began (epoch ms): the QDate bound of a search by UID. */
+  submitStartedAt: number;
+  submittedAt?: number;
+  /** Why the spec was refused (phase `refused`). */
+  refusal?: string;
+  /** Per ProcId, the final outcome once known. */
+  outcomes: (ProcOutcome | null)[];
+  /** Per ProcId, whether its spooled output was fetched. */
+  fetched: boolean[];
+  deletedAt?: number;
+  updatedAt: number;
+}
+
+interface Row {
+  uid: string;
+  namespace: string;
+  name: string;
+  phase: HTCJobPhase;
+  generation: number;
+  dir: string;
+  procs: number;
+  cluster: number | null;
+  spooled: number;
+  submit_started_at: number;
+  submitted_at: number | null;
+  refusal: string | null;
+  outcomes: string;
+  fetched: string;
+  deleted_at: number | null;
+  updated_at: number;
+}
+
+const MIGRATIONS: string[] = [
+  `CREATE TABLE htcjobs (
+     uid TEXT PRIMARY KEY,
+     namespace TEXT NOT NULL,
+     name TEXT NOT NULL,
+     phase TEXT NOT NULL,
+     generation INTEGER NOT NULL,
+     dir TEXT NOT NULL,
+     procs INTEGER NOT NULL,
+     cluster INTEGER,
+     spooled INTEGER NOT NULL DEFAULT 0,
+     submit_started_at INTEGER NOT NULL,
+     submitted_at INTEGER,
+     refusal TEXT,
+     outcomes TEXT NOT NULL DEFAULT '[]',
+     fetched TEXT NOT NULL DEFAULT '[]',
+     deleted_at INTEGER,
+     updated_at INTEGER NOT NULL
+   );
+   CREATE INDEX htcjobs_phase ON htcjobs(phase);
+   CREATE INDEX htcjobs_name ON htcjobs(namespace, name);
+   CREATE UNIQUE INDEX htcjobs_cluster ON htcjobs(cluster) WHERE cluster IS NOT NULL;`,
+];
+
+const fromRow = (r: Row): HTCJobRecord => ({
+  uid: r.uid,
+  namespace: r.namespace,
+  name: r.name,
+  phase: r.phase,
+  generation: r.generation,
+  dir: r.dir,
+  procs: r.procs,
+  cluster: r.cluster ?? undefined,
+  spooled: r.spooled === 1,
+  submitStartedAt: r.submit_started_at,
+  submittedAt: r.submitted_at ?? undefined,
+  refusal: r.refusal ?? undefined,
+  outcomes: JSON.parse(r.outcomes) as (ProcOutcome | null)[],
+  fetched: JSON.parse(r.fetched) as boolean[],
+  deletedAt: r.deleted_at ?? undefined,
+  updatedAt: r.updated_at,
+});
+
+export type NewHTCJob = Pick<HTCJobRecord, "uid" | "namespace" | "name" | "generation" | "dir" | "procs" | "spooled">;
+
+export interface HTCJobStore {
+  get(uid: string): HTCJobRecord | undefined;
+  /** The newest record of a name (`htcjob logs`): a deleted object's output is still found. */
+  byName(namespace: string, name: string): HTCJobRecord | undefined;
+  list(phases: readonly HTCJobPhase[]): HTCJobRecord[];
+  count(): Record<HTCJobPhase, number>;
+  /** A submit is about to begin: the record exists (phase `submitting`) before condor_submit runs. */
+  beginSubmit(rec: NewHTCJob, now: number): void;
+  /** condor_submit answered, or a search found the cluster: from `submitting` (or a lost store) to `submitted`. */
+  recordCluster(uid: string, cluster: number, procs: number, now: number): void;
+  refuse(rec: NewHTCJob, reason: string, now: number): void;
+  /** A refused spec changed (a new generation): it may be planned again. */
+  forget(uid: string): void;
+  setOutcomes(uid: string, outcomes: (ProcOutcome | null)[], now: number): void;
+  setFetched(uid: string, fetched: boolean[], now: number): void;
+  markDeleted(uid: string, now: number): void;
+  close(): void;
+}
+
+const PHASES: HTCJobPhase[] = ["submitting", "refused", "submitted", "finished", "deleted"];
+
+export function openHTCJobStore(db: Sqlite, path = "htcjobs.db"): HTCJobStore {
+  const guard = <A extends unknown[], R>(fn: (...a: A) => R) => (...a: A): R => {
+    try {
+      return fn(...a);
+    } catch (err) {
+      if (err instanceof SidecarError) throw err;
+      throw new SidecarError("unavailable", `The operator's store "${path}" failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+  };
+  guard(() => {
+    db.exec("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA synchronous = FULL;");
+    db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+    const v = db.get<{ version: number }>("SELECT version FROM schema_version")?.version ?? 0;
+    if (v > MIGRATIONS.length) throw new SidecarError("unavailable", `The operator's store "${path}" is of a newer version (${v}) than this operator knows`);
+    db.transaction(() => {
+      for (let i = v; i < MIGRATIONS.length; i++) db.exec(MIGRATIONS[i]!);
+      db.run("DELETE FROM schema_version");
+      db.run("INSERT INTO schema_version (version) VALUES (?)", [MIGRATIONS.length]);
+    });
+  })();
+
+  const get = (uid: string) => {
+    const r = db.get<Row>("SELECT * FROM htcjobs WHERE uid = ?", [uid]);
+    return r ? fromRow(r) : undefined;
+  };
+  const mustChange = (what: string, uid: string, changes: number) => {
+    if (changes !== 1) throw new SidecarError("internal", `Cannot ${what} for HTCJob ${uid}: its record is not in a phase that allows it`);
+  };
+
+  return {
+    get: guard(get),
+    byName: guard((namespace: string, name: string) => {
+      const r = db.get<Row>("SELECT * FROM htcjobs WHERE namespace = ? AND name = ? ORDER BY submit_started_at DESC LIMIT 1", [namespace, name]);
+      return r ? fromRow(r) : undefined;
+    }),
+    list: guard((phases: readonly HTCJobPhase[]) =>
+      db.all<Row>(`SELECT * FROM htcjobs WHERE phase IN (${phases.map(() => "?").join(", ")})`, [...phases]).map(fromRow)
+    ),
+    count: guard(() => {
+      const out = Object.fromEntries(PHASES.map((p) => [p, 0])) as Record<HTCJobPhase, number>;
+      for (const r of db.all<{ phase: HTCJobPhase; n: number }>("SELECT phase, COUNT(*) AS n FROM htcjobs GROUP BY phase")) out[r.phase] = r.n;
+      return out;
+    }),
+    beginSubmit: guard((rec: NewHTCJob, now: number) => {
+      db.transaction(() => {
+        const old = get(rec.uid);
+        if (old && old.phase !== "submitting") {
+          throw new SidecarError("internal", `Cannot submit HTCJob ${rec.uid} again: it is already ${old.phase}`);
+        }
+        db.run(
+          `INSERT INTO htcjobs (uid, namespace, name, phase, generation, dir, procs, spooled, submit_started_at, updated_at)
+           VALUES (?, ?, ?, 'submitting', ?, ?, ?, ?, ?, ?)
+           ON CONFLICT(uid) DO UPDATE SET procs = excluded.procs, generation = excluded.generation,
+             submit_started_at = excluded.submit_started_at, updated_at = excluded.updated_at`,
+          [rec.uid, rec.namespace, rec.name, rec.generation, rec.dir, rec.procs, rec.spooled ? 1 : 0, now, now],
+        );
+      });
+    }),
+    recordCluster: guard((uid: string, cluster: number, procs: number, now: number) => {
+      const r = db.run(
+        `UPDATE htcjobs SET phase = 'submitted', cluster = ?, procs = ?, submitted_at = ?, outcomes = ?, fetched = ?, updated_at = ?
+         WHERE uid = ? AND phase = 'submitting'`,
+        [cluster, procs, now, JSON.stringify(Array(procs).fill(null)), JSON.stringify(Array(procs).fill(false)), now, uid],
+      );
+      mustChange("record a cluster", uid, r.changes);
+    }),
+    refuse: guard((rec: NewHTCJob, reason: string, now: number) => {
+      db.run(
+        `INSERT INTO htcjobs (uid, namespace, name, phase, generation, dir, procs, spooled, submit_started_at, refusal, updated_at)
+         VALUES (?, ?, ?, 'refused', ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT(uid) DO UPDATE SET phase = 'refused', generation = excluded.generation, procs = excluded.procs,
+           refusal = excluded.refusal, updated_at = excluded.updated_at WHERE htcjobs.phase IN ('refused', 'submitting')`,
+        [rec.uid, rec.namespace, rec.name, rec.generation, rec.dir, rec.procs, rec.spooled ? 1 : 0, now, reason, now],
+      );
+    }),
+    forget: guard((uid: string) => {
+      db.run("DELETE FROM htcjobs WHERE uid = ? AND phase IN ('refused', 'deleted')", [uid]);
+    }),
+    setOutcomes: guard((uid: string, outcomes: (ProcOutcome | null)[], now: number) => {
+      const done = outcomes.every((o) => o !== null);
+      db.run(
+        `UPDATE htcjobs SET outcomes = ?, phase = CASE WHEN ? AND phase = 'submitted' THEN 'finished' ELSE phase END, updated_at = ?
+         WHERE uid = ? AND phase IN ('submitted', 'finished')`,
+        [JSON.stringify(outcomes), done ? 1 : 0, now, uid],
+      );
+    }),
+    setFetched: guard((uid: string, fetched: boolean[], now: number) => {
+      db.run("UPDATE htcjobs SET fetched = ?, updated_at = ? WHERE uid = ?", [JSON.stringify(fetched), now, uid]);
+    }),
+    markDeleted: guard((uid: string, now: number) => {
+      db.run("UPDATE htcjobs SET phase = 'deleted', deleted_at = ?, updated_at = ? WHERE uid = ?", [now, now, uid]);
+    }),
+    close: () => db.close(),
+  };
+}
