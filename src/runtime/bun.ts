@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import { closeSync, fstatSync, openSync, readSync, unlinkSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
+import { watchFolder } from "./watch.ts";
 import type { Runtime, SpawnOptions, SpawnResult, Sqlite, SqlValue } from "./types.ts";
 import { DEFAULT_MAX_OUTPUT, KILL_GRACE_MS, readCapped, readCappedBytes, room, toBytes } from "./spawn-util.ts";
 
@@ -105,4 +106,5 @@ export const bunRuntime: Runtime = {
   rss: () => process.memoryUsage.rss(),
   exit: (code) => process.exit(code),
   onSignal: (signal, fn) => void process.on(signal, fn),
+  watchFolder,
 };

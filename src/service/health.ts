@@ -10,6 +10,8 @@ import { type Ctx, errorText } from "./context.ts";
 
 /** How long the ping waits for the schedd's answer (condor_q) before answering without it. */
 const PING_SCHEDD_WAIT_MS = 5_000;
+/** A condor_q this recent tells the ping about the schedd (the reconciler alone runs only every few minutes). */
+const PING_HEARD_MS = 10_000;
 
 /** What the service's gauges show (core/metrics.ts), read at scrape time. */
 export type ServiceView = Omit<MetricsView, "rss" | "startTime">;
@@ -47,9 +49,10 @@ export function createHealthService(c: Ctx): HealthService {
             return undefined;
           },
         ),
-        // While pods are followed the refresher's condor_q speaks for the schedd; otherwise the
-        // ping asks on its own. A slow condor_q must not hold the ping: it counts when it ends.
-        c.queue.running() ? undefined : Promise.race([
+        // A condor_q of the view within the last PING_HEARD_MS (the refresher's, the
+        // reconciler's, or one of changed jobs) speaks for the schedd; otherwise the ping asks on
+        // its own. A slow condor_q must not hold the ping: it counts when it ends.
+        c.queue.heardWithin(PING_HEARD_MS) ? undefined : Promise.race([
           c.queue.probe().catch((err: unknown) => c.log.warn("ping: condor_q failed", { failures: c.queue.schedd.failures, error: errorText(err) })),
           new Promise<void>((r) => setTimeout(r, PING_SCHEDD_WAIT_MS).unref?.()),
         ]),
