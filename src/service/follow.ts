@@ -57,7 +57,7 @@ export function createFollower(c: Ctx): Follower {
   /** Logs in a format this reader does not read (or stalled on an event with no end): their jobs are polled. */
   const unsupported = new Set<string>();
   c.queue.polled = (log) => log === undefined || unsupported.has(log);
-  let window = emptyRateWindow();
+  let rates = emptyRateWindow();
   let lastGap = -Infinity;
   let pendingGap: string | undefined;
   let backoffUntil = -Infinity;
@@ -111,8 +111,8 @@ export function createFollower(c: Ctx): Follower {
       return { ...rec, offset: 0, inode: r.inode, size: 0 };
     }
     const read = readEventLog(r.bytes, state.offset, { year: new Date(now).getFullYear(), localOffsetMinutes: -new Date(now).getTimezoneOffset() });
-    const capped = capEvents(read.events, window, now);
-    window = capped.window;
+    const capped = capEvents(read.events, rates, now);
+    rates = capped.window;
     for (const e of capped.kept) ids.add(`${e.cluster}.${e.proc}`);
     for (const j of capped.limited) ids.add(`${j.cluster}.${j.proc}`);
     if (capped.limited.length > 0) gap(`${capped.limited.length} job(s) wrote more than the event cap to ${rec.name}`);
