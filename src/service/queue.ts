@@ -59,6 +59,9 @@ export interface Snapshot {
 /** When the view last asked the schedd about the job (its ad in `ads` is that old). */
 export const askedAt = (snap: Snapshot, id: string): number => snap.checked?.get(id) ?? snap.at;
 
+/** Status has the schedd probed after this many StatusCacheSeconds without a condor_q (queue.ts checkAlive). */
+const ALIVE_PERIODS = 3;
+
 /** Job ids in one targeted condor_q at most (its constraint names each). */
 const TARGETED_BATCH_MAX = 1000;
 
@@ -103,6 +106,12 @@ export interface QueueView {
   running(): boolean;
   /** Whether condor_q answered or failed within the last `ms` (the ping then needs no probe of its own). */
   heardWithin(ms: number): boolean;
+  /**
+   * Called by status: when no condor_q has been heard for a while (the log named no job, and the
+   * reconciler is minutes away), one probe in the background (never awaited), so that a schedd
+   * that went down makes the answers stale within seconds, as the refresher did.
+   */
+  checkAlive(): void;
   /** The attributes a job's status needs: the base ones and a state attribute per container slot. */
   attributes(): string[];
   /** Counts a new pod's containers into the attributes asked for. */
@@ -217,6 +226,9 @@ export function createQueueView(d: QueueDeps): QueueView {
     return p;
   }
   const rechecks = new Map<string, number>();
+  /** How long the view may go without hearing from the schedd before a status call has it probed. */
+  const aliveMs = periodMs * ALIVE_PERIODS;
+  let probing: Promise<void> | undefined;
   /** When the loop's next full refresh is due (Infinity while none is scheduled). */
   let nextAt = Infinity;
   let current: Snapshot | undefined;
@@ -435,14 +447,21 @@ export function createQueueView(d: QueueDeps): QueueView {
       await cycle;
       await runCycle();
     },
-    async probe() {
-      try {
-        await d.condor.query({ constraint: "false", attributes: ["ClusterId"] });
-        answered();
-      } catch (err) {
-        failed(err);
-        throw err;
-      }
+    probe() {
+      probing ??= d.condor.query({ constraint: "false", attributes: ["ClusterId"] }).then(
+        () => answered(),
+        (err: unknown) => {
+          failed(err);
+          throw err;
+        },
+      ).finally(() => (probing = undefined));
+      return probing;
+    },
+    checkAlive() {
+      if (stopped || view.heardWithin(aliveMs)) return;
+      view.probe().catch(() =>
+        d.log.warn("condor_q failed; status leaves the followed pods out, so interLink keeps their last state", { error: schedd.error })
+      );
     },
     running: () => looping,
     attributes,

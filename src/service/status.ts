@@ -52,6 +52,7 @@ async function status(c: Ctx, pods: readonly PodRef[]): Promise<StatusAnswer> {
     records = reported();
     live = records.some((r) => r.phase === "submitted");
   }
+  if (live) c.queue.checkAlive();
   const snap = c.queue.current();
   const usable = snap && !c.queue.failing() ? snap : undefined;
   const statuses = records.flatMap((r) => view(c, r, usable) ?? []);
