@@ -69,13 +69,14 @@ export function createHealthService(c: Ctx): HealthService {
 
     view() {
       const text = c.credentialFile && c.readCredential ? c.readCredential(c.credentialFile) : undefined;
-      const snap = c.queue.current();
+      // The view is as fresh as the schedd's last answer: between changes the event log keeps it, and no query runs.
+      const answered = c.queue.lastAnswer();
       return {
         pods: c.store.countByPhase(),
         failures: { schedd: c.queue.schedd.failures, collector: collector.failures },
         threshold: c.config.PingFailureThreshold,
         credentialExpiry: text === undefined ? undefined : credentialExpiry(text, c.certificateExpiry ?? (() => undefined)),
-        snapshotAgeSeconds: c.queue.running() && snap ? Math.max(0, (c.now() - snap.at) / 1000) : 0,
+        snapshotAgeSeconds: c.queue.running() && answered !== undefined ? Math.max(0, (c.now() - answered) / 1000) : 0,
       };
     },
 

@@ -112,6 +112,8 @@ export interface QueueView {
    * that went down makes the answers stale within seconds, as the refresher did.
    */
   checkAlive(): void;
+  /** When the schedd last answered a condor_q of the view (full, targeted or the probe); undefined before the first. */
+  lastAnswer(): number | undefined;
   /** The attributes a job's status needs: the base ones and a state attribute per container slot. */
   attributes(): string[];
   /** Counts a new pod's containers into the attributes asked for. */
@@ -218,6 +220,7 @@ export function createQueueView(d: QueueDeps): QueueView {
   const schedd: Streak = { failures: 0 };
   let lastCounted = -Infinity;
   let lastHeard = -Infinity;
+  let lastAnswerAt: number | undefined;
   /** Every condor_q of the view runs after the one before: a targeted merge never races a full one. */
   let lock: Promise<unknown> = Promise.resolve();
   function serial<T>(fn: () => Promise<T>): Promise<T> {
@@ -282,6 +285,7 @@ export function createQueueView(d: QueueDeps): QueueView {
   function answered(): void {
     failing = false;
     lastHeard = d.now();
+    lastAnswerAt = lastHeard;
     lastCounted = -Infinity;
     recordSuccess(schedd);
   }
@@ -442,6 +446,7 @@ export function createQueueView(d: QueueDeps): QueueView {
     followed: () => followedJobs().jobs,
     polled: (eventLog) => eventLog === undefined,
     heardWithin: (ms) => d.now() - lastHeard < ms,
+    lastAnswer: () => lastAnswerAt,
     async refreshNow() {
       // A refresh that started before the caller asked may have read the queue too early.
       await cycle;
