@@ -108,7 +108,8 @@ export function createFollower(c: Ctx): Follower {
     if (!r || r.inode !== st.inode) return undefined; // replaced between stat and open: the next pass sees it
     if (!boundaryIntact(state.offset, r.before)) {
       gap(`event log ${rec.name} was rewritten before offset ${state.offset}`);
-      return { ...rec, offset: 0, inode: r.inode, size: 0 };
+      // Read again from the start (offset 0 needs no check, so this recurses once).
+      return readOne({ ...rec, offset: 0, inode: r.inode, size: 0 }, ids, now);
     }
     const read = readEventLog(r.bytes, state.offset, { year: new Date(now).getFullYear(), localOffsetMinutes: -new Date(now).getTimezoneOffset() });
     const capped = capEvents(read.events, rates, now);
