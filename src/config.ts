@@ -7,11 +7,18 @@ import { isMap, isScalar, parseDocument } from "yaml";
 import { z } from "zod";
 import { listenAddress } from "./flags.ts";
 import { tryParseQuantity } from "./core/quantity.ts";
-import type { PlanConfig } from "./core/types.ts";
+import type { HTCJobConfig, PlanConfig } from "./core/types.ts";
 import { submitKey, submitValueProblem } from "./core/submit-rules.ts";
 import { isDnsLabel } from "./core/pod.ts";
 import { type ImageOverride, parseImageOverride } from "./core/images.ts";
 import type { Flavor } from "./core/flavors.ts";
+import { singularityOptionProblem } from "./core/runtime-flags.ts";
+
+/** A `Channels.SingularityOptions` entry no supported runtime accepts where the wrapper passes it. */
+function singularityOptionError(flag: string): string | undefined {
+  const p = singularityOptionProblem(flag);
+  return p && "error" in p ? p.error : undefined;
+}
 
 function validListen(v: string): boolean {
   try {
@@ -79,10 +86,13 @@ const Flavor = z
     ExtraLines: extraLines.default({}).describe("Submit commands after `Submit.ExtraLines` (a key of both is refused)"),
   });
 
+/** What the original HTCJob operator's examples put in `htcopts` (+JobFlavour, +MaxRuntime). */
+const HTCJOB_SUBMIT_OPTIONS = ["+JobFlavour", "+MaxRuntime"] as const;
+
 const Channels = z.object({
   HostImage: z.boolean().default(false).describe("Allow the image `host` or `host:<site>`: the container's command runs on the worker, without a container"),
   SingularityOptions: z
-    .array(str)
+    .array(str.refine((f) => !singularityOptionError(f), { error: (i) => singularityOptionError(String(i.input)) }))
     .default([])
     .describe(
       "Flags the `singularity-options` annotation may use; empty: the annotation is refused. `--env`, `--env-file` and `--pwd` reach every exec into the container, the others act when the instance starts",
@@ -296,6 +306,23 @@ export const Schema = z.object({
     .describe(
       "Image reference → what the runtime gets instead: a `.sif` file, an unpacked folder (e.g. on CVMFS) or another reference. References compare in canonical form (`python:3.12` is `docker.io/library/python:3.12`); a trailing `*` on both sides maps a prefix",
     ),
+  HTCJob: z
+    .object({
+      SubmitOptions: z
+        .array(submitCommand)
+        .default([...HTCJOB_SUBMIT_OPTIONS])
+        .describe("Submit commands an HTCJob's `spec.htcopts` may set; separate from `Channels.SubmitOptions`, which is the pods'"),
+      MaxQueue: z.number().int().min(1).default(1000).describe("Most procs one HTCJob may ask for (`spec.queue`); a larger one is refused"),
+      OperatorId: z
+        .string()
+        .regex(/^[A-Za-z0-9._-]{1,64}$/, "must be 1-64 letters, digits, '.', '_' or '-'")
+        .default("htcjob-operator")
+        .describe(
+          "Stamped on every proc the operator submits (`MY.HTCJobOperatorId`, never `MY.InterLinkSidecarId`); operators that share a schedd need different ids",
+        ),
+    })
+    .default({ SubmitOptions: [...HTCJOB_SUBMIT_OPTIONS], MaxQueue: 1000, OperatorId: "htcjob-operator" })
+    .describe("The HTCJob operator (`htcondor-sidecar operator`): what an HTCJob may ask for, and how its procs are labelled"),
 })
   .superRefine((c, ctx) => {
     if (c.DefaultFlavor !== "" && !Object.hasOwn(c.Flavors, c.DefaultFlavor)) {
@@ -357,7 +384,13 @@ export function parseConfig(text: string | undefined, fileLabel = "SidecarConfig
   }
   return {
     config: { ...result.data, flavorOrder },
-    warnings: unknownKeys(raw as Record<string, unknown>, Schema, "").map((k) => `${fileLabel}: unknown key ${k} (ignored)`),
+    warnings: [
+      ...unknownKeys(raw as Record<string, unknown>, Schema, "").map((k) => `${fileLabel}: unknown key ${k} (ignored)`),
+      ...result.data.Channels.SingularityOptions.flatMap((f) => {
+        const p = singularityOptionProblem(f);
+        return p && "warning" in p ? [`${fileLabel}: Channels.SingularityOptions: ${p.warning}`] : [];
+      }),
+    ],
   };
 }
 
@@ -426,4 +459,9 @@ function flavorOf(name: string, f: FileConfig["Flavors"][string]): Flavor {
   if (f.Requirements) flavor.requirements = f.Requirements;
   if (f.AccountingGroup !== undefined) flavor.accountingGroup = f.AccountingGroup;
   return flavor;
+}
+
+/** The HTCJob part of the config, for src/operator/htcjob-plan.ts. */
+export function htcjobConfig(c: FileConfig): HTCJobConfig {
+  return { submitOptionsAllow: c.HTCJob.SubmitOptions, maxQueue: c.HTCJob.MaxQueue, operatorId: c.HTCJob.OperatorId };
 }

@@ -101,7 +101,7 @@ export const FLAGS = {
     group: "htcondor",
     arg: "NAME",
     description:
-      "Adds `-name NAME` to the tools that talk to the schedd (`condor_submit`, `condor_q`, `condor_history`, `condor_rm`, `condor_tail`, `condor_transfer_data`); never to `condor_status`, which has no `-name`",
+      "Adds `-name NAME` to the tools that talk to the schedd (`condor_submit`, `condor_q`, `condor_history`, `condor_rm`, `condor_tail`, `condor_transfer_data`); never to `condor_status`, which has no `-name`. A NAME without `@` is a host name the tools resolve: one that still does not resolve after 30 s at start stops the sidecar (exit 2)",
   },
   "collector-host": {
     type: "string",

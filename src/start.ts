@@ -9,12 +9,13 @@ import { createApp, METRICS_CONTENT_TYPE } from "./app.ts";
 import { credentialKind } from "./core/credentials.ts";
 import { createSidecarMetrics } from "./core/metrics.ts";
 import { type CliOptions, condorAccess, listenAddress, parseCli, USAGE, UsageError, VERSION } from "./flags.ts";
-import { CONDOR_TOOLS, createCondor } from "./condor/tools.ts";
+import { type Condor, CONDOR_TOOLS, createCondor } from "./condor/tools.ts";
 import { ConfigError, type FileConfig, parseConfig, planConfig } from "./config.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { type HttpServer, serveHttp } from "./runtime/http.ts";
 import type { Runtime } from "./runtime/types.ts";
 import { createService } from "./service/index.ts";
+import { watchStarvation } from "./service/starvation.ts";
 import { ensureDir } from "./store/files.ts";
 import { openStore } from "./store/store.ts";
 
@@ -147,6 +148,41 @@ export function certificateNotAfter(pem: string): number | undefined {
   }
 }
 
+/** How long a --schedd-name that does not resolve is retried at start before the sidecar gives up. */
+const SCHEDD_NAME_RESOLVE_MS = 30_000;
+
+/**
+ * A --schedd-name without "@" is a host name that every condor tool resolves before it does
+ * anything else (docs/htcondor.md#a-schedd-name-without--is-a-host-name): one that does not
+ * resolve makes every call fail, so the sidecar refuses to start with it. condor_q itself is
+ * asked, so that HTCondor's own resolver and configuration decide, and asked again for
+ * SCHEDD_NAME_RESOLVE_MS (a name server may come up after the sidecar). Anything else condor_q
+ * says, a collector or schedd that does not answer included, is the ping's business.
+ */
+async function checkScheddName(condor: Condor, name: string, log: Logger): Promise<void> {
+  const deadline = Date.now() + SCHEDD_NAME_RESOLVE_MS;
+  for (let wait = 1_000;; wait = Math.min(2 * wait, 8_000)) {
+    let said: string | undefined;
+    try {
+      await condor.query({ constraint: "false", attributes: ["ClusterId"] });
+      return;
+    } catch (err) {
+      said = /condor_q exited with \S+: (.*\bunknown host\b.*)$/.exec(err instanceof Error ? err.message : String(err))?.[1];
+      if (said === undefined) return;
+    }
+    const left = deadline - Date.now();
+    if (left <= 0) {
+      throw new UsageError(
+        `--schedd-name ${name}: condor_q says "${said}" (still after ${
+          SCHEDD_NAME_RESOLVE_MS / 1000
+        } s): a schedd name without "@" is a host name, and this one does not resolve; give a host name that does, or name@host`,
+      );
+    }
+    log.warn("--schedd-name does not resolve (yet); asking again", { scheddName: name, condorQ: said, retryInSeconds: Math.min(wait, left) / 1000 });
+    await new Promise((r) => setTimeout(r, Math.min(wait, left)));
+  }
+}
+
 function isExecutable(p: string): boolean {
   try {
     accessSync(p, constants.X_OK);
@@ -205,6 +241,15 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     log,
     onCommand: (tool, outcome, seconds) => metrics.command(tool, outcome, seconds),
   });
+  if (o.scheddName !== undefined && !o.scheddName.includes("@")) {
+    try {
+      await checkScheddName(condor, o.scheddName, log);
+    } catch (err) {
+      store.close();
+      throw err;
+    }
+  }
+  const starvation = watchStarvation({ now: () => Date.now() });
   service = createService({
     store,
     condor,
@@ -226,6 +271,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     version: VERSION,
     onSubmitBatch: (size) => metrics.submitBatch(size),
     watchFolder: runtime.watchFolder,
+    starved: starvation.starvedSince,
   });
   try {
     await service.reconcile();
@@ -298,6 +344,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
       // A create or a reaper pass still waiting on a condor tool writes to the store when it ends.
       await service.drain(Math.max(0, deadline - Date.now()));
       store.close();
+      starvation.stop();
     },
   };
 }

@@ -29,6 +29,26 @@ export function recordFailure(s: Streak, error: string, now: number): void {
   s.error = error;
 }
 
+/**
+ * How late the sidecar's event loop may run before the sidecar counts as starved of CPU (its own
+ * work, garbage collection, or a machine with more runnable processes than cores). A tool call
+ * that timed out meanwhile was starved too, or was waiting on a daemon the sidecar itself flooded:
+ * its timeout says nothing about HTCondor (docs/status.md#the-ping).
+ */
+export const STARVED_LATE_MS = 1_000;
+
+/** How long a ping's condor_status or condor_q answer serves later pings (docs/status.md#the-ping). */
+export const PING_ANSWER_KEEP_MS = 5_000;
+
+/**
+ * Whether a failed tool call counts towards its daemon's streak: always when the tool answered
+ * (an exit code and HTCondor's own words), but a timeout only when the sidecar was not starved
+ * while the call ran.
+ */
+export function blamesHTCondor(failure: { timedOut: boolean; starved: boolean }): boolean {
+  return !failure.timedOut || !failure.starved;
+}
+
 /** What a status answer says while the schedd does not answer (undefined when it does). */
 export function staleness(schedd: Streak): string | undefined {
   if (schedd.failures === 0 || schedd.since === undefined) return undefined;

@@ -87,7 +87,10 @@ export function submitKey(key: string): { key: string } | { problem: string; res
   if (attr !== undefined) {
     if (!ATTRIBUTE.test(attr)) return { problem: "not a job attribute name (+Name or MY.Name: letters, digits and '_')", reserved: false };
     const lower = attr.toLowerCase();
-    if (lower.startsWith("interlink") || RESERVED_ATTRIBUTES.has(lower)) return { problem: "it is set by the sidecar", reserved: true };
+    // HTCJob…: an HTCJob's identity and its operator's (src/operator/htcjob-plan.ts).
+    if (lower.startsWith("interlink") || lower.startsWith("htcjob") || RESERVED_ATTRIBUTES.has(lower)) {
+      return { problem: "it is set by the sidecar", reserved: true };
+    }
     return { key: `MY.${attr}` };
   }
   if (!COMMAND.test(key)) return { problem: "not a submit command name (letters, digits and '_'; +Name or MY.Name for job attributes)", reserved: false };

@@ -126,6 +126,11 @@ export interface ContainerPlan {
   gpus: number;
   /** Of `gpus`, the `amd.com/gpu` ones (> 0 adds --rocm); absent: none. */
   amdGpus?: number;
+  /**
+   * Append the proc's ProcId to the arguments: the procs of an HTCJob share one wrapper, and
+   * HTCondor gives each its ProcId as the wrapper's argument (`arguments = $(ProcId)`).
+   */
+  procIdArg?: boolean;
 }
 
 /** A file the sidecar writes under the pod's folder and ships with the job. */
@@ -163,6 +168,13 @@ export interface JobPlan {
   sidecarId: string;
   /** Readable batch name, e.g. `default/web-1`. */
   batchName: string;
+  /**
+   * Set when the job is an HTCJob's (src/operator/htcjob-plan.ts) rather than a pod's: `procs`
+   * procs of one cluster, labelled with the HTCJob (`MY.HTCJobUID`, …) and the operator
+   * (`MY.HTCJobOperatorId`) instead of the pod and sidecar labels, so that a sidecar and an
+   * operator never take each other's jobs for their own.
+   */
+  htcjob?: { operatorId: string; procs: number; generation: number };
 
   restartPolicy: RestartPolicy;
   /** Restarts allowed per container before it stays terminated. */
@@ -284,4 +296,14 @@ export interface PlanConfig {
   /** `SharedFilesystem`: container logs are written to the pod folder directly (see JobPlan). */
   sharedFilesystem: boolean;
   dummyJob: boolean;
+}
+
+/** The part of the configuration that shapes an HTCJob's procs (config `HTCJob`, src/operator/htcjob-plan.ts). */
+export interface HTCJobConfig {
+  /** Submit commands `spec.htcopts` may set, as the config lists them (`+X` and `MY.X` are one). */
+  submitOptionsAllow: string[];
+  /** Most procs one HTCJob may ask for. */
+  maxQueue: number;
+  /** Stamped on every proc (`MY.HTCJobOperatorId`). */
+  operatorId: string;
 }

@@ -1,6 +1,6 @@
 /**
  * The only submit-description renderer: `JobPlan` → the text given to `condor_submit -terse job.sub`,
- * run with cwd = the pod's folder (which holds job.sh, env/ and volumes/).
+ * run with cwd = the pod's folder (which holds job.sh, env/ and volumes/), or an HTCJob's.
  *
  * Quoting rules (docs/htcondor.md#submit-file-rules): a submit file is line-based and condor_submit
  * expands `$(…)` macros in every value, so a value that could reach another line is refused (see
@@ -73,7 +73,17 @@ export const INITIAL_STATE_LINE = formatStateLine({ state: "waiting", reason: "C
 export type SubmitCommand = readonly [key: string, value: string];
 
 /**
- * The commands of a pod's job, in order: everything but `initialdir`, `executable` and `queue`.
+ * The folder of an HTCJob's proc, below the HTCJob's folder: the proc's initialdir, where its
+ * output returns. Outputs come back by name (job.out, the container log, podstate/), so each proc
+ * needs a folder of its own; whoever submits creates `procs/<i>` for every proc first, since
+ * condor_submit refuses an initialdir that does not exist.
+ */
+export function procDir(procId: number | string): string {
+  return `procs/${procId}`;
+}
+
+/**
+ * The commands of a job, in order: everything but `initialdir`, `executable` and `queue`.
  * `eventLog` is the absolute path of the sidecar's shared job event log, which many jobs append
  * to (docs/status.md#following-the-event-log); without it (a spooled job, whose log a remote
  * schedd writes) the job has its own `job.log` in the pod folder.
@@ -82,12 +92,18 @@ export function jobCommands(plan: JobPlan, eventLog?: string): SubmitCommand[] {
   const out: SubmitCommand[] = [];
   const cmd = (key: string, value: string | number) => out.push([key, String(value)]);
   const r = plan.resources;
+  const htcjob = plan.htcjob;
   cmd("universe", "vanilla");
+  // The one value HTCondor fills in per proc, written as the macro itself: job.sh passes it on
+  // to the container (docs/htcondor.md#the-jobs-environment has no ProcId variable).
+  if (htcjob) cmd("arguments", "$(ProcId)");
   cmd("transfer_executable", "true");
   cmd("should_transfer_files", "YES");
   cmd("when_to_transfer_output", "ON_EXIT");
   if (plan.transferInput.length > 0) {
-    cmd("transfer_input_files", plan.transferInput.map((f) => listItem(f, "transfer_input_files")).join(", "));
+    // Relative to the initialdir: an HTCJob's procs start two folders down (procDir).
+    const up = htcjob ? "../../" : "";
+    cmd("transfer_input_files", plan.transferInput.map((f) => listItem(up + f, "transfer_input_files")).join(", "));
   }
   // With a shared filesystem the wrapper writes the logs straight into the pod folder: listed
   // here, a log missing from the sandbox at transfer time would hold the job
@@ -113,18 +129,29 @@ export function jobCommands(plan: JobPlan, eventLog?: string): SubmitCommand[] {
     cmd("accounting_group", plainValue(plan.submit.accountingGroup, "accounting_group"));
   }
   if (plan.submit.requirements !== undefined) cmd("requirements", submitValue(plan.submit.requirements, "requirements (config Submit.Requirements)"));
-  cmd("MY.InterLinkPodUID", submitString(plan.uid, "MY.InterLinkPodUID"));
-  cmd("MY.InterLinkPodName", submitString(plan.name, "MY.InterLinkPodName"));
-  cmd("MY.InterLinkPodNamespace", submitString(plan.namespace, "MY.InterLinkPodNamespace"));
-  cmd("MY.InterLinkSidecarId", submitString(plan.sidecarId, "MY.InterLinkSidecarId"));
   const all = [...plan.initContainers, ...plan.containers];
-  // The offloaded containers, so that a sidecar whose store was lost can adopt the job again.
-  cmd("MY.InterLinkContainers", submitString(formatContainerList(all), "MY.InterLinkContainers"));
+  if (htcjob) {
+    // Never the pod and sidecar labels: a sidecar on the same schedd must not adopt these procs.
+    cmd("MY.HTCJobUID", submitString(plan.uid, "MY.HTCJobUID"));
+    cmd("MY.HTCJobName", submitString(plan.name, "MY.HTCJobName"));
+    cmd("MY.HTCJobNamespace", submitString(plan.namespace, "MY.HTCJobNamespace"));
+    cmd("MY.HTCJobGeneration", nonNegInt(htcjob.generation, "MY.HTCJobGeneration"));
+    cmd("MY.HTCJobOperatorId", submitString(htcjob.operatorId, "MY.HTCJobOperatorId"));
+  } else {
+    cmd("MY.InterLinkPodUID", submitString(plan.uid, "MY.InterLinkPodUID"));
+    cmd("MY.InterLinkPodName", submitString(plan.name, "MY.InterLinkPodName"));
+    cmd("MY.InterLinkPodNamespace", submitString(plan.namespace, "MY.InterLinkPodNamespace"));
+    cmd("MY.InterLinkSidecarId", submitString(plan.sidecarId, "MY.InterLinkSidecarId"));
+    // The offloaded containers, so that a sidecar whose store was lost can adopt the job again.
+    cmd("MY.InterLinkContainers", submitString(formatContainerList(all), "MY.InterLinkContainers"));
+  }
   for (const c of all) {
     cmd(`MY.${stateAttrName(c.index, c.init)}`, submitString(INITIAL_STATE_LINE));
   }
   for (const [key, value] of plan.submit.lines) cmd(checkKey(key, "config Submit.ExtraLines"), submitValue(value, `${key} (config Submit.ExtraLines)`));
-  const from = `pod ${quote(plan.batchName)}: metadata.annotations["htcondor-job.vk.io/submit-options"]`;
+  const from = htcjob
+    ? `HTCJob ${quote(plan.batchName)}: spec.htcopts`
+    : `pod ${quote(plan.batchName)}: metadata.annotations["htcondor-job.vk.io/submit-options"]`;
   for (const [key, value] of plan.submit.podOptions ?? []) cmd(checkKey(key, from), submitValue(value, `${key} (${from})`));
   return out;
 }
@@ -135,6 +162,8 @@ export interface SubmitJob {
   /** `namespace/name (uid …)`, written as a comment. */
   label: string;
   commands: readonly SubmitCommand[];
+  /** An HTCJob's: this many procs of one cluster, each in its own {@link procDir}. Never batched. */
+  procs?: number;
 }
 
 /**
@@ -161,6 +190,11 @@ const macro = (k: number, step: number | string) => `InterLinkV${k}_${step}`;
  */
 export function renderBatch(jobs: readonly SubmitJob[]): string {
   if (jobs.length === 0) throw new Error("renderBatch: no jobs");
+  if (jobs.some((j) => j.procs !== undefined)) {
+    // One HTCJob, one cluster of its own: never beside pods or another HTCJob.
+    if (jobs.length !== 1) throw new Error("renderBatch: an HTCJob's procs are a cluster of their own");
+    return renderCluster(jobs[0]!, jobs[0]!.procs!);
+  }
   const shape = submitShape(jobs[0]!);
   if (jobs.some((j) => submitShape(j) !== shape)) throw new Error("renderBatch: the jobs have different commands");
   const dirs = jobs.map((j) => submitValue(j.dir, "initialdir"));
@@ -190,7 +224,30 @@ export function renderBatch(jobs: readonly SubmitJob[]): string {
   return out.join("\n") + "\n";
 }
 
-/** A pod's job alone: the description `job.sub` in the pod folder shows, and a batch of one submits. */
+/**
+ * An HTCJob's procs: one cluster of `procs`, each proc in its own folder below `job.dir`
+ * ({@link procDir}, indexed by `$(ProcId)`) and given its ProcId as job.sh's argument.
+ */
+function renderCluster(job: SubmitJob, procs: number): string {
+  if (!Number.isSafeInteger(procs) || procs < 1) throw invalid(`Cannot queue ${procs} procs: the count must be a whole number of at least 1`);
+  const dir = submitValue(job.dir, "initialdir");
+  return [
+    `# htcondor-sidecar: one HTCJob, ${procs} proc(s) of one cluster; job.sh runs its script with the proc's ProcId`,
+    `# HTCJob ${submitValue(job.label, "comment")}`,
+    `initialdir = ${dir}/${procDir("$(ProcId)")}`,
+    `executable = ${dir}/job.sh`,
+    ...job.commands.map(([k, v]) => `${k} = ${v}`),
+    "",
+    `queue ${procs}`,
+  ].join("\n") + "\n";
+}
+
+/**
+ * A job alone: the description `job.sub` in the pod folder shows, and a batch of one submits;
+ * for an HTCJob, its whole cluster.
+ */
 export function renderSubmit(plan: JobPlan, dir: string): string {
-  return renderBatch([{ dir, label: `${plan.batchName} (uid ${plan.uid})`, commands: jobCommands(plan) }]);
+  const job: SubmitJob = { dir, label: `${plan.batchName} (uid ${plan.uid})`, commands: jobCommands(plan) };
+  if (plan.htcjob) job.procs = plan.htcjob.procs;
+  return renderBatch([job]);
 }

@@ -416,7 +416,8 @@ http_get() { # timeout scheme host port path nheaders [name value]...
     local args=(-sS -k -g -o /dev/null -w '%{http_code}' -A kube-probe/1.0)
     ((tmo > 0)) && args+=(--max-time "$tmo")
     while (($# >= 2)); do
-      args+=(-H "$1: $2")
+      # curl leaves out a header whose value is blank; "Name;" is its form for sending one empty.
+      if [[ -z ${2//[ $'\t']/} ]]; then args+=(-H "$1;"); else args+=(-H "$1: $2"); fi
       shift 2
     done
     code=$("$CURL" "${args[@]}" "${scheme,,}://$h:$port$path" 2>/dev/null </dev/null)
@@ -535,9 +536,11 @@ load_env() {
 # Builds START_FLAGS (instance start, without the binds: see prepare_binds) and EXEC_FLAGS
 # (exec/run into the instance).
 build_flags() {
-  # --pid: both runtimes already start an instance in a PID namespace of its own, which every
-  # exec, probe and hook into it joins; said here so that no configuration can drop it.
-  START_FLAGS=(--cleanenv --pid) EXEC_FLAGS=(--cleanenv)
+  # No --pid: instance start does not register it (the runtime refuses it as an unknown flag),
+  # and every supported runtime gives an instance a PID namespace of its own, which every exec,
+  # probe and hook joins (docs/container-runtimes.md#instances-and-the-pid-namespace). Only
+  # --sharens can drop it, and that flag exists for exec/run alone, never for instance start.
+  START_FLAGS=(--cleanenv) EXEC_FLAGS=(--cleanenv)
   if ((RT_NOEVAL)); then START_FLAGS+=(--no-eval) EXEC_FLAGS+=(--no-eval); fi
   ((RUNTIME_NO_HOME)) && START_FLAGS+=(--no-home)
   START_FLAGS+=(${C_GPU_FLAGS[@]+"${C_GPU_FLAGS[@]}"})

@@ -168,6 +168,7 @@ function containerSection(c: ContainerPlan, podGrace: number): string {
       : sh`  C_IMAGE_KIND=container C_IMAGE=${image.uri} C_HOST_SITE=''`,
     `  C_COMMAND=(${sh`${c.command ?? []}`})  # empty: the image's entrypoint (run)`,
     `  C_ARGS=(${sh`${c.args ?? []}`})`,
+    ...(c.procIdArg ? ['  C_ARGS+=("$PROC_ID")  # this proc\'s ProcId (see PROC_ID)'] : []),
     sh`  C_WORKDIR=${c.workingDir ?? ""}`,
     c.mounts.length === 0 ? "  C_MOUNTS=()" : [
       "  C_MOUNTS=(  # kind, volume folder (sandbox: relative to it), subPath, mount path, ro|rw; parent first",
@@ -186,6 +187,16 @@ function containerSection(c: ContainerPlan, podGrace: number): string {
   ].join("\n");
 }
 
+/**
+ * An HTCJob's procs share one wrapper; HTCondor gives each its ProcId as the wrapper's argument
+ * (`arguments = $(ProcId)`, render/submit.ts), since no variable of the job's environment holds it.
+ */
+const PROC_ID_LINES = [
+  "# This proc's ProcId: HTCondor passes it as the argument (arguments = $(ProcId)).",
+  "PROC_ID=${1-}",
+  `[[ $PROC_ID =~ ^[0-9]+$ ]] || { echo "job.sh: expected the proc's ProcId as its argument, got '$PROC_ID'" >&2; exit 2; }`,
+];
+
 function planSection(plan: JobPlan, opts: WrapperOptions): string {
   const modes = plan.files.flatMap((f) => {
     if (f.path.startsWith("/") || f.path.split("/").includes("..")) {
@@ -203,6 +214,7 @@ function planSection(plan: JobPlan, opts: WrapperOptions): string {
     sh`POD_UID=${plan.uid}`,
     sh`POD_IP=${plan.podIP ?? ""}`,
     sh`INSTANCE_PREFIX=${instancePrefix(plan.uid)}`,
+    ...(all.some((c) => c.procIdArg) ? PROC_ID_LINES : []),
     "",
     sh`RESTART_POLICY=${plan.restartPolicy}  # Never | OnFailure | Always`,
     sh`MAX_RESTARTS=${plan.maxRestarts}`,

@@ -5,8 +5,9 @@ import { closeSync, fstatSync, openSync, readSync, unlinkSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { watchFolder } from "./watch.ts";
-import type { Runtime, SpawnOptions, SpawnResult, Sqlite, SqlValue } from "./types.ts";
+import type { HttpClient, Runtime, SpawnOptions, SpawnResult, Sqlite, SqlValue, TlsClientOptions } from "./types.ts";
 import { DEFAULT_MAX_OUTPUT, KILL_GRACE_MS, readCapped, readCappedBytes, room, toBytes } from "./spawn-util.ts";
+import { checkTlsMaterial } from "./tls-check.ts";
 
 async function spawn(opts: SpawnOptions): Promise<SpawnResult> {
   const started = performance.now();
@@ -95,6 +96,20 @@ function openSqlite(path: string): Sqlite {
   };
 }
 
+/** Bun takes the TLS material per request, as fetch's `tls` option; its own pool keeps the connections. */
+function httpClient(opts: TlsClientOptions): HttpClient {
+  checkTlsMaterial(opts);
+  const tls = {
+    ...(opts.ca !== undefined ? { ca: opts.ca } : {}),
+    ...(opts.cert !== undefined ? { cert: opts.cert } : {}),
+    ...(opts.key !== undefined ? { key: opts.key } : {}),
+  };
+  return {
+    fetch: (url, init) => fetch(url, { ...init, tls }),
+    close: () => {},
+  };
+}
+
 export const bunRuntime: Runtime = {
   name: "bun",
   version: Bun.version,
@@ -107,4 +122,5 @@ export const bunRuntime: Runtime = {
   exit: (code) => process.exit(code),
   onSignal: (signal, fn) => void process.on(signal, fn),
   watchFolder,
+  httpClient,
 };

@@ -1,8 +1,9 @@
 /** The Deno runtime adapter: Deno.Command and node:sqlite. */
 import { DatabaseSync } from "node:sqlite";
 import { watchFolder } from "./watch.ts";
-import type { Runtime, SpawnOptions, SpawnResult, Sqlite, SqlValue } from "./types.ts";
+import type { HttpClient, Runtime, SpawnOptions, SpawnResult, Sqlite, SqlValue, TlsClientOptions } from "./types.ts";
 import { DEFAULT_MAX_OUTPUT, KILL_GRACE_MS, readCapped, readCappedBytes, toBytes } from "./spawn-util.ts";
+import { checkTlsMaterial } from "./tls-check.ts";
 
 async function spawn(opts: SpawnOptions): Promise<SpawnResult> {
   const started = performance.now();
@@ -76,6 +77,20 @@ function openSqlite(path: string): Sqlite {
   };
 }
 
+/** Deno binds the TLS material to a client object that each fetch names. */
+function httpClient(opts: TlsClientOptions): HttpClient {
+  checkTlsMaterial(opts);
+  const client = Deno.createHttpClient({
+    ...(opts.ca !== undefined ? { caCerts: [opts.ca] } : {}),
+    ...(opts.cert !== undefined && opts.key !== undefined ? { cert: opts.cert, key: opts.key } : {}),
+  });
+  return {
+    // The `client` member is typed by a Deno lib this project's deno.json does not load; it is stable at run time.
+    fetch: (url, init) => fetch(url, { ...init, client } as RequestInit),
+    close: () => client.close(),
+  };
+}
+
 export const denoRuntime: Runtime = {
   name: "deno",
   version: Deno.version.deno,
@@ -88,4 +103,5 @@ export const denoRuntime: Runtime = {
   exit: (code) => Deno.exit(code),
   onSignal: (signal, fn) => Deno.addSignalListener(signal, fn),
   watchFolder,
+  httpClient,
 };

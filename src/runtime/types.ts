@@ -56,6 +56,28 @@ export interface Sqlite {
   close(): void;
 }
 
+/**
+ * TLS material for an HTTPS client, all PEM text. The key is a secret: it goes to the TLS
+ * library and nowhere else (no argv, no log, no error reason).
+ */
+export interface TlsClientOptions {
+  /**
+   * The certificate authorities to trust. Bun trusts only these; Deno trusts them in addition to
+   * its system roots (Deno.createHttpClient offers nothing else; docs/operator.md#tls).
+   */
+  ca?: string;
+  /** A client certificate (X.509 v3) and its private key, sent when the server asks for one. */
+  cert?: string;
+  key?: string;
+}
+
+/** A fetch bound to one TLS configuration, for talking to an API server. */
+export interface HttpClient {
+  fetch(url: string, init?: RequestInit): Promise<Response>;
+  /** Frees the connections this client keeps. */
+  close(): void;
+}
+
 export interface Runtime {
   readonly name: "bun" | "deno";
   readonly version: string;
@@ -75,4 +97,6 @@ export interface Runtime {
    * watching. Best effort: a folder that cannot be watched never calls (the caller also polls).
    */
   watchFolder(dir: string, onChange: () => void): () => void;
+  /** An HTTPS client with its own trust roots and client certificate (Bun: fetch's `tls`; Deno: createHttpClient). */
+  httpClient(tls: TlsClientOptions): HttpClient;
 }

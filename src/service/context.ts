@@ -38,6 +38,8 @@ export interface ServiceDeps {
   onSubmitBatch?: (size: number) => void;
   /** Calls back when something in a folder changes (the runtime's watchFolder); without it the event log follower only polls. */
   watchFolder?: (dir: string, onChange: () => void) => () => void;
+  /** Whether the sidecar was starved of CPU since a time (service/starvation.ts): such timeouts are not HTCondor's. */
+  starved?: (since: number) => boolean;
 }
 
 /** What /create answers. */

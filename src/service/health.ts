@@ -5,7 +5,8 @@
 import type { JobAd } from "../condor/parse.ts";
 import { credentialExpiry, credentialProblem } from "../core/credentials.ts";
 import type { MetricsView } from "../core/metrics.ts";
-import { pingAnswer, recordFailure, recordSuccess, type Streak } from "../core/health.ts";
+import { SidecarError } from "../core/errors.ts";
+import { blamesHTCondor, PING_ANSWER_KEEP_MS, pingAnswer, recordFailure, recordSuccess, type Streak } from "../core/health.ts";
 import { type Ctx, errorText } from "./context.ts";
 
 /** How long the ping waits for the schedd's answer (condor_q) before answering without it. */
@@ -22,10 +23,59 @@ export interface HealthService {
   view(): ServiceView;
 }
 
+/**
+ * One call in flight for any number of callers, and its outcome (answer or failure) kept for
+ * `keepMs` after it ended: a burst of pings costs HTCondor one tool process
+ * (docs/status.md#the-ping).
+ */
+function shared<T>(ask: () => Promise<T>, keepMs: number, now: () => number): () => Promise<T> {
+  let current: { promise: Promise<T>; endedAt?: number } | undefined;
+  return () => {
+    if (current && (current.endedAt === undefined || now() - current.endedAt < keepMs)) return current.promise;
+    const entry: { promise: Promise<T>; endedAt?: number } = { promise: ask() };
+    const ended = () => void (entry.endedAt = now());
+    entry.promise.then(ended, ended);
+    current = entry;
+    return entry.promise;
+  };
+}
+
 export function createHealthService(c: Ctx): HealthService {
   const startedAt = c.now();
   const collector: Streak = { failures: 0 };
   let lastMachines: JobAd[] | undefined;
+
+  /** condor_status for the ping; its outcome counts once, however many pings share it. */
+  const askCollector = shared(
+    async () => {
+      const at = c.now();
+      try {
+        const m = await c.condor.machines(["Name", "Cpus", "Memory", "GPUs", "TotalSlotCpus", "SlotType"]);
+        recordSuccess(collector);
+        lastMachines = m;
+        return m;
+      } catch (err) {
+        const timedOut = err instanceof SidecarError && err.kind === "timeout";
+        if (blamesHTCondor({ timedOut, starved: timedOut && (c.starved?.(at) ?? false) })) {
+          recordFailure(collector, errorText(err), c.now());
+          c.log.warn("ping: condor_status failed", { failures: collector.failures, error: errorText(err) });
+        } else {
+          c.log.warn("ping: condor_status timed out while the sidecar was starved of CPU: not counted as a failure of the collector", {
+            error: errorText(err),
+          });
+        }
+        return undefined;
+      }
+    },
+    PING_ANSWER_KEEP_MS,
+    c.now,
+  );
+  /** The ping's own condor_q (counted by the queue view, once per call). */
+  const probeSchedd = shared(
+    () => c.queue.probe().catch((err: unknown) => c.log.warn("ping: condor_q failed", { failures: c.queue.schedd.failures, error: errorText(err) })),
+    PING_ANSWER_KEEP_MS,
+    c.now,
+  );
 
   function credential(): string | undefined {
     if (!c.credentialFile || !c.readCredential) return undefined;
@@ -37,23 +87,12 @@ export function createHealthService(c: Ctx): HealthService {
       // The collector (condor_status) for the pool's capacity; the schedd (condor_q, the same
       // cached snapshot status uses) because a pool whose schedd is down cannot run pods.
       const [machines] = await Promise.all([
-        c.condor.machines(["Name", "Cpus", "Memory", "GPUs", "TotalSlotCpus", "SlotType"]).then(
-          (m) => {
-            recordSuccess(collector);
-            lastMachines = m;
-            return m;
-          },
-          (err) => {
-            recordFailure(collector, errorText(err), c.now());
-            c.log.warn("ping: condor_status failed", { failures: collector.failures, error: errorText(err) });
-            return undefined;
-          },
-        ),
-        // A condor_q of the view within the last PING_HEARD_MS (the refresher's, the
-        // reconciler's, or one of changed jobs) speaks for the schedd; otherwise the ping asks on
-        // its own. A slow condor_q must not hold the ping: it counts when it ends.
+        askCollector(),
+        // A condor_q of the view within the last PING_HEARD_MS (a targeted one of changed jobs,
+        // the reconciler's, the polling's) speaks for the schedd; otherwise the ping asks on its
+        // own. A slow condor_q must not hold the ping: it counts when it ends.
         c.queue.heardWithin(PING_HEARD_MS) ? undefined : Promise.race([
-          c.queue.probe().catch((err: unknown) => c.log.warn("ping: condor_q failed", { failures: c.queue.schedd.failures, error: errorText(err) })),
+          probeSchedd(),
           new Promise<void>((r) => setTimeout(r, PING_SCHEDD_WAIT_MS).unref?.()),
         ]),
       ]);

@@ -13,7 +13,8 @@
  */
 import { adCount, type JobAd, type JsonAdSlices, parseAd, sameAd, sliceJobNumber } from "../condor/parse.ts";
 import type { Condor } from "../condor/tools.ts";
-import { recordSuccess, type Streak } from "../core/health.ts";
+import { SidecarError } from "../core/errors.ts";
+import { blamesHTCondor, recordSuccess, type Streak } from "../core/health.ts";
 import { stateAttrName } from "../core/types.ts";
 import type { LiveJob, Store } from "../store/store.ts";
 
@@ -133,6 +134,8 @@ interface QueueDeps {
   now: () => number;
   log: { warn(msg: string, fields?: Record<string, unknown>): void };
   timer: SetTimer;
+  /** Whether the sidecar was starved of CPU since a time (service/starvation.ts); never, without it. */
+  starved?: (since: number) => boolean;
 }
 
 /** The jobs the refresher follows: by job id, the same ids by cluster and proc, the oldest cluster, and how many write each event log. */
@@ -272,10 +275,15 @@ export function createQueueView(d: QueueDeps): QueueView {
     return out;
   }
 
-  function failed(err: unknown): void {
+  function failed(err: unknown, startedAt: number): void {
     failing = true;
     lastHeard = d.now();
     schedd.error = err instanceof Error ? err.message : String(err);
+    const timedOut = err instanceof SidecarError && err.kind === "timeout";
+    if (!blamesHTCondor({ timedOut, starved: timedOut && (d.starved?.(startedAt) ?? false) })) {
+      d.log.warn("condor_q timed out while the sidecar was starved of CPU: not counted as a failure of the schedd", { error: schedd.error });
+      return;
+    }
     const now = d.now();
     if (now - lastCounted < FAILURE_COUNT_INTERVAL_MS) return;
     lastCounted = now;
@@ -315,7 +323,7 @@ export function createQueueView(d: QueueDeps): QueueView {
       try {
         ads = await d.condor.query({ constraint: idsConstraint(part), attributes: attributes() });
       } catch (err) {
-        failed(err);
+        failed(err, at);
         d.log.warn("condor_q of the jobs the event log named failed; status leaves the followed pods out until it answers", { error: schedd.error });
         return false;
       }
@@ -361,7 +369,7 @@ export function createQueueView(d: QueueDeps): QueueView {
     try {
       answer = await d.condor.querySlices({ constraint: `ClusterId >= ${f.oldest}`, attributes: attributes(), into: spare });
     } catch (err) {
-      failed(err);
+      failed(err, at);
       d.log.warn("condor_q failed; status leaves the followed pods out, so interLink keeps their last state", { error: schedd.error });
       return;
     }
@@ -453,10 +461,11 @@ export function createQueueView(d: QueueDeps): QueueView {
       await runCycle();
     },
     probe() {
+      const at = d.now();
       probing ??= d.condor.query({ constraint: "false", attributes: ["ClusterId"] }).then(
         () => answered(),
         (err: unknown) => {
-          failed(err);
+          failed(err, at);
           throw err;
         },
       ).finally(() => (probing = undefined));

@@ -3,7 +3,10 @@
 // input" (refused channels, unresolvable valueFrom, unknown volume types).
 import { describe, expect, test } from "bun:test";
 import { parseCreateRequest } from "../../src/core/pod.ts";
-import { encodeEnvFile, expandK8s, parseSubmitOptions, planJob } from "../../src/core/plan.ts";
+import { planJob } from "../../src/core/plan.ts";
+import { encodeEnvFile } from "../../src/core/plan/env.ts";
+import { expandK8s } from "../../src/core/plan/expand.ts";
+import { parseSubmitOptions } from "../../src/core/plan/submit-options.ts";
 import type { ContainerPlan, JobPlan, PlanConfig } from "../../src/core/types.ts";
 import { gpuFlags } from "../../src/render/wrapper.ts";
 import { richPlanConfig, testPlanConfig } from "../fixtures/config.ts";

@@ -5,6 +5,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { STRACE_EXECVE, straceCheck } from "../render/harness.ts";
+import { commandFlags, flagUsages, type RuntimeCommand, type RuntimeFlavour } from "../../src/core/runtime-flags.ts";
+import { SHIM_FLAGS_PATH, shimFlagsFile } from "./shims/gen-runtime-flags.ts";
 
 // Several shim calls per test: on a loaded machine they take seconds each.
 setDefaultTimeout(60_000);
@@ -114,28 +116,54 @@ describe("version and command line", () => {
     expect((await app(["--version"], { env: { MINICONDOR_APPTAINER_VERSION: "1.0.3" } })).stdout).toBe("apptainer version 1.0.3\n");
   });
 
+  // docs/container-runtimes.md#how-a-runtime-refuses-a-flag: the text, the streams and exit 1.
+  const refusal = (prog: string, flavour: RuntimeFlavour, version: string, command: RuntimeCommand, error: string): [string, string] => {
+    const name = command.split(" ").pop();
+    const table = flagUsages(commandFlags(flavour, version, command), 80, { home: os.userInfo().homedir, tmpdir: "/tmp" });
+    return [
+      `Error for command "${name}": ${error}\n\n`,
+      `Options for ${name} command:\n\n${table}\nRun '${prog} --help' for more detailed usage information.\n`,
+    ];
+  };
   test("an old runtime rejects --no-eval like the real one", async () => {
     const r = await app(["exec", "--no-eval", "docker://busybox", "true"], { env: { MINICONDOR_APPTAINER_VERSION: "1.0.3" } });
-    expect(r.code).toBe(255);
-    expect(r.stderr.split("\n")[0]).toBe("Error: unknown flag: --no-eval");
+    expect([r.code, r.stderr]).toEqual([1, refusal("apptainer", "apptainer", "1.0.3", "exec", "unknown flag: --no-eval").join("")]);
     const ok = await app(["exec", "--no-eval", "docker://busybox", "true"], { env: { MINICONDOR_APPTAINER_VERSION: "1.1.0" } });
     expect(ok.code).toBe(0);
     const s = await sing(["exec", "--no-eval", "docker://busybox", "true"], { env: { MINICONDOR_SINGULARITY_VERSION: "3.9.9" } });
-    expect(s.code).toBe(255);
-    expect(s.stderr).toStartWith("Error: unknown flag: --no-eval\n");
+    expect([s.code, s.stderr]).toEqual([1, refusal("singularity", "singularity", "3.9.9", "exec", "unknown flag: --no-eval").join("")]);
   });
 
-  test("usage errors exit 255", async () => {
+  // Issue 20: instance start registers no --pid in any release the wrapper supports.
+  test("instance start refuses --pid as the release does; Apptainer 1.3+ prints the table on stdout", async () => {
+    for (const version of ["1.1.9", "1.2.5"]) {
+      const r = await app(["instance", "start", "--cleanenv", "--pid", "docker://busybox", "p"], { env: { MINICONDOR_APPTAINER_VERSION: version } });
+      expect([r.code, r.stdout, r.stderr]).toEqual([1, "", refusal("apptainer", "apptainer", version, "instance start", "unknown flag: --pid").join("")]);
+    }
+    const r = await app(["instance", "start", "-p", "docker://busybox", "p"], { env: { MINICONDOR_APPTAINER_VERSION: "1.5.3" } });
+    const [first, rest] = refusal("apptainer", "apptainer", "1.5.3", "instance start", "unknown shorthand flag: 'p' in -p");
+    expect([r.code, r.stderr, r.stdout]).toEqual([1, first, rest]);
+    const s = await sing(["instance", "start", "--pid", "docker://busybox", "p"], { env: { MINICONDOR_SINGULARITY_VERSION: "4.5.1" } });
+    expect([s.code, s.stderr]).toEqual([1, refusal("singularity", "singularity", "4.5.1", "instance start", "unknown flag: --pid").join("")]);
+    // exec registers it, and the release's -h lists it.
+    expect((await app(["exec", "--pid", "docker://busybox", "true"], { env: { MINICONDOR_APPTAINER_VERSION: "1.1.9" } })).code).toBe(0);
+  });
+
+  test("the shim's flag rows are the ones src/core/runtime-flags.ts holds", () => {
+    expect(fs.readFileSync(SHIM_FLAGS_PATH, "utf8")).toBe(shimFlagsFile());
+  });
+
+  test("usage errors exit 1", async () => {
     let r = await app(["exec", "--bogus", "docker://busybox", "true"]);
-    expect([r.code, r.stderr.split("\n")[0]]).toEqual([255, "Error: unknown flag: --bogus"]);
+    expect([r.code, r.stderr.split("\n")[0]]).toEqual([1, 'Error for command "exec": unknown flag: --bogus']);
     r = await app(["exec", "-Z", "docker://busybox", "true"]);
-    expect([r.code, r.stderr.split("\n")[0]]).toEqual([255, "Error: unknown shorthand flag: 'Z' in -Z"]);
+    expect([r.code, r.stderr.split("\n")[0]]).toEqual([1, `Error for command "exec": unknown shorthand flag: 'Z' in -Z`]);
     r = await app(["exec", "docker://busybox"]);
-    expect([r.code, r.stderr.split("\n")[0]]).toEqual([255, "Error: requires at least 2 arg(s), only received 1"]);
+    expect([r.code, r.stderr.split("\n")[0]]).toEqual([1, 'Error for command "exec": requires at least 2 arg(s), only received 1']);
     r = await app(["frobnicate"]);
     expect(r.code).toBe(255);
     r = await app(["exec", "--env", "NOEQUALS", "docker://busybox", "true"]);
-    expect(r.code).toBe(255);
+    expect(r.code).toBe(1);
     r = await app(["exec", "/nonexistent/image.sif", "true"]);
     expect(r.code).toBe(255);
     expect(r.stderr).toStartWith("FATAL:   could not open image /nonexistent/image.sif");

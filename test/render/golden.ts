@@ -6,8 +6,8 @@ import { join } from "node:path";
 
 export const GOLDEN_DIR = join(import.meta.dir, "golden");
 
-export function expectGolden(name: string, actual: string): void {
-  const path = join(GOLDEN_DIR, name);
+export function expectGolden(name: string, actual: string, dir = GOLDEN_DIR): void {
+  const path = join(dir, name);
   if (process.env.UPDATE_GOLDEN === "1") {
     writeFileSync(path, actual);
     return;

@@ -64,6 +64,8 @@ export interface RunResult {
 }
 
 export interface RunOptions {
+  /** The wrapper's arguments (an HTCJob's proc gets its ProcId). */
+  args?: string[];
   /** Extra environment (the job's environment is otherwise only the HTCondor variables). */
   env?: Record<string, string>;
   /** Send SIGTERM to the wrapper after this many ms. */
@@ -100,7 +102,7 @@ export async function runWrapper(sandbox: string, opts: RunOptions = {}): Promis
   const t0 = Date.now();
   // Its own process group (setsid execs bash in place: same pid), so a timeout can end every
   // process of the job, as HTCondor does; SIGTERM still goes to the wrapper alone.
-  const proc = Bun.spawn([...(SETSID ? [SETSID] : []), BASH, join(sandbox, "job.sh")], {
+  const proc = Bun.spawn([...(SETSID ? [SETSID] : []), BASH, join(sandbox, "job.sh"), ...(opts.args ?? [])], {
     cwd: sandbox,
     env: jobEnv(sandbox, opts.env),
     stdout: "pipe",

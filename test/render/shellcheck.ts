@@ -11,6 +11,8 @@ import { join } from "node:path";
 import { parseCreateRequest } from "../../src/core/pod.ts";
 import { planJob } from "../../src/core/plan.ts";
 import { renderWrapper } from "../../src/render/wrapper.ts";
+import { htcjobConfig, parseConfig } from "../../src/config.ts";
+import { planHTCJob } from "../../src/operator/htcjob-plan.ts";
 import { richPlanConfig } from "../fixtures/config.ts";
 import { richCreateRequest } from "../fixtures/pods.ts";
 import { jobScriptPlan, minimalPlan, richPlan } from "./plans.ts";
@@ -22,6 +24,14 @@ if (!shellcheck) {
   process.exit(1);
 }
 
+const HTCJOB = {
+  namespace: "default",
+  name: "queue",
+  uid: "5f0c9a2e-1b7d-4c11-9d3e-0a8e6c2b7f41",
+  generation: 1,
+  spec: { queue: 3, script: { image: "centos", command: "bash", source: "echo $1\n" } },
+};
+
 const dir = mkdtempSync(join(tmpdir(), "shellcheck-"));
 try {
   const scripts: [string, string][] = [
@@ -30,6 +40,8 @@ try {
     ["rich-dummy.sh", renderWrapper({ ...richPlan, dummy: true })],
     ["jobscript.sh", renderWrapper(jobScriptPlan)],
     ["planned-rich.sh", renderWrapper(planJob(parseCreateRequest(richCreateRequest()), richPlanConfig()))],
+    // An HTCJob's procs read their ProcId from the wrapper's arguments (docs/pod-to-job.md#an-htcjobs-procs).
+    ["htcjob.sh", renderWrapper(planHTCJob(HTCJOB, richPlanConfig(), htcjobConfig(parseConfig("").config)))],
   ];
   const files = [LIBRARY];
   for (const [name, text] of scripts) {

@@ -4,7 +4,9 @@
  */
 import assert from "node:assert/strict";
 import { request } from "node:http";
-import { appendFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
+import type { AddressInfo } from "node:net";
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type FetchHandler, serveHttp } from "../../src/runtime/http.ts";
@@ -58,6 +60,78 @@ const echo: FetchHandler = (req, extras) =>
       headers: { "content-type": "application/json" },
     },
   );
+
+/** PEM text of a CA, a server certificate for 127.0.0.1 and client certificates, made by openssl in a fresh folder. */
+interface TestPki {
+  ca: string;
+  serverCert: string;
+  serverKey: string;
+  clientCert: string;
+  clientKey: string;
+  /** Signed by another CA: a server requiring the first CA refuses it. */
+  strangerCert: string;
+  strangerKey: string;
+  /** X.509 v1 (no extensions), signed by the CA. */
+  v1Cert: string;
+}
+
+async function makePki(rt: Runtime, dir: string): Promise<TestPki> {
+  const openssl = async (...args: string[]) => {
+    const r = await rt.spawn({ argv: ["openssl", ...args], env: { PATH: "/usr/bin:/bin" }, cwd: dir, timeoutMs: 30_000 });
+    assert.equal(r.code, 0, `openssl ${args[0]}: ${r.stderr}`);
+  };
+  const key = (name: string) => openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", `${name}.key`);
+  writeFileSync(join(dir, "server.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
+  writeFileSync(join(dir, "client.ext"), "extendedKeyUsage=clientAuth\n");
+  for (const ca of ["ca", "other-ca"]) {
+    await key(ca);
+    await openssl("req", "-x509", "-new", "-key", `${ca}.key`, "-out", `${ca}.pem`, "-days", "1", "-subj", `/CN=${ca}`);
+  }
+  const sign = async (name: string, subj: string, ca: string, ext?: string) => {
+    await key(name);
+    await openssl("req", "-new", "-key", `${name}.key`, "-out", `${name}.csr`, "-subj", subj);
+    await openssl(
+      "x509",
+      "-req",
+      "-in",
+      `${name}.csr`,
+      "-CA",
+      `${ca}.pem`,
+      "-CAkey",
+      `${ca}.key`,
+      "-CAcreateserial",
+      "-out",
+      `${name}.pem`,
+      "-days",
+      "1",
+      ...(ext ? ["-extfile", ext] : []),
+    );
+  };
+  await sign("server", "/CN=127.0.0.1", "ca", "server.ext");
+  await sign("client", "/CN=alice/O=team", "ca", "client.ext");
+  await sign("stranger", "/CN=mallory", "other-ca", "client.ext");
+  await sign("v1", "/CN=old", "ca");
+  const r = (f: string) => readFileSync(join(dir, f), "utf8");
+  return {
+    ca: r("ca.pem"),
+    serverCert: r("server.pem"),
+    serverKey: r("server.key"),
+    clientCert: r("client.pem"),
+    clientKey: r("client.key"),
+    strangerCert: r("stranger.pem"),
+    strangerKey: r("stranger.key"),
+    v1Cert: r("v1.pem"),
+  };
+}
+
+/** An HTTPS server on 127.0.0.1 that demands a client certificate of the given CA, as kube-apiserver does with --client-ca-file. */
+function mtlsServer(pki: TestPki, handler: (path: string, res: import("node:http").ServerResponse) => void): Promise<{ url: string; server: HttpsServer }> {
+  const server = createHttpsServer(
+    { key: pki.serverKey, cert: pki.serverCert, ca: pki.ca, requestCert: true, rejectUnauthorized: true },
+    (req, res) => handler(req.url ?? "", res),
+  );
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve({ url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`, server })));
+}
 
 const TRICKY = `a b 'single' "double" $(touch /nonexistent) \`x\` \\ é\nsecond line`;
 
@@ -215,6 +289,95 @@ export const contractCases: ContractCase[] = [
       const r = await pending;
       assert.equal(r.body, "first\n");
       assert.ok(Date.now() - t0 < 3000);
+    },
+  },
+  {
+    name: "httpClient: HTTPS with a client certificate, trusting the given CA (docs/operator.md#tls)",
+    async run(rt) {
+      const dir = mkdtempSync(join(tmpdir(), "contract-"));
+      const pki = await makePki(rt, dir);
+      const { url, server } = await mtlsServer(pki, (path, res) => {
+        res.setHeader("content-type", "application/json");
+        res.end(JSON.stringify({ path }));
+      });
+      const clients: { close(): void }[] = [];
+      const attempt = async (tls: Parameters<Runtime["httpClient"]>[0]) => {
+        const c = rt.httpClient(tls);
+        clients.push(c);
+        try {
+          const res = await c.fetch(`${url}/api/v1/namespaces?limit=1`, { headers: { accept: "application/json" } });
+          return { status: res.status, body: await res.text() };
+        } catch (err) {
+          return { error: String(err) };
+        }
+      };
+      try {
+        assert.deepEqual(await attempt({ ca: pki.ca, cert: pki.clientCert, key: pki.clientKey }), {
+          status: 200,
+          body: '{"path":"/api/v1/namespaces?limit=1"}',
+        });
+        // The server demands a certificate of its CA: none, or one of another CA, is turned away.
+        assert.ok("error" in await attempt({ ca: pki.ca }));
+        assert.ok("error" in await attempt({ ca: pki.ca, cert: pki.strangerCert, key: pki.strangerKey }));
+        // A private CA is trusted only when given.
+        assert.ok("error" in await attempt({ cert: pki.clientCert, key: pki.clientKey }));
+      } finally {
+        for (const c of clients) c.close();
+        server.closeAllConnections?.();
+        await new Promise((r) => server.close(r));
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  },
+  {
+    name: "httpClient: a response body streams line by line before the response ends (a watch)",
+    async run(rt) {
+      const dir = mkdtempSync(join(tmpdir(), "contract-"));
+      const pki = await makePki(rt, dir);
+      let finish = () => {};
+      const { url, server } = await mtlsServer(pki, (_path, res) => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.write('{"type":"ADDED"}\n');
+        finish = () => res.end('{"type":"DELETED"}\n');
+      });
+      const c = rt.httpClient({ ca: pki.ca, cert: pki.clientCert, key: pki.clientKey });
+      try {
+        const res = await c.fetch(`${url}/watch`);
+        const reader = res.body!.getReader();
+        const first = await reader.read();
+        assert.equal(new TextDecoder().decode(first.value), '{"type":"ADDED"}\n');
+        finish();
+        let rest = "";
+        for (let r = await reader.read(); !r.done; r = await reader.read()) rest += new TextDecoder().decode(r.value);
+        assert.equal(rest, '{"type":"DELETED"}\n');
+      } finally {
+        c.close();
+        server.closeAllConnections?.();
+        await new Promise((r) => server.close(r));
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  },
+  {
+    name: "httpClient: a v1 client certificate or a key of another certificate is an Error naming neither key, not a crash (docs/operator.md#tls)",
+    async run(rt) {
+      const dir = mkdtempSync(join(tmpdir(), "contract-"));
+      try {
+        const pki = await makePki(rt, dir);
+        const keyBody = pki.clientKey.split("\n")[1]!;
+        const refused = (tls: Parameters<Runtime["httpClient"]>[0], why: RegExp) =>
+          assert.throws(() => rt.httpClient(tls), (err: Error) => {
+            assert.match(err.message, why);
+            assert.ok(!err.message.includes(keyBody), "the key leaked into the message");
+            return true;
+          });
+        refused({ ca: pki.ca, cert: pki.v1Cert, key: pki.clientKey }, /is X\.509 v1; only v3/);
+        refused({ ca: pki.ca, cert: pki.clientCert, key: pki.strangerKey }, /client key does not belong to the certificate of "CN=alice/);
+        refused({ ca: pki.ca, cert: pki.clientCert }, /needs its key/);
+        refused({ ca: pki.ca, cert: pki.clientCert, key: "not a key" }, /does not parse as a PEM private key/);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     },
   },
   {

@@ -60,6 +60,45 @@ describe("parseConfig", () => {
       expectConfigError(text, prefix);
     });
   }
+  // docs/container-runtimes.md#singularity-options: an entry no supported release registers for
+  // the command the wrapper passes it to is refused when the file loads (issue 20: --pid on
+  // instance start); one that only some releases register loads with a warning naming them.
+  const refusedOptions: [string, string][] = [
+    ["--pid", "instance start"],
+    ["-p", "instance start"],
+    ["--sharens", "instance start"],
+    ["--no-pid", "instance start"],
+    ["--runscript-timeout", "instance start"],
+    ["--no-such-flag", "instance start"],
+    ["--bind=x", "instance start"],
+    ["--force", "instance start"],
+  ];
+  for (const [flag, where] of refusedOptions) {
+    test(`invalid: Channels.SingularityOptions [${flag}]`, () => {
+      expectConfigError(
+        `Channels: {SingularityOptions: [--writable-tmpfs, "${flag}"]}`,
+        `SidecarConfig.yaml: Channels.SingularityOptions.1: no supported Apptainer or SingularityCE release accepts flag "${flag}" on ${where}`,
+      );
+    });
+  }
+  const optionWarnings: [string, string[]][] = [
+    ["--writable-tmpfs", []],
+    ["-B", []],
+    ["--env", []],
+    ["--pwd", []],
+    ["--home", []],
+    ["--no-home", []],
+    ["--nv", []],
+    ["--underlay", ['flag "--underlay" is refused by instance start of Apptainer 1.1.0-1.1.9; instance start of SingularityCE 3.10.0-4.5.1']],
+    ["--oci", ['flag "--oci" is refused by instance start of Apptainer 1.1.0-1.5.3; instance start of SingularityCE 3.10.0-3.11.5']],
+  ];
+  for (const [flag, warnings] of optionWarnings) {
+    test(`Channels.SingularityOptions [${flag}] loads${warnings.length ? " with a warning" : ""}`, () => {
+      const { config, warnings: got } = parseConfig(`Channels: {SingularityOptions: ["${flag}"]}`);
+      expect(config.Channels.SingularityOptions).toEqual([flag]);
+      expect(got).toEqual(warnings.map((w) => `SidecarConfig.yaml: Channels.SingularityOptions: ${w}`));
+    });
+  }
   test('the shipped example ExtraLines ({"+ProjectName": \'"physics"\'}) loads and renders as MY.ProjectName', () => {
     const { config } = parseConfig(`Submit:\n  ExtraLines: {"+ProjectName": '"physics"'}\nChannels:\n  SubmitOptions: [+SingularityImage, priority]\n`);
     const p = planConfig(config, false);

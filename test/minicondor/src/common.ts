@@ -167,6 +167,37 @@ export function acceptableSchedd(name: string, cfg: Config): boolean {
   return ok.includes(n) || ok.some((h) => n.startsWith(h + ".") || n.endsWith("@" + h));
 }
 
+/**
+ * -name without '@' is a host name the real tools resolve before anything else (get_daemon_name;
+ * docs/htcondor.md#a-schedd-name-without--is-a-host-name). minicondor has no DNS: the names under
+ * `.invalid`, which never resolve (RFC 6761), are its names that do not resolve.
+ */
+export function unresolvableHost(name: string): boolean {
+  return !name.includes("@") && /\.invalid\.?$/i.test(name);
+}
+
+/** HTCondor's print_wrapped_text: words joined by one space, a new line before a word that would reach column 78. */
+export function wrappedText(text: string, perLine = 78): string {
+  let out = "";
+  let count = 0;
+  for (const word of text.split(/[ \t]+/).filter(Boolean)) {
+    if (word.length < perLine - count) count += word.length;
+    else {
+      out += "\n";
+      count = word.length;
+    }
+    out += word;
+    if (count < perLine) {
+      out += " ";
+      count++;
+    } else {
+      out += "\n";
+      count = 0;
+    }
+  }
+  return out + "\n";
+}
+
 /** -pool: the only collector is this machine's (host[:port]). */
 export function acceptablePool(pool: string, cfg: Config): boolean {
   const h = pool.toLowerCase().replace(/:\d*$/, "");

@@ -17,10 +17,16 @@ import {
   PLATFORM,
   rowAd,
   scheddAddr,
+  unresolvableHost,
   VERSION,
+  wrappedText,
 } from "./common.ts";
 import { dynamicSlotAd, freeResources, machineAd } from "./machine.ts";
 import { maybeEnsureSchedd } from "./schedd.ts";
+
+/** condor_q's advice after "unknown host" (queue.cpp), printed unless -expert came first. */
+const UNKNOWN_HOST_INFO =
+  'Extra Info: The name given with the -name should be the name of a condor_schedd process. Normally it is either a hostname, or "name@hostname". In either case, the hostname should be the Internet host name, but it appears that it wasn\'t.';
 
 type Fmt = { kind: "json" | "jsonl" | "long" | "af" | "format" | "xml" | "default"; afOpts: string; afAttrs: string[]; formats: [string, string][] };
 
@@ -429,6 +435,13 @@ export function condorQ(argv: string[]): number {
       return 1;
     }
     throw e;
+  }
+  // queue.cpp: a -name that does not resolve ends condor_q before anything is asked
+  if (q.name !== null && unresolvableHost(q.name)) {
+    err(`Error: unknown host ${q.name}\n`);
+    out("\n");
+    err(wrappedText(UNKNOWN_HOST_INFO));
+    return 1;
   }
   // -name asks the collector (-pool's, or this machine's) for the schedd ad
   // (docs/htcondor.md#remote-schedds-and-condor_q-errors)

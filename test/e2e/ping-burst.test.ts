@@ -1,0 +1,34 @@
+// A burst of pings costs HTCondor one condor_status and one condor_q, not one per ping
+// (docs/status.md#the-ping): issue 20 measured 200 parallel pings starting 200 of each, which
+// starved the machine until the calls timed out and the ping answered 503.
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+
+const PINGS = 200;
+let sc: Sidecar | undefined;
+afterAll(async () => {
+  await sc?.destroy();
+});
+
+/** Tool calls minicondor logged (one line per call that ended). */
+const calls = (s: Sidecar, tool: string) =>
+  existsSync(join(s.home, "calls.log")) ? readFileSync(join(s.home, "calls.log"), "utf8").split("\n").filter((l) => l.split(" ")[1] === tool).length : 0;
+
+describe("parallel pings share their HTCondor queries (docs/status.md#the-ping)", () => {
+  test(`${PINGS} parallel pings with nothing followed start one condor_status and one condor_q`, async () => {
+    sc = await startSidecar();
+    const s = sc;
+    const before = { status: calls(s, "condor_status"), q: calls(s, "condor_q") };
+    const answers = await Promise.all(Array.from({ length: PINGS }, () => s.call("GET", "/status", [])));
+    for (const a of answers) {
+      expect(a.status).toBe(200);
+      expect(JSON.parse(a.body).status).toBe("ok");
+    }
+    // A condor_q still running when the pings answered is logged when it ends.
+    await Bun.sleep(1000);
+    expect(calls(s, "condor_status") - before.status).toBe(1);
+    expect(calls(s, "condor_q") - before.q).toBe(1);
+  }, 120_000);
+});

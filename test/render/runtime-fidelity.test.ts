@@ -1,0 +1,166 @@
+// Every argv the wrapper builds for the runtime, run through the shim's per-release flag check
+// (docs/container-runtimes.md#how-the-tests-hold-the-wrapper-to-it). The flags come from the
+// wrapper's own build_flags (src/render/wrapper-lib.bash) run in bash, not re-derived here.
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { renderWrapper } from "../../src/render/wrapper.ts";
+import type { JobPlan } from "../../src/core/types.ts";
+import {
+  commandFlags,
+  compareVersions,
+  NO_EVAL_FROM,
+  RUNTIME_RELEASES,
+  type RuntimeCommand,
+  type RuntimeFlavour,
+  singularityOptionCommands,
+  singularityOptionProblem,
+} from "../../src/core/runtime-flags.ts";
+import { basePlan, container, minimalPlan, richPlan, withEnvFiles } from "./plans.ts";
+import { BASH, cleanup, MINICONDOR, tempDir } from "./harness.ts";
+
+afterAll(cleanup);
+
+/** Every flag name any release registers for a command, for the options a site may allow. */
+function everyFlag(command: RuntimeCommand): string[] {
+  const names = new Set<string>();
+  for (const flavour of ["apptainer", "singularity"] as const) {
+    for (const r of RUNTIME_RELEASES[flavour]) for (const f of commandFlags(flavour, r, command)) names.add(`--${f.name}`);
+  }
+  return [...names];
+}
+
+/** The singularity options config load accepts without a warning: every supported release takes them. */
+const ALLOWED = [...new Set([...everyFlag("instance start"), ...everyFlag("exec")])]
+  .filter((f) => f !== "--help" && singularityOptionProblem(f) === undefined)
+  .sort();
+const withValue = (f: string) => {
+  const probe = commandFlags("apptainer", "1.5.3", singularityOptionCommands(f)[0]!).find((x) => `--${x.name}` === f);
+  if (!probe || probe.type === "bool") return f;
+  return `${f}=${probe.type === "stringToString" ? "A=b" : probe.type === "int" ? "1" : "/x"}`;
+};
+const optionsPlan: JobPlan = withEnvFiles(basePlan({
+  containers: [container("opts", {
+    runtimeOptions: ALLOWED.filter((f) => singularityOptionCommands(f).includes("instance start")).map(withValue),
+    execOptions: ALLOWED.filter((f) => singularityOptionCommands(f).includes("exec")).map(withValue),
+    gpus: 2,
+    amdGpus: 1,
+    workingDir: "/work dir",
+  })],
+}));
+
+function withoutOptions(plan: JobPlan): JobPlan {
+  const strip = (c: JobPlan["containers"][number]) => ({ ...c, runtimeOptions: [], execOptions: [] });
+  return { ...plan, initContainers: plan.initContainers.map(strip), containers: plan.containers.map(strip) };
+}
+
+const PLANS: [string, JobPlan][] = [["minimal", minimalPlan], ["rich", richPlan], ["every allowed singularity option", optionsPlan]];
+
+/** START_FLAGS + C_RUNTIME_OPTIONS and EXEC_FLAGS per container, from the wrapper's build_flags. */
+function builtFlags(plan: JobPlan, noEval: boolean, noHome: boolean): { start: string[]; exec: string[] }[] {
+  const dir = tempDir("fidelity-");
+  const script = renderWrapper(plan).replace(/\nmain( "\$@")?\n*$/, "\n");
+  const file = join(dir, "wrapper.sh");
+  writeFileSync(file, script);
+  const r = spawnSync(BASH, [
+    "-c",
+    `
+    source "$1" || exit 9
+    RT_NOEVAL=$2 RUNTIME_NO_HOME=$3
+    for fn in \${INIT_CONTAINERS[@]+"\${INIT_CONTAINERS[@]}"} \${CONTAINERS[@]+"\${CONTAINERS[@]}"}; do
+      "$fn"
+      [[ $C_IMAGE_KIND == host ]] && continue
+      build_flags
+      printf '%s\\0' start "\${START_FLAGS[@]}" --bind /src:/tmp --bind /src:/data:ro \${C_RUNTIME_OPTIONS[@]+"\${C_RUNTIME_OPTIONS[@]}"} end
+      printf '%s\\0' exec "\${EXEC_FLAGS[@]}" end
+    done`,
+    "fidelity",
+    file,
+    noEval ? "1" : "0",
+    noHome ? "1" : "0",
+  ], { encoding: "utf8" });
+  expect(r.status).toBe(0);
+  const words = r.stdout.split("\0");
+  const out: { start: string[]; exec: string[] }[] = [];
+  for (let i = 0; i < words.length - 1;) {
+    const s = words.indexOf("end", i);
+    const e = words.indexOf("end", s + 1);
+    out.push({ start: words.slice(i + 1, s), exec: words.slice(s + 2, e) });
+    i = e + 1;
+  }
+  return out;
+}
+
+/** The first release of each stretch with the same flags for the wrapper's commands. */
+function representatives(flavour: RuntimeFlavour): string[] {
+  let last = "";
+  return RUNTIME_RELEASES[flavour].filter((r) => {
+    const key = (["instance start", "exec", "run"] as const).map((c) => commandFlags(flavour, r, c).map((f) => f.name).join(",")).join("|");
+    if (key === last) return false;
+    last = key;
+    return true;
+  });
+}
+
+// Each release runs the shim a few hundred times, one bash each: seconds on a busy machine.
+setDefaultTimeout(120_000);
+
+const SHIMS = join(MINICONDOR, "shims");
+
+/** Runs the shim; a flag it refuses exits 1, an argv it accepts gets as far as the missing image or instance (255). */
+function shim(flavour: RuntimeFlavour, version: string, argv: string[]) {
+  const env = {
+    PATH: process.env.PATH!,
+    HOME: process.env.HOME ?? "/",
+    MINICONDOR_HOME: tempDir("fidelity-home-"),
+    MINICONDOR_APPTAINER_VERSION: version,
+    MINICONDOR_SINGULARITY_VERSION: version,
+  };
+  const r = spawnSync(join(SHIMS, flavour), argv, { encoding: "utf8", env });
+  return { code: r.status, stderr: r.stderr };
+}
+
+describe("the runtime accepts every argv the wrapper builds", () => {
+  for (const flavour of ["apptainer", "singularity"] as const) {
+    for (const version of representatives(flavour)) {
+      const supported = compareVersions(version, NO_EVAL_FROM[flavour]) >= 0;
+      test(`${flavour} ${version}${supported ? "" : " (OldRuntime)"}`, () => {
+        for (const [label, plan] of PLANS) {
+          if (!supported && plan === optionsPlan) continue;
+          // An old release is held to the wrapper's own flags: a site's singularity options are checked for supported releases only.
+          const held = supported ? plan : withoutOptions(plan);
+          for (const noEval of supported ? [true, false] : [false]) {
+            for (const noHome of [true, false]) {
+              for (const { start, exec } of builtFlags(held, noEval, noHome)) {
+                const argvs = [
+                  ["instance", "start", ...start, "/nonexistent/image.sif", "il-x"],
+                  ["exec", ...exec, "instance://il-none", "true"],
+                  ["run", ...exec, "instance://il-none"],
+                ];
+                for (const argv of argvs) {
+                  const r = shim(flavour, version, argv);
+                  expect({ label, noEval, noHome, argv, code: r.code, fatal: /^FATAL:/m.test(r.stderr) || r.stderr.split("\n")[0] }).toEqual({
+                    label,
+                    noEval,
+                    noHome,
+                    argv,
+                    code: 255,
+                    fatal: true,
+                  });
+                }
+              }
+            }
+          }
+        }
+      });
+    }
+  }
+  test("instance stop as the wrapper runs it", () => {
+    for (const flavour of ["apptainer", "singularity"] as const) {
+      for (const version of representatives(flavour)) {
+        for (const flags of [["-t", "2"], ["-F"]]) expect(shim(flavour, version, ["instance", "stop", ...flags, "il-none"]).code).not.toBe(1);
+      }
+    }
+  });
+});
