@@ -162,9 +162,9 @@ export function createFollower(c: Ctx): Follower {
       const next = readOne(rec, ids, now);
       if (next && (next.offset !== rec.offset || next.inode !== rec.inode || next.size !== rec.size)) saves.push(next);
     }
-    const followed = c.queue.followed();
-    // Events for ids that are not this sidecar's followed jobs cost nothing.
-    const mine = [...ids].filter((id) => followed.has(id));
+    // Events for ids that are not this sidecar's followed jobs cost nothing: refreshIds asks
+    // about followed jobs only (and reads the followed jobs from the store only when it has ids).
+    const mine = [...ids];
     if (mine.length > 0 && !(await c.queue.refreshIds(mine))) {
       // Nothing is saved: after a restart or the next try, these events are read again.
       backoffUntil = c.now() + c.config.StatusCacheSeconds * 1000;

@@ -97,8 +97,6 @@ export interface QueueView {
   recheck(id: string, atMs: number): void;
   /** The jobs whose recheck is due, taken off the list. */
   takeDue(nowMs: number): string[];
-  /** The followed jobs by job id (the follower keeps the events of these alone). */
-  followed(): ReadonlyMap<string, LiveJob>;
   /** Set by the follower: whether a job writing to this event log must be polled (undefined: its own job.log). */
   polled: (eventLog: string | undefined) => boolean;
   /** The ping's own condor_q while nothing is followed (the refresher's otherwise). */
@@ -451,7 +449,6 @@ export function createQueueView(d: QueueDeps): QueueView {
       }
       return out;
     },
-    followed: () => followedJobs().jobs,
     polled: (eventLog) => eventLog === undefined,
     heardWithin: (ms) => d.now() - lastHeard < ms,
     lastAnswer: () => lastAnswerAt,
