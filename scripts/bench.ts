@@ -6,6 +6,8 @@
  *                        [--interval 5] [--min-rate 50] [--status-seconds 8] [--slots 2]
  *                        [--startup-runs 5] [--creates 300] [--fill-clients 10]
  *                        [--emulator-nice 10] [--binary PATH] [--build] [--keep] [--out PATH]
+ *                        [--followed 10000] [--big-followed 0] [--follow-seconds 300]
+ *                        [--reconcile-minutes 5] [--only-eventlog]
  *
  * dist/htcondor-sidecar is built first when it is missing or older than src/ (--build: always).
  * --quick (levels 1,100, 3 s of status per row, 2 start-up runs, 20 creates per /create row) only
@@ -43,6 +45,7 @@
  * `--out` names one, so that its numbers never replace a real run's; `--out -` writes none.
  */
 import { type BatchRow, batchRows } from "./lib/batch-bench.ts";
+import { eventLogRows } from "./lib/eventlog-bench.ts";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, release, tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
@@ -105,6 +108,11 @@ function parseFlags() {
         build: { type: "boolean", default: false },
         keep: { type: "boolean", default: false },
         out: { type: "string" },
+        followed: { type: "string" },
+        "big-followed": { type: "string", default: "0" },
+        "follow-seconds": { type: "string" },
+        "reconcile-minutes": { type: "string" },
+        "only-eventlog": { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
       },
       strict: true,
@@ -148,6 +156,12 @@ const opts = {
   deno: flags["skip-deno"] !== true,
   binary: flags.binary ?? BINARY,
   maxInFlight: 64,
+  // Status from the job event log (scripts/lib/eventlog-bench.ts): the size knobs, so that the
+  // rows can be checked with a few hundred pods; --big-followed 50000 is the row that is not CI.
+  followed: Math.max(1, Math.floor(num("followed", flags.followed, quick ? 200 : 10_000))),
+  bigFollowed: Math.floor(num("big-followed", flags["big-followed"], 0)),
+  followSeconds: Math.max(5, num("follow-seconds", flags["follow-seconds"], quick ? 20 : 300)),
+  reconcileMinutes: num("reconcile-minutes", flags["reconcile-minutes"], quick ? 0.25 : 5),
 };
 /** Where the report is written (undefined: nowhere), relative paths from the current folder. */
 const RESULTS_FILE = join(ROOT, "docs", "benchmark-results.md");
@@ -792,6 +806,21 @@ async function run(): Promise<Report> {
   }
   // 5. many pods per condor process, each row on a minicondor home and a sidecar of its own.
   rep.batch = await batchRows({ root, flavour: "binary", binary: opts.binary, quick, say, emulatorNice: opts.emulatorNice });
+  // 6. status from the job event log (issue 22), on a minicondor home and a sidecar of its own.
+  rep.batch.push(
+    ...(await eventLogRows({
+      root,
+      flavour: "binary",
+      binary: opts.binary,
+      quick,
+      say,
+      emulatorNice: opts.emulatorNice,
+      pods: opts.followed,
+      bigPods: opts.bigFollowed,
+      windowSeconds: opts.followSeconds,
+      reconcileMinutes: opts.reconcileMinutes,
+    })),
+  );
   const at1000 = rep.status.find((r) => r.flavour === "binary" && r.level === 1000);
   if (at1000) {
     rep.batch.push({
@@ -842,8 +871,33 @@ function resultsMarkdown(rep: Report, text: string): string {
   ].join("\n");
 }
 
+/** The event log rows alone (--only-eventlog): printed, never written to the results file. */
+async function runEventLogOnly(): Promise<void> {
+  ensureBinary();
+  const rows = await eventLogRows({
+    root,
+    flavour: "binary",
+    binary: opts.binary,
+    quick,
+    say,
+    emulatorNice: opts.emulatorNice,
+    pods: opts.followed,
+    bigPods: opts.bigFollowed,
+    windowSeconds: opts.followSeconds,
+    reconcileMinutes: opts.reconcileMinutes,
+  });
+  process.stdout.write(
+    `${table(["row", "value", "target", "met"], rows.map((b) => [b.row, b.value, b.target, b.met === undefined ? "–" : b.met ? "yes" : "NO"]))}\n`,
+  );
+}
+
 let exitCode = 0;
 try {
+  if (flags["only-eventlog"]) {
+    await runEventLogOnly();
+    await cleanupAll();
+    process.exit(0);
+  }
   const rep = await run();
   const text = render(rep);
   if (outFile) {

@@ -185,7 +185,15 @@ export const Schema = z.object({
     .min(1, "must be at least 1: the background refresh runs a condor_q this often while pods are followed")
     .default(2)
     .describe(
-      "While pods are followed, one `condor_q` for all of them runs this often in the background and every status call reads its view (interLink polls each pod every 5 s or so)",
+      "While pods whose jobs have no shared event log are followed (spooled jobs, jobs queued before an upgrade, a log in a format the sidecar does not read), one `condor_q` for all followed jobs runs this often in the background; also how often a failed `condor_q` of changed jobs is retried",
+    ),
+  ReconcileMinutes: z
+    .number()
+    .positive("must be more than 0: the full condor_q of every followed job runs this often")
+    .max(1440, "must be at most 1440 (a day): the full condor_q is what corrects anything the job event log missed")
+    .default(5)
+    .describe(
+      "Jobs followed through the sidecar's job event log are asked about when their events name them; one `condor_q` of every followed job runs at start, after a gap the log cannot explain, and this often (minutes) besides",
     ),
   PingFailureThreshold: z
     .number()

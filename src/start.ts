@@ -273,6 +273,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     now: () => Date.now(),
     version: VERSION,
     onSubmitBatch: (size) => metrics.submitBatch(size),
+    watchFolder: runtime.watchFolder,
     starved: starvation.starvedSince,
   });
   try {

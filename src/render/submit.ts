@@ -82,8 +82,13 @@ export function procDir(procId: number | string): string {
   return `procs/${procId}`;
 }
 
-/** The commands of a job, in order: everything but `initialdir`, `executable` and `queue`. */
-export function jobCommands(plan: JobPlan): SubmitCommand[] {
+/**
+ * The commands of a job, in order: everything but `initialdir`, `executable` and `queue`.
+ * `eventLog` is the absolute path of the sidecar's shared job event log, which many jobs append
+ * to (docs/status.md#following-the-event-log); without it (a spooled job, whose log a remote
+ * schedd writes) the job has its own `job.log` in the pod folder.
+ */
+export function jobCommands(plan: JobPlan, eventLog?: string): SubmitCommand[] {
   const out: SubmitCommand[] = [];
   const cmd = (key: string, value: string | number) => out.push([key, String(value)]);
   const r = plan.resources;
@@ -107,7 +112,7 @@ export function jobCommands(plan: JobPlan): SubmitCommand[] {
   cmd("transfer_output_files", output.map((f) => listItem(f, "transfer_output_files")).join(", "));
   cmd("output", "job.out");
   cmd("error", "job.err");
-  cmd("log", "job.log");
+  cmd("log", eventLog === undefined ? "job.log" : submitValue(eventLog, "log"));
   cmd("request_cpus", Math.max(1, nonNegInt(r.cpus, "request_cpus")));
   cmd("request_memory", `${nonNegInt(r.memoryMiB, "request_memory")}M`);
   if (r.diskKiB !== undefined) cmd("request_disk", `${nonNegInt(r.diskKiB, "request_disk")}K`);

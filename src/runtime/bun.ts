@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import { closeSync, fstatSync, openSync, readSync, unlinkSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
+import { watchFolder } from "./watch.ts";
 import type { HttpClient, Runtime, SpawnOptions, SpawnResult, Sqlite, SqlValue, TlsClientOptions } from "./types.ts";
 import { DEFAULT_MAX_OUTPUT, KILL_GRACE_MS, readCapped, readCappedBytes, room, toBytes } from "./spawn-util.ts";
 import { checkTlsMaterial } from "./tls-check.ts";
@@ -120,5 +121,6 @@ export const bunRuntime: Runtime = {
   rss: () => process.memoryUsage.rss(),
   exit: (code) => process.exit(code),
   onSignal: (signal, fn) => void process.on(signal, fn),
+  watchFolder,
   httpClient,
 };

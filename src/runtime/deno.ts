@@ -1,5 +1,6 @@
 /** The Deno runtime adapter: Deno.Command and node:sqlite. */
 import { DatabaseSync } from "node:sqlite";
+import { watchFolder } from "./watch.ts";
 import type { HttpClient, Runtime, SpawnOptions, SpawnResult, Sqlite, SqlValue, TlsClientOptions } from "./types.ts";
 import { DEFAULT_MAX_OUTPUT, KILL_GRACE_MS, readCapped, readCappedBytes, toBytes } from "./spawn-util.ts";
 import { checkTlsMaterial } from "./tls-check.ts";
@@ -101,5 +102,6 @@ export const denoRuntime: Runtime = {
   rss: () => Deno.memoryUsage().rss,
   exit: (code) => Deno.exit(code),
   onSignal: (signal, fn) => Deno.addSignalListener(signal, fn),
+  watchFolder,
   httpClient,
 };

@@ -92,6 +92,11 @@ export interface Runtime {
   rss(): number;
   exit(code: number): never;
   onSignal(signal: "SIGTERM" | "SIGINT", fn: () => void): void;
+  /**
+   * Calls `onChange` when something in folder `dir` changes; returns the function that stops
+   * watching. Best effort: a folder that cannot be watched never calls (the caller also polls).
+   */
+  watchFolder(dir: string, onChange: () => void): () => void;
   /** An HTTPS client with its own trust roots and client certificate (Bun: fetch's `tls`; Deno: createHttpClient). */
   httpClient(tls: TlsClientOptions): HttpClient;
 }

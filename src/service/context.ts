@@ -14,6 +14,7 @@ import type { UnsafeJobFile } from "../store/files.ts";
 import type { PodRecord, Store } from "../store/store.ts";
 import { createQueueView, type QueueView, realTimer, type SetTimer } from "./queue.ts";
 import { createRemover, type Remover } from "./remover.ts";
+import type { Follower } from "./follow.ts";
 
 export interface ServiceDeps {
   store: Store;
@@ -35,6 +36,8 @@ export interface ServiceDeps {
   timer?: SetTimer;
   /** Told the size of every condor_submit's batch (metrics). */
   onSubmitBatch?: (size: number) => void;
+  /** Calls back when something in a folder changes (the runtime's watchFolder); without it the event log follower only polls. */
+  watchFolder?: (dir: string, onChange: () => void) => () => void;
   /** Whether the sidecar was starved of CPU since a time (service/starvation.ts): such timeouts are not HTCondor's. */
   starved?: (since: number) => boolean;
 }
@@ -57,6 +60,8 @@ export interface Ctx extends ServiceDeps {
   lastFetch: Map<string, number>;
   /** Whether reconcile has succeeded once (the reaper retries it until then). */
   reconciled: boolean;
+  /** The job event log follower (follow.ts), set up by createService. */
+  follower?: Follower;
 }
 
 export function createContext(d: ServiceDeps): Ctx {

@@ -47,14 +47,16 @@ export function createCreateService(c: Ctx, submit: Submitter): { create(req: Cr
     const plan = planJob(req, c.planConfig);
     const wrapper = renderWrapper(plan);
     const dir = podDir(c.dataRoot, uid);
-    const job = { dir, label: `${plan.batchName} (uid ${uid})`, commands: jobCommands(plan) };
+    // Not spooled: the job writes to the sidecar's shared event log, which says when to ask about it.
+    const eventLog = c.follower?.logForNewJob();
+    const job = { dir, label: `${plan.batchName} (uid ${uid})`, commands: jobCommands(plan, eventLog?.path) };
     const containers = [...plan.initContainers, ...plan.containers].map((ct) => ({
       name: ct.name,
       init: ct.init,
       image: ct.statusImage ?? (ct.image.kind === "host" ? "host" : ct.image.uri),
     }));
     const secrets = plan.files.filter((f) => f.secret).map((f) => f.path);
-    c.store.accept({ uid, name, namespace, dir, spooled: c.spool, containers, secrets, createdAt: c.now() });
+    c.store.accept({ uid, name, namespace, dir, spooled: c.spool, containers, secrets, createdAt: c.now(), eventLog: eventLog?.name });
     c.queue.noteWidth(containers);
     let id: JobId;
     try {
@@ -78,6 +80,7 @@ export function createCreateService(c: Ctx, submit: Submitter): { create(req: Cr
     }
     c.store.recordJob(uid, id.cluster, id.proc, c.now());
     c.queue.wake();
+    c.follower?.recorded(jobIdString(id));
     for (const w of plan.warnings) c.log.warn("create", { uid, warning: w });
     return { PodUID: uid, PodJID: jobIdString(id) };
   }

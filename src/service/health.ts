@@ -11,6 +11,8 @@ import { type Ctx, errorText } from "./context.ts";
 
 /** How long the ping waits for the schedd's answer (condor_q) before answering without it. */
 const PING_SCHEDD_WAIT_MS = 5_000;
+/** A condor_q this recent tells the ping about the schedd (the reconciler alone runs only every few minutes). */
+const PING_HEARD_MS = 10_000;
 
 /** What the service's gauges show (core/metrics.ts), read at scrape time. */
 export type ServiceView = Omit<MetricsView, "rss" | "startTime">;
@@ -86,9 +88,10 @@ export function createHealthService(c: Ctx): HealthService {
       // cached snapshot status uses) because a pool whose schedd is down cannot run pods.
       const [machines] = await Promise.all([
         askCollector(),
-        // While pods are followed the refresher's condor_q speaks for the schedd; otherwise the
-        // ping asks on its own. A slow condor_q must not hold the ping: it counts when it ends.
-        c.queue.running() ? undefined : Promise.race([
+        // A condor_q of the view within the last PING_HEARD_MS (a targeted one of changed jobs,
+        // the reconciler's, the polling's) speaks for the schedd; otherwise the ping asks on its
+        // own. A slow condor_q must not hold the ping: it counts when it ends.
+        c.queue.heardWithin(PING_HEARD_MS) ? undefined : Promise.race([
           probeSchedd(),
           new Promise<void>((r) => setTimeout(r, PING_SCHEDD_WAIT_MS).unref?.()),
         ]),
@@ -105,13 +108,14 @@ export function createHealthService(c: Ctx): HealthService {
 
     view() {
       const text = c.credentialFile && c.readCredential ? c.readCredential(c.credentialFile) : undefined;
-      const snap = c.queue.current();
+      // The view is as fresh as the schedd's last answer: between changes the event log keeps it, and no query runs.
+      const answered = c.queue.lastAnswer();
       return {
         pods: c.store.countByPhase(),
         failures: { schedd: c.queue.schedd.failures, collector: collector.failures },
         threshold: c.config.PingFailureThreshold,
         credentialExpiry: text === undefined ? undefined : credentialExpiry(text, c.certificateExpiry ?? (() => undefined)),
-        snapshotAgeSeconds: c.queue.running() && snap ? Math.max(0, (c.now() - snap.at) / 1000) : 0,
+        snapshotAgeSeconds: c.queue.running() && answered !== undefined ? Math.max(0, (c.now() - answered) / 1000) : 0,
       };
     },
 

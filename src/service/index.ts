@@ -11,6 +11,7 @@ import { createLogService } from "./logs.ts";
 import { createReconcileService } from "./reconcile.ts";
 import { createStatusService } from "./status.ts";
 import { createSubmitter } from "./submitter.ts";
+import { createFollower } from "./follow.ts";
 
 import type { ServiceView } from "./health.ts";
 
@@ -40,7 +41,8 @@ export function createService(d: ServiceDeps): Service {
   const health = createHealthService(c);
   const logs = createLogService(c);
   let reaping: Promise<void> | undefined;
-  // Jobs followed before a restart: the refresher starts with them.
+  c.follower = createFollower(c);
+  // Jobs followed before a restart: the first full condor_q runs now.
   c.queue.wake();
 
   return {
@@ -58,7 +60,7 @@ export function createService(d: ServiceDeps): Service {
     },
     refresh: () => c.queue.refreshNow(),
     async drain(deadlineMs) {
-      const work = Promise.allSettled([...c.inflight.values(), reaping, c.queue.stop()]);
+      const work = Promise.allSettled([...c.inflight.values(), reaping, c.follower?.stop(), c.queue.stop()]);
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([work, new Promise<void>((r) => (timer = setTimeout(r, deadlineMs)))]);
       clearTimeout(timer);

@@ -1,10 +1,15 @@
 /**
- * The view of this sidecar's jobs in the schedd's queue, kept fresh in the background: while any
- * pod's job is followed, one condor_q for all of them every StatusCacheSeconds (start to
- * start), after which `afterRefresh` does what the new view asks for (jobs that left, holds,
- * spooled output). A status request reads the latest view and never waits on a condor tool,
- * except for the first refresh after start. With nothing to follow the refresher sleeps, and a
- * new job wakes it.
+ * The view of this sidecar's jobs in the schedd's queue (docs/status.md#what-drives-status).
+ * Two kinds of query keep it:
+ * - the full one, one condor_q of every followed job: at start, when the event log follower finds
+ *   a gap it cannot explain (`kick`), and every ReconcileMinutes (the reconciler); every
+ *   StatusCacheSeconds instead while some followed job has no readable shared event log (spooled
+ *   jobs, jobs queued before the upgrade, a log in another format: the refresher as it was);
+ * - the targeted one (`refreshIds`), one condor_q of exactly the jobs whose events the follower
+ *   read, merged into the view.
+ * After either, `afterRefresh` does what the new ads ask for (jobs that left, holds, spooled
+ * output). A status request reads the latest view and never waits on a condor tool, except for
+ * the first refresh after start. With nothing to follow the loop sleeps, and a new job wakes it.
  */
 import { adCount, type JobAd, type JsonAdSlices, parseAd, sameAd, sliceJobNumber } from "../condor/parse.ts";
 import type { Condor } from "../condor/tools.ts";
@@ -42,13 +47,24 @@ const FAILURE_COUNT_INTERVAL_MS = 10_000;
 const ADS_PER_SLICE = 500;
 
 /**
- * This sidecar's jobs in the queue, by job id (`cluster.proc`); `at` is when its condor_q started.
- * Ads are keyed by the job id alone: it is the one thing a job cannot rewrite.
+ * This sidecar's jobs in the queue, by job id (`cluster.proc`); `at` is when the full condor_q
+ * started, `checked` when a targeted one asked about a job since. Ads are keyed by the job id
+ * alone: it is the one thing a job cannot rewrite.
  */
 export interface Snapshot {
   at: number;
   ads: Map<string, JobAd>;
+  checked?: Map<string, number>;
 }
+
+/** When the view last asked the schedd about the job (its ad in `ads` is that old). */
+export const askedAt = (snap: Snapshot, id: string): number => snap.checked?.get(id) ?? snap.at;
+
+/** Status has the schedd probed after this many StatusCacheSeconds without a condor_q (queue.ts checkAlive). */
+const ALIVE_PERIODS = 3;
+
+/** Job ids in one targeted condor_q at most (its constraint names each). */
+const TARGETED_BATCH_MAX = 1000;
 
 /** A timer the refresher schedules itself with (the real one, or the tests' hand-moved clock). */
 export type SetTimer = (fn: () => void, ms: number) => () => void;
@@ -70,10 +86,33 @@ export interface QueueView {
   wake(): void;
   /** Runs a refresh that starts now (after one that is running) and waits for it (logs and tests; never status). */
   refreshNow(): Promise<void>;
+  /** A full refresh as soon as possible (a gap in the event log), after which the loop goes on at its period. */
+  kick(): void;
+  /**
+   * One condor_q of exactly these followed jobs, merged into the view, then `afterRefresh` for
+   * them. False when it failed (the view is then stale, and the caller tries again later).
+   */
+  refreshIds(ids: readonly string[]): Promise<boolean>;
+  /** Asks about a job again at `atMs` (a hold's grace ending, a job between queue and history). */
+  recheck(id: string, atMs: number): void;
+  /** The jobs whose recheck is due, taken off the list. */
+  takeDue(nowMs: number): string[];
+  /** Set by the follower: whether a job writing to this event log must be polled (undefined: its own job.log). */
+  polled: (eventLog: string | undefined) => boolean;
   /** The ping's own condor_q while nothing is followed (the refresher's otherwise). */
   probe(): Promise<void>;
   /** Whether the refresher runs (something is followed). */
   running(): boolean;
+  /** Whether condor_q answered or failed within the last `ms` (the ping then needs no probe of its own). */
+  heardWithin(ms: number): boolean;
+  /**
+   * Called by status: when no condor_q has been heard for a while (the log named no job, and the
+   * reconciler is minutes away), one probe in the background (never awaited), so that a schedd
+   * that went down makes the answers stale within seconds, as the refresher did.
+   */
+  checkAlive(): void;
+  /** When the schedd last answered a condor_q of the view (full, targeted or the probe); undefined before the first. */
+  lastAnswer(): number | undefined;
   /** The attributes a job's status needs: the base ones and a state attribute per container slot. */
   attributes(): string[];
   /** Counts a new pod's containers into the attributes asked for. */
@@ -89,7 +128,7 @@ export interface QueueView {
 interface QueueDeps {
   store: Store;
   condor: Condor;
-  config: { StatusCacheSeconds: number };
+  config: { StatusCacheSeconds: number; ReconcileMinutes: number };
   now: () => number;
   log: { warn(msg: string, fields?: Record<string, unknown>): void };
   timer: SetTimer;
@@ -97,12 +136,13 @@ interface QueueDeps {
   starved?: (since: number) => boolean;
 }
 
-/** The jobs the refresher follows: by job id, the same ids by cluster and proc, and the oldest cluster. */
+/** The jobs the refresher follows: by job id, the same ids by cluster and proc, the oldest cluster, and how many write each event log. */
 interface Followed {
   version: number;
   jobs: Map<string, LiveJob>;
   ids: Map<number, Map<number, string>>;
   oldest: number;
+  byLog: Map<string | undefined, number>;
 }
 
 /**
@@ -116,8 +156,10 @@ function followedJobsReader(store: QueueDeps["store"]): () => Followed {
     if (followed?.version === version) return followed;
     const jobs = new Map<string, LiveJob>();
     const ids = new Map<number, Map<number, string>>();
+    const byLog = new Map<string | undefined, number>();
     let oldest = Infinity;
     for (const j of store.liveJobs()) {
+      byLog.set(j.eventLog, (byLog.get(j.eventLog) ?? 0) + 1);
       const id = `${j.cluster}.${j.proc}`;
       jobs.set(id, j);
       let procs = ids.get(j.cluster);
@@ -125,7 +167,7 @@ function followedJobsReader(store: QueueDeps["store"]): () => Followed {
       procs.set(j.proc, id);
       oldest = Math.min(oldest, j.cluster);
     }
-    followed = { version, jobs, ids, oldest };
+    followed = { version, jobs, ids, oldest, byLog };
     return followed;
   };
 }
@@ -166,10 +208,33 @@ async function followedAds(answer: JsonAdSlices, ids: ReadonlyMap<number, Readon
   return { answer, index, ads };
 }
 
+/** `(ClusterId == 5 && (ProcId == 0 || ProcId == 3)) || …`: exactly these jobs (ids are numbers the sidecar recorded). */
+function idsConstraint(jobs: readonly LiveJob[]): string {
+  const byCluster = new Map<number, number[]>();
+  for (const j of jobs) byCluster.set(j.cluster, [...(byCluster.get(j.cluster) ?? []), j.proc]);
+  return [...byCluster].map(([cl, procs]) => `(ClusterId == ${cl} && (${procs.map((p) => `ProcId == ${p}`).join(" || ")}))`).join(" || ");
+}
+
 export function createQueueView(d: QueueDeps): QueueView {
   const periodMs = d.config.StatusCacheSeconds * 1000;
+  const reconcileMs = d.config.ReconcileMinutes * 60_000;
   const schedd: Streak = { failures: 0 };
   let lastCounted = -Infinity;
+  let lastHeard = -Infinity;
+  let lastAnswerAt: number | undefined;
+  /** Every condor_q of the view runs after the one before: a targeted merge never races a full one. */
+  let lock: Promise<unknown> = Promise.resolve();
+  function serial<T>(fn: () => Promise<T>): Promise<T> {
+    const p = lock.then(fn);
+    lock = p.catch(() => {});
+    return p;
+  }
+  const rechecks = new Map<string, number>();
+  /** How long the view may go without hearing from the schedd before a status call has it probed. */
+  const aliveMs = periodMs * ALIVE_PERIODS;
+  let probing: Promise<void> | undefined;
+  /** When the loop's next full refresh is due (Infinity while none is scheduled). */
+  let nextAt = Infinity;
   let current: Snapshot | undefined;
   /**
    * The last answer's bytes, where each followed job's ad was in them, and what it parsed to:
@@ -210,6 +275,7 @@ export function createQueueView(d: QueueDeps): QueueView {
 
   function failed(err: unknown, startedAt: number): void {
     failing = true;
+    lastHeard = d.now();
     schedd.error = err instanceof Error ? err.message : String(err);
     const timedOut = err instanceof SidecarError && err.kind === "timeout";
     if (!blamesHTCondor({ timedOut, starved: timedOut && (d.starved?.(startedAt) ?? false) })) {
@@ -224,11 +290,69 @@ export function createQueueView(d: QueueDeps): QueueView {
   }
   function answered(): void {
     failing = false;
+    lastHeard = d.now();
+    lastAnswerAt = lastHeard;
     lastCounted = -Infinity;
     recordSuccess(schedd);
   }
 
   const followedJobs = followedJobsReader(d.store);
+
+  /** How many followed jobs have no readable shared event log: while any has, the full refresh runs every StatusCacheSeconds. */
+  function polledCount(f: Followed): number {
+    let n = 0;
+    for (const [log, count] of f.byLog) if (view.polled(log)) n += count;
+    return n;
+  }
+  const currentPeriod = () => (polledCount(followedJobs()) > 0 ? periodMs : reconcileMs);
+
+  async function refreshTargeted(ids: readonly string[]): Promise<boolean> {
+    const f = followedJobs();
+    const jobs = ids.flatMap((id) => f.jobs.get(id) ?? []);
+    if (jobs.length === 0) return true;
+    if (!current) {
+      await refresh();
+      return !failing;
+    }
+    for (let i = 0; i < jobs.length; i += TARGETED_BATCH_MAX) {
+      const part = jobs.slice(i, i + TARGETED_BATCH_MAX);
+      const at = d.now();
+      let ads: JobAd[];
+      try {
+        ads = await d.condor.query({ constraint: idsConstraint(part), attributes: attributes() });
+      } catch (err) {
+        failed(err, at);
+        d.log.warn("condor_q of the jobs the event log named failed; status leaves the followed pods out until it answers", { error: schedd.error });
+        return false;
+      }
+      answered();
+      // Matched by the id the sidecar recorded, never by an attribute the job could rewrite.
+      const found = new Map<string, JobAd>();
+      for (const ad of ads) {
+        const id = typeof ad.ClusterId === "number" && typeof ad.ProcId === "number" ? f.ids.get(ad.ClusterId)?.get(ad.ProcId) : undefined;
+        if (id !== undefined) found.set(id, ad);
+      }
+      const snap = current;
+      snap.checked ??= new Map();
+      const live = new Map<string, LiveJob>();
+      for (const j of part) {
+        const id = `${j.cluster}.${j.proc}`;
+        const ad = found.get(id);
+        if (ad) snap.ads.set(id, ad);
+        else snap.ads.delete(id);
+        // The next full answer parses this job's ad again rather than keep the one it had.
+        last?.index.delete(id);
+        snap.checked.set(id, at);
+        live.set(id, j);
+      }
+      try {
+        await view.afterRefresh?.({ at, ads: snap.ads, checked: snap.checked }, live);
+      } catch (err) {
+        d.log.warn("acting on the queue's view failed; the next refresh tries again", { error: err instanceof Error ? err.message : String(err) });
+      }
+    }
+    return true;
+  }
 
   /** One refresh: condor_q of the followed jobs by their cluster ids, then what the view asks for. */
   async function refresh(): Promise<void> {
@@ -251,7 +375,7 @@ export function createQueueView(d: QueueDeps): QueueView {
     const next = await followedAds(answer, f.ids, last);
     if (last) spare = new Uint8Array(last.answer.bytes.buffer);
     last = next;
-    current = { at, ads: next.ads };
+    current = { at, ads: next.ads, checked: new Map() };
     try {
       await view.afterRefresh?.(current, f.jobs);
     } catch (err) {
@@ -260,7 +384,7 @@ export function createQueueView(d: QueueDeps): QueueView {
   }
 
   function runCycle(): Promise<void> {
-    cycle ??= refresh().finally(() => {
+    cycle ??= serial(refresh).finally(() => {
       cycle = undefined;
     });
     return cycle;
@@ -274,14 +398,20 @@ export function createQueueView(d: QueueDeps): QueueView {
       return;
     }
     looping = true;
+    nextAt = Infinity;
     const started = d.now();
     void runCycle().then(() => {
       if (stopped || followedJobs().jobs.size === 0) {
         looping = false;
         return;
       }
-      cancelTimer = d.timer(loop, Math.max(0, periodMs - (d.now() - started)));
+      schedule(started + currentPeriod());
     });
+  }
+  function schedule(at: number): void {
+    cancelTimer?.();
+    nextAt = at;
+    cancelTimer = d.timer(loop, Math.max(0, at - d.now()));
   }
 
   const view: QueueView = {
@@ -292,22 +422,57 @@ export function createQueueView(d: QueueDeps): QueueView {
       return current;
     },
     wake() {
-      if (!stopped && !looping) loop();
+      if (stopped) return;
+      if (!looping) loop();
+      // A job without a readable event log joined jobs that were only reconciled: poll again.
+      else if (nextAt !== Infinity && nextAt - d.now() > currentPeriod()) schedule(d.now() + currentPeriod());
     },
+    kick() {
+      if (stopped) return;
+      if (!looping) return loop();
+      if (nextAt !== Infinity) schedule(d.now());
+      // A refresh runs: the loop schedules the next one when it ends, and that one comes now.
+      else void (cycle ?? Promise.resolve()).then(() => nextAt !== Infinity && schedule(d.now()));
+    },
+    refreshIds: (ids) => serial(() => refreshTargeted(ids)),
+    recheck(id, atMs) {
+      const was = rechecks.get(id);
+      if (was === undefined || atMs < was) rechecks.set(id, atMs);
+    },
+    takeDue(nowMs) {
+      const out: string[] = [];
+      for (const [id, at] of rechecks) {
+        if (at <= nowMs) {
+          out.push(id);
+          rechecks.delete(id);
+        }
+      }
+      return out;
+    },
+    polled: (eventLog) => eventLog === undefined,
+    heardWithin: (ms) => d.now() - lastHeard < ms,
+    lastAnswer: () => lastAnswerAt,
     async refreshNow() {
       // A refresh that started before the caller asked may have read the queue too early.
       await cycle;
       await runCycle();
     },
-    async probe() {
+    probe() {
       const at = d.now();
-      try {
-        await d.condor.query({ constraint: "false", attributes: ["ClusterId"] });
-        answered();
-      } catch (err) {
-        failed(err, at);
-        throw err;
-      }
+      probing ??= d.condor.query({ constraint: "false", attributes: ["ClusterId"] }).then(
+        () => answered(),
+        (err: unknown) => {
+          failed(err, at);
+          throw err;
+        },
+      ).finally(() => (probing = undefined));
+      return probing;
+    },
+    checkAlive() {
+      if (stopped || view.heardWithin(aliveMs)) return;
+      view.probe().catch(() =>
+        d.log.warn("condor_q failed; status leaves the followed pods out, so interLink keeps their last state", { error: schedd.error })
+      );
     },
     running: () => looping,
     attributes,
@@ -319,6 +484,7 @@ export function createQueueView(d: QueueDeps): QueueView {
       cancelTimer?.();
       cancelTimer = undefined;
       await cycle;
+      await lock;
     },
   };
   return view;

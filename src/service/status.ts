@@ -1,9 +1,12 @@
 /**
  * GET /status (docs/interlink.md#get-status) is a lookup: each pod's status from its job's ad in
  * the latest view of the queue (queue.ts), or the final status recorded when the job left. The
- * refresher does the work behind it (`track`, after every refresh): one condor_history for all
- * the jobs that left, the removal of unrecoverable holds and of jobs that rewrote their
- * identity, the fetch of spooled output, and the search for jobs that seem lost.
+ * work behind it runs after every query of the queue, full or targeted (`track`, for the jobs
+ * that query asked about): one condor_history for all the jobs that left, the removal of
+ * unrecoverable holds and of jobs that rewrote their identity, the fetch of spooled output, and
+ * the search for jobs that seem lost. What must happen later without a new event (a hold's grace
+ * ending, a job between queue and history, a removal to retry) is a recheck of that job
+ * (docs/status.md#what-drives-status).
  */
 import type { StatusAnswer } from "../app.ts";
 import { adNumber, type JobAd } from "../condor/parse.ts";
@@ -15,7 +18,7 @@ import { linesFromAd, type PodStatus, podStatus } from "../core/status.ts";
 import { jobFileSize, readStateFiles, removeFiles } from "../store/files.ts";
 import type { LiveJob, PodRecord } from "../store/store.ts";
 import { containerKeys, type Ctx, errorText, identity, jid, jobId, secretPaths, unsafeFileWarning } from "./context.ts";
-import type { Snapshot } from "./queue.ts";
+import { askedAt, type Snapshot } from "./queue.ts";
 
 /** A job in neither queue nor history for this long is lost (between the two is normal briefly). */
 const LOST_AFTER_MS = 60_000;
@@ -49,6 +52,7 @@ async function status(c: Ctx, pods: readonly PodRef[]): Promise<StatusAnswer> {
     records = reported();
     live = records.some((r) => r.phase === "submitted");
   }
+  if (live) c.queue.checkAlive();
   const snap = c.queue.current();
   const usable = snap && !c.queue.failing() ? snap : undefined;
   const statuses = records.flatMap((r) => view(c, r, usable) ?? []);
@@ -72,8 +76,13 @@ function view(c: Ctx, r: PodRecord, snap: Snapshot | undefined): PodStatus | und
     return forged ? tamperedStatus(r, forged, true) : podStatus(identity(r), { kind: "queued", ad });
   }
   // A job recorded after the view's condor_q started cannot be in it: not gone, just new.
-  if ((r.submittedAt ?? 0) >= snap.at) return podStatus(identity(r), { kind: "creating" });
+  if ((r.submittedAt ?? 0) >= askedAt(snap, jid(r))) return podStatus(identity(r), { kind: "creating" });
   return undefined;
+}
+
+/** Asks about the job again after StatusCacheSeconds (no event may come to say so). */
+function retryLater(c: Ctx, id: string): void {
+  c.queue.recheck(id, c.now() + c.config.StatusCacheSeconds * 1000);
 }
 
 /** Records the pod's final status and removes its secrets: the job has left. */
@@ -117,6 +126,7 @@ async function observeTampered(c: Ctx, r: PodRecord, inQueue: boolean, attrs: st
       await c.remove(jobId(r), "htcondor-sidecar: the job rewrote its identity attributes");
     } catch (err) {
       c.log.warn("cannot remove a job that rewrote its identity; retrying next time", { uid: r.uid, jid: jid(r), error: errorText(err) });
+      retryLater(c, jid(r));
       return;
     }
   }
@@ -137,7 +147,9 @@ async function observeHeld(c: Ctx, j: LiveJob, ad: JobAd): Promise<void> {
   if (!c.config.TerminalHoldCodes.includes(code)) return;
   const since = j.heldSince ?? c.now();
   if (j.heldSince === undefined) c.store.update(j.uid, { heldSince: since }, c.now());
-  if (c.now() - since < c.config.HoldGraceSeconds * 1000) return;
+  // A job followed through the event log is not asked about again unless something happens:
+  // the end of the grace period is a reason of its own.
+  if (c.now() - since < c.config.HoldGraceSeconds * 1000) return c.queue.recheck(`${j.cluster}.${j.proc}`, since + c.config.HoldGraceSeconds * 1000);
   const r = c.store.get(j.uid);
   if (!r) return;
   const { reason, exitCode } = holdOutcome(code, adNumber(ad, "HoldReasonSubCode"));
@@ -146,6 +158,7 @@ async function observeHeld(c: Ctx, j: LiveJob, ad: JobAd): Promise<void> {
     await c.remove(jobId(r), `htcondor-sidecar: unrecoverable hold ${code}`);
   } catch (err) {
     c.log.warn("cannot remove unrecoverably held job; retrying next time", { uid: r.uid, error: errorText(err) });
+    retryLater(c, jid(r));
     return;
   }
   finalize(c, r, podStatus(identity(r), { kind: "failed", reason, message: why, exitCode, lines: linesFromAd(ad, r.containers) }));
@@ -216,6 +229,7 @@ async function trackGone(c: Ctx, gone: readonly LiveJob[]): Promise<void> {
     history = await historyOf(c, gone, true);
   } catch (err) {
     c.log.warn("condor_history failed; the pods whose jobs left the queue are left out until it answers", { error: errorText(err) });
+    for (const j of gone) retryLater(c, `${j.cluster}.${j.proc}`);
     return;
   }
   const ended: [PodRecord, JobAd][] = [];
@@ -229,7 +243,10 @@ async function trackGone(c: Ctx, gone: readonly LiveJob[]): Promise<void> {
   // Between queue and history is normal for a moment; a job in neither for long is searched once
   // more with no scan limit (a bounded scan may stop short of an old job on a busy schedd).
   const now = c.now();
-  for (const j of missing) if (j.missingSince === undefined) c.store.update(j.uid, { missingSince: now }, now);
+  for (const j of missing) {
+    if (j.missingSince === undefined) c.store.update(j.uid, { missingSince: now }, now);
+    retryLater(c, `${j.cluster}.${j.proc}`);
+  }
   const overdue = missing.filter((j) => j.missingSince !== undefined && now - j.missingSince > LOST_AFTER_MS);
   if (overdue.length > 0) {
     let late: Map<string, JobAd>;

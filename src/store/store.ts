@@ -40,6 +40,12 @@ export interface PodRecord {
   submittedAt?: number;
   /** condor_transfer_data runs that did not bring the expected files back (spooled jobs). */
   fetchAttempts: number;
+  /**
+   * The sidecar's shared job event log the job writes to (a file name in the events folder), or
+   * undefined for a job that has its own job.log: queued before the sidecar kept one, or spooled
+   * (docs/status.md#what-drives-status).
+   */
+  eventLog?: string;
 }
 
 interface Row {
@@ -61,6 +67,7 @@ interface Row {
   secrets: string;
   submitted_at: number | null;
   fetch_attempts: number;
+  event_log: string | null;
 }
 
 const MIGRATIONS: string[] = [
@@ -89,6 +96,16 @@ const MIGRATIONS: string[] = [
   `CREATE INDEX pods_job ON pods(cluster, proc);`,
   // A pod with its final status has a phase of its own (it was 'submitted' with a terminal status).
   `UPDATE pods SET phase = 'finished' WHERE phase = 'submitted' AND terminal IS NOT NULL;`,
+  // The shared job event log: which file a job writes to, and how far each file has been read
+  // (the offset sits just past a "..." line; inode and size show a truncated or replaced file).
+  `ALTER TABLE pods ADD COLUMN event_log TEXT;
+   CREATE TABLE event_logs (
+     name TEXT PRIMARY KEY,
+     created_at INTEGER NOT NULL,
+     read_offset INTEGER NOT NULL DEFAULT 0,
+     inode INTEGER NOT NULL DEFAULT 0,
+     size INTEGER NOT NULL DEFAULT 0
+   );`,
 ];
 
 function fromRow(r: Row): PodRecord {
@@ -111,6 +128,7 @@ function fromRow(r: Row): PodRecord {
     secrets: JSON.parse(r.secrets) as string[],
     submittedAt: r.submitted_at ?? undefined,
     fetchAttempts: r.fetch_attempts,
+    eventLog: r.event_log ?? undefined,
   };
 }
 
@@ -122,10 +140,26 @@ export interface LiveJob {
   submittedAt: number;
   heldSince?: number;
   missingSince?: number;
+  /** The shared event log the job writes to; undefined: the job is followed by polling the queue. */
+  eventLog?: string;
 }
 
 /** What a new record is made of (accept, adopt, tombstone). */
-export type NewRecord = Pick<PodRecord, "uid" | "namespace" | "name" | "dir" | "spooled" | "containers" | "secrets" | "createdAt">;
+export type NewRecord =
+  & Pick<PodRecord, "uid" | "namespace" | "name" | "dir" | "spooled" | "containers" | "secrets" | "createdAt">
+  & Partial<Pick<PodRecord, "eventLog">>;
+
+/**
+ * A shared job event log and how far it has been read: `offset` (just past a `...` line),
+ * and the file's `inode` and `size` at that read (0 and 0 before the file was first seen).
+ */
+export interface EventLogRecord {
+  name: string;
+  createdAt: number;
+  offset: number;
+  inode: number;
+  size: number;
+}
 
 /** The bookkeeping fields of a record; its phase changes only through the transitions. */
 type RecordPatch = Partial<Pick<PodRecord, "outputFetched" | "missingSince" | "heldSince" | "fetchAttempts">>;
@@ -159,6 +193,20 @@ export interface Store {
   forget(uid: string): boolean;
 
   update(uid: string, patch: RecordPatch, now: number): void;
+
+  /** The shared event logs, oldest first. */
+  eventLogs(): EventLogRecord[];
+  /** Starts following a new event log (no-op when it is known). */
+  addEventLog(name: string, createdAt: number): void;
+  /**
+   * Saves how far a log has been read: only after what its events named was asked about, so
+   * that a restart reads those events again rather than losing them. Does not change `version()`:
+   * the followed jobs are the same.
+   */
+  saveEventLog(name: string, state: { offset: number; inode: number; size: number }): void;
+  removeEventLog(name: string): void;
+  /** How many jobs that may still be queued (creating, submitted, removing) write to each event log. */
+  eventLogUsers(): Map<string, number>;
   close(): void;
 }
 
@@ -194,8 +242,8 @@ function openStoreUnguarded(db: Sqlite): Store {
   const insert = (name: TransitionName, rec: NewRecord, job?: { cluster: number; proc: number; submittedAt: number }): boolean => {
     const to = TRANSITIONS[name].to;
     const r = db.run(
-      `INSERT OR IGNORE INTO pods (uid, namespace, name, phase, dir, spooled, containers, created_at, updated_at, secrets, cluster, proc, submitted_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR IGNORE INTO pods (uid, namespace, name, phase, dir, spooled, containers, created_at, updated_at, secrets, cluster, proc, submitted_at, event_log)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
         rec.uid,
         rec.namespace,
@@ -210,6 +258,7 @@ function openStoreUnguarded(db: Sqlite): Store {
         job?.cluster ?? null,
         job?.proc ?? null,
         job?.submittedAt ?? null,
+        rec.eventLog ?? null,
       ],
     );
     writes++;
@@ -272,8 +321,18 @@ function openStoreUnguarded(db: Sqlite): Store {
     },
     liveJobs() {
       return db
-        .all<{ uid: string; cluster: number; proc: number; submitted_at: number | null; held_since: number | null; missing_since: number | null }>(
-          "SELECT uid, cluster, proc, submitted_at, held_since, missing_since FROM pods WHERE phase = 'submitted' AND cluster IS NOT NULL",
+        .all<
+          {
+            uid: string;
+            cluster: number;
+            proc: number;
+            submitted_at: number | null;
+            held_since: number | null;
+            missing_since: number | null;
+            event_log: string | null;
+          }
+        >(
+          "SELECT uid, cluster, proc, submitted_at, held_since, missing_since, event_log FROM pods WHERE phase = 'submitted' AND cluster IS NOT NULL",
         )
         .map((r) => ({
           uid: r.uid,
@@ -282,6 +341,7 @@ function openStoreUnguarded(db: Sqlite): Store {
           submittedAt: r.submitted_at ?? 0,
           heldSince: r.held_since ?? undefined,
           missingSince: r.missing_since ?? undefined,
+          eventLog: r.event_log ?? undefined,
         }));
     },
 
@@ -309,6 +369,28 @@ function openStoreUnguarded(db: Sqlite): Store {
       put("updated_at", now);
       writes++;
       db.run(`UPDATE pods SET ${sets.join(", ")} WHERE uid = ?`, [...params, uid]);
+    },
+    eventLogs() {
+      return db
+        .all<{ name: string; created_at: number; read_offset: number; inode: number; size: number }>(
+          "SELECT name, created_at, read_offset, inode, size FROM event_logs ORDER BY created_at, name",
+        )
+        .map((r) => ({ name: r.name, createdAt: r.created_at, offset: r.read_offset, inode: r.inode, size: r.size }));
+    },
+    addEventLog(name, createdAt) {
+      db.run("INSERT OR IGNORE INTO event_logs (name, created_at) VALUES (?, ?)", [name, createdAt]);
+    },
+    saveEventLog(name, st) {
+      db.run("UPDATE event_logs SET read_offset = ?, inode = ?, size = ? WHERE name = ?", [st.offset, st.inode, st.size, name]);
+    },
+    removeEventLog(name) {
+      db.run("DELETE FROM event_logs WHERE name = ?", [name]);
+    },
+    eventLogUsers() {
+      const rows = db.all<{ event_log: string; n: number }>(
+        "SELECT event_log, COUNT(*) AS n FROM pods WHERE event_log IS NOT NULL AND phase IN ('creating', 'submitted', 'removing') GROUP BY event_log",
+      );
+      return new Map(rows.map((r) => [r.event_log, r.n]));
     },
     close() {
       db.close();

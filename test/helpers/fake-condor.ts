@@ -68,6 +68,14 @@ export function fakeCondor(opts: { readSubmitFile: (path: string) => string; now
       call("query", constraint);
       // The refresher's query (ClusterId >= N); the searches by UID find nothing here.
       const m = /^ClusterId >= (\d+)$/.exec(constraint);
+      // A targeted one: (ClusterId == C && (ProcId == P || …)) || …
+      if (!m && constraint.startsWith("(ClusterId == ")) {
+        const want = new Set<string>();
+        for (const g of constraint.matchAll(/ClusterId == (\d+) && \(([^)]*)\)/g)) {
+          for (const p of g[2]!.matchAll(/ProcId == (\d+)/g)) want.add(`${g[1]}.${p[1]}`);
+        }
+        return [...f.queued.entries()].filter(([k]) => want.has(k)).map(([, ad]) => project(ad, attributes));
+      }
       if (!m) return [];
       return [...f.queued.values()].filter((ad) => (ad.ClusterId as number) >= Number(m[1])).map((ad) => project(ad, attributes));
     },

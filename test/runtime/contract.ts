@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { request } from "node:http";
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type FetchHandler, serveHttp } from "../../src/runtime/http.ts";
@@ -375,6 +375,36 @@ export const contractCases: ContractCase[] = [
         refused({ ca: pki.ca, cert: pki.clientCert, key: pki.strangerKey }, /client key does not belong to the certificate of "CN=alice/);
         refused({ ca: pki.ca, cert: pki.clientCert }, /needs its key/);
         refused({ ca: pki.ca, cert: pki.clientCert, key: "not a key" }, /does not parse as a PEM private key/);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  },
+  {
+    // docs/status.md#following-the-event-log: the follower reacts to a log being appended to or created.
+    name: "watchFolder: an append to a file in the folder, and a new file, call back; after stop, nothing does",
+    async run(rt) {
+      const dir = mkdtempSync(join(tmpdir(), "rt-watch-"));
+      try {
+        let calls = 0;
+        const waitFor = async (n: number) => {
+          for (let i = 0; i < 200 && calls < n; i++) await new Promise((r) => setTimeout(r, 10));
+          assert.ok(calls >= n, `expected a change notification (${calls} seen)`);
+        };
+        const stop = rt.watchFolder(dir, () => calls++);
+        await new Promise((r) => setTimeout(r, 50));
+        writeFileSync(join(dir, "events.log"), "000 (001.000.000) 2026-11-22 07:32:56 Job submitted from host: <x>\n...\n");
+        await waitFor(1);
+        const seen = calls;
+        appendFileSync(join(dir, "events.log"), "001 (001.000.000) 2026-11-22 07:32:57 Job executing on host: <x>\n...\n");
+        await waitFor(seen + 1);
+        stop();
+        const after = calls;
+        appendFileSync(join(dir, "events.log"), "...\n");
+        await new Promise((r) => setTimeout(r, 200));
+        assert.equal(calls, after);
+        // A folder that cannot be watched: a no-op, never a throw (the caller polls).
+        rt.watchFolder(join(dir, "missing"), () => calls++)();
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

@@ -94,6 +94,8 @@ export type Config = {
   delayedUpdateMs: number;
   immutableJobAttrs: string[];
   protectedJobAttrs: string[];
+  /** DEFAULT_USERLOG_FORMAT_OPTIONS: words such as "XML", "JSON", "UTC", "SUB_SECOND" (the job event log's format). */
+  userlogFormatOptions: string;
 };
 
 function readJson(file: string): Record<string, unknown> {
@@ -140,6 +142,8 @@ export function loadConfig(home = homeDir()): Config {
     // config only (the AP's IMMUTABLE_JOB_ATTRS / PROTECTED_JOB_ATTRS, read by condor_chirp inside the job)
     immutableJobAttrs: attrList(f.immutableJobAttrs),
     protectedJobAttrs: attrList(f.protectedJobAttrs),
+    // config only: read by whoever writes an event (schedd, shadow, condor_chirp's attribute updates)
+    userlogFormatOptions: pick("userlogFormatOptions", null, ""),
   };
 }
 
