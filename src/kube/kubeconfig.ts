@@ -148,18 +148,21 @@ export function inClusterTarget(env: Readonly<Record<string, string | undefined>
   };
 }
 
+/** A server URL as an error may quote it: whatever stands between `//` and `@` may be a password. */
+const shownServer = (server: string) => JSON.stringify(server.replace(/\/\/[^/@]*@/, "//…@"));
+
 function serverUrl(server: string, fail: (why: string) => never): string {
   let url: URL;
   try {
     url = new URL(server);
   } catch {
-    return fail(`server "${server}" is not a URL`);
+    return fail(`server ${shownServer(server)} is not a URL`);
   }
   const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
   if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
-    fail(`server "${server}" is not https (plain http is accepted only on the loopback interface, as kubectl proxy serves it)`);
+    fail(`server ${shownServer(server)} is not https (plain http is accepted only on the loopback interface, as kubectl proxy serves it)`);
   }
-  if (url.username || url.password || url.search || url.hash) fail(`server "${server}" carries credentials, a query or a fragment`);
+  if (url.username || url.password || url.search || url.hash) fail(`server ${shownServer(server)} carries credentials, a query or a fragment`);
   return `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, "")}`;
 }
 

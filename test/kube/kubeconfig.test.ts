@@ -83,6 +83,18 @@ describe("parseKubeconfig: accepted forms", () => {
     refused(kubeconfig({ server: "http://10.0.0.1:8080" }, undefined), /server "http:\/\/10\.0\.0\.1:8080" is not https/);
     refused(kubeconfig({ server: "http://127.0.0.1:8001" }, { token: "t" }), /plain http, which would send the token in clear/);
   });
+  test("a password in the server URL is refused without being quoted", () => {
+    for (const server of ["https://admin:s3cret@k8s.example.org:6443", "http://admin:s3cret@10.0.0.1:8080", "https://admin:s3cret@[bad"]) {
+      let said = "";
+      try {
+        parseKubeconfig(kubeconfig({ server }, undefined), PATH);
+      } catch (err) {
+        said = (err as Error).message;
+      }
+      expect(said).toContain("server");
+      expect(said).not.toContain("s3cret");
+    }
+  });
 });
 
 describe("parseKubeconfig: refusals name the reason (docs/operator.md#kubeconfig-forms)", () => {
