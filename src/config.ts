@@ -8,7 +8,7 @@ import { z } from "zod";
 import { listenAddress } from "./flags.ts";
 import { tryParseQuantity } from "./core/quantity.ts";
 import type { HTCJobConfig, PlanConfig } from "./core/types.ts";
-import { submitKey, submitValueProblem } from "./core/submit-rules.ts";
+import { submitKey, submitValueProblem, userSubmitKeyProblem } from "./core/submit-rules.ts";
 import { isDnsLabel } from "./core/pod.ts";
 import { type ImageOverride, parseImageOverride } from "./core/images.ts";
 import type { Flavor } from "./core/flavors.ts";
@@ -38,12 +38,13 @@ const str = z.string();
 const quantity = z.string().refine((q) => tryParseQuantity(q) !== undefined, "is not a Kubernetes quantity (e.g. 500m, 2, 4Gi)");
 
 /**
- * A submit command the renderer can write, checked when the file loads: a key it refuses would
- * otherwise fail every create (`+X` is fine: it is written `MY.X`).
+ * A submit command on a users' allowlist, checked when the file loads: one the renderer refuses
+ * would otherwise fail every create (`+X` is fine: it is written `MY.X`), and one that names files
+ * of the submit host would let a pod or an HTCJob upload them (core/submit-rules.ts).
  */
 const submitCommand = z.string().superRefine((k, ctx) => {
-  const r = submitKey(k);
-  if ("problem" in r) ctx.addIssue({ code: "custom", message: r.problem });
+  const problem = userSubmitKeyProblem(k);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
 });
 
 const extraLines = z.record(str, z.union([str, z.number(), z.boolean()])).superRefine((lines, ctx) => {

@@ -75,6 +75,71 @@ const RESERVED_ATTRIBUTES = new Set(
 );
 
 /**
+ * Submit commands (lower case) and the job attributes behind them that name files or credentials
+ * of the submit host, which condor_submit reads or, with `-spool`, uploads into the job's sandbox
+ * (HTCondor's submit_utils.h and condor_attributes.h). A pod or an HTCJob that could set one could
+ * send itself whatever the sidecar's user can read: its token, its kubeconfig, another pod's
+ * secrets. The site's own ExtraLines may use them; an allowlist for users may not.
+ */
+const READS_SUBMIT_HOST = new Set([
+  "x509userproxy",
+  "use_x509userproxy",
+  "scitokens_file",
+  "public_input_files",
+  "transfer_plugins",
+  "transfer_checkpoint_files",
+  "transfer_output_remaps",
+  "output_destination",
+  "encrypt_input_files",
+  "dont_encrypt_input_files",
+  "jar_files",
+  "aws_access_key_id_file",
+  "aws_secret_access_key_file",
+  "s3_access_key_id_file",
+  "s3_secret_access_key_file",
+  "gs_access_key_id_file",
+  "gs_secret_access_key_file",
+  "ec2_access_key_id",
+  "ec2_secret_access_key",
+  "ec2_user_data_file",
+  "ec2_keypair_file",
+  "ec2_key_pair_file",
+  "gce_auth_file",
+  "gce_metadata_file",
+  "gce_json_file",
+  "azure_auth_file",
+  "my.x509userproxy",
+  "my.scitokensfile",
+  "my.publicinputfiles",
+  "my.transferplugins",
+  "my.transferoutputremaps",
+  "my.outputdestination",
+  "my.encryptinputfiles",
+  "my.dontencryptinputfiles",
+  "my.ec2accesskeyid",
+  "my.ec2secretaccesskey",
+  "my.ec2keypairfile",
+  "my.ec2userdatafile",
+  "my.gceauthfile",
+  "my.gcemetadatafile",
+  "my.gcejsonfile",
+  "my.azureauthfile",
+]);
+
+/**
+ * Why a command may not be on a users' allowlist (`Channels.SubmitOptions`, `HTCJob.SubmitOptions`)
+ * although the renderer can write it, or undefined.
+ */
+export function userSubmitKeyProblem(key: string): string | undefined {
+  const r = submitKey(key);
+  if (!("key" in r)) return r.problem;
+  if (READS_SUBMIT_HOST.has(r.key.toLowerCase())) {
+    return "it names files or credentials of the submit host, which condor_submit would read or upload for the job; only the site's ExtraLines may set it";
+  }
+  return undefined;
+}
+
+/**
  * The one rule for a submit command name, used by the renderer, the submit-options annotation
  * and the config's ExtraLines: the canonical key, or why it cannot be written.
  *

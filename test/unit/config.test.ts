@@ -54,6 +54,14 @@ describe("parseConfig", () => {
     // condor_submit would join the next line of the submit file onto this one (issue 12 class 6).
     ['Submit: {ExtraLines: {rank: "1 \\\\ "}}', "SidecarConfig.yaml: Submit.ExtraLines.rank: the value must not end in '\\'"],
     ["Channels: {SubmitOptions: [priority, queue]}", "SidecarConfig.yaml: Channels.SubmitOptions.1: it is set by the sidecar"],
+    // A users' allowlist never admits a command that makes condor_submit read or upload files of
+    // the submit host (docs/threat-model.md#what-a-site-must-configure): the HTCJob original lost
+    // its keytab that way.
+    ["Channels: {SubmitOptions: [x509userproxy]}", "SidecarConfig.yaml: Channels.SubmitOptions.0: it names files or credentials of the submit host"],
+    ["Channels: {SubmitOptions: [+PublicInputFiles]}", "SidecarConfig.yaml: Channels.SubmitOptions.0: it names files or credentials of the submit host"],
+    ["HTCJob: {SubmitOptions: [transfer_plugins]}", "SidecarConfig.yaml: HTCJob.SubmitOptions.0: it names files or credentials of the submit host"],
+    ["HTCJob: {SubmitOptions: [Output_Destination]}", "SidecarConfig.yaml: HTCJob.SubmitOptions.0: it names files or credentials of the submit host"],
+    ["HTCJob: {SubmitOptions: [MY.ScitokensFile]}", "SidecarConfig.yaml: HTCJob.SubmitOptions.0: it names files or credentials of the submit host"],
   ];
   for (const [text, prefix] of bad) {
     test(`invalid: ${text.split("\n")[0]}`, () => {
