@@ -201,6 +201,14 @@ export function removePodDirKeepingLog(dir: string, secrets: readonly string[] =
     mkdirSync(join(dir, dirname(WRAPPER_LOG)), { mode: 0o700 });
     const fd = openSync(join(dir, WRAPPER_LOG), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     try {
+      // O_NOFOLLOW guards the last part only: a job still writing over a shared filesystem could
+      // have put a link where podstate/ was made a moment ago. The file is judged by where it is.
+      const want = join(realpathSync(dirname(dir)), basename(dir), WRAPPER_LOG);
+      const real = readlinkSync(`/proc/self/fd/${fd}`);
+      if (real !== want) {
+        rmSync(real, { force: true });
+        throw new UnsafeJobFile(`${WRAPPER_LOG} was created at ${JSON.stringify(real)}, outside the pod folder`);
+      }
       for (let off = 0; off < bytes.byteLength;) off += writeSync(fd, bytes, off, bytes.byteLength - off);
     } finally {
       closeSync(fd);
