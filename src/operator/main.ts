@@ -272,11 +272,13 @@ function leaseName(operatorId: string): string {
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((r) => {
-    const t = setTimeout(r, ms);
-    signal.addEventListener("abort", () => {
+    const stop = () => {
       clearTimeout(t);
+      signal.removeEventListener("abort", stop);
       r();
-    }, { once: true });
+    };
+    const t = setTimeout(stop, ms);
+    signal.addEventListener("abort", stop, { once: true });
   });
 }
 
