@@ -54,6 +54,8 @@ export function procState(ad: ProcAd, terminalHoldCodes: readonly number[]): Pro
     case 7: // suspended by the pool: it will run on
       return { state: "running" };
     case 5: {
+      // SpoolingInput: condor_submit -spool holds each proc until its input arrives; it is waiting, not held.
+      if (ad.holdCode === 16) return { state: "idle" };
       const reason = `held (code ${ad.holdCode ?? "?"}${ad.holdSubCode ? `.${ad.holdSubCode}` : ""}): ${oneLine(ad.holdReason) || "no reason given"}`;
       if (ad.holdCode !== undefined && terminalHoldCodes.includes(ad.holdCode)) return { state: "failed", reason };
       return { state: "held", reason };
