@@ -89,17 +89,18 @@ export function createController(d: ControllerDeps) {
     const hasFinalizer = (obj.metadata.finalizers ?? []).includes(FINALIZER);
     if (obj.metadata.deletionTimestamp) return hasFinalizer ? await finalize(obj) : undefined;
 
-    if (!allowed(ns)) {
-      return await writeStatus(obj, undefined, {
-        reason: "NamespaceNotAllowed",
-        message: `${htcjobLabel(ns, name)}: namespace "${ns}" is not one this operator runs HTCJobs for (config HTCJob.Namespaces)`,
-      });
-    }
     let rec = d.store.get(uid);
     if (rec?.phase === "deleted") return;
     if (rec?.phase === "refused" && rec.generation !== (obj.metadata.generation ?? 1)) {
       d.store.forget(uid);
       rec = undefined;
+    }
+    // Only before a submit: procs already queued are followed (and removed on delete) whatever the config says now.
+    if (!rec && !allowed(ns)) {
+      return await writeStatus(obj, undefined, {
+        reason: "NamespaceNotAllowed",
+        message: `${htcjobLabel(ns, name)}: namespace "${ns}" is not one this operator runs HTCJobs for (config HTCJob.Namespaces)`,
+      });
     }
     if (!hasFinalizer && rec?.phase !== "refused") obj = await addFinalizer(obj);
 
@@ -202,10 +203,11 @@ export function createController(d: ControllerDeps) {
     try {
       ids = await d.condor.submit(join(dir, "job.sub"), { spool: d.spool, podOptions: (plan.submit.podOptions ?? []).length > 0, count: procs });
     } catch (err) {
-      if (err instanceof SubmitRefused) {
-        // Nothing was queued (docs/htcondor.md#condor_submit-exit-codes-and-errors).
-        const what = (plan.submit.podOptions ?? []).length > 0 ? "spec.htcopts: condor_submit refused the HTCJob" : "condor_submit refused the HTCJob";
-        return refuse(obj, procs, `${htcjobLabel(ns, name)}: ${what}: ${err.refusal}`);
+      // Nothing was queued (docs/htcondor.md#condor_submit-exit-codes-and-errors). Only a refusal
+      // with htcopts lines is the spec's fault; without them the site's own lines were refused,
+      // which a fix of the config mends: an Event, and the next pass submits again.
+      if (err instanceof SubmitRefused && (plan.submit.podOptions ?? []).length > 0) {
+        return refuse(obj, procs, `${htcjobLabel(ns, name)}: spec.htcopts: condor_submit refused the HTCJob: ${err.refusal}`);
       }
       // The record stays `submitting`: the next pass asks HTCondor before it submits again.
       await event(obj, "Warning", "SubmitFailed", (err as Error).message);
