@@ -309,6 +309,7 @@ export function createController(d: ControllerDeps) {
     } else {
       next = htcjobStatus({
         generation: rec.generation,
+        observed: obj.metadata.generation,
         procs: rec.procs,
         cluster: rec.cluster,
         states: statesOf(rec),

@@ -218,3 +218,20 @@ test("a proc held with a terminal code is removed only after HoldGraceSeconds (d
   expect(w.schedd.count("remove")).toBe(1);
   expect(w.store.get("uid-1")!.outcomes[0]?.state).toBe("failed");
 });
+
+test("a spec edited after the submit is not applied, and the status and a Warning say so (docs/operator.md#status)", async () => {
+  w = world();
+  await submitted();
+  await w.controller.follow();
+  const o = w.kube.objects.get("default/q")!;
+  o.metadata.generation = 2;
+  o.spec = { ...(o.spec as object), queue: 5 };
+  await w.controller.reconcile("default/q");
+  const st = w.kube.objects.get("default/q")!.status!;
+  expect(st.observedGeneration).toBe(2);
+  expect(st.conditions?.find((c) => c.type === "Submitted")).toMatchObject({ status: "True", reason: "SpecNotApplied", observedGeneration: 1 });
+  expect(w.events.filter((e) => e.reason === "SpecNotApplied")).toHaveLength(1);
+  await w.controller.reconcile("default/q");
+  expect(w.events.filter((e) => e.reason === "SpecNotApplied")).toHaveLength(1);
+  expect(w.schedd.count("submit")).toBe(1);
+});
