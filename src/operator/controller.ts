@@ -515,11 +515,18 @@ export function createController(d: ControllerDeps) {
           // Only an answer that brought nothing back counts: a schedd that does not answer is asked again, however long.
           const attempts = (fetchAttempts.get(id) ?? 0) + (failure === undefined ? 1 : 0);
           if (back || attempts >= MAX_FETCHES) {
-            if (!back) d.log.warn("giving up fetching the output of a spooled proc", { uid: r.uid, proc: id, attempts, error: failure ?? `no ${STATE_FILE} came back` });
+            if (!back) {
+              d.log.warn("giving up fetching the output of a spooled proc", { uid: r.uid, proc: id, attempts, error: failure ?? `no ${STATE_FILE} came back` });
+            }
             fetched[p] = true;
             fetchAttempts.delete(id);
           } else {
-            d.log.warn("the output of a spooled proc is not back; trying again later", { uid: r.uid, proc: id, attempts, error: failure ?? `no ${STATE_FILE} came back` });
+            d.log.warn("the output of a spooled proc is not back; trying again later", {
+              uid: r.uid,
+              proc: id,
+              attempts,
+              error: failure ?? `no ${STATE_FILE} came back`,
+            });
             fetchAttempts.set(id, attempts);
             outcomes[p] = r.outcomes[p] ?? null;
           }

@@ -245,8 +245,8 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
     // The queue starts once the first list is in: before that a key would find nothing cached.
     while (!informer.synced() && !leading.aborted) await sleep(100, leading);
     let following: Promise<void> | undefined;
-    const follow = () =>
-      (following ??= controller.follow().catch((err) =>
+    const follow =
+      () => (following ??= controller.follow().catch((err) =>
         log.warn("following the procs failed; trying again", { error: err instanceof Error ? err.message : String(err) })
       ).finally(() => (following = undefined)));
     let tick: ReturnType<typeof setInterval> | undefined;

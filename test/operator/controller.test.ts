@@ -1,7 +1,7 @@
 // The HTCJob controller against an in-memory API server and schedd (test/operator/fakes.ts):
 // the findings of the hostile review of issue 21, each with the docs/operator.md section it checks.
 import { afterEach, expect, test } from "bun:test";
-import { htcjob, world, type World } from "./fakes.ts";
+import { htcjob, type World, world } from "./fakes.ts";
 
 let w: World;
 afterEach(() => w?.destroy());

@@ -28,7 +28,7 @@ export class FakeKube {
   calls: { verb: string; key: string; body?: unknown }[] = [];
   /** Verbs that fail as an unreachable API server does. */
   failing = new Set<string>();
-  private rv = 1;
+  rv = 1;
 
   put(o: HTCJob): HTCJob {
     const stored = structuredClone({ ...o, metadata: { ...o.metadata, resourceVersion: String(this.rv++) } });
@@ -37,46 +37,54 @@ export class FakeKube {
   }
 
   client(): KubeClient {
-    const k = this;
-    const check = (verb: string, key: string, body?: unknown) => {
-      k.calls.push({ verb, key, body });
-      if (k.failing.has(verb)) throw new SidecarError("unavailable", `fake ${verb}: the API server does not answer`);
-    };
-    return {
-      server: "https://fake",
-      async get<T extends KubeObject>(_r: unknown, ns: string | undefined, name: string) {
-        check("get", `${ns}/${name}`);
-        const o = k.objects.get(`${ns}/${name}`);
-        if (!o) throw notFound(name);
-        return structuredClone(o) as unknown as T;
-      },
-      async patch<T extends KubeObject>(_r: unknown, ns: string | undefined, name: string, patch: unknown, opts: { type: string; subresource?: string }) {
-        const key = `${ns}/${name}`;
-        check(opts.subresource === "status" ? "patchStatus" : "patch", key, patch);
-        const o = k.objects.get(key);
-        if (!o) throw notFound(name);
-        if (opts.subresource === "status") o.status = { ...(o.status ?? {}), ...(patch as { status: object }).status };
-        else if (opts.type === "merge") {
-          const m = (patch as { metadata: { finalizers?: string[] } }).metadata;
-          if (m.finalizers) o.metadata.finalizers = m.finalizers;
-        } else {
-          const ops = patch as { op: string; path: string }[];
-          const i = Number(ops[1]!.path.split("/").pop());
-          o.metadata.finalizers = (o.metadata.finalizers ?? []).filter((_, j) => j !== i);
-          if (o.metadata.deletionTimestamp && o.metadata.finalizers.length === 0) k.objects.delete(key);
-        }
-        o.metadata.resourceVersion = String(k.rv++);
-        return structuredClone(o) as unknown as T;
-      },
-      list: () => Promise.reject(new Error("fake: list not used")),
-      create: () => Promise.reject(new Error("fake: create not used")),
-      replace: () => Promise.reject(new Error("fake: replace not used")),
-      delete: () => Promise.reject(new Error("fake: delete not used")),
-      watch: () => {
-        throw new Error("fake: watch not used");
-      },
-    } as unknown as KubeClient;
+    return clientOf(this);
   }
+
+  /** @internal the version counter, for clientOf. */
+  bump(): string {
+    return String(this.rv++);
+  }
+}
+
+function clientOf(k: FakeKube): KubeClient {
+  const check = (verb: string, key: string, body?: unknown) => {
+    k.calls.push({ verb, key, body });
+    if (k.failing.has(verb)) throw new SidecarError("unavailable", `fake ${verb}: the API server does not answer`);
+  };
+  return {
+    server: "https://fake",
+    async get<T extends KubeObject>(_r: unknown, ns: string | undefined, name: string) {
+      check("get", `${ns}/${name}`);
+      const o = k.objects.get(`${ns}/${name}`);
+      if (!o) throw notFound(name);
+      return structuredClone(o) as unknown as T;
+    },
+    async patch<T extends KubeObject>(_r: unknown, ns: string | undefined, name: string, patch: unknown, opts: { type: string; subresource?: string }) {
+      const key = `${ns}/${name}`;
+      check(opts.subresource === "status" ? "patchStatus" : "patch", key, patch);
+      const o = k.objects.get(key);
+      if (!o) throw notFound(name);
+      if (opts.subresource === "status") o.status = { ...(o.status ?? {}), ...(patch as { status: object }).status };
+      else if (opts.type === "merge") {
+        const m = (patch as { metadata: { finalizers?: string[] } }).metadata;
+        if (m.finalizers) o.metadata.finalizers = m.finalizers;
+      } else {
+        const ops = patch as { op: string; path: string }[];
+        const i = Number(ops[1]!.path.split("/").pop());
+        o.metadata.finalizers = (o.metadata.finalizers ?? []).filter((_, j) => j !== i);
+        if (o.metadata.deletionTimestamp && o.metadata.finalizers.length === 0) k.objects.delete(key);
+      }
+      o.metadata.resourceVersion = k.bump();
+      return structuredClone(o) as unknown as T;
+    },
+    list: () => Promise.reject(new Error("fake: list not used")),
+    create: () => Promise.reject(new Error("fake: create not used")),
+    replace: () => Promise.reject(new Error("fake: replace not used")),
+    delete: () => Promise.reject(new Error("fake: delete not used")),
+    watch: () => {
+      throw new Error("fake: watch not used");
+    },
+  } as unknown as KubeClient;
 }
 
 /** A schedd: clusters of procs with ads, the queue (own jobs only, as condor_q) and the history. */
