@@ -174,7 +174,7 @@ export interface JobPlan {
    * (`MY.HTCJobOperatorId`) instead of the pod and sidecar labels, so that a sidecar and an
    * operator never take each other's jobs for their own.
    */
-  htcjob?: { operatorId: string; procs: number; generation: number };
+  htcjob?: { operatorId: string; procs: number; generation: number; submitToken?: string };
 
   restartPolicy: RestartPolicy;
   /** Restarts allowed per container before it stays terminated. */

@@ -134,9 +134,9 @@ export interface LeaderElectionOptions {
 }
 
 /**
- * Waits for the Lease, then runs `lead` with a signal that aborts when leadership is lost (a
- * renewal failing past the deadline) or when `signal` aborts; gives the Lease back at the end.
- * Resolves to "lost" or "stopped".
+ * Waits for the Lease, then runs `lead` with a signal that aborts when leadership is lost (no
+ * renewal by the deadline, another holder, or `lead` itself ending) or when `signal` aborts;
+ * gives the Lease back when stopped. Resolves to "lost" or "stopped".
  */
 export async function runLeaderElection(
   o: LeaderElectionOptions,
@@ -157,20 +157,47 @@ export async function runLeaderElection(
   while (!signal.aborted && !(await attempt())) await sleep(retry, signal);
   if (signal.aborted) return "stopped";
   const leading = new AbortController();
+  let outcome: "lost" | "stopped" = "stopped";
+  const lose = () => {
+    if (leading.signal.aborted) return;
+    outcome = "lost";
+    leading.abort();
+  };
   const stop = () => leading.abort();
   signal.addEventListener("abort", stop);
-  const work = lead(leading.signal).catch((err) => o.log?.(`The leader's work ended with an error: ${(err as Error).message}`));
   let renewedAt = o.now();
-  let outcome: "lost" | "stopped" = "stopped";
+  // The deadline is a timer of its own: a renewal that hangs (a get and a replace, each with its
+  // own request timeout) must not keep this replica working while another takes the Lease.
+  let watchdog = new AbortController();
+  const arm = () => {
+    watchdog.abort();
+    const w = (watchdog = new AbortController()).signal;
+    void sleep(Math.max(0, renewedAt + deadline - o.now()), w).then(() => w.aborted || lose());
+  };
+  arm();
+  // Work that ends (an error, or by itself) ends the term: a leader that does nothing must not keep the Lease.
+  const work = lead(leading.signal)
+    .then(() => leading.signal.aborted || o.log?.("The leader's work ended; giving up the term"))
+    .catch((err) => o.log?.(`The leader's work ended with an error: ${(err as Error).message}`))
+    .finally(lose);
   while (!leading.signal.aborted) {
     await sleep(retry, leading.signal);
     if (leading.signal.aborted) break;
-    if (await attempt()) renewedAt = o.now();
-    else if (o.now() - renewedAt > deadline || otherHolder(o.lock)) {
-      outcome = "lost";
-      leading.abort();
-    }
+    // Each attempt gets only what is left of the deadline; a late answer is not waited for.
+    const left = renewedAt + deadline - o.now();
+    const bound = new AbortController();
+    const renewed = left <= 0 ? false : await Promise.race([
+      attempt().finally(() => bound.abort()),
+      sleep(left, bound.signal).then(() => false),
+    ]);
+    bound.abort();
+    if (leading.signal.aborted) break;
+    if (renewed) {
+      renewedAt = o.now();
+      arm();
+    } else if (o.now() - renewedAt > deadline || otherHolder(o.lock)) lose();
   }
+  watchdog.abort();
   signal.removeEventListener("abort", stop);
   await work;
   if (outcome === "stopped") await o.lock.release().catch((err) => o.log?.(`Cannot release the Lease: ${(err as Error).message}`));

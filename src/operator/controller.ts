@@ -18,7 +18,7 @@ import { HTCJOBS } from "../kube/resources.ts";
 import type { Logger } from "../logger.ts";
 import { renderSubmit } from "../render/submit.ts";
 import { renderWrapper } from "../render/wrapper.ts";
-import { ensureDir, writePodFiles } from "../store/files.ts";
+import { ensureDir, jobFileSize, writePodFiles } from "../store/files.ts";
 import { findClustersByUid, sightProcs } from "./follow.ts";
 import { htcjobLabel, planHTCJob } from "./htcjob-plan.ts";
 import { carryTimes, type HTCJobStatus, htcjobStatus, isFinal, type ProcState, procState, statusDiffers, statusEvents, UNSEEN } from "./status.ts";
@@ -45,6 +45,8 @@ export interface ControllerDeps {
   htcjob: HTCJobConfig;
   /** Namespaces whose HTCJobs run; empty: all. */
   namespaces: readonly string[];
+  /** `--namespace`: the only namespace watched, so the only one whose records this term may act on. */
+  watchedNamespace?: string;
   dataRoot: string;
   spool: boolean;
   terminalHoldCodes: readonly number[];
@@ -52,6 +54,14 @@ export interface ControllerDeps {
   lostAfterMs: number;
   log: Logger;
   now: () => number;
+  /** This term: aborted once another replica may lead. Checked again right before a submit. */
+  leading?: AbortSignal;
+  /** condor_submit's timeout: a submit begun by an earlier term may still be queueing until then. */
+  submitTimeoutMs?: number;
+  /** How long a proc held with a code in TerminalHoldCodes is left alone before it is removed. */
+  holdGraceMs?: number;
+  /** A submit's random token (default: a random UUID). */
+  token?: () => string;
   /** Test-only (docs/operator.md#test-hooks): stop for good right after this step, to be killed there. */
   hangAfter?: "submit" | "record";
   /** Told of every API write (metrics and the steady-state benchmark). */
@@ -65,6 +75,13 @@ export const htcjobDir = (dataRoot: string, uid: string) => join(dataRoot, "htcj
 
 const UID = /^[A-Za-z0-9-]{1,64}$/;
 
+/** A key for one record by UID, not by name: the object it belonged to is gone, and its name may be another's now. */
+const ORPHAN = "uid:";
+/** The state file the wrapper always writes for the one container: spooled output came back only if it did. */
+const STATE_FILE = "podstate/c.htcjob";
+/** How many times a spooled proc's output is fetched before the operator gives up on it. */
+const MAX_FETCHES = 5;
+
 export function createController(d: ControllerDeps) {
   /** What the follower last saw of each live HTCJob's procs, by UID. */
   const views = new Map<string, ProcState[]>();
@@ -72,6 +89,12 @@ export function createController(d: ControllerDeps) {
   const written = new Map<string, HTCJobStatus>();
   /** Procs first seen missing from both the queue and the history, by `cluster.proc`. */
   const missingSince = new Map<string, number>();
+  /** Procs held with a terminal code, since when (by `cluster.proc`): removed after the grace. */
+  const terminalHeldSince = new Map<string, number>();
+  /** Fetches of spooled output that did not bring it back, by `cluster.proc`. */
+  const fetchAttempts = new Map<string, number>();
+  /** UIDs whose latest submit ran in this term and is over: no earlier term's condor_submit can still be queueing. */
+  const settledHere = new Set<string>();
   const nowIso = () => new Date(d.now()).toISOString().replace(/\.\d{3}Z$/, "Z");
 
   const event = (o: HTCJob, type: "Normal" | "Warning", reason: string, message: string) =>
@@ -80,6 +103,7 @@ export function createController(d: ControllerDeps) {
   const allowed = (ns: string) => d.namespaces.length === 0 || d.namespaces.includes(ns);
 
   async function reconcile(key: string): Promise<void> {
+    if (key.startsWith(ORPHAN)) return await orphan(key.slice(ORPHAN.length));
     const slash = key.indexOf("/");
     const [ns, name] = [key.slice(0, slash), key.slice(slash + 1)];
     let obj = d.cached(ns, name);
@@ -89,21 +113,24 @@ export function createController(d: ControllerDeps) {
     const hasFinalizer = (obj.metadata.finalizers ?? []).includes(FINALIZER);
     if (obj.metadata.deletionTimestamp) return hasFinalizer ? await finalize(obj) : undefined;
 
-    if (!allowed(ns)) {
-      return await writeStatus(obj, undefined, {
-        reason: "NamespaceNotAllowed",
-        message: `${htcjobLabel(ns, name)}: namespace "${ns}" is not one this operator runs HTCJobs for (config HTCJob.Namespaces)`,
-      });
-    }
+    // Records of this name with another UID belong to objects that are gone (a name is one object's at a time).
+    for (const other of d.store.named(ns, name)) if (other.uid !== uid) d.enqueue(ORPHAN + other.uid);
     let rec = d.store.get(uid);
     if (rec?.phase === "deleted") return;
     if (rec?.phase === "refused" && rec.generation !== (obj.metadata.generation ?? 1)) {
       d.store.forget(uid);
       rec = undefined;
     }
+    // Only before a submit: procs already queued are followed (and removed on delete) whatever the config says now.
+    if (!rec && !allowed(ns)) {
+      return await writeStatus(obj, undefined, {
+        reason: "NamespaceNotAllowed",
+        message: `${htcjobLabel(ns, name)}: namespace "${ns}" is not one this operator runs HTCJobs for (config HTCJob.Namespaces)`,
+      });
+    }
     if (!hasFinalizer && rec?.phase !== "refused") obj = await addFinalizer(obj);
 
-    if (!rec && typeof obj.status?.clusterId === "number") rec = adoptFromStatus(obj, obj.status.clusterId);
+    if (!rec) rec = await adopt(obj);
     if (!rec || rec.phase === "submitting") rec = await submitOnce(obj, rec);
     if (rec) await writeStatus(obj, rec);
   }
@@ -124,18 +151,37 @@ export function createController(d: ControllerDeps) {
     }
   }
 
+  /** The UID search, with the owner learned from the operator's own condor_q answers. */
+  async function search(uid: string, token: string | undefined, history: boolean) {
+    const found = await findClustersByUid(d.condor, { operatorId: d.htcjob.operatorId, uid, token, owner: d.store.owner(), history });
+    if (found.owner !== undefined && found.owner !== d.store.owner()) d.store.setOwner(found.owner);
+    return found.clusters;
+  }
+
   /**
-   * The store lost its record (a new data volume) but the status names the cluster the operator
-   * wrote there: take it, rather than submit a second one.
+   * No record: the store may have been lost (a new data volume) after a submit. Only what a search
+   * by UID finds among the operator's own jobs is taken, its proc count HTCondor's; the status
+   * (which anyone who may patch htcjobs/status can write) never names the cluster. It only says
+   * whether to look in the history too, which a brand-new object does not need.
    */
-  function adoptFromStatus(obj: HTCJob, cluster: number): HTCJobRecord | undefined {
+  async function adopt(obj: HTCJob): Promise<HTCJobRecord | undefined> {
     const uid = obj.metadata.uid!;
-    const procs = Array.isArray(obj.status?.jobid) && obj.status!.jobid.length > 0 ? obj.status!.jobid.length : 1;
-    d.log.warn("the store has no record of an HTCJob whose status names a cluster; taking that cluster", { htcjob: keyOf(obj), uid, cluster });
-    const rec: NewHTCJob = newRecord(obj, procs);
-    d.store.beginSubmit(rec, d.now());
+    const claimed = typeof obj.status?.clusterId === "number" || (Array.isArray(obj.status?.jobid) && obj.status.jobid.length > 0);
+    const found = await search(uid, undefined, claimed);
+    if (found.size === 0) return undefined;
+    if (found.size > 1) return await conflict(obj, found);
+    const [cluster, procIds] = [...found][0]!;
+    const procs = Math.max(...procIds) + 1;
+    d.log.warn("the store has no record of an HTCJob whose procs HTCondor holds; taking them", { htcjob: keyOf(obj), uid, cluster, procs });
+    d.store.beginSubmit(newRecord(obj, procs), d.now());
     d.store.recordCluster(uid, cluster, procs, d.now());
     return d.store.get(uid);
+  }
+
+  async function conflict(obj: HTCJob, found: Map<number, unknown>): Promise<never> {
+    const ids = [...found.keys()].join(" and ");
+    await event(obj, "Warning", "ClusterConflict", `Clusters ${ids} both carry this HTCJob's UID; neither is adopted: remove the wrong one (condor_rm)`);
+    throw new SidecarError("unavailable", `Clusters ${ids} both claim HTCJob "${keyOf(obj)}"`);
   }
 
   function newRecord(obj: HTCJob, procs: number): NewHTCJob {
@@ -161,17 +207,18 @@ export function createController(d: ControllerDeps) {
     const ns = obj.metadata.namespace ?? "";
     const name = obj.metadata.name;
     if (rec?.phase === "submitting") {
-      const found = await findClustersByUid(d.condor, d.htcjob.operatorId, uid, rec.submitStartedAt);
-      if (found.size > 1) {
-        const ids = [...found.keys()].join(" and ");
-        await event(obj, "Warning", "ClusterConflict", `Clusters ${ids} both carry this HTCJob's UID; neither is adopted: remove the wrong one (condor_rm)`);
-        throw new SidecarError("unavailable", `Clusters ${ids} both claim HTCJob "${ns}/${name}"`);
-      }
+      const found = await search(uid, rec.submitToken, true);
+      if (found.size > 1) return await conflict(obj, found);
       if (found.size === 1) {
         const [cluster] = [...found.keys()];
         d.log.info("a submit whose answer was lost had queued its cluster; recording it", { htcjob: `${ns}/${name}`, cluster });
         d.store.recordCluster(uid, cluster!, rec.procs, d.now());
         return d.store.get(uid);
+      }
+      // A condor_submit of an earlier term (or replica) may still be queueing: wait out its timeout before another.
+      const until = rec.submitStartedAt + (d.submitTimeoutMs ?? 0) + 5000;
+      if (!settledHere.has(uid) && d.now() < until) {
+        throw new SidecarError("unavailable", `A condor_submit of HTCJob "${ns}/${name}" begun earlier may still be running; looking again after it times out`);
       }
     }
 
@@ -185,7 +232,9 @@ export function createController(d: ControllerDeps) {
     const procs = plan.htcjob!.procs;
     const base = newRecord(obj, procs);
     const dir = base.dir;
-    d.store.beginSubmit(base, d.now());
+    const token = d.token?.() ?? crypto.randomUUID();
+    plan.htcjob!.submitToken = token;
+    d.store.beginSubmit(base, d.now(), token);
     const enc = new TextEncoder();
     try {
       writePodFiles(dir, [
@@ -198,18 +247,23 @@ export function createController(d: ControllerDeps) {
     } catch (err) {
       throw new SidecarError("unavailable", `Cannot write the files of HTCJob "${ns}/${name}" under ${dir}: ${(err as Error).message}`);
     }
+    // The term may have ended while the files were written: another replica may be submitting now.
+    if (d.leading?.aborted) throw new SidecarError("unavailable", `Not submitting HTCJob "${ns}/${name}": this replica no longer leads`);
     let ids;
     try {
       ids = await d.condor.submit(join(dir, "job.sub"), { spool: d.spool, podOptions: (plan.submit.podOptions ?? []).length > 0, count: procs });
     } catch (err) {
-      if (err instanceof SubmitRefused) {
-        // Nothing was queued (docs/htcondor.md#condor_submit-exit-codes-and-errors).
-        const what = (plan.submit.podOptions ?? []).length > 0 ? "spec.htcopts: condor_submit refused the HTCJob" : "condor_submit refused the HTCJob";
-        return refuse(obj, procs, `${htcjobLabel(ns, name)}: ${what}: ${err.refusal}`);
+      // Nothing was queued (docs/htcondor.md#condor_submit-exit-codes-and-errors). Only a refusal
+      // with htcopts lines is the spec's fault; without them the site's own lines were refused,
+      // which a fix of the config mends: an Event, and the next pass submits again.
+      if (err instanceof SubmitRefused && (plan.submit.podOptions ?? []).length > 0) {
+        return refuse(obj, procs, `${htcjobLabel(ns, name)}: spec.htcopts: condor_submit refused the HTCJob: ${err.refusal}`);
       }
       // The record stays `submitting`: the next pass asks HTCondor before it submits again.
       await event(obj, "Warning", "SubmitFailed", (err as Error).message);
       throw err;
+    } finally {
+      settledHere.add(uid);
     }
     if (d.hangAfter === "submit") await hang("submit", ids.map(jobIdString));
     const clusters = new Set(ids.map((i) => i.cluster));
@@ -248,9 +302,14 @@ export function createController(d: ControllerDeps) {
       next = htcjobStatus({ generation, procs: rec?.procs ?? procsAsked(obj.spec), states: [], refusal: why });
     } else if (rec?.cluster === undefined) {
       next = htcjobStatus({ generation, procs: rec?.procs ?? 1, states: [], pending: "Asking HTCondor whether a submit queued the cluster" });
+    } else if (!views.has(rec.uid) && rec.outcomes.some((o) => o === null) && obj.status?.clusterId === rec.cluster) {
+      // Not seen yet this term (a restart, a new Lease): the status already shows this cluster, and
+      // one written from no view would set its procs back to idle and repeat their Events.
+      return;
     } else {
       next = htcjobStatus({
         generation: rec.generation,
+        observed: obj.metadata.generation,
         procs: rec.procs,
         cluster: rec.cluster,
         states: statesOf(rec),
@@ -282,16 +341,23 @@ export function createController(d: ControllerDeps) {
     const uid = obj.metadata.uid!;
     let rec = d.store.get(uid);
     if (rec?.phase === "submitting") {
-      const found = await findClustersByUid(d.condor, d.htcjob.operatorId, uid, rec.submitStartedAt);
+      const found = await search(uid, rec.submitToken, true);
       if (found.size > 1) throw new SidecarError("unavailable", `Clusters ${[...found.keys()].join(" and ")} both claim HTCJob "${keyOf(obj)}"`);
       if (found.size === 1) {
         d.store.recordCluster(uid, [...found.keys()][0]!, rec.procs, d.now());
         rec = d.store.get(uid);
       }
     }
-    let removed = 0;
-    if (rec?.cluster !== undefined) {
-      removed = await removeProcs(rec, `HTCJob ${keyOf(obj)} was deleted`, (msg) => event(obj, "Warning", "RemoveFailed", msg));
+    const onFail = (msg: string) => event(obj, "Warning", "RemoveFailed", msg);
+    if (!rec) {
+      // A lost store: what the operator's own jobs say of this UID is removed, so that the delete orphans nothing.
+      for (const [cluster, procIds] of await search(uid, undefined, true)) {
+        const found = { ...newRecord(obj, Math.max(...procIds) + 1), cluster } as HTCJobRecord;
+        const removed = await removeProcs(found, `HTCJob ${keyOf(obj)} was deleted`, onFail);
+        if (removed > 0) await event(obj, "Normal", "Removed", `Removed ${removed} proc(s) of cluster ${cluster} from HTCondor`);
+      }
+    } else if (rec.cluster !== undefined) {
+      const removed = await removeProcs(rec, `HTCJob ${keyOf(obj)} was deleted`, onFail);
       if (removed > 0) await event(obj, "Normal", "Removed", `Removed ${removed} proc(s) of cluster ${rec.cluster} from HTCondor`);
     }
     const i = (obj.metadata.finalizers ?? []).indexOf(FINALIZER);
@@ -338,20 +404,47 @@ export function createController(d: ControllerDeps) {
   }
 
   /**
-   * The object went without its finalizer being honoured by us (an administrator removed it by
-   * hand during an HTCondor outage): the procs are still removed, since nothing else will.
+   * Not in the cache: the object may be gone without its finalizer being honoured by us (an
+   * administrator removed it by hand during an HTCondor outage), and then its procs are still
+   * removed, since nothing else will. A missing cache entry alone proves nothing (a watch of one
+   * namespace, a cache behind): the API server is asked, and only records whose UID it does not
+   * have under that name are cleaned up.
    */
   async function gone(ns: string, name: string): Promise<void> {
-    const rec = d.store.byName(ns, name);
-    if (!rec || rec.phase === "deleted") return;
+    const recs = d.store.named(ns, name);
+    if (recs.length === 0) return;
+    const live = await liveUid(ns, name);
+    for (const r of recs) if (r.uid !== live) await cleanUp(r);
+  }
+
+  /** A record queued by UID: cleaned up once the API server confirms its object is gone. */
+  async function orphan(uid: string): Promise<void> {
+    const r = d.store.get(uid);
+    if (!r || r.phase === "deleted") return;
+    if (d.cached(r.namespace, r.name)?.metadata.uid === uid) return;
+    if ((await liveUid(r.namespace, r.name)) === uid) return;
+    await cleanUp(r);
+  }
+
+  /** The UID of the object the API server holds under this name now, if any. */
+  async function liveUid(ns: string, name: string): Promise<string | undefined> {
+    try {
+      return (await d.client.get<HTCJob>(HTCJOBS, ns, name)).metadata.uid;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async function cleanUp(rec: HTCJobRecord): Promise<void> {
+    const what = `HTCJob ${rec.namespace}/${rec.name} is gone`;
     if (rec.cluster !== undefined && rec.phase !== "finished") {
-      await removeProcs(rec, `HTCJob ${ns}/${name} is gone`, async (msg) => void d.log.warn("cannot remove the procs of a deleted HTCJob", { error: msg }));
+      await removeProcs(rec, what, async (msg) => void d.log.warn("cannot remove the procs of a deleted HTCJob", { uid: rec.uid, error: msg }));
     }
     if (rec.phase === "submitting") {
-      // Whatever it queued carries the UID; remove that too before forgetting it.
-      const found = await findClustersByUid(d.condor, d.htcjob.operatorId, rec.uid, rec.submitStartedAt);
-      for (const cluster of found.keys()) {
-        await removeProcs({ ...rec, cluster }, `HTCJob ${ns}/${name} is gone`, async () => {});
+      // Whatever its submit queued carries its token; remove that too before forgetting it.
+      for (const cluster of (await search(rec.uid, rec.submitToken, true)).keys()) {
+        await removeProcs({ ...rec, cluster }, what, async () => {});
       }
     }
     finish(rec.uid);
@@ -362,11 +455,14 @@ export function createController(d: ControllerDeps) {
    * outcomes that became final are recorded; an HTCJob whose procs changed is reconciled.
    */
   async function follow(): Promise<void> {
-    const live = d.store.list(["submitted"]);
+    // Only the watched namespace's: another's object is not in this term's cache, and would look gone.
+    const live = d.store.list(["submitted"]).filter((r) => d.watchedNamespace === undefined || r.namespace === d.watchedNamespace);
     if (live.length === 0) return;
     const wanted = new Map<number, number[]>();
     for (const r of live) wanted.set(r.cluster!, r.outcomes.map((o, p) => (o === null ? p : -1)).filter((p) => p >= 0));
-    const sightings = await sightProcs(d.condor, wanted);
+    let owner: string | undefined;
+    const sightings = await sightProcs(d.condor, wanted, (o) => (owner = o));
+    if (owner !== undefined && owner !== d.store.owner()) d.store.setOwner(owner);
     const now = d.now();
     for (const r of live) {
       const outcomes = [...r.outcomes];
@@ -380,7 +476,13 @@ export function createController(d: ControllerDeps) {
         if (seen?.ad) {
           missingSince.delete(id);
           s = procState(seen.ad, d.terminalHoldCodes);
-          if (seen.ad.jobStatus === 5 && isFinal(s)) heldForGood.push(p);
+          if (seen.ad.jobStatus === 5 && isFinal(s)) {
+            // Held for good, but left alone for HoldGraceSeconds (an administrator may release it): held till then.
+            const since = terminalHeldSince.get(id) ?? now;
+            terminalHeldSince.set(id, since);
+            if (now - since < (d.holdGraceMs ?? 0)) s = { state: "held", reason: s.reason };
+            else heldForGood.push(p);
+          } else terminalHeldSince.delete(id);
           if (seen.ad.jobStatus === 4 && r.spooled && !r.fetched[p]) fetch.push(p);
         } else if (seen?.where === "nowhere") {
           const since = missingSince.get(id) ?? now;
@@ -390,20 +492,46 @@ export function createController(d: ControllerDeps) {
         if (isFinal(s)) {
           outcomes[p] = s;
           missingSince.delete(id);
+          terminalHeldSince.delete(id);
         }
         return s;
       });
       // Spooled output first: the outcome is recorded only with the output fetched, so a failed fetch is tried again.
       if (fetch.length > 0) {
+        let failure: string | undefined;
         try {
           await d.condor.transferData(fetch.map((proc) => ({ cluster: r.cluster!, proc })));
-          const fetched = [...r.fetched];
-          for (const p of fetch) fetched[p] = true;
-          d.store.setFetched(r.uid, fetched, d.now());
         } catch (err) {
-          d.log.warn("cannot fetch the output of spooled procs; trying again later", { uid: r.uid, error: (err as Error).message });
-          for (const p of fetch) outcomes[p] = r.outcomes[p] ?? null;
+          failure = (err as Error).message;
         }
+        // condor_transfer_data exits 0 for a job it does not have: fetched means the state file the wrapper always writes came back.
+        const fetched = [...r.fetched];
+        for (const p of fetch) {
+          const id = `${r.cluster}.${p}`;
+          let back = false;
+          try {
+            back = failure === undefined && jobFileSize({ dir: join(r.dir, "procs", String(p)), rel: STATE_FILE }) !== undefined;
+          } catch { /* not a plain file: not back */ }
+          // Only an answer that brought nothing back counts: a schedd that does not answer is asked again, however long.
+          const attempts = (fetchAttempts.get(id) ?? 0) + (failure === undefined ? 1 : 0);
+          if (back || attempts >= MAX_FETCHES) {
+            if (!back) {
+              d.log.warn("giving up fetching the output of a spooled proc", { uid: r.uid, proc: id, attempts, error: failure ?? `no ${STATE_FILE} came back` });
+            }
+            fetched[p] = true;
+            fetchAttempts.delete(id);
+          } else {
+            d.log.warn("the output of a spooled proc is not back; trying again later", {
+              uid: r.uid,
+              proc: id,
+              attempts,
+              error: failure ?? `no ${STATE_FILE} came back`,
+            });
+            fetchAttempts.set(id, attempts);
+            outcomes[p] = r.outcomes[p] ?? null;
+          }
+        }
+        if (fetched.some((f, p) => f !== r.fetched[p])) d.store.setFetched(r.uid, fetched, d.now());
       }
       // A hold that cannot recover: the proc counts as failed and leaves the queue, so that it holds no slot of the user's.
       if (heldForGood.length > 0) {
@@ -417,7 +545,9 @@ export function createController(d: ControllerDeps) {
       if (changed) d.store.setOutcomes(r.uid, outcomes, now);
       const before = views.get(r.uid);
       views.set(r.uid, states);
-      if (changed || !before || JSON.stringify(before) !== JSON.stringify(states)) d.enqueue(`${r.namespace}/${r.name}`);
+      if (changed || !before || JSON.stringify(before) !== JSON.stringify(states)) {
+        d.enqueue(d.cached(r.namespace, r.name)?.metadata.uid === r.uid ? `${r.namespace}/${r.name}` : ORPHAN + r.uid);
+      }
     }
   }
 
@@ -426,7 +556,7 @@ export function createController(d: ControllerDeps) {
     const present = new Set(d.cachedAll().map((o) => o.metadata.uid));
     for (const r of d.store.list(["submitting", "submitted", "finished", "refused"])) {
       if (present.has(r.uid) || (watchedNamespace !== undefined && r.namespace !== watchedNamespace)) continue;
-      d.enqueue(`${r.namespace}/${r.name}`);
+      d.enqueue(ORPHAN + r.uid);
     }
   }
 

@@ -40,14 +40,20 @@ export interface ProcSighting {
  * The ads of the given procs, by `cluster.proc`. `wanted`: cluster → the ProcIds still unsettled.
  * Throws when condor_q fails: then nothing is known, and nothing may be concluded.
  */
-export async function sightProcs(condor: Condor, wanted: ReadonlyMap<number, readonly number[]>): Promise<Map<string, ProcSighting>> {
+export async function sightProcs(
+  condor: Condor,
+  wanted: ReadonlyMap<number, readonly number[]>,
+  /** Told the `Owner` of the operator's own jobs (condor_q shows no one else's): the history search's bound. */
+  onOwner?: (owner: string) => void,
+): Promise<Map<string, ProcSighting>> {
   const out = new Map<string, ProcSighting>();
   const clusters = [...wanted.keys()];
   const inQueue = new Map<string, ProcAd>();
   for (let i = 0; i < clusters.length; i += CLUSTERS_PER_QUERY) {
     const part = clusters.slice(i, i + CLUSTERS_PER_QUERY);
     const constraint = part.map((c) => `ClusterId == ${c}`).join(" || ");
-    for (const ad of await condor.query({ constraint, attributes: PROC_ATTRIBUTES })) {
+    for (const ad of await condor.query({ constraint, attributes: [...PROC_ATTRIBUTES, "Owner"] })) {
+      if (typeof ad.Owner === "string") onOwner?.(ad.Owner);
       const c = adNumber(ad, "ClusterId");
       const p = toProcAd(ad);
       if (c !== undefined && p) inQueue.set(`${c}.${p.proc}`, p);
@@ -86,27 +92,48 @@ export async function sightProcs(condor: Condor, wanted: ReadonlyMap<number, rea
   return out;
 }
 
-/** A search by UID must not trust a job that may have run: only procs queued since the submit began. */
-const QDATE_SLACK_SECONDS = 5;
+/** What a search by UID asks for. */
+export interface UidSearch {
+  operatorId: string;
+  uid: string;
+  /** The submit's token (`MY.HTCJobSubmitToken`), when the store kept one. */
+  token?: string;
+  /** The operator's own `Owner`, when known: condor_history shows every user's jobs. */
+  owner?: string;
+  /** Also the history (costly: a scan); else the queue only. */
+  history: boolean;
+}
 
 /**
- * The clusters that carry this HTCJob's UID and were queued since `since` (epoch ms): what a
- * submit whose answer was lost (a crash, a timeout) queued, if anything. Such procs cannot have
- * run yet, so they cannot have rewritten the UID. Queue first, then the history.
+ * The clusters, with the ProcIds found, that carry this HTCJob's UID and the operator's id (and,
+ * when given, the submit's token): what a submit whose answer was lost queued, or what a lost
+ * store had recorded. condor_q answers with the caller's own jobs only; the history is asked with
+ * an explicit `Owner`, and not at all without an owner or a token to narrow it. No QDate bound:
+ * the schedd's clock need not be ours. These attributes are the job's own to rewrite unless the
+ * site lists them in IMMUTABLE_JOB_ATTRS (docs/threat-model.md): the operator's own procs get no
+ * chirp (no want_io_proxy), and the token is written nowhere a job can read before it is queued.
  */
-export async function findClustersByUid(condor: Condor, operatorId: string, uid: string, since: number): Promise<Map<number, number>> {
-  const bound = Math.floor(since / 1000) - QDATE_SLACK_SECONDS;
-  const constraint = `HTCJobOperatorId == ${classAdString(operatorId)} && HTCJobUID == ${classAdString(uid)} && QDate >= ${bound}`;
-  const attributes = ["ClusterId", "ProcId", "HTCJobUID", "QDate"];
-  const clusters = new Map<number, number>();
+export async function findClustersByUid(condor: Condor, s: UidSearch): Promise<{ clusters: Map<number, Set<number>>; owner?: string }> {
+  let constraint = `HTCJobOperatorId == ${classAdString(s.operatorId)} && HTCJobUID == ${classAdString(s.uid)}`;
+  if (s.token !== undefined) constraint += ` && HTCJobSubmitToken == ${classAdString(s.token)}`;
+  const attributes = ["ClusterId", "ProcId", "HTCJobUID", "HTCJobOperatorId", "HTCJobSubmitToken", "Owner"];
+  const clusters = new Map<number, Set<number>>();
+  let owner: string | undefined;
   const take = (ads: readonly JobAd[]) => {
     for (const ad of ads) {
       const c = adNumber(ad, "ClusterId");
-      if (c === undefined || ad.HTCJobUID !== uid || (adNumber(ad, "QDate") ?? 0) < bound) continue;
-      clusters.set(c, (clusters.get(c) ?? 0) + 1);
+      const p = adNumber(ad, "ProcId");
+      if (c === undefined || p === undefined || ad.HTCJobUID !== s.uid || ad.HTCJobOperatorId !== s.operatorId) continue;
+      if (s.token !== undefined && ad.HTCJobSubmitToken !== s.token) continue;
+      if (typeof ad.Owner === "string") owner = ad.Owner;
+      clusters.set(c, (clusters.get(c) ?? new Set()).add(p));
     }
   };
   take(await condor.query({ constraint, attributes }));
-  if (clusters.size === 0) take(await condor.history({ constraint, attributes, limit: 100_000, scanLimit: 100_000 }));
-  return clusters;
+  const by = s.owner ?? owner;
+  if (s.history && (by !== undefined || s.token !== undefined)) {
+    const mine = by === undefined ? constraint : `${constraint} && Owner == ${classAdString(by)}`;
+    take((await condor.history({ constraint: mine, attributes, limit: 100_000, scanLimit: 100_000 })).filter((ad) => by === undefined || ad.Owner === by));
+  }
+  return { clusters, owner };
 }

@@ -127,6 +127,12 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
   checkFlagPaths(o);
   const access = condorAccess(o, runtime.hostname(), o.proxy ? credentialFileKind(o.proxy) : undefined);
   for (const w of access.warnings) log.warn(w);
+  if (!access.remoteSchedd) {
+    log.warn(
+      "the schedd is local: HTCJob procs run as this operator's user, and Apptainer binds /tmp and the working directory by default, " +
+        "so a proc may reach the kubeconfig or token this operator holds; give --schedd-host (docs/operator.md#running-it-in-a-cluster)",
+    );
+  }
   const spoolMode = o.given.has("spool") ? o.spool : config.Spool;
   const spool = spoolMode === "always" || (spoolMode === "auto" && access.remoteSchedd);
 
@@ -187,7 +193,12 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
   if (hang) log.warn(`${HANG_ENV} is set: a test hook, never for production`);
 
   const stopAll = new AbortController();
-  const lead = async (leading: AbortSignal) => {
+  const lead = async (lease: AbortSignal) => {
+    // This term: ends with the Lease, or when the work fails, so that the watch ends with it too.
+    const term = new AbortController();
+    const endTerm = () => term.abort();
+    lease.addEventListener("abort", endTerm, { once: true });
+    const leading = term.signal;
     const queue = createWorkQueue({
       random: Math.random,
       backoff: { initialMs: 1000, maxMs: 60_000 },
@@ -216,12 +227,16 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
       planConfig: planConfig(config, o.dummyJob),
       htcjob: htc,
       namespaces: config.HTCJob.Namespaces,
+      watchedNamespace: op.namespace,
       dataRoot,
       spool,
       terminalHoldCodes: config.TerminalHoldCodes,
       lostAfterMs: 60_000,
       log,
       now: () => Date.now(),
+      leading,
+      submitTimeoutMs: config.SubmitTimeoutSeconds * 1000,
+      holdGraceMs: config.HoldGraceSeconds * 1000,
       hangAfter: hang as "submit" | "record" | undefined,
       onWrite: (what) => writes.inc({ what }),
     });
@@ -229,27 +244,41 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
     const watching = informer.run(leading);
     // The queue starts once the first list is in: before that a key would find nothing cached.
     while (!informer.synced() && !leading.aborted) await sleep(100, leading);
-    await controller.sweep(op.namespace);
-    let following = false;
-    const tick = setInterval(() => {
-      if (following) return;
-      following = true;
-      controller.follow().catch((err) => log.warn("following the procs failed; trying again", { error: err instanceof Error ? err.message : String(err) }))
-        .finally(() => (following = false));
-    }, Math.max(1, config.StatusCacheSeconds) * 1000);
-    await queue.run(4, leading, async (key) => {
-      await controller.reconcile(key);
-      reconciles.inc({ outcome: "ok" });
-    });
-    clearInterval(tick);
-    await watching;
+    let following: Promise<void> | undefined;
+    const follow =
+      () => (following ??= controller.follow().catch((err) =>
+        log.warn("following the procs failed; trying again", { error: err instanceof Error ? err.message : String(err) })
+      ).finally(() => (following = undefined)));
+    let tick: ReturnType<typeof setInterval> | undefined;
+    try {
+      await controller.sweep(op.namespace);
+      // The procs are seen once before any status is written: a new term starts with no view, and
+      // a status written from none would set running procs back to idle and repeat their Events.
+      if (!leading.aborted) await follow();
+      tick = setInterval(follow, Math.max(1, config.StatusCacheSeconds) * 1000);
+      await queue.run(4, leading, async (key) => {
+        await controller.reconcile(key);
+        reconciles.inc({ outcome: "ok" });
+      });
+    } finally {
+      // Nothing of this term outlives it: not the timer, not a pass still asking HTCondor.
+      clearInterval(tick);
+      endTerm();
+      lease.removeEventListener("abort", endTerm);
+      await following;
+      await watching;
+    }
   };
   // Leadership lost (the API server was away longer than the renew deadline, or another replica
   // took the Lease): the work stops, and this replica waits for the Lease again, as a new one would.
   const election = (async () => {
     while (!stopAll.signal.aborted) {
       const outcome = await runLeaderElection({ lock, now: () => Date.now(), log: (m) => log.warn(m) }, stopAll.signal, lead);
-      if (outcome === "lost") log.warn("lost the leader-election Lease; stopped working and waiting for it again");
+      if (outcome === "lost") {
+        log.warn("lost the leader-election Lease, or the work failed; stopped working and waiting for it again");
+        // A term whose work failed at once (a store that fails) is not started again in a tight loop.
+        await sleep(5000, stopAll.signal);
+      }
     }
   })();
   log.info("started", { condorBin: bin, server: conn.server, origin: conn.origin, metricsUrl: metricsServer?.url, runtime: runtime.name });
@@ -272,11 +301,13 @@ function leaseName(operatorId: string): string {
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((r) => {
-    const t = setTimeout(r, ms);
-    signal.addEventListener("abort", () => {
+    const stop = () => {
       clearTimeout(t);
+      signal.removeEventListener("abort", stop);
       r();
-    }, { once: true });
+    };
+    const t = setTimeout(stop, ms);
+    signal.addEventListener("abort", stop, { once: true });
   });
 }
 

@@ -54,6 +54,8 @@ export function procState(ad: ProcAd, terminalHoldCodes: readonly number[]): Pro
     case 7: // suspended by the pool: it will run on
       return { state: "running" };
     case 5: {
+      // SpoolingInput: condor_submit -spool holds each proc until its input arrives; it is waiting, not held.
+      if (ad.holdCode === 16) return { state: "idle" };
       const reason = `held (code ${ad.holdCode ?? "?"}${ad.holdSubCode ? `.${ad.holdSubCode}` : ""}): ${oneLine(ad.holdReason) || "no reason given"}`;
       if (ad.holdCode !== undefined && terminalHoldCodes.includes(ad.holdCode)) return { state: "failed", reason };
       return { state: "held", reason };
@@ -101,7 +103,10 @@ export interface HTCJobStatus {
 }
 
 export interface StatusInput {
+  /** The generation the procs run (the one submitted). */
   generation: number;
+  /** The object's generation, when a spec edit came after the submit: noted, never applied. */
+  observed?: number;
   procs: number;
   cluster?: number;
   /** Per ProcId (length `procs`); refused or not yet submitted: empty. */
@@ -124,7 +129,7 @@ export function htcjobStatus(i: StatusInput): HTCJobStatus {
     active: 0,
     succeeded: n("succeeded"),
     failed: n("failed"),
-    observedGeneration: i.generation,
+    observedGeneration: i.observed ?? i.generation,
     conditions: [],
   };
   st.active = st.idle + st.running + st.held;
@@ -155,7 +160,15 @@ export function htcjobStatus(i: StatusInput): HTCJobStatus {
     st.conditions = [cond("Submitted", false, "Submitting", why), cond("Complete", false, "Submitting", why), cond("Failed", false, "Submitting", why)];
     return st;
   }
-  const submitted = cond("Submitted", true, "Submitted", `HTCondor cluster ${i.cluster} holds the ${i.procs} proc(s)`);
+  // An HTCJob runs once: a later spec is observed (observedGeneration) but its procs stay those of the submitted one.
+  const submitted = i.observed !== undefined && i.observed !== i.generation
+    ? cond(
+      "Submitted",
+      true,
+      "SpecNotApplied",
+      `HTCondor cluster ${i.cluster} holds the ${i.procs} proc(s) of generation ${i.generation}; the spec of generation ${i.observed} is not applied: an HTCJob runs once (delete it and create it again to run a new spec)`,
+    )
+    : cond("Submitted", true, "Submitted", `HTCondor cluster ${i.cluster} holds the ${i.procs} proc(s)`);
   const ended = st.succeeded + st.failed;
   const complete = st.succeeded === i.procs
     ? cond("Complete", true, "AllSucceeded", `All ${i.procs} proc(s) exited with code 0`)
@@ -223,6 +236,9 @@ export function statusEvents(before: Partial<HTCJobStatus> | undefined, after: H
   const submitted = now("Submitted");
   if (submitted.status === "True" && was("Submitted")?.status !== "True") {
     out.push({ type: "Normal", reason: "Submitted", message: submitted.message });
+  }
+  if (submitted.reason === "SpecNotApplied" && (was("Submitted")?.reason !== "SpecNotApplied" || before?.observedGeneration !== after.observedGeneration)) {
+    out.push({ type: "Warning", reason: "SpecNotApplied", message: submitted.message });
   }
   const failed = now("Failed");
   if (submitted.status === "False" && failed.status === "True" && was("Failed")?.status !== "True") {

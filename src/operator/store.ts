@@ -37,8 +37,14 @@ export interface HTCJobRecord {
   procs: number;
   cluster?: number;
   spooled: boolean;
-  /** When the latest condor_submit began (epoch ms): the QDate bound of a search by UID. */
+  /** When the latest condor_submit began (epoch ms). */
   submitStartedAt: number;
+  /**
+   * A random token of the latest condor_submit (`MY.HTCJobSubmitToken`), written here before it
+   * runs: a search that settles a lost answer asks for it, so that only what this submit queued
+   * is taken, whenever the search runs.
+   */
+  submitToken?: string;
   submittedAt?: number;
   /** Why the spec was refused (phase `refused`). */
   refusal?: string;
@@ -61,6 +67,7 @@ interface Row {
   cluster: number | null;
   spooled: number;
   submit_started_at: number;
+  submit_token: string | null;
   submitted_at: number | null;
   refusal: string | null;
   outcomes: string;
@@ -91,6 +98,8 @@ const MIGRATIONS: string[] = [
    CREATE INDEX htcjobs_phase ON htcjobs(phase);
    CREATE INDEX htcjobs_name ON htcjobs(namespace, name);
    CREATE UNIQUE INDEX htcjobs_cluster ON htcjobs(cluster) WHERE cluster IS NOT NULL;`,
+  `ALTER TABLE htcjobs ADD COLUMN submit_token TEXT;
+   CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);`,
 ];
 
 const fromRow = (r: Row): HTCJobRecord => ({
@@ -104,6 +113,7 @@ const fromRow = (r: Row): HTCJobRecord => ({
   cluster: r.cluster ?? undefined,
   spooled: r.spooled === 1,
   submitStartedAt: r.submit_started_at,
+  submitToken: r.submit_token ?? undefined,
   submittedAt: r.submitted_at ?? undefined,
   refusal: r.refusal ?? undefined,
   outcomes: JSON.parse(r.outcomes) as (ProcOutcome | null)[],
@@ -118,10 +128,15 @@ export interface HTCJobStore {
   get(uid: string): HTCJobRecord | undefined;
   /** The newest record of a name (`htcjob logs`): a deleted object's output is still found. */
   byName(namespace: string, name: string): HTCJobRecord | undefined;
+  /** Every record of a name not yet deleted: an object re-created under a name leaves the old one's here. */
+  named(namespace: string, name: string): HTCJobRecord[];
   list(phases: readonly HTCJobPhase[]): HTCJobRecord[];
+  /** The operator's HTCondor user (`Owner`), as its own condor_q answers last showed it. */
+  owner(): string | undefined;
+  setOwner(owner: string): void;
   count(): Record<HTCJobPhase, number>;
-  /** A submit is about to begin: the record exists (phase `submitting`) before condor_submit runs. */
-  beginSubmit(rec: NewHTCJob, now: number): void;
+  /** A submit is about to begin: the record, and its token, exist (phase `submitting`) before condor_submit runs. */
+  beginSubmit(rec: NewHTCJob, now: number, token?: string): void;
   /** condor_submit answered, or a search found the cluster: from `submitting` (or a lost store) to `submitted`. */
   recordCluster(uid: string, cluster: number, procs: number, now: number): void;
   refuse(rec: NewHTCJob, reason: string, now: number): void;
@@ -170,6 +185,13 @@ export function openHTCJobStore(db: Sqlite, path = "htcjobs.db"): HTCJobStore {
       const r = db.get<Row>("SELECT * FROM htcjobs WHERE namespace = ? AND name = ? ORDER BY submit_started_at DESC LIMIT 1", [namespace, name]);
       return r ? fromRow(r) : undefined;
     }),
+    named: guard((namespace: string, name: string) =>
+      db.all<Row>("SELECT * FROM htcjobs WHERE namespace = ? AND name = ? AND phase != 'deleted'", [namespace, name]).map(fromRow)
+    ),
+    owner: guard(() => db.get<{ value: string }>("SELECT value FROM meta WHERE key = 'owner'")?.value),
+    setOwner: guard((owner: string) => {
+      db.run("INSERT INTO meta (key, value) VALUES ('owner', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [owner]);
+    }),
     list: guard((phases: readonly HTCJobPhase[]) =>
       db.all<Row>(`SELECT * FROM htcjobs WHERE phase IN (${phases.map(() => "?").join(", ")})`, [...phases]).map(fromRow)
     ),
@@ -178,18 +200,18 @@ export function openHTCJobStore(db: Sqlite, path = "htcjobs.db"): HTCJobStore {
       for (const r of db.all<{ phase: HTCJobPhase; n: number }>("SELECT phase, COUNT(*) AS n FROM htcjobs GROUP BY phase")) out[r.phase] = r.n;
       return out;
     }),
-    beginSubmit: guard((rec: NewHTCJob, now: number) => {
+    beginSubmit: guard((rec: NewHTCJob, now: number, token?: string) => {
       db.transaction(() => {
         const old = get(rec.uid);
         if (old && old.phase !== "submitting") {
           throw new SidecarError("internal", `Cannot submit HTCJob ${rec.uid} again: it is already ${old.phase}`);
         }
         db.run(
-          `INSERT INTO htcjobs (uid, namespace, name, phase, generation, dir, procs, spooled, submit_started_at, updated_at)
-           VALUES (?, ?, ?, 'submitting', ?, ?, ?, ?, ?, ?)
+          `INSERT INTO htcjobs (uid, namespace, name, phase, generation, dir, procs, spooled, submit_started_at, submit_token, updated_at)
+           VALUES (?, ?, ?, 'submitting', ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT(uid) DO UPDATE SET procs = excluded.procs, generation = excluded.generation,
-             submit_started_at = excluded.submit_started_at, updated_at = excluded.updated_at`,
-          [rec.uid, rec.namespace, rec.name, rec.generation, rec.dir, rec.procs, rec.spooled ? 1 : 0, now, now],
+             submit_started_at = excluded.submit_started_at, submit_token = excluded.submit_token, updated_at = excluded.updated_at`,
+          [rec.uid, rec.namespace, rec.name, rec.generation, rec.dir, rec.procs, rec.spooled ? 1 : 0, now, token ?? null, now],
         );
       });
     }),

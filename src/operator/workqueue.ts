@@ -55,9 +55,14 @@ export function createWorkQueue(opts: { random: () => number; backoff: BackoffPo
         while (!signal.aborted) {
           const key = waiting.shift();
           if (key === undefined) {
+            // The abort listener goes on wake-up: one per idle spell would pile up on `signal` for the whole term.
             await new Promise<void>((r) => {
-              sleepers.push(r);
-              signal.addEventListener("abort", () => r(), { once: true });
+              const done = () => {
+                signal.removeEventListener("abort", done);
+                r();
+              };
+              sleepers.push(done);
+              signal.addEventListener("abort", done, { once: true });
             });
             continue;
           }

@@ -117,7 +117,9 @@ export function jobCommands(plan: JobPlan, eventLog?: string): SubmitCommand[] {
   cmd("request_memory", `${nonNegInt(r.memoryMiB, "request_memory")}M`);
   if (r.diskKiB !== undefined) cmd("request_disk", `${nonNegInt(r.diskKiB, "request_disk")}K`);
   if (nonNegInt(r.gpus, "request_gpus") > 0) cmd("request_gpus", r.gpus);
-  cmd("want_io_proxy", "true");
+  // No chirp for an HTCJob's procs: the operator reads no state from them, and a proc that could
+  // rewrite its own ad could rewrite the attributes the operator searches by (docs/operator.md#never-twice).
+  if (!htcjob) cmd("want_io_proxy", "true");
   const grace = nonNegInt(plan.terminationGracePeriodSeconds, "job_max_vacate_time");
   cmd("job_max_vacate_time", grace + VACATE_MARGIN_SECONDS);
   if (plan.activeDeadlineSeconds !== undefined) {
@@ -137,6 +139,7 @@ export function jobCommands(plan: JobPlan, eventLog?: string): SubmitCommand[] {
     cmd("MY.HTCJobNamespace", submitString(plan.namespace, "MY.HTCJobNamespace"));
     cmd("MY.HTCJobGeneration", nonNegInt(htcjob.generation, "MY.HTCJobGeneration"));
     cmd("MY.HTCJobOperatorId", submitString(htcjob.operatorId, "MY.HTCJobOperatorId"));
+    if (htcjob.submitToken !== undefined) cmd("MY.HTCJobSubmitToken", submitString(htcjob.submitToken, "MY.HTCJobSubmitToken"));
   } else {
     cmd("MY.InterLinkPodUID", submitString(plan.uid, "MY.InterLinkPodUID"));
     cmd("MY.InterLinkPodName", submitString(plan.name, "MY.InterLinkPodName"));

@@ -18,6 +18,9 @@ test.each([
   [{ proc: 0, jobStatus: 4, exitBySignal: true, exitSignal: 9 }, { state: "failed", exitCode: 137, reason: "killed by signal 9" }],
   [{ proc: 0, jobStatus: 3, removeReason: "by hand" }, { state: "failed", reason: "removed outside the operator: by hand" }],
   [{ proc: 0, jobStatus: 5, holdCode: 26, holdReason: "policy" }, { state: "held", reason: "held (code 26): policy" }],
+  // Spool: always: condor_submit -spool holds each proc with code 16 until its input is spooled;
+  // that is waiting to start, not a hold (docs/operator.md#following-the-procs).
+  [{ proc: 0, jobStatus: 5, holdCode: 16, holdReason: "Spooling input data files" }, { state: "idle" }],
   [{ proc: 0, jobStatus: 5, holdCode: 34, holdSubCode: 102, holdReason: "memory" }, { state: "failed", reason: "held (code 34.102): memory" }],
 ])("procState(%j) is %j", (ad, want) => {
   expect(procState(ad, TERMINAL)).toEqual(want as never);
