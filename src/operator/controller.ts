@@ -5,6 +5,7 @@
  * object is told: submit, record the cluster in the store, then write the status. A finalizer is
  * a promise: it goes only once the procs are removed or gone.
  */
+import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { SubmitRefused } from "../condor/tools.ts";
 import type { Condor } from "../condor/tools.ts";
@@ -232,7 +233,7 @@ export function createController(d: ControllerDeps) {
     const procs = plan.htcjob!.procs;
     const base = newRecord(obj, procs);
     const dir = base.dir;
-    const token = d.token?.() ?? crypto.randomUUID();
+    const token = d.token?.() ?? randomUUID();
     plan.htcjob!.submitToken = token;
     d.store.beginSubmit(base, d.now(), token);
     const enc = new TextEncoder();
