@@ -77,7 +77,8 @@ export function procState(ad: ProcAd, terminalHoldCodes: readonly number[]): Pro
 export const isFinal = (s: ProcState): s is ProcOutcome => s.state === "succeeded" || s.state === "failed";
 
 export interface Condition {
-  type: "Submitted" | "Complete" | "Failed";
+  /** `OutputKept` appears only when some proc's working-directory files were not kept. */
+  type: "Submitted" | "Complete" | "Failed" | "OutputKept";
   status: "True" | "False" | "Unknown";
   reason: string;
   message: string;
@@ -177,6 +178,14 @@ export function htcjobStatus(i: StatusInput): HTCJobStatus {
     failed = cond("Failed", true, reason, `Proc ${i.cluster}.${first.p} ${o.reason ?? "failed"}${more}`);
   }
   st.conditions = [submitted, complete, failed];
+  // Never a part silently: a proc whose files were not kept says so (docs/operator.md#output).
+  const notKept = i.states.map((s, p) => ({ s, p })).filter((x) => isFinal(x.s) && x.s.files?.kept === false);
+  if (notKept.length > 0) {
+    const first = notKept[0]!;
+    const more = notKept.length > 1 ? ` (and ${notKept.length - 1} more)` : "";
+    const why = oneLine((first.s as ProcOutcome).files!.reason, 400);
+    st.conditions.push(cond("OutputKept", false, "OutputNotKept", `The files of proc ${i.cluster}.${first.p} were not kept: ${why}${more}`));
+  }
   return st;
 }
 
@@ -235,6 +244,8 @@ export function statusEvents(before: Partial<HTCJobStatus> | undefined, after: H
   if (failed.status === "True" && ((before?.failed ?? 0) < after.failed || was("Failed")?.status !== "True")) {
     out.push({ type: "Warning", reason: failed.reason, message: failed.message });
   }
+  const kept = after.conditions.find((c) => c.type === "OutputKept");
+  if (kept && kept.message !== was("OutputKept")?.message) out.push({ type: "Warning", reason: kept.reason, message: kept.message });
   const complete = now("Complete");
   if (complete.status === "True" && was("Complete")?.status !== "True") out.push({ type: "Normal", reason: "Completed", message: complete.message });
   return out;
