@@ -83,7 +83,9 @@ function workFile(dir: string, path: string, where: string): { text: string } | 
     if (size > MAX_BYTES) {
       return { error: `Cannot print ${JSON.stringify(path)} of ${where}: ${size} bytes is more than ${MAX_BYTES}; it is ${join(dir, rel)}` };
     }
-    return { text: new TextDecoder().decode(readJobFile({ dir, rel }, 0, MAX_BYTES)) };
+    // Printed as a line: its last line break is the one the printing adds.
+    const text = new TextDecoder().decode(readJobFile({ dir, rel }, 0, MAX_BYTES));
+    return { text: text.endsWith("\n") ? text.slice(0, -1) : text };
   } catch (err) {
     if (err instanceof UnsafeJobFile) return { error: `Cannot read ${JSON.stringify(path)} of ${where}: ${err.message}` };
     throw err;

@@ -138,7 +138,7 @@ describe("htcjob logs --files / --file (docs/operator.md#logs)", () => {
     const root = temp();
     const store = finished(root, "u-1", { kept: true, bytes: 6, entries: 3 });
     expect(req(store, { files: true })).toEqual({ text: ["           3 result.txt", "         dir sub/", "           3 sub/x"].join("\n") });
-    expect(req(store, { file: "result.txt" })).toEqual({ text: "42\n" });
+    expect(req(store, { file: "result.txt" })).toEqual({ text: "42" });
     expect(req(store, { file: "sub/x" })).toEqual({ text: "xyz" });
   });
 
