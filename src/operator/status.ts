@@ -43,7 +43,8 @@ const oneLine = (s: string | undefined, max = 300) => (s ?? "").replace(/[\p{Cc}
 /**
  * A proc's state from its ad. `removedByUs`: the operator removed it (the object is being
  * deleted), so a removal is not a failure to report. A hold with a code in `terminalHoldCodes`
- * cannot come back: the proc counts as failed at once (the operator removes it after a grace).
+ * cannot come back: the proc counts as failed at once, and the operator removes it at once
+ * (docs/operator.md#following-the-procs).
  */
 export function procState(ad: ProcAd, terminalHoldCodes: readonly number[]): ProcState {
   switch (ad.jobStatus) {
