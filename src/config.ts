@@ -327,8 +327,35 @@ export const Schema = z.object({
         .describe(
           "The namespaces whose HTCJobs the operator runs; empty: every namespace it watches. An HTCJob elsewhere gets a `Failed` condition and nothing is submitted",
         ),
+      MaxOutputBytes: z
+        .number()
+        .int()
+        .min(0)
+        .default(100 * 1024 * 1024)
+        .describe(
+          "Most bytes of the files a proc's script leaves in its working directory that are brought back and kept (`procs/<ProcId>/work/`); above it none of that proc's files are kept and an `OutputKept` condition and an Event say so. 0: the working directory is not brought back",
+        ),
+      MaxOutputFiles: z
+        .number()
+        .int()
+        .min(1)
+        .default(10_000)
+        .describe("Most files and folders of a proc's working directory that are brought back; above it none are kept, as for `MaxOutputBytes`"),
+      OutputRetentionSeconds: seconds
+        .default(86_400)
+        .describe(
+          "How long a deleted HTCJob's output (its folder `htcjobs/<uid>/`) and its record are kept after the object is gone; 0: removed with the object",
+        ),
     })
-    .default({ SubmitOptions: [...HTCJOB_SUBMIT_OPTIONS], MaxQueue: 1000, OperatorId: "htcjob-operator", Namespaces: [] })
+    .default({
+      SubmitOptions: [...HTCJOB_SUBMIT_OPTIONS],
+      MaxQueue: 1000,
+      OperatorId: "htcjob-operator",
+      Namespaces: [],
+      MaxOutputBytes: 100 * 1024 * 1024,
+      MaxOutputFiles: 10_000,
+      OutputRetentionSeconds: 86_400,
+    })
     .describe("The HTCJob operator (`htcondor-sidecar operator`): what an HTCJob may ask for, and how its procs are labelled"),
 })
   .superRefine((c, ctx) => {
@@ -470,5 +497,11 @@ function flavorOf(name: string, f: FileConfig["Flavors"][string]): Flavor {
 
 /** The HTCJob part of the config, for src/operator/htcjob-plan.ts. */
 export function htcjobConfig(c: FileConfig): HTCJobConfig {
-  return { submitOptionsAllow: c.HTCJob.SubmitOptions, maxQueue: c.HTCJob.MaxQueue, operatorId: c.HTCJob.OperatorId };
+  return {
+    submitOptionsAllow: c.HTCJob.SubmitOptions,
+    maxQueue: c.HTCJob.MaxQueue,
+    operatorId: c.HTCJob.OperatorId,
+    maxOutputBytes: c.HTCJob.MaxOutputBytes,
+    maxOutputFiles: c.HTCJob.MaxOutputFiles,
+  };
 }

@@ -174,7 +174,18 @@ export interface JobPlan {
    * (`MY.HTCJobOperatorId`) instead of the pod and sidecar labels, so that a sidecar and an
    * operator never take each other's jobs for their own.
    */
-  htcjob?: { operatorId: string; procs: number; generation: number; submitToken?: string };
+  htcjob?: {
+    operatorId: string;
+    procs: number;
+    generation: number;
+    /** Stamped on every proc (`MY.HTCJobSubmitToken`) and kept in the store before the submit: the search for a submit whose answer was lost. */
+    submitToken?: string;
+    /**
+     * The working directory's files come back as `work/` in each proc's folder, whole or not at
+     * all (docs/operator.md#output). Absent: they do not come back.
+     */
+    keepWork?: { volume: string; maxBytes: number; maxFiles: number };
+  };
 
   restartPolicy: RestartPolicy;
   /** Restarts allowed per container before it stays terminated. */
@@ -306,4 +317,8 @@ export interface HTCJobConfig {
   maxQueue: number;
   /** Stamped on every proc (`MY.HTCJobOperatorId`). */
   operatorId: string;
+  /** Most bytes of a proc's working-directory files kept (0: none come back). */
+  maxOutputBytes: number;
+  /** Most files of a proc's working directory kept. */
+  maxOutputFiles: number;
 }

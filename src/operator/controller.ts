@@ -21,6 +21,7 @@ import { renderSubmit } from "../render/submit.ts";
 import { renderWrapper } from "../render/wrapper.ts";
 import { ensureDir, jobFileSize, writePodFiles } from "../store/files.ts";
 import { findClustersByUid, sightProcs } from "./follow.ts";
+import { settleWork } from "./output.ts";
 import { htcjobLabel, planHTCJob } from "./htcjob-plan.ts";
 import { carryTimes, type HTCJobStatus, htcjobStatus, isFinal, type ProcState, procState, statusDiffers, statusEvents, UNSEEN } from "./status.ts";
 import type { HTCJobRecord, HTCJobStore, NewHTCJob } from "./store.ts";
@@ -314,7 +315,7 @@ export function createController(d: ControllerDeps) {
         procs: rec.procs,
         cluster: rec.cluster,
         states: statesOf(rec),
-        output: `${rec.dir}/procs (htcondor-sidecar htcjob logs ${obj.metadata.namespace}/${obj.metadata.name})`,
+        output: outputNote(rec, `${obj.metadata.namespace}/${obj.metadata.name}`),
       });
     }
     const before = written.get(uid) ?? obj.status;
@@ -468,6 +469,7 @@ export function createController(d: ControllerDeps) {
     for (const r of live) {
       const outcomes = [...r.outcomes];
       const fetch: number[] = [];
+      const exited: number[] = [];
       const heldForGood: number[] = [];
       const states = Array.from({ length: r.procs }, (_, p): ProcState => {
         if (outcomes[p]) return outcomes[p]!;
@@ -485,6 +487,7 @@ export function createController(d: ControllerDeps) {
             else heldForGood.push(p);
           } else terminalHeldSince.delete(id);
           if (seen.ad.jobStatus === 4 && r.spooled && !r.fetched[p]) fetch.push(p);
+          if (seen.ad.jobStatus === 4 && isFinal(s)) exited.push(p);
         } else if (seen?.where === "nowhere") {
           const since = missingSince.get(id) ?? now;
           missingSince.set(id, since);
@@ -534,6 +537,13 @@ export function createController(d: ControllerDeps) {
         }
         if (fetched.some((f, p) => f !== r.fetched[p])) d.store.setFetched(r.uid, fetched, d.now());
       }
+      // The output is back (local: HTCondor brought it with the exit; spooled: fetched above).
+      for (const p of exited) {
+        if (!outcomes[p] || !d.htcjob.maxOutputBytes) continue;
+        const files = settleWork(join(r.dir, "procs", String(p)), { maxBytes: d.htcjob.maxOutputBytes, maxFiles: d.htcjob.maxOutputFiles });
+        outcomes[p] = { ...outcomes[p]!, files };
+        if (!files.kept) d.log.warn("a proc's working-directory files are not kept", { uid: r.uid, proc: `${r.cluster}.${p}`, reason: files.reason });
+      }
       // A hold that cannot recover: the proc counts as failed and leaves the queue, so that it holds no slot of the user's.
       if (heldForGood.length > 0) {
         const why = `HTCJob ${r.namespace}/${r.name}: held with a code that cannot recover (config TerminalHoldCodes)`;
@@ -562,6 +572,12 @@ export function createController(d: ControllerDeps) {
   }
 
   return { reconcile, follow, sweep, views };
+}
+
+/** Where a proc's output is kept and how to read it (status.output). */
+function outputNote(rec: HTCJobRecord, key: string): string {
+  return `${rec.dir}/procs/<ProcId>: the log c.htcjob.log and the working directory's files in work/ ` +
+    `(htcondor-sidecar htcjob logs ${key} --proc N [--files | --file PATH])`;
 }
 
 /** The proc count a spec asks for, for a refusal's `failed` (1 when it cannot be read). */

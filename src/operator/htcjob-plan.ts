@@ -9,7 +9,8 @@
  *
  *   the script       a file mounted read-only at HTCJOB_SCRIPT_PATH (/htcjob/script)
  *   the argv         <command words> /htcjob/script <ProcId>
- *   the working dir  HTCJOB_WORKDIR (/htcjob/work), an empty folder of the proc's sandbox
+ *   the working dir  HTCJOB_WORKDIR (/htcjob/work), an empty folder of the proc's sandbox, which
+ *                    comes back as the proc's `work/` within HTCJob.MaxOutputBytes (keepWork)
  *
  * What the pod planner cannot know is added to the plan afterwards: the proc count, the ProcId
  * argument, the HTCJob's labels (never the pod's or the sidecar's), and `spec.htcopts` checked
@@ -162,6 +163,7 @@ export function planHTCJob(job: HTCJobObject, cfg: PlanConfig, htc: HTCJobConfig
   }
   plan.containers[0]!.procIdArg = true;
   plan.htcjob = { operatorId: htc.operatorId, procs, generation: job.generation };
+  if (htc.maxOutputBytes > 0) plan.htcjob.keepWork = { volume: WORK_VOLUME, maxBytes: htc.maxOutputBytes, maxFiles: htc.maxOutputFiles };
   plan.submit.podOptions = (options as { lines: [string, string][] }).lines;
   return plan;
 }

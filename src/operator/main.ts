@@ -2,7 +2,7 @@
  * The operator's modes of the executable (docs/operator.md#running-it):
  *
  *   htcondor-sidecar operator --kubeconfig FILE [--namespace NS] [--config FILE] [--condor-bin DIR] [HTCondor flags]
- *   htcondor-sidecar htcjob logs NAMESPACE/NAME [--proc N] [--timestamps] [--config FILE]
+ *   htcondor-sidecar htcjob logs NAMESPACE/NAME [--proc N] [--timestamps | --files | --file PATH] [--config FILE]
  *
  * The operator opens no port but --metrics-listen's. It reads the sidecar's SidecarConfig.yaml
  * keys where they apply, and keeps a store and an identity of its own.
@@ -29,12 +29,13 @@ import { checkFlagPaths, credentialFileKind, findCondorBin, type Io, loadConfig 
 import { ensureDir } from "../store/files.ts";
 import { createController, type HTCJob, keyOf } from "./controller.ts";
 import { htcjobLogs } from "./logs.ts";
+import { reapDeleted } from "./retention.ts";
 import { openHTCJobStore } from "./store.ts";
 import { createWorkQueue } from "./workqueue.ts";
 
 export const OPERATOR_USAGE = `Usage: htcondor-sidecar operator [--kubeconfig FILE] [--context NAME] [--namespace NS] [--lease-namespace NS]
                                  [--config FILE] [--condor-bin DIR] [HTCondor flags] [--metrics-listen ADDR:PORT]
-       htcondor-sidecar htcjob logs NAMESPACE/NAME [--proc N] [--timestamps] [--config FILE]
+       htcondor-sidecar htcjob logs NAMESPACE/NAME [--proc N] [--timestamps | --files | --file PATH] [--config FILE]
 
 operator: runs every HTCJob (htc.cern.ch/v1alpha1) as one HTCondor cluster (docs/operator.md).
   --kubeconfig FILE       the API server and credentials (default: the pod's service account)
@@ -46,12 +47,17 @@ operator: runs every HTCJob (htc.cern.ch/v1alpha1) as one HTCondor cluster (docs
 htcjob logs: prints what a proc's script wrote (its stdout and stderr), from the operator's data folder.
   --proc N                the ProcId (default 0)
   --timestamps            keep each line's time
+  --files                 list the files the script left in its working directory instead
+  --file PATH             print one of them (PATH relative to the working directory)
 `;
 
 /** Flags only the operator has; everything else is the sidecar's. */
 const OPERATOR_FLAGS = { kubeconfig: "string", context: "string", namespace: "string", "lease-namespace": "string" } as const;
 /** The sidecar's flags that would open a port or serve interLink: refused in operator mode. */
 const NOT_HERE = ["listen", "port", "socket"];
+
+/** How often deleted HTCJobs' output is checked against HTCJob.OutputRetentionSeconds. */
+const REAP_INTERVAL_MS = 60_000;
 
 /** The test-only hook (docs/operator.md#test-hooks): hang after a step so that a test can kill -9 there. */
 const HANG_ENV = "HTCJOB_OPERATOR_TEST_HANG_AFTER";
@@ -249,20 +255,32 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
       () => (following ??= controller.follow().catch((err) =>
         log.warn("following the procs failed; trying again", { error: err instanceof Error ? err.message : String(err) })
       ).finally(() => (following = undefined)));
+    // A deleted HTCJob's output goes after HTCJob.OutputRetentionSeconds (docs/operator.md#retention).
+    const reap = () => {
+      try {
+        reapDeleted({ store, dataRoot, retentionMs: config.HTCJob.OutputRetentionSeconds * 1000, now: () => Date.now(), log });
+      } catch (err) {
+        log.warn("removing old output failed; trying again", { error: err instanceof Error ? err.message : String(err) });
+      }
+    };
     let tick: ReturnType<typeof setInterval> | undefined;
+    let reaper: ReturnType<typeof setInterval> | undefined;
     try {
       await controller.sweep(op.namespace);
       // The procs are seen once before any status is written: a new term starts with no view, and
       // a status written from none would set running procs back to idle and repeat their Events.
       if (!leading.aborted) await follow();
       tick = setInterval(follow, Math.max(1, config.StatusCacheSeconds) * 1000);
+      reap();
+      reaper = setInterval(reap, REAP_INTERVAL_MS);
       await queue.run(4, leading, async (key) => {
         await controller.reconcile(key);
         reconciles.inc({ outcome: "ok" });
       });
     } finally {
-      // Nothing of this term outlives it: not the timer, not a pass still asking HTCondor.
+      // Nothing of this term outlives it: not the timers, not a pass still asking HTCondor.
       clearInterval(tick);
+      clearInterval(reaper);
       endTerm();
       lease.removeEventListener("abort", endTerm);
       await following;
@@ -318,7 +336,14 @@ function htcjobLogsCommand(runtime: Runtime, args: readonly string[], io: Io): n
   try {
     ({ values, positionals } = parseArgs({
       args: [...args],
-      options: { proc: { type: "string" }, timestamps: { type: "boolean" }, config: { type: "string" }, help: { type: "boolean", short: "h" } },
+      options: {
+        proc: { type: "string" },
+        timestamps: { type: "boolean" },
+        files: { type: "boolean" },
+        file: { type: "string" },
+        config: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
       allowPositionals: true,
       strict: true,
     }));
@@ -335,6 +360,7 @@ function htcjobLogsCommand(runtime: Runtime, args: readonly string[], io: Io): n
       `htcjob logs: give one NAMESPACE/NAME, e.g. default/queue (got ${positionals.length === 0 ? "none" : JSON.stringify(positionals.join(" "))})`,
     );
   }
+  if (values.files && values.file !== undefined) throw new UsageError("htcjob logs: give --files (list) or --file PATH (print one), not both");
   const proc = values.proc === undefined ? 0 : Number(values.proc);
   if (!/^\d+$/.test(values.proc ?? "0") || !Number.isSafeInteger(proc)) throw new UsageError(`htcjob logs: --proc "${values.proc}" is not a ProcId (0, 1, …)`);
   const configPath = resolve(values.config ?? "./SidecarConfig.yaml");
@@ -349,7 +375,7 @@ function htcjobLogsCommand(runtime: Runtime, args: readonly string[], io: Io): n
   const store = openHTCJobStore(runtime.openSqlite(storePath), storePath);
   let out;
   try {
-    out = htcjobLogs({ store, namespace, name, proc, timestamps: values.timestamps === true });
+    out = htcjobLogs({ store, namespace, name, proc, timestamps: values.timestamps === true, files: values.files === true, file: values.file });
   } finally {
     store.close();
   }

@@ -43,7 +43,8 @@ const oneLine = (s: string | undefined, max = 300) => (s ?? "").replace(/[\p{Cc}
 /**
  * A proc's state from its ad. `removedByUs`: the operator removed it (the object is being
  * deleted), so a removal is not a failure to report. A hold with a code in `terminalHoldCodes`
- * cannot come back: the proc counts as failed at once (the operator removes it after a grace).
+ * cannot come back: the proc counts as failed at once, and the operator removes it at once
+ * (docs/operator.md#following-the-procs).
  */
 export function procState(ad: ProcAd, terminalHoldCodes: readonly number[]): ProcState {
   switch (ad.jobStatus) {
@@ -79,7 +80,8 @@ export function procState(ad: ProcAd, terminalHoldCodes: readonly number[]): Pro
 export const isFinal = (s: ProcState): s is ProcOutcome => s.state === "succeeded" || s.state === "failed";
 
 export interface Condition {
-  type: "Submitted" | "Complete" | "Failed";
+  /** `OutputKept` appears only when some proc's working-directory files were not kept. */
+  type: "Submitted" | "Complete" | "Failed" | "OutputKept";
   status: "True" | "False" | "Unknown";
   reason: string;
   message: string;
@@ -190,6 +192,14 @@ export function htcjobStatus(i: StatusInput): HTCJobStatus {
     failed = cond("Failed", true, reason, `Proc ${i.cluster}.${first.p} ${o.reason ?? "failed"}${more}`);
   }
   st.conditions = [submitted, complete, failed];
+  // Never a part silently: a proc whose files were not kept says so (docs/operator.md#output).
+  const notKept = i.states.map((s, p) => ({ s, p })).filter((x) => isFinal(x.s) && x.s.files?.kept === false);
+  if (notKept.length > 0) {
+    const first = notKept[0]!;
+    const more = notKept.length > 1 ? ` (and ${notKept.length - 1} more)` : "";
+    const why = oneLine((first.s as ProcOutcome).files!.reason, 400);
+    st.conditions.push(cond("OutputKept", false, "OutputNotKept", `The files of proc ${i.cluster}.${first.p} were not kept: ${why}${more}`));
+  }
   return st;
 }
 
@@ -251,6 +261,8 @@ export function statusEvents(before: Partial<HTCJobStatus> | undefined, after: H
   if (failed.status === "True" && ((before?.failed ?? 0) < after.failed || was("Failed")?.status !== "True")) {
     out.push({ type: "Warning", reason: failed.reason, message: failed.message });
   }
+  const kept = after.conditions.find((c) => c.type === "OutputKept");
+  if (kept && kept.message !== was("OutputKept")?.message) out.push({ type: "Warning", reason: kept.reason, message: kept.message });
   const complete = now("Complete");
   if (complete.status === "True" && was("Complete")?.status !== "True") out.push({ type: "Normal", reason: "Completed", message: complete.message });
   return out;

@@ -7,6 +7,7 @@
  */
 import { SidecarError } from "../core/errors.ts";
 import type { Sqlite } from "../runtime/types.ts";
+import type { ProcFiles } from "./output.ts";
 
 /**
  * - `submitting`: a condor_submit began (or is about to); whether it queued a cluster is not known
@@ -24,6 +25,8 @@ export interface ProcOutcome {
   exitCode?: number;
   /** Why it failed, one line: `exited with code 3`, `removed outside the operator: …`, `held: …`. */
   reason?: string;
+  /** An exited proc's working-directory files (docs/operator.md#output). */
+  files?: ProcFiles;
 }
 
 export interface HTCJobRecord {

@@ -69,6 +69,9 @@ export function logFiles(plan: JobPlan): string[] {
 /** The state line a container has until the wrapper reports: waiting ContainerCreating. */
 export const INITIAL_STATE_LINE = formatStateLine({ state: "waiting", reason: "ContainerCreating", ready: false, restartCount: 0 });
 
+/** The folder an HTCJob's working directory comes back as, in the proc's folder (job.sh's keep_work). */
+export const WORK_OUTPUT = "work";
+
 /** One submit command of a job, written by the rules above: its key and its value. */
 export type SubmitCommand = readonly [key: string, value: string];
 
@@ -108,7 +111,9 @@ export function jobCommands(plan: JobPlan, eventLog?: string): SubmitCommand[] {
   // With a shared filesystem the wrapper writes the logs straight into the pod folder: listed
   // here, a log missing from the sandbox at transfer time would hold the job
   // (docs/htcondor.md#submit-file-rules).
-  const output = [...(plan.sharedFilesystem ? [] : logFiles(plan)), "podstate"];
+  // An HTCJob's working directory comes back as work/, which job.sh always creates
+  // (docs/operator.md#output).
+  const output = [...(plan.sharedFilesystem ? [] : logFiles(plan)), "podstate", ...(htcjob?.keepWork ? [WORK_OUTPUT] : [])];
   cmd("transfer_output_files", output.map((f) => listItem(f, "transfer_output_files")).join(", "));
   cmd("output", "job.out");
   cmd("error", "job.err");

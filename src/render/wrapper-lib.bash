@@ -280,6 +280,7 @@ setup() {
   for i in ${EMPTY_DIRS[@]+"${EMPTY_DIRS[@]}"}; do
     mkdir -p -- "emptydir/$i" || wlog "cannot create emptydir/$i"
   done
+  [[ -n ${KEEP_WORK_DIR:-} ]] && { mkdir -p -- work || wlog "cannot create work"; }
   # Everything listed in transfer_output_files exists from the start. The fresh states are
   # chirped too: after an eviction HTCondor runs the job again from scratch, and the job ad still
   # holds the previous run's last states (often "terminated") until this run reports each one.
@@ -1163,8 +1164,44 @@ fail_pod() {
   finish "$2"
 }
 
+# keep_work: an HTCJob's working directory (emptydir/$KEEP_WORK_DIR) comes back as work/, whole
+# or not at all (docs/operator.md#output); podstate/work says which: `kept|too-big|missing
+# <bytes> <files> <dropped>`. Only files and folders travel: a symlink (or FIFO, socket, device)
+# the script left is deleted, never followed. HTCondor's transfer would copy a link's target from
+# the execute node, and hold the job (code 12) for a link to a folder. Folders are made readable
+# first, since a file the transfer cannot read holds the job as well.
+keep_work() {
+  [[ -n ${KEEP_WORK_DIR:-} ]] || return 0
+  local src=emptydir/$KEEP_WORK_DIR bytes=0 files=0 dropped s
+  { rm -rf -- work && mkdir -- work; } || { wlog "cannot prepare work/"; return 0; }
+  if [[ -L $src || ! -d $src ]]; then
+    printf 'missing 0 0 0\n' >podstate/work
+    return 0
+  fi
+  chmod -R u+rwX -- "$src" 2>/dev/null
+  dropped=$(find "$src" -mindepth 1 ! -type f ! -type d -printf . -delete 2>/dev/null)
+  dropped=${#dropped}
+  while read -r s; do
+    bytes=$((bytes + s)) files=$((files + 1))
+  done < <(find "$src" -mindepth 1 \( -type f -printf '%s\n' \) -o \( -type d -printf '0\n' \) 2>/dev/null)
+  if ((bytes > KEEP_WORK_MAX_BYTES || files > KEEP_WORK_MAX_FILES)); then
+    rm -rf -- "$src"
+    printf 'too-big %d %d %d\n' "$bytes" "$files" "$dropped" >podstate/work
+    wlog "the working directory is not kept: $bytes bytes in $files entries, above $KEEP_WORK_MAX_BYTES bytes or $KEEP_WORK_MAX_FILES entries"
+  elif rmdir -- work && mv -- "$src" work; then
+    printf 'kept %d %d %d\n' "$bytes" "$files" "$dropped" >podstate/work
+    ((dropped)) && wlog "the working directory's $dropped symlink(s) or special file(s) were dropped"
+  else
+    mkdir -p -- work
+    printf 'missing 0 0 0\n' >podstate/work
+    wlog "cannot move the working directory to work/"
+  fi
+  return 0
+}
+
 finish() {
   stop_background
+  keep_work
   [[ -n ${NAP_FD:-} ]] && exec {NAP_FD}>&-
   rm -rf -- "$RUN_DIR"
   wlog "job.sh exits with $1"

@@ -242,6 +242,14 @@ function planSection(plan: JobPlan, opts: WrapperOptions): string {
     sh`OLD_RUNTIME=${plan.runtime.oldRuntime}  # without --no-eval: warn | refuse`,
     "",
     arrayLines("EMPTY_DIRS", plan.emptyDirs),
+    ...(plan.htcjob?.keepWork
+      ? [
+        "# An HTCJob: this emptyDir comes back as work/, whole or not at all (keep_work).",
+        sh`KEEP_WORK_DIR=${plan.htcjob.keepWork.volume}`,
+        sh`KEEP_WORK_MAX_BYTES=${plan.htcjob.keepWork.maxBytes}`,
+        sh`KEEP_WORK_MAX_FILES=${plan.htcjob.keepWork.maxFiles}`,
+      ]
+      : []),
     "# A hostPath volume is bound only when it resolves, on the worker, below one of these (resolved too).",
     arrayLines("HOST_PATH_PREFIXES", plan.hostPathPrefixes),
     modes.length === 0

@@ -2,6 +2,7 @@
 // seed's examples, the refusals of bad input, the htcopts allowlist, the submit file of one
 // cluster, and real bash running the rendered wrapper once per proc.
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { htcjobConfig, parseConfig } from "../../src/config.ts";
@@ -83,7 +84,12 @@ const get = (text: string, key: string) => submitCommands(text).find(([k]) => k 
 describe("the seed's examples (docs/pod-to-job.md#an-htcjobs-procs)", () => {
   test("zero.yaml: one proc; spec.name is ignored", () => {
     const p = plan(object(ZERO_YAML));
-    expect(p.htcjob).toEqual({ operatorId: "htcjob-operator", procs: 1, generation: 1 });
+    expect(p.htcjob).toEqual({
+      operatorId: "htcjob-operator",
+      procs: 1,
+      generation: 1,
+      keepWork: { volume: "htcjob-work", maxBytes: 100 * 1024 * 1024, maxFiles: 10_000 },
+    });
     expect(renderSubmit(p, DIR).trimEnd().endsWith("\nqueue 1")).toBe(true);
     const c = p.containers[0]!;
     expect(c.image).toEqual({ kind: "container", uri: "docker://centos" });
@@ -274,6 +280,59 @@ describe("the wrapper runs <command> <script> <ProcId> in each proc (real bash; 
       const exec = shimCalls(shimLog).find((c) => c.argv.includes("exec") && c.argv.includes(HTCJOB_SCRIPT_PATH))!;
       expect(exec.argv.slice(-3)).toEqual(["bash", HTCJOB_SCRIPT_PATH, procId]);
     }
+  });
+
+  // docs/operator.md#output: the working directory comes back as work/, files and folders only,
+  // whole or not at all, and podstate/work says which.
+  const leaves = [
+    "echo data > a.txt",
+    "mkdir -p sub/deeper && echo b > sub/deeper/b",
+    "ln -s /etc/passwd passwd-link",
+    "ln -s /tmp dir-link",
+    "mkfifo fifo",
+    "chmod 000 sub/deeper",
+  ].join("\n") + "\n";
+  const list = (dir: string): string[] => {
+    const out: string[] = [];
+    const walk = (rel: string) => {
+      for (const e of readdirSync(join(dir, rel), { withFileTypes: true })) {
+        const path = rel ? `${rel}/${e.name}` : e.name;
+        out.push(`${e.isSymbolicLink() ? "link" : e.isDirectory() ? "dir" : e.isFile() ? "file" : "other"} ${path}`);
+        if (e.isDirectory()) walk(path);
+      }
+    };
+    walk("");
+    return out.sort();
+  };
+
+  test("the working directory comes back as work/: files and folders, never a link or a FIFO", async () => {
+    const p = plan(job({ script: script({ source: leaves }) }), { containerRuntime: SHIM });
+    const sandbox = materialize(p);
+    const r = await runWrapper(sandbox, { args: ["0"] });
+    expect(r.code).toBe(0);
+    expect(list(join(sandbox, "work"))).toEqual(["dir sub", "dir sub/deeper", "file a.txt", "file sub/deeper/b"]);
+    expect(readFileSync(join(sandbox, "work/sub/deeper/b"), "utf8")).toBe("b\n");
+    // 5 bytes + 2 bytes in 4 entries; 3 dropped (two links and the FIFO).
+    expect(readFileSync(join(sandbox, "podstate/work"), "utf8")).toBe("kept 7 4 3\n");
+    expect(existsSync(join(sandbox, "emptydir/htcjob-work"))).toBe(false);
+    expect(get(renderSubmit(p, DIR), "transfer_output_files")).toBe("c.htcjob.log, c.htcjob.prev.log, podstate, work");
+  });
+
+  test("above HTCJob.MaxOutputBytes or MaxOutputFiles nothing of the working directory comes back, and podstate/work says so", async () => {
+    for (const [limits, report] of [[{ maxOutputBytes: 6 }, "too-big 7 4 3\n"], [{ maxOutputFiles: 3 }, "too-big 7 4 3\n"]] as const) {
+      const p = plan(job({ script: script({ source: leaves }) }), { containerRuntime: SHIM }, limits);
+      const sandbox = materialize(p);
+      expect((await runWrapper(sandbox, { args: ["0"] })).code).toBe(0);
+      expect(list(join(sandbox, "work"))).toEqual([]);
+      expect(readFileSync(join(sandbox, "podstate/work"), "utf8")).toBe(report);
+    }
+  });
+
+  test("HTCJob.MaxOutputBytes 0: the working directory is not asked for", () => {
+    const p = plan(object(QUEUE_YAML), {}, { maxOutputBytes: 0 });
+    expect(p.htcjob!.keepWork).toBeUndefined();
+    expect(get(renderSubmit(p, DIR), "transfer_output_files")).toBe("c.htcjob.log, c.htcjob.prev.log, podstate");
+    expect(renderWrapper(p)).not.toContain("KEEP_WORK_DIR=");
   });
 
   test("a wrapper started without a ProcId stops before running anything", async () => {

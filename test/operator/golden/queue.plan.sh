@@ -49,6 +49,10 @@ OLD_RUNTIME='warn'  # without --no-eval: warn | refuse
 EMPTY_DIRS=(
   'htcjob-work'
 )
+# An HTCJob: this emptyDir comes back as work/, whole or not at all (keep_work).
+KEEP_WORK_DIR='htcjob-work'
+KEEP_WORK_MAX_BYTES=104857600
+KEEP_WORK_MAX_FILES=10000
 # A hostPath volume is bound only when it resolves, on the worker, below one of these (resolved too).
 HOST_PATH_PREFIXES=()
 FILE_MODES=(  # mode path: HTCondor's transfer may not keep them
