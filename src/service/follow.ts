@@ -17,7 +17,7 @@
  * with a growing delay.
  */
 import { join } from "node:path";
-import { boundaryIntact, capEvents, compareLogFile, EVENT, emptyRateWindow, readEventLog, scanForBoundary } from "../condor/eventlog.ts";
+import { boundaryIntact, capEvents, compareLogFile, emptyRateWindow, EVENT, readEventLog, scanForBoundary } from "../condor/eventlog.ts";
 import { checkEventsDir, ensureEventsDir, listEventLogFiles, readEventLogBytes, removeEventLogFile, statEventLog } from "../store/eventlog-file.ts";
 import type { EventLogRecord } from "../store/store.ts";
 import { type Ctx, errorText } from "./context.ts";

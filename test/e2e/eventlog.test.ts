@@ -274,18 +274,22 @@ test("a spooled job keeps its own job.log and is polled as before", async () => 
   expect(queries(sc).full).toBeLessThanOrEqual(2);
 }, 120_000);
 
-test("a job's end logged before the schedd marks it done (the shadow writes 005, then the reaper sets JobStatus): reported without waiting for the reconciler", async () => {
-  // docs/htcondor.md#who-writes-an-event-and-when: minicondor's reaper waits 3 s after the 005 here.
-  const sc = await start({ env: { MINICONDOR_REAPER_DELAY_MS: "3000" } });
-  const req = pod("reaped-late", "sleep 1; exit 4");
-  await create(sc, req);
-  const st = await eventually(
-    async () => {
-      const s = await statusOf(sc, req);
-      return main(s)?.terminated ? s : undefined;
-    },
-    30_000,
-    "the job's end",
-  );
-  expect(main(st).terminated.exitCode).toBe(4);
-}, 60_000);
+test(
+  "a job's end logged before the schedd marks it done (the shadow writes 005, then the reaper sets JobStatus): reported without waiting for the reconciler",
+  async () => {
+    // docs/htcondor.md#who-writes-an-event-and-when: minicondor's reaper waits 3 s after the 005 here.
+    const sc = await start({ env: { MINICONDOR_REAPER_DELAY_MS: "3000" } });
+    const req = pod("reaped-late", "sleep 1; exit 4");
+    await create(sc, req);
+    const st = await eventually(
+      async () => {
+        const s = await statusOf(sc, req);
+        return main(s)?.terminated ? s : undefined;
+      },
+      30_000,
+      "the job's end",
+    );
+    expect(main(st).terminated.exitCode).toBe(4);
+  },
+  60_000,
+);
