@@ -6,6 +6,7 @@
  *                        [--interval 5] [--min-rate 50] [--status-seconds 8] [--slots 2]
  *                        [--startup-runs 5] [--creates 300] [--fill-clients 10]
  *                        [--emulator-nice 10] [--binary PATH] [--build] [--keep] [--out PATH]
+ *                        [--operator-scale 1] [--skip-operator]
  *
  * dist/htcondor-sidecar is built first when it is missing or older than src/ (--build: always).
  * --quick (levels 1,100, 3 s of status per row, 2 start-up runs, 20 creates per /create row) only
@@ -31,6 +32,8 @@
  *     row are deleted before the next), after 5 unreported warm-up creates per runtime. Every
  *     create is matched to its own condor_submit by the pod folder the tool ran in (a timing
  *     launcher, kit.ts timedSubmitBin): overhead = create latency − that condor_submit's wall time.
+ *  5. the HTCJob operator's rows (scripts/lib/operator-bench.ts) on a kube-apiserver of their own:
+ *     `--operator-scale` multiplies their sizes (--quick: 0.05); `--skip-operator` leaves them out.
  *
  * minicondor's tools, and the schedd and jobs they start, run at `--emulator-nice` (default 10, 0:
  * not niced): on a site the jobs run on worker nodes, while here every tool call, job and
@@ -43,6 +46,7 @@
  * `--out` names one, so that its numbers never replace a real run's; `--out -` writes none.
  */
 import { type BatchRow, batchRows } from "./lib/batch-bench.ts";
+import { operatorRows } from "./lib/operator-bench.ts";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, release, tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
@@ -105,6 +109,8 @@ function parseFlags() {
         build: { type: "boolean", default: false },
         keep: { type: "boolean", default: false },
         out: { type: "string" },
+        "operator-scale": { type: "string" },
+        "skip-operator": { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
       },
       strict: true,
@@ -483,6 +489,8 @@ interface Report {
   memory: { flavour: Flavour; idleKiB?: number; maxPods: number; withMaxPodsKiB?: number }[];
   /** Many pods per condor process (issue 14): scripts/lib/batch-bench.ts, plus rows read off the tables above. */
   batch: BatchRow[];
+  /** The HTCJob operator (issue 21): scripts/lib/operator-bench.ts. */
+  operator: BatchRow[];
   durationSeconds?: number;
   notes: string[];
 }
@@ -638,6 +646,11 @@ function render(rep: Report): string {
     );
     out.push(table(["row", "value", "target", "met"], rep.batch.map((b) => [b.row, b.value, b.target, b.met === undefined ? "–" : b.met ? "yes" : "NO"])));
   }
+  if (rep.operator.length > 0) {
+    out.push("");
+    out.push("The HTCJob operator (issue 21): a kube-apiserver of its own, minicondor with 2 slots, every proc `sleep 86400`");
+    out.push(table(["row", "value", "target", "met"], rep.operator.map((b) => [b.row, b.value, b.target, b.met === undefined ? "–" : b.met ? "yes" : "NO"])));
+  }
   for (const c of rep.create) if (c.errors) out.push(`create errors (${c.flavour}, ${c.kind}, ${c.concurrency} clients): ${c.errorSamples.join(" | ")}`);
   for (const n of rep.notes) out.push(`note: ${n}`);
   if (rep.durationSeconds !== undefined) out.push(`bench took ${rep.durationSeconds.toFixed(0)} s`);
@@ -696,6 +709,7 @@ async function run(): Promise<Report> {
     status: [],
     memory: [],
     batch: [],
+    operator: [],
     notes: [],
   };
 
@@ -809,6 +823,10 @@ async function run(): Promise<Report> {
       target: "within a few ms",
       met: lone.overheadP50 < 10,
     });
+  }
+  if (flags["skip-operator"] !== true) {
+    const scale = num("operator-scale", flags["operator-scale"], quick ? 0.05 : 1);
+    rep.operator = await operatorRows({ root, argv: [opts.binary], scale, steadySeconds: quick ? 10 : 60, emulatorNice: opts.emulatorNice, say });
   }
   rep.durationSeconds = (performance.now() - t0) / 1000;
   if (opts.deno) {
