@@ -8,6 +8,7 @@
  *                        [--emulator-nice 10] [--binary PATH] [--build] [--keep] [--out PATH]
  *                        [--followed 10000] [--big-followed 0] [--follow-seconds 300]
  *                        [--reconcile-minutes 5] [--only-eventlog]
+ *                        [--operator-scale 1] [--skip-operator]
  *
  * dist/htcondor-sidecar is built first when it is missing or older than src/ (--build: always).
  * --quick (levels 1,100, 3 s of status per row, 2 start-up runs, 20 creates per /create row) only
@@ -33,6 +34,8 @@
  *     row are deleted before the next), after 5 unreported warm-up creates per runtime. Every
  *     create is matched to its own condor_submit by the pod folder the tool ran in (a timing
  *     launcher, kit.ts timedSubmitBin): overhead = create latency − that condor_submit's wall time.
+ *  5. the HTCJob operator's rows (scripts/lib/operator-bench.ts) on a kube-apiserver of their own:
+ *     `--operator-scale` multiplies their sizes (--quick: 0.05); `--skip-operator` leaves them out.
  *
  * minicondor's tools, and the schedd and jobs they start, run at `--emulator-nice` (default 10, 0:
  * not niced): on a site the jobs run on worker nodes, while here every tool call, job and
@@ -46,6 +49,7 @@
  */
 import { type BatchRow, batchRows } from "./lib/batch-bench.ts";
 import { eventLogRows } from "./lib/eventlog-bench.ts";
+import { operatorRows } from "./lib/operator-bench.ts";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, release, tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
@@ -113,6 +117,8 @@ function parseFlags() {
         "follow-seconds": { type: "string" },
         "reconcile-minutes": { type: "string" },
         "only-eventlog": { type: "boolean", default: false },
+        "operator-scale": { type: "string" },
+        "skip-operator": { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
       },
       strict: true,
@@ -497,6 +503,8 @@ interface Report {
   memory: { flavour: Flavour; idleKiB?: number; maxPods: number; withMaxPodsKiB?: number }[];
   /** Many pods per condor process (issue 14): scripts/lib/batch-bench.ts, plus rows read off the tables above. */
   batch: BatchRow[];
+  /** The HTCJob operator (issue 21): scripts/lib/operator-bench.ts. */
+  operator: BatchRow[];
   durationSeconds?: number;
   notes: string[];
 }
@@ -652,6 +660,11 @@ function render(rep: Report): string {
     );
     out.push(table(["row", "value", "target", "met"], rep.batch.map((b) => [b.row, b.value, b.target, b.met === undefined ? "–" : b.met ? "yes" : "NO"])));
   }
+  if (rep.operator.length > 0) {
+    out.push("");
+    out.push("The HTCJob operator (issue 21): a kube-apiserver of its own, minicondor with 2 slots, every proc `sleep 86400`");
+    out.push(table(["row", "value", "target", "met"], rep.operator.map((b) => [b.row, b.value, b.target, b.met === undefined ? "–" : b.met ? "yes" : "NO"])));
+  }
   for (const c of rep.create) if (c.errors) out.push(`create errors (${c.flavour}, ${c.kind}, ${c.concurrency} clients): ${c.errorSamples.join(" | ")}`);
   for (const n of rep.notes) out.push(`note: ${n}`);
   if (rep.durationSeconds !== undefined) out.push(`bench took ${rep.durationSeconds.toFixed(0)} s`);
@@ -710,6 +723,7 @@ async function run(): Promise<Report> {
     status: [],
     memory: [],
     batch: [],
+    operator: [],
     notes: [],
   };
 
@@ -808,18 +822,7 @@ async function run(): Promise<Report> {
   rep.batch = await batchRows({ root, flavour: "binary", binary: opts.binary, quick, say, emulatorNice: opts.emulatorNice });
   // 6. status from the job event log (issue 22), on a minicondor home and a sidecar of its own.
   rep.batch.push(
-    ...(await eventLogRows({
-      root,
-      flavour: "binary",
-      binary: opts.binary,
-      quick,
-      say,
-      emulatorNice: opts.emulatorNice,
-      pods: opts.followed,
-      bigPods: opts.bigFollowed,
-      windowSeconds: opts.followSeconds,
-      reconcileMinutes: opts.reconcileMinutes,
-    })),
+    ...(await eventLogRows(eventLogOptions())),
   );
   const at1000 = rep.status.find((r) => r.flavour === "binary" && r.level === 1000);
   if (at1000) {
@@ -838,6 +841,10 @@ async function run(): Promise<Report> {
       target: "within a few ms",
       met: lone.overheadP50 < 10,
     });
+  }
+  if (flags["skip-operator"] !== true) {
+    const scale = num("operator-scale", flags["operator-scale"], quick ? 0.05 : 1);
+    rep.operator = await operatorRows({ root, argv: [opts.binary], scale, steadySeconds: quick ? 10 : 60, emulatorNice: opts.emulatorNice, say });
   }
   rep.durationSeconds = (performance.now() - t0) / 1000;
   if (opts.deno) {
@@ -871,10 +878,9 @@ function resultsMarkdown(rep: Report, text: string): string {
   ].join("\n");
 }
 
-/** The event log rows alone (--only-eventlog): printed, never written to the results file. */
-async function runEventLogOnly(): Promise<void> {
-  ensureBinary();
-  const rows = await eventLogRows({
+/** What the event log rows take, in a full run and alone. */
+function eventLogOptions(): Parameters<typeof eventLogRows>[0] {
+  return {
     root,
     flavour: "binary",
     binary: opts.binary,
@@ -885,7 +891,13 @@ async function runEventLogOnly(): Promise<void> {
     bigPods: opts.bigFollowed,
     windowSeconds: opts.followSeconds,
     reconcileMinutes: opts.reconcileMinutes,
-  });
+  };
+}
+
+/** The event log rows alone (--only-eventlog): printed, never written to the results file. */
+async function runEventLogOnly(): Promise<void> {
+  ensureBinary();
+  const rows = await eventLogRows(eventLogOptions());
   process.stdout.write(
     `${table(["row", "value", "target", "met"], rows.map((b) => [b.row, b.value, b.target, b.met === undefined ? "–" : b.met ? "yes" : "NO"]))}\n`,
   );

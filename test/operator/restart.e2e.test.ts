@@ -55,6 +55,11 @@ describeKube("HTCJob operator restarts", () => {
   }
 
   // docs/operator.md#watching: the watch comes back after an API-server restart; nothing is submitted twice.
+  // The API server takes longer to start again than the Lease's renew deadline (10 s), so the
+  // operator usually stops leading, takes the Lease again and lists afresh: this test guards that
+  // whole way back (checked to fail when a lost Lease is not sought again). The informer's own
+  // resume, without a new list, is guarded by client.test.ts ("the watch comes back after the API
+  // server restarts"), which fails when a broken watch is not resumed.
   test("an API server restarted while procs run: the watch comes back and nothing is submitted twice", async () => {
     const op = await startOperator(site, kube.kubeconfig("files"));
     try {
