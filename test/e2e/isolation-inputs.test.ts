@@ -304,8 +304,12 @@ test("class 7: a body that is not JSON, with U+2028 where the parser stops: the 
 describe("after all of them", () => {
   test("nothing was submitted and nothing is left in the data folder but the state store", () => {
     expect(jobsKnown()).toBe("");
-    expect(readdirSync(sc.dataRoot).filter((e) => !/^state\.db(-wal|-shm|-journal)?$/.test(e) && e !== "pods")).toEqual([]);
-    const pods = join(sc.dataRoot, "pods");
-    expect(existsSync(pods) ? readdirSync(pods) : []).toEqual([]);
+    // The folders the sidecar makes at start (pods/, and events/ for the shared job event log,
+    // docs/status.md#following-the-event-log) stay empty.
+    expect(readdirSync(sc.dataRoot).filter((e) => !/^state\.db(-wal|-shm|-journal)?$/.test(e) && e !== "pods" && e !== "events")).toEqual([]);
+    for (const folder of ["pods", "events"]) {
+      const at = join(sc.dataRoot, folder);
+      expect([folder, existsSync(at) ? readdirSync(at) : []]).toEqual([folder, []]);
+    }
   });
 });
