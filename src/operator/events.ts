@@ -14,7 +14,7 @@
  * StatusCacheSeconds, as before. An offset is saved only after the pass that acted on its events.
  */
 import { join } from "node:path";
-import { boundaryIntact, capEvents, compareLogFile, EVENT, emptyRateWindow, nextBoundary, readEventLog } from "../condor/eventlog.ts";
+import { boundaryIntact, capEvents, compareLogFile, emptyRateWindow, EVENT, nextBoundary, readEventLog } from "../condor/eventlog.ts";
 import type { Logger } from "../logger.ts";
 import { readEventLogBytes, removeEventLogFile, statEventLog } from "../store/eventlog-file.ts";
 import { ensureDir } from "../store/files.ts";

@@ -49,9 +49,7 @@ export async function sightProcs(
   exact?: ReadonlySet<number>,
 ): Promise<Map<string, ProcSighting>> {
   const out = new Map<string, ProcSighting>();
-  const terms = [...wanted].flatMap(([c, procs]) =>
-    exact?.has(c) ? procs.map((p) => `ClusterId == ${c} && ProcId == ${p}`) : [`ClusterId == ${c}`]
-  );
+  const terms = [...wanted].flatMap(([c, procs]) => exact?.has(c) ? procs.map((p) => `ClusterId == ${c} && ProcId == ${p}`) : [`ClusterId == ${c}`]);
   const inQueue = new Map<string, ProcAd>();
   for (let i = 0; i < terms.length; i += CLUSTERS_PER_QUERY) {
     const constraint = terms.slice(i, i + CLUSTERS_PER_QUERY).join(" || ");

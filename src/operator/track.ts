@@ -97,8 +97,7 @@ export function createTracker(d: TrackerDeps, views: Map<string, ProcState[]>) {
             if (now - since < (d.holdGraceMs ?? 0)) {
               s = { state: "held", reason: s.reason };
               later(id, since + (d.holdGraceMs ?? 0));
-            }
-            else heldForGood.push(p);
+            } else heldForGood.push(p);
           } else terminalHeldSince.delete(id);
           if (seen.ad.jobStatus === 4 && r.spooled && !r.fetched[p]) fetch.push(p);
           if (seen.ad.jobStatus === 4 && isFinal(s)) exited.push(p);
