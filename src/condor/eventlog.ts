@@ -81,6 +81,12 @@ export interface ReadResult {
   malformed: number;
   /** Bytes after `offset` that do not end in a `...` line yet: an event still being written. */
   pendingBytes: number;
+  /**
+   * The jobs named by header-shaped lines of malformed events (a forged header with no `...`
+   * that swallowed the next event): the caller asks about them, as the swallowed event may have
+   * been real.
+   */
+  named: JobId[];
 }
 
 const LF = 0x0a;
@@ -112,14 +118,21 @@ export function detectFormat(bytes: Uint8Array): LogFormat {
 
 /**
  * Past the start of the file only `<` and `{` mean another format (a site switched
- * DEFAULT_USERLOG_FORMAT_OPTIONS for new writers); anything else is a classic event to be read or
- * skipped as malformed, so that a job writing junk cannot stop the reader.
+ * DEFAULT_USERLOG_FORMAT_OPTIONS for new writers); anything else, blanks included, is a classic
+ * event to be read or skipped as malformed, so that a job writing junk or whitespace cannot stop
+ * the reader. "empty" is for no bytes at all.
  */
 function atBoundary(bytes: Uint8Array, offset: number): LogFormat {
+  if (bytes.length === 0) return "empty";
   const f = detectFormat(bytes.subarray(0, 64));
-  if (offset === 0 || f === "xml" || f === "json" || f === "empty") return f;
-  return bytes.length ? "classic" : "empty";
+  if (f === "xml" || f === "json") return f;
+  if (offset === 0 && f === "unknown") return f;
+  return "classic";
 }
+
+// A line that starts like an event header (`005 (1.0.0) `). Real body lines start with a tab or
+// spaces (condor_event.cpp formatBody), so one at column 0 inside an event was written by a job.
+const HEADER_SHAPE = /^(\d{3}) \((\d{1,10})\.(\d{1,10})\.\d{1,10}\)/;
 
 /**
  * Reads the complete events in `bytes`, which are the file's bytes from `offset` on. Lines are
@@ -129,7 +142,7 @@ function atBoundary(bytes: Uint8Array, offset: number): LogFormat {
  */
 export function readEventLog(bytes: Uint8Array, offset: number, opts: ReadOptions): ReadResult {
   const format = atBoundary(bytes, offset);
-  const result: ReadResult = { format, events: [], offset, unknown: 0, malformed: 0, pendingBytes: bytes.length };
+  const result: ReadResult = { format, events: [], offset, unknown: 0, malformed: 0, pendingBytes: bytes.length, named: [] };
   if (format !== "classic") return result;
   let start = 0; // first byte of the current event
   let lineStart = 0;
@@ -138,7 +151,9 @@ export function readEventLog(bytes: Uint8Array, offset: number, opts: ReadOption
     if (nl < 0) break; // a line still being written
     if (isSync(bytes, lineStart, nl)) {
       const block = decoder.decode(bytes.subarray(start, lineStart));
-      const parsed = parseEvent(block, offset + start, opts);
+      const hidden = headersInside(block);
+      const parsed = hidden.length > 0 ? "malformed" : parseEvent(block, offset + start, opts);
+      if (hidden.length > 0) result.named.push(...hidden);
       if (parsed === "unknown") result.unknown++;
       else if (parsed === "malformed") result.malformed++;
       else result.events.push(parsed);
@@ -160,19 +175,36 @@ export function readEventLog(bytes: Uint8Array, offset: number, opts: ReadOption
 }
 
 /**
- * The offset just past the first `...` line in `bytes` (which start at `offset`), or null. For a
- * caller whose bounded read found no complete event: it skips the oversized block to the next
- * boundary, keeping the offset on one.
+ * Where a scan for the end of an oversized event stands: `resume` is the next byte to read, and
+ * whether it starts a line (only a line's start can begin a `...` line).
  */
-export function nextBoundary(bytes: Uint8Array, offset: number): number | null {
+export interface BoundaryScan {
+  /** The offset just past the first `...` line found, or undefined. */
+  boundary?: number;
+  resume: number;
+  atLineStart: boolean;
+}
+
+/**
+ * Scans `bytes` (the file's bytes from `offset`, which starts a line when `atLineStart`) for the
+ * first `...` line. For a caller whose bounded read found no complete event: it reads on chunk by
+ * chunk from `resume` until a boundary ends the oversized event, keeping its offset on one. A
+ * short partial line at the end is read again with the next chunk, as it may be a `...` line
+ * being written.
+ */
+export function scanForBoundary(bytes: Uint8Array, offset: number, atLineStart: boolean): BoundaryScan {
   let lineStart = 0;
-  while (lineStart < bytes.length) {
+  let candidate = atLineStart;
+  for (;;) {
     const nl = bytes.indexOf(LF, lineStart);
-    if (nl < 0) return null;
-    if (isSync(bytes, lineStart, nl)) return offset + nl + 1;
+    if (nl < 0) {
+      if (candidate && bytes.length - lineStart <= 4) return { resume: offset + lineStart, atLineStart: true };
+      return { resume: offset + bytes.length, atLineStart: lineStart === bytes.length && candidate };
+    }
+    if (candidate && isSync(bytes, lineStart, nl)) return { boundary: offset + nl + 1, resume: offset + nl + 1, atLineStart: true };
     lineStart = nl + 1;
+    candidate = true;
   }
-  return null;
 }
 
 /**
@@ -207,6 +239,19 @@ const MAX_ID = 2 ** 31 - 1;
 // (condor_event.cpp ULogEvent::formatHeader; readHeader for what is accepted back).
 const HEADER =
   /^(\d{3}) \((\d{1,10})\.(\d{1,10})\.(\d{1,10})\) (?:(\d{2})\/(\d{2}) |(\d{4})-(\d{2})-(\d{2})[ T])(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?(Z)? (.*)$/s;
+
+/** The job ids of header-shaped lines after the first line of `block` (and of the first, when there are any). */
+function headersInside(block: string): JobId[] {
+  const lines = block.split("\n");
+  const out: JobId[] = [];
+  for (let i = 1; i < lines.length; i++) {
+    const m = HEADER_SHAPE.exec(lines[i]!);
+    if (m) out.push({ cluster: Number(m[2]), proc: Number(m[3]) });
+  }
+  const m0 = out.length > 0 ? HEADER_SHAPE.exec(lines[0]!) : null;
+  if (m0) out.unshift({ cluster: Number(m0[2]), proc: Number(m0[3]) });
+  return out.filter((j) => j.cluster <= MAX_ID && j.proc <= MAX_ID);
+}
 
 function parseEvent(block: string, offset: number, opts: ReadOptions): JobEvent | "unknown" | "malformed" {
   const lines = block.split("\n");
@@ -308,26 +353,39 @@ export interface RateWindow {
 
 export const emptyRateWindow = (): RateWindow => ({ minute: -1, counts: new Map() });
 
+/** Jobs counted in one minute at most: the window's size does not grow with what a job writes. */
+const WINDOW_MAX_JOBS = 100_000;
+
 /**
  * Keeps the events within the cap; `limited` names the jobs some of whose events were dropped
- * (the caller still asks the queue about them: the drop loses detail, never the change).
+ * (the caller still asks the queue about them: the drop loses detail, never the change). Events
+ * for jobs `follows` does not know are dropped before counting: forged ids cost neither memory
+ * nor a query. The window is updated in place.
  */
 export function capEvents(
   events: readonly JobEvent[],
   window: RateWindow,
   nowMs: number,
-  cap = EVENTS_PER_JOB_PER_MINUTE,
-): { kept: JobEvent[]; limited: JobId[]; window: RateWindow } {
+  opts: { follows?: (id: string) => boolean; cap?: number } = {},
+): { kept: JobEvent[]; limited: JobId[] } {
+  const cap = opts.cap ?? EVENTS_PER_JOB_PER_MINUTE;
   const minute = Math.floor(nowMs / 60_000);
-  const counts = window.minute === minute ? new Map(window.counts) : new Map<string, number>();
+  if (window.minute !== minute) {
+    window.minute = minute;
+    window.counts.clear();
+  }
+  const counts = window.counts;
   const kept: JobEvent[] = [];
   const limited = new Map<string, JobId>();
   for (const e of events) {
     const key = `${e.cluster}.${e.proc}`;
+    if (opts.follows && !opts.follows(key)) continue;
     const n = (counts.get(key) ?? 0) + 1;
+    // Followed jobs only, so the bound is never reached in practice; past it a job counts from 1 again.
+    if (n === 1 && counts.size >= WINDOW_MAX_JOBS) counts.clear();
     counts.set(key, n);
     if (n <= cap) kept.push(e);
     else limited.set(key, { cluster: e.cluster, proc: e.proc });
   }
-  return { kept, limited: [...limited.values()], window: { minute, counts } };
+  return { kept, limited: [...limited.values()] };
 }

@@ -79,7 +79,7 @@ export function createCreateService(c: Ctx, submit: Submitter): { create(req: Cr
       throw err;
     }
     c.store.recordJob(uid, id.cluster, id.proc, c.now());
-    c.queue.wake();
+    c.queue.wake({ eventLog: eventLog?.name });
     c.follower?.recorded(jobIdString(id));
     for (const w of plan.warnings) c.log.warn("create", { uid, warning: w });
     return { PodUID: uid, PodJID: jobIdString(id) };

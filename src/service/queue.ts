@@ -34,6 +34,7 @@ const BASE_ATTRS = [
   "RemoveReason",
   "NumJobStarts",
   "EnteredCurrentStatus",
+  "TerminationPending",
 ] as const;
 
 /**
@@ -82,8 +83,14 @@ export interface QueueView {
   failing(): boolean;
   /** The latest view, after waiting for the first refresh if none has run since start. */
   ready(): Promise<Snapshot | undefined>;
-  /** Starts the refresher if it sleeps (a job was recorded or adopted). */
-  wake(): void;
+  /**
+   * Starts the refresher if it sleeps (a job was recorded or adopted). With the job's event log
+   * (undefined: its own job.log), the refresher polls sooner only when that job is polled; a
+   * create never makes it read every followed job.
+   */
+  wake(job?: { eventLog: string | undefined }): void;
+  /** Whether the job is one this sidecar follows (events for any other id are dropped unread). */
+  follows(id: string): boolean;
   /** Runs a refresh that starts now (after one that is running) and waits for it (logs and tests; never status). */
   refreshNow(): Promise<void>;
   /** A full refresh as soon as possible (a gap in the event log), after which the loop goes on at its period. */
@@ -99,6 +106,8 @@ export interface QueueView {
   takeDue(nowMs: number): string[];
   /** Set by the follower: whether a job writing to this event log must be polled (undefined: its own job.log). */
   polled: (eventLog: string | undefined) => boolean;
+  /** Called by the follower when a log became polled (another format, replaced or gone): its jobs are polled from now on. */
+  pollingChanged(): void;
   /** The ping's own condor_q while nothing is followed (the refresher's otherwise). */
   probe(): Promise<void>;
   /** Whether the refresher runs (something is followed). */
@@ -288,8 +297,10 @@ export function createQueueView(d: QueueDeps): QueueView {
     if (schedd.failures === 0) schedd.since = now;
     schedd.failures++;
   }
+  /** Whether the last targeted condor_q failed: a probe that answers does not make the view fresh again. */
+  let targetedFailed = false;
   function answered(): void {
-    failing = false;
+    if (!targetedFailed) failing = false;
     lastHeard = d.now();
     lastAnswerAt = lastHeard;
     lastCounted = -Infinity;
@@ -298,13 +309,22 @@ export function createQueueView(d: QueueDeps): QueueView {
 
   const followedJobs = followedJobsReader(d.store);
 
-  /** How many followed jobs have no readable shared event log: while any has, the full refresh runs every StatusCacheSeconds. */
-  function polledCount(f: Followed): number {
-    let n = 0;
-    for (const [log, count] of f.byLog) if (view.polled(log)) n += count;
-    return n;
+  /**
+   * The followed jobs without a readable shared event log: they are asked about every
+   * StatusCacheSeconds, by id (the full condor_q stays at ReconcileMinutes). Counted from the
+   * followed jobs once per period, and counted up by a create that adds one.
+   */
+  function polledIds(f: Followed): string[] {
+    let polledLogs = 0;
+    for (const [log, count] of f.byLog) if (view.polled(log)) polledLogs += count;
+    if (polledLogs === 0) return [];
+    const out: string[] = [];
+    for (const [id, j] of f.jobs) if (view.polled(j.eventLog)) out.push(id);
+    return out;
   }
-  const currentPeriod = () => (polledCount(followedJobs()) > 0 ? periodMs : reconcileMs);
+  let polledCount = 0;
+  /** When the next full condor_q is due: at start, after a gap (`kick`), then every ReconcileMinutes. */
+  let nextFullAt = -Infinity;
 
   async function refreshTargeted(ids: readonly string[]): Promise<boolean> {
     const f = followedJobs();
@@ -321,10 +341,12 @@ export function createQueueView(d: QueueDeps): QueueView {
       try {
         ads = await d.condor.query({ constraint: idsConstraint(part), attributes: attributes() });
       } catch (err) {
+        targetedFailed = true;
         failed(err, at);
         d.log.warn("condor_q of the jobs the event log named failed; status leaves the followed pods out until it answers", { error: schedd.error });
         return false;
       }
+      targetedFailed = false;
       answered();
       // Matched by the id the sidecar recorded, never by an attribute the job could rewrite.
       const found = new Map<string, JobAd>();
@@ -348,7 +370,9 @@ export function createQueueView(d: QueueDeps): QueueView {
       try {
         await view.afterRefresh?.({ at, ads: snap.ads, checked: snap.checked }, live);
       } catch (err) {
+        // False, so that the follower keeps its offset and asks about these jobs again.
         d.log.warn("acting on the queue's view failed; the next refresh tries again", { error: err instanceof Error ? err.message : String(err) });
+        return false;
       }
     }
     return true;
@@ -371,6 +395,7 @@ export function createQueueView(d: QueueDeps): QueueView {
       d.log.warn("condor_q failed; status leaves the followed pods out, so interLink keeps their last state", { error: schedd.error });
       return;
     }
+    targetedFailed = false;
     answered();
     const next = await followedAds(answer, f.ids, last);
     if (last) spare = new Uint8Array(last.answer.bytes.buffer);
@@ -400,13 +425,24 @@ export function createQueueView(d: QueueDeps): QueueView {
     looping = true;
     nextAt = Infinity;
     const started = d.now();
-    void runCycle().then(() => {
+    const polled = polledIds(followedJobs());
+    // Many polled jobs cost the schedd less as one query by cluster than as a list of ids.
+    const full = started >= nextFullAt || polled.length > TARGETED_BATCH_MAX;
+    if (full) nextFullAt = started + reconcileMs;
+    const run = full ? runCycle() : serial(() => refreshTargeted(polled)).then(() => {});
+    void run.then(() => {
       if (stopped || followedJobs().jobs.size === 0) {
         looping = false;
         return;
       }
-      schedule(started + currentPeriod());
+      polledCount = polledIds(followedJobs()).length;
+      schedule(polledCount > 0 ? Math.min(started + periodMs, nextFullAt) : nextFullAt);
     });
+  }
+  /** A job that must be polled joined jobs that were only reconciled: the next poll comes within a period. */
+  function pollSooner(): void {
+    if (!looping) return loop();
+    if (nextAt !== Infinity && nextAt - d.now() > periodMs) schedule(d.now() + periodMs);
   }
   function schedule(at: number): void {
     cancelTimer?.();
@@ -421,14 +457,21 @@ export function createQueueView(d: QueueDeps): QueueView {
       if (!current && !failing) await (first ??= runCycle());
       return current;
     },
-    wake() {
+    wake(job) {
       if (stopped) return;
-      if (!looping) loop();
-      // A job without a readable event log joined jobs that were only reconciled: poll again.
-      else if (nextAt !== Infinity && nextAt - d.now() > currentPeriod()) schedule(d.now() + currentPeriod());
+      if (!looping) return loop();
+      if (job && !view.polled(job.eventLog)) return;
+      polledCount++;
+      pollSooner();
+    },
+    follows: (id) => followedJobs().jobs.has(id),
+    pollingChanged() {
+      if (stopped) return;
+      pollSooner();
     },
     kick() {
       if (stopped) return;
+      nextFullAt = -Infinity;
       if (!looping) return loop();
       if (nextAt !== Infinity) schedule(d.now());
       // A refresh runs: the loop schedules the next one when it ends, and that one comes now.

@@ -205,8 +205,13 @@ export interface Store {
    */
   saveEventLog(name: string, state: { offset: number; inode: number; size: number }): void;
   removeEventLog(name: string): void;
-  /** How many jobs that may still be queued (creating, submitted, removing) write to each event log. */
-  eventLogUsers(): Map<string, number>;
+  /**
+   * How many jobs that may still be queued write to each event log: creating, submitted or being
+   * removed, and finished or deleted since `since`. A job finished or deleted through condor_rm
+   * stays in the queue while its shadow exits, and the schedd then appends its 009 to the log by
+   * path, creating the file again if it was deleted (docs/status.md#following-the-event-log).
+   */
+  eventLogUsers(since: number): Map<string, number>;
   close(): void;
 }
 
@@ -386,9 +391,12 @@ function openStoreUnguarded(db: Sqlite): Store {
     removeEventLog(name) {
       db.run("DELETE FROM event_logs WHERE name = ?", [name]);
     },
-    eventLogUsers() {
+    eventLogUsers(since) {
       const rows = db.all<{ event_log: string; n: number }>(
-        "SELECT event_log, COUNT(*) AS n FROM pods WHERE event_log IS NOT NULL AND phase IN ('creating', 'submitted', 'removing') GROUP BY event_log",
+        `SELECT event_log, COUNT(*) AS n FROM pods WHERE event_log IS NOT NULL
+           AND (phase IN ('creating', 'submitted', 'removing') OR (phase IN ('finished', 'deleted') AND updated_at >= ?))
+         GROUP BY event_log`,
+        [since],
       );
       return new Map(rows.map((r) => [r.event_log, r.n]));
     },

@@ -257,8 +257,10 @@ test("a log in a format the sidecar does not read (XML) falls back to polling th
   );
   expect(main(st).terminated.exitCode).toBe(3);
   expect(sc.log()).toContain("format the sidecar does not read (xml)");
-  // Polled: full condor_q every StatusCacheSeconds, not every ReconcileMinutes.
-  expect(queries(sc).full).toBeGreaterThan(2);
+  // Polled by id every StatusCacheSeconds (docs/status.md#what-drives-status); the full condor_q
+  // runs at start and for gaps only, not every period.
+  expect(queries(sc).targeted).toBeGreaterThan(2);
+  expect(queries(sc).full).toBeLessThanOrEqual(3);
 }, 90_000);
 
 test("a spooled job keeps its own job.log and is polled as before", async () => {
@@ -267,5 +269,27 @@ test("a spooled job keeps its own job.log and is polled as before", async () => 
   await create(sc, req);
   expect(eventLogs(sc)).toEqual([]);
   await eventually(async () => (main(await statusOf(sc, req))?.terminated ? true : undefined), 60_000, "the spooled job's end");
-  expect(queries(sc).full).toBeGreaterThan(2);
+  // Polled by id every StatusCacheSeconds; the full condor_q stays at start (ReconcileMinutes is 60).
+  expect(queries(sc).targeted).toBeGreaterThan(2);
+  expect(queries(sc).full).toBeLessThanOrEqual(2);
 }, 120_000);
+
+test(
+  "a job's end logged before the schedd marks it done (the shadow writes 005, then the reaper sets JobStatus): reported without waiting for the reconciler",
+  async () => {
+    // docs/htcondor.md#who-writes-an-event-and-when: minicondor's reaper waits 3 s after the 005 here.
+    const sc = await start({ env: { MINICONDOR_REAPER_DELAY_MS: "3000" } });
+    const req = pod("reaped-late", "sleep 1; exit 4");
+    await create(sc, req);
+    const st = await eventually(
+      async () => {
+        const s = await statusOf(sc, req);
+        return main(s)?.terminated ? s : undefined;
+      },
+      30_000,
+      "the job's end",
+    );
+    expect(main(st).terminated.exitCode).toBe(4);
+  },
+  60_000,
+);

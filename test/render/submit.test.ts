@@ -243,6 +243,13 @@ describe("renderSubmit never lets a value inject", () => {
     ["reserved", "+TransferOutput"],
     ["reserved", "+Iwd"],
     ["reserved", "+WantIOProxy"],
+    // The shared event log's format and a second log (docs/status.md#following-the-event-log): one
+    // pod must not switch the log every job shares to XML, nor name another file for its events.
+    ["reserved", "log_xml"],
+    ["reserved", "+UserLogUseXML"],
+    ["reserved", "dagman_log"],
+    ["reserved", "MY.DAGManNodesLog"],
+    ["reserved", "+UserLog"],
     // The macros that carry a batch's per-job values.
     ["reserved", "InterLinkV0_0"],
     ["reserved", "interlinkv3_$(Step)"],

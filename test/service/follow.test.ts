@@ -2,7 +2,20 @@
 // docs/status.md#what-drives-status): a Condor test double, a clock the test moves, and the
 // shared log written by the test as the schedd, the shadow or a hostile job would write it.
 import { afterAll, describe, expect, test } from "bun:test";
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, truncateSync } from "node:fs";
+import {
+  appendFileSync,
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseConfig, planConfig } from "../../src/config.ts";
@@ -243,4 +256,207 @@ test("a log none of whose jobs is queued is deleted, never the current one", asy
   await s.follower.tick();
   expect(existsSync(first)).toBe(false);
   expect(s.store.eventLogs().length).toBe(1);
+});
+
+describe("review of issue 22: what the log cannot be trusted to say", () => {
+  const term = (jid: string, code: number) => ev(5, jid, "Job terminated.", `\t(1) Normal termination (return value ${code})\n`);
+
+  test("a 005 read before the schedd marked the job done is asked about again until the queue agrees (docs/htcondor.md#who-writes-an-event-and-when)", async () => {
+    const s = await setup();
+    const { pod, jid } = await s.create("ending");
+    Object.assign(s.condor.queued.get(jid)!, { JobStatus: 2, [stateAttrName(0, false)]: RUNNING.slice(1, -1) });
+    await s.c.queue.refreshNow();
+    await s.follower.tick();
+    // The shadow logged its 005; the schedd's reaper has not set JobStatus yet.
+    appendFileSync(s.logPath(), term(jid, 3));
+    await s.follower.tick();
+    expect((await s.status(pod)).containers[0].state.running).toBeDefined();
+    s.condor.end(jid, { JobStatus: 4, ExitCode: 3, ExitBySignal: false });
+    s.advance(500);
+    await s.follower.tick();
+    expect((await s.status(pod)).containers[0].state.terminated.exitCode).toBe(3);
+  });
+
+  test("the recheck after an event that ends a run is bounded: four, with a growing delay", async () => {
+    const s = await setup();
+    const { jid } = await s.create("stuck");
+    Object.assign(s.condor.queued.get(jid)!, { JobStatus: 2 });
+    await s.c.queue.refreshNow();
+    await s.follower.tick();
+    const before = s.targeted().length;
+    appendFileSync(s.logPath(), ev(4, jid, "Job was evicted."));
+    await s.follower.tick();
+    for (const ms of [400, 100, 1000, 2000, 4000, 8000, 16000]) {
+      s.advance(ms);
+      await s.follower.tick();
+    }
+    expect(s.targeted().length - before).toBe(1 + 4);
+  });
+
+  test("a forged header with no `...` that swallows a real event: a gap, and both ids are asked about", async () => {
+    const s = await setup();
+    const { jid } = await s.create("swallowed");
+    await s.c.queue.refreshNow();
+    await s.follower.tick();
+    const [before, full] = [s.targeted().length, s.full().length];
+    appendFileSync(s.logPath(), `012 (4242.000.000) 2026-11-23 12:00:00 Job was held.\n` + term(jid, 0));
+    await s.follower.tick();
+    expect(s.targeted().slice(before)).toEqual([`(ClusterId == ${jid.split(".")[0]} && (ProcId == 0))`]);
+    for (let i = 0; i < 50 && s.full().length === full; i++) await Bun.sleep(5);
+    expect(s.full().length).toBe(full + 1);
+  });
+
+  test("a replaced log: its jobs are polled (shadows keep writing the old file), and new jobs get a new log", async () => {
+    const s = await setup();
+    const { jid } = await s.create("replaced");
+    await s.c.queue.refreshNow();
+    appendFileSync(s.logPath(), ev(1, jid, "Job executing on host: <x>"));
+    await s.follower.tick();
+    const name = s.store.eventLogs()[0]!.name;
+    const path = s.logPath();
+    // Another file moved over it (a new inode; a deleted inode may be reused at once).
+    writeFileSync(path + ".new", ev(0, "1.0", "Job submitted from host: <x>") + ev(0, "2.0", "Job submitted from host: <x>"));
+    renameSync(path + ".new", path);
+    await s.follower.tick();
+    expect(s.c.queue.polled(name)).toBe(true);
+    s.advance(1);
+    await s.create("after");
+    expect(s.store.eventLogs().map((l) => l.name).filter((n) => n !== name).length).toBe(1);
+    expect(s.store.get(s.store.list(["submitted"]).find((r) => r.name === "after")!.uid)!.eventLog).not.toBe(name);
+  });
+
+  test("a deleted log: its jobs are polled, not forgotten", async () => {
+    const s = await setup();
+    const { jid } = await s.create("gone");
+    await s.c.queue.refreshNow();
+    appendFileSync(s.logPath(), ev(1, jid, "Job executing on host: <x>"));
+    await s.follower.tick();
+    const name = s.store.eventLogs()[0]!.name;
+    rmSync(s.logPath());
+    await s.follower.tick();
+    expect(s.c.queue.polled(name)).toBe(true);
+  });
+
+  test("an event longer than the read limit is skipped to its end; the log is still followed", async () => {
+    const s = await setup();
+    const { jid } = await s.create("big");
+    await s.c.queue.refreshNow();
+    await s.follower.tick();
+    const name = s.store.eventLogs()[0]!.name;
+    const before = s.targeted().length;
+    appendFileSync(s.logPath(), ev(8, jid, "x".repeat(9 * 1024 * 1024)));
+    appendFileSync(s.logPath(), ev(12, jid, "Job was held.", "\tx\n\tCode 1 Subcode 0\n"));
+    await s.follower.tick();
+    expect(s.c.queue.polled(name)).toBe(false);
+    expect(s.store.eventLogs()[0]!.offset).toBe(readFileSync(s.logPath()).length);
+    expect(s.targeted().length).toBe(before + 1);
+  });
+
+  test("a log in another format takes no new jobs", async () => {
+    const s = await setup();
+    await s.create("xml2");
+    await s.c.queue.refreshNow();
+    appendFileSync(s.logPath(), `<c>\n    <a n="MyType"><s>JobHeldEvent</s></a>\n</c>\n`);
+    await s.follower.tick();
+    const name = s.store.eventLogs()[0]!.name;
+    s.advance(1);
+    await s.create("next");
+    expect(s.store.eventLogs().length).toBe(2);
+    expect(s.c.queue.polled(s.store.eventLogs()[1]!.name)).toBe(false);
+    expect(s.c.queue.polled(name)).toBe(true);
+  });
+
+  test("a create does not make the refresher read every followed job", async () => {
+    const s = await setup();
+    await s.create("a");
+    await s.c.queue.refreshNow();
+    await s.follower.tick();
+    let reads = 0;
+    const liveJobs = s.store.liveJobs.bind(s.store);
+    s.store.liveJobs = () => (reads++, liveJobs());
+    for (const name of ["b", "c", "d"]) await s.create(name);
+    expect(reads).toBe(0);
+  });
+
+  test("acting on the targeted query failed: the offset is not saved", async () => {
+    const s = await setup();
+    const { jid } = await s.create("act");
+    await s.c.queue.refreshNow();
+    await s.follower.tick();
+    const saved = s.store.eventLogs()[0]!.offset;
+    const after = s.c.queue.afterRefresh!;
+    s.c.queue.afterRefresh = () => Promise.reject(new Error("store busy"));
+    appendFileSync(s.logPath(), ev(1, jid, "Job executing on host: <x>"));
+    await s.follower.tick();
+    expect(s.store.eventLogs()[0]!.offset).toBe(saved);
+    s.c.queue.afterRefresh = after;
+  });
+
+  test("a log whose jobs were removed is kept while their records may still be queued; files no record names are swept when old", async () => {
+    const s = await setup();
+    const { pod } = await s.create("removed");
+    const first = s.logPath();
+    appendFileSync(first, ev(0, "1.0", "Job submitted from host: <x>"));
+    s.advance(24 * 3600_000 + 1);
+    await s.create("new");
+    // condor_rm accepted: the job stays in X while its shadow exits, and the schedd then writes 009 by path.
+    s.store.requestRemoval(pod.metadata.uid, s.c.now());
+    s.store.completeRemoval(pod.metadata.uid, s.c.now());
+    s.advance(61_000);
+    await s.follower.tick();
+    expect(existsSync(first)).toBe(true);
+    s.advance(24 * 3600_000);
+    await s.follower.tick();
+    expect(existsSync(first)).toBe(false);
+    // A file of a lost store: kept while written to recently, swept once old.
+    const stray = join(s.c.dataRoot, "events", "events-20200101T000000Z.log");
+    appendFileSync(stray, ev(0, "1.0", "Job submitted from host: <x>"));
+    const recent = (s.c.now() - 3600_000) / 1000;
+    utimesSync(stray, recent, recent);
+    s.advance(61_000);
+    await s.follower.tick();
+    expect(existsSync(stray)).toBe(true);
+    const old = (s.c.now() - 8 * 24 * 3600_000) / 1000;
+    utimesSync(stray, old, old);
+    s.advance(61_000);
+    await s.follower.tick();
+    expect(existsSync(stray)).toBe(false);
+  });
+
+  test("the events folder is checked at use: a symlink in its place is not read, and its jobs are polled", async () => {
+    const s = await setup();
+    const { jid } = await s.create("link");
+    await s.c.queue.refreshNow();
+    await s.follower.tick();
+    const name = s.store.eventLogs()[0]!.name;
+    const dir = join(s.c.dataRoot, "events");
+    const elsewhere = join(s.c.dataRoot, "elsewhere");
+    renameSync(dir, elsewhere);
+    symlinkSync(elsewhere, dir);
+    const before = s.targeted().length;
+    appendFileSync(join(elsewhere, name), ev(1, jid, "Job executing on host: <x>"));
+    await s.follower.tick();
+    expect(s.targeted().length).toBe(before);
+    expect(s.c.queue.polled(name)).toBe(true);
+    // A new follower refuses the folder.
+    expect(() => createFollower(s.c)).toThrow(/not a folder/);
+    rmSync(dir);
+    renameSync(elsewhere, dir);
+    chmodSync(dir, 0o755);
+    expect(() => createFollower(s.c)).toThrow(/mode 755/);
+    chmodSync(dir, 0o700);
+  });
+
+  test("a probe that answers does not make the view fresh while a failed targeted query was not retried", async () => {
+    const s = await setup();
+    const { pod, jid } = await s.create("probe");
+    await s.c.queue.refreshNow();
+    await s.follower.tick();
+    appendFileSync(s.logPath(), ev(1, jid, "Job executing on host: <x>"));
+    s.condor.failing.add("query");
+    await s.follower.tick();
+    s.condor.failing.delete("query");
+    await s.c.queue.probe();
+    expect(await s.status(pod)).toBeUndefined();
+  });
 });

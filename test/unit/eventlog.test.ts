@@ -13,9 +13,9 @@ import {
   type FileChange,
   type JobEvent,
   type LogFormat,
-  nextBoundary,
   readEventLog,
   type ReadOptions,
+  scanForBoundary,
 } from "../../src/condor/eventlog.ts";
 
 const enc = new TextEncoder();
@@ -220,10 +220,11 @@ describe("readEventLog: hostile input (docs/htcondor.md#what-a-job-can-write-int
     const r = readEventLog(bytes("hello\n...\n" + a), 4096, UTC);
     expect([r.format, r.malformed, r.events.length, r.offset]).toEqual(["classic", 1, 1, 4096 + 10 + bytes(a).length]);
   });
-  test("a header line inside a body does not start an event", () => {
+  test("a header line inside a body does not start an event: the block is malformed and names both jobs", () => {
     const text = "012 (1.0.0) 2026-11-22 07:32:56 Job was held.\n" +
       "005 (9.0.0) 2026-11-22 07:32:56 Job terminated.\n\t(1) Normal termination (return value 0)\n\tCode 1 Subcode 0\n...\n";
-    expect(read(text).events.map((e) => [e.type, e.cluster])).toEqual([[12, 1]]);
+    const r = read(text);
+    expect([r.events.length, r.malformed, r.named.map((j) => j.cluster)]).toEqual([0, 1, [1, 9]]);
   });
   const malformed: [string, string][] = [
     ["two-digit event number", "33 (1.0.0) 2026-11-22 07:32:56 Setting job attribute A to 1"],
@@ -250,11 +251,32 @@ describe("readEventLog: hostile input (docs/htcondor.md#what-a-job-can-write-int
     const r = read(a + "x".repeat(1 << 20));
     expect([r.events.length, r.offset, r.pendingBytes]).toEqual([1, bytes(a).length, 1 << 20]);
   });
-  test("nextBoundary skips an oversized block to the next `...` line", () => {
+  test("scanForBoundary finds the `...` line that ends an oversized block, chunk by chunk", () => {
     const junk = "x".repeat(1000) + "\n";
-    expect(nextBoundary(bytes(junk + "...\n" + a), 100)).toBe(100 + junk.length + 4);
-    expect(nextBoundary(bytes(junk), 100)).toBeNull();
-    expect(nextBoundary(bytes("...."), 0)).toBeNull();
+    expect(scanForBoundary(bytes(junk + "...\n" + a), 100, true).boundary).toBe(100 + junk.length + 4);
+    // No boundary: the scan resumes at the last line's start, or past a long partial line.
+    expect(scanForBoundary(bytes(junk), 100, true)).toEqual({ resume: 100 + junk.length, atLineStart: true });
+    expect(scanForBoundary(bytes("x".repeat(10)), 0, true)).toEqual({ resume: 10, atLineStart: false });
+    // A `...` split across two chunks is seen: a short partial line is read again with the next one.
+    const first = scanForBoundary(bytes(junk + ".."), 0, true);
+    expect(first).toEqual({ resume: junk.length, atLineStart: true });
+    expect(scanForBoundary(bytes("...\n"), first.resume, first.atLineStart).boundary).toBe(junk.length + 4);
+    // The rest of a line that began in the chunk before cannot be a `...` line.
+    expect(scanForBoundary(bytes("...\n...\n"), 50, false).boundary).toBe(58);
+  });
+  test("a forged header without `...` does not hide the next event: malformed, and both ids are named", () => {
+    const text = "012 (1.0.0) 2026-11-22 07:32:56 Job was held.\n" +
+      "005 (77.0.0) 2026-11-22 07:32:56 Job terminated.\n\t(1) Normal termination (return value 0)\n...\n";
+    const r = read(text);
+    expect([r.events.length, r.malformed]).toEqual([0, 1]);
+    expect(r.named).toEqual([{ cluster: 1, proc: 0 }, { cluster: 77, proc: 0 }]);
+  });
+  test("whitespace at a saved offset is part of a classic event, never the end of the log", () => {
+    const r = readEventLog(bytes(" ".repeat(100) + "\n...\n" + a), 4096, UTC);
+    expect([r.format, r.malformed, r.events.length]).toEqual(["classic", 1, 1]);
+    const blank = readEventLog(bytes(" ".repeat(100)), 4096, UTC);
+    expect([blank.format, blank.offset, blank.pendingBytes]).toEqual(["classic", 4096, 100]);
+    expect(read(" ".repeat(100) + "\n...\n" + a)).toMatchObject({ format: "classic", malformed: 1 });
   });
 });
 
@@ -267,7 +289,6 @@ describe("formats (docs/htcondor.md#formats-of-the-log)", () => {
     ["JSON", json, "json"],
     ["blank lines before JSON", "\n\n" + json, "json"],
     ["anything else", "hello\n...\n", "unknown"],
-    ["nothing", "  \n", "empty"],
   ];
   for (const [name, text, want] of cases) {
     test(`${name} → ${want}`, () => {
@@ -277,6 +298,11 @@ describe("formats (docs/htcondor.md#formats-of-the-log)", () => {
       if (want !== "classic") expect([r.events.length, r.offset]).toEqual([0, 0]);
     });
   }
+  test("no bytes are empty; blanks are a classic event being written (a job cannot end the log with them)", () => {
+    expect(read("")).toMatchObject({ format: "empty", events: [] });
+    expect(read("  \n")).toMatchObject({ format: "classic", events: [], offset: 0, pendingBytes: 3 });
+    expect(detectFormat(bytes("  \n"))).toBe("empty");
+  });
   test("a switch to JSON after classic events stops at the boundary before it", () => {
     const a = GOLDEN[0]![1];
     const r = read(a + json + GOLDEN[4]![1]);
@@ -314,17 +340,21 @@ describe("capEvents: events per job per minute (docs/htcondor.md#following-the-l
     expect(r.kept.filter((e) => e.cluster === 2)).toHaveLength(1);
     expect(r.limited).toEqual([{ cluster: 1, proc: 0 }]);
   });
-  test("the count carries over reads within the minute and resets in the next", () => {
-    const first = capEvents([ev(1), ev(1)], emptyRateWindow(), 60_000, 3);
-    const second = capEvents([ev(1), ev(1)], first.window, 119_999, 3);
-    expect([second.kept.length, second.limited]).toEqual([1, [{ cluster: 1, proc: 0 }]]);
-    const third = capEvents([ev(1), ev(1)], second.window, 120_000, 3);
-    expect([third.kept.length, third.limited]).toEqual([2, []]);
-  });
-  test("the window passed in is not changed", () => {
+  test("the count carries over reads within the minute and resets in the next; the window is updated in place", () => {
     const w = emptyRateWindow();
-    capEvents([ev(1)], w, 0);
-    expect(w.counts.size).toBe(0);
+    const first = capEvents([ev(1), ev(1)], w, 60_000, { cap: 3 });
+    expect(first.kept.length).toBe(2);
+    const second = capEvents([ev(1), ev(1)], w, 119_999, { cap: 3 });
+    expect([second.kept.length, second.limited]).toEqual([1, [{ cluster: 1, proc: 0 }]]);
+    const third = capEvents([ev(1), ev(1)], w, 120_000, { cap: 3 });
+    expect([third.kept.length, third.limited]).toEqual([2, []]);
+    expect(w.counts.size).toBe(1);
+  });
+  test("events for jobs that are not followed are dropped before counting: forged ids cost no memory", () => {
+    const w = emptyRateWindow();
+    const forged = Array.from({ length: 10_000 }, (_, i) => ev(1000 + i));
+    const r = capEvents([...forged, ev(1)], w, 0, { follows: (id) => id === "1.0" });
+    expect([r.kept.map((e) => e.cluster), r.limited, w.counts.size]).toEqual([[1], [], 1]);
   });
   test("EVENT names the numbers of condor_event.h", () => {
     expect(EVENT).toMatchObject({ submit: 0, execute: 1, evicted: 4, terminated: 5, aborted: 9, held: 12, released: 13, attributeUpdate: 33 });

@@ -92,6 +92,12 @@ export type Config = {
   scheddIdleExitMs: number;
   apptainer: string;
   delayedUpdateMs: number;
+  /**
+   * How long after the shadow logs a run's end (004, 005) the schedd's reaper sets the new
+   * JobStatus: HTCondor's shadow writes the event, then exits, and only then does the schedd
+   * change the queue (baseshadow.cpp terminateJob/evictJob, then schedd.cpp's reaper).
+   */
+  reaperDelayMs: number;
   immutableJobAttrs: string[];
   protectedJobAttrs: string[];
   /** DEFAULT_USERLOG_FORMAT_OPTIONS: words such as "XML", "JSON", "UTC", "SUB_SECOND" (the job event log's format). */
@@ -138,6 +144,7 @@ export function loadConfig(home = homeDir()): Config {
     scheddIdleExitMs: pick("scheddIdleExitMs", "MINICONDOR_SCHEDD_IDLE_EXIT_MS", 3000),
     // config only: condor_chirp reads it inside the job, whose environment has no MINICONDOR_* variables
     delayedUpdateMs: pick("delayedUpdateMs", null, 5000),
+    reaperDelayMs: pick("reaperDelayMs", "MINICONDOR_REAPER_DELAY_MS", 200),
     apptainer: pick("apptainer", "MINICONDOR_APPTAINER", path.join(ROOT_DIR, "shims", "apptainer")),
     // config only (the AP's IMMUTABLE_JOB_ATTRS / PROTECTED_JOB_ATTRS, read by condor_chirp inside the job)
     immutableJobAttrs: attrList(f.immutableJobAttrs),

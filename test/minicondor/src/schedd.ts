@@ -837,9 +837,9 @@ function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<
   // held or removed between the match and the start: the next pass stops it like any other
   if (held) onExit();
   log(`started ${c}.${p} pid ${proc.pid} in ${cwd}`);
-  void proc.exited.then(() => {
+  void proc.exited.then(async () => {
     try {
-      finishJob(db, cfg, child, log);
+      await finishJob(db, cfg, child, log);
     } catch (e) {
       log(`finish of ${child.key} failed: ${(e as Error).stack ?? e}`);
     }
@@ -905,7 +905,7 @@ function transferOutput(ad: Ad, ch: Child, dest: string): { sent: string[]; fail
   return { sent, failure };
 }
 
-function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) => void): void {
+async function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) => void): Promise<void> {
   ch.done = true;
   const proc = ch.proc!;
   const exitCode = proc.exitCode;
@@ -930,7 +930,7 @@ function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) => voi
   let final: Ad | null = null;
   let event = "none" as "term" | "abort" | "none" | "hold" | "evict";
   let holdInfo: { code: number; sub: number; reason: string } | null = null;
-  tx(db, () => {
+  const decide = () => {
     db.query("DELETE FROM running WHERE cluster = ? AND proc = ?").run(ch.c, ch.p);
     const ad = getJob(db, ch.c, ch.p);
     if (!ad) return;
@@ -1028,9 +1028,53 @@ function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) => voi
       putJob(db, ad);
     }
     bumpGen(db);
-  });
-  if (final) {
-    const f = final as Ad;
+  };
+  // The shadow logs a run's end before the schedd's reaper changes JobStatus (docs/htcondor.md#who-writes-an-event-and-when):
+  // what the reaper will decide is worked out and rolled back, the shadow's part (the exit in
+  // the ad with JobStatus still 2, then the event) is done, and the reaper commits after a delay.
+  let written = "none";
+  if (cfg.reaperDelayMs > 0) {
+    const dry = new Error("dry run");
+    try {
+      tx(db, () => {
+        decide();
+        throw dry;
+      });
+    } catch (e) {
+      if (e !== dry) throw e;
+    }
+    if (final && (event === "term" || event === "evict")) {
+      const f = final as Ad;
+      if (event === "term") {
+        tx(db, () => {
+          const ad = getJob(db, ch.c, ch.p);
+          if (!ad || jobStatus(db, ch.c, ch.p) !== 2) return;
+          for (const k of ["ExitBySignal", "ExitCode", "ExitSignal"]) {
+            const v = f.get(k);
+            if (v === undefined) ad.delete(k);
+            else ad.setText(k, v);
+          }
+          ad.set("TerminationPending", true);
+          putJob(db, ad);
+          bumpGen(db);
+        });
+      }
+      writeEvent(f, event);
+      written = event;
+      await Bun.sleep(cfg.reaperDelayMs);
+    }
+    final = null;
+    event = "none";
+    holdInfo = null;
+  }
+  tx(db, decide);
+  if (final && event !== written) writeEvent(final as Ad, event);
+  try {
+    fs.rmSync(ch.dir, { recursive: true, force: true });
+  } catch { /* ignore */ }
+  log(`finished ${ch.key} exit=${exitCode} sig=${sigName} status=${status}`);
+
+  function writeEvent(f: Ad, event: string): void {
     if (event === "term") {
       const body = sig !== null
         ? `\t(0) Abnormal termination (signal ${sig})\n\t(0) No core file\n`
@@ -1045,10 +1089,6 @@ function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) => voi
       ulog(f, 12, "Job was held.", `\t${h.reason}\n\tCode ${h.code} Subcode ${h.sub}\n`);
     }
   }
-  try {
-    fs.rmSync(ch.dir, { recursive: true, force: true });
-  } catch { /* ignore */ }
-  log(`finished ${ch.key} exit=${exitCode} sig=${sigName} status=${status}`);
 }
 
 function canon(text: string): string {

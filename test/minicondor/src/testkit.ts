@@ -31,6 +31,7 @@ export type HomeOptions = {
   sharedFileSystem?: boolean;
   scheddIdleExitMs?: number;
   delayedUpdateMs?: number;
+  reaperDelayMs?: number;
   host?: string;
   apptainer?: string;
   /** the AP's IMMUTABLE_JOB_ATTRS / PROTECTED_JOB_ATTRS: "A, B C" or a list */
