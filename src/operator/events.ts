@@ -14,10 +14,9 @@
  * StatusCacheSeconds, as before. An offset is saved only after the pass that acted on its events.
  */
 import { join } from "node:path";
-import { boundaryIntact, capEvents, compareLogFile, emptyRateWindow, EVENT, nextBoundary, readEventLog } from "../condor/eventlog.ts";
+import { boundaryIntact, capEvents, compareLogFile, emptyRateWindow, EVENT, readEventLog, scanForBoundary } from "../condor/eventlog.ts";
 import type { Logger } from "../logger.ts";
-import { readEventLogBytes, removeEventLogFile, statEventLog } from "../store/eventlog-file.ts";
-import { ensureDir } from "../store/files.ts";
+import { checkEventsDir, ensureEventsDir, eventsDir, listEventLogFiles, readEventLogBytes, removeEventLogFile, statEventLog } from "../store/eventlog-file.ts";
 import type { HTCJobRecord, HTCJobStore, OperatorEventLog } from "./store.ts";
 import type { FollowResult, FollowScope } from "./track.ts";
 
@@ -32,16 +31,21 @@ const READ_MAX = 4 * 1024 * 1024;
 const GAP_MIN_MS = 10_000;
 /** How often logs none of whose procs may still be queued are deleted. */
 const CLEANUP_MS = 60_000;
+/** A finished or deleted HTCJob's log is kept this long: a proc may still be leaving the queue, and the schedd appends to it. */
+const LOG_KEEP_MS = 24 * 3600_000;
+/** A file in the folder that no record names (a lost store, or made again by the schedd after a delete) goes once unwritten this long. */
+const SWEEP_AGE_MS = 7 * 24 * 3600_000;
 /**
- * After an event that ends a run (004, 005, 007, 024, 009), a proc whose ad still says running is
+ * After an event that ends a run (004, 005, 007, 024), a proc whose ad still says running is
  * asked about again after these delays: the shadow writes the event before the schedd commits
  * the new status (docs/htcondor.md#the-job-event-log), so the confirming query can race it.
  */
-const RECHECK_MS = [250, 500, 1000, 2000, 4000];
-const RUN_ENDS = new Set<number>([EVENT.evicted, EVENT.terminated, EVENT.shadowException, EVENT.reconnectFailed, EVENT.aborted]);
+const SETTLE_DELAYS_MS = [500, 1000, 2000, 4000];
+const ENDS_RUN = new Set<number>([EVENT.evicted, EVENT.terminated, EVENT.shadowException, EVENT.reconnectFailed]);
 
-/** The operator's events folder: beside its HTCJob folders, apart from a sidecar's `events/` in the same DataRootFolder. */
-export const operatorEventsDir = (dataRoot: string) => join(dataRoot, "htcjob-events");
+/** The operator's data folder: its HTCJobs' folders, and `events/` with its job event logs (apart from a sidecar's in the same DataRootFolder). */
+const operatorRoot = (dataRoot: string) => join(dataRoot, "htcjobs");
+export const operatorEventsDir = (dataRoot: string) => eventsDir(operatorRoot(dataRoot));
 
 export interface EventDriverDeps {
   store: HTCJobStore;
@@ -81,16 +85,23 @@ function logName(ms: number, taken: (name: string) => boolean): string {
 }
 
 export function createEventDriver(d: EventDriverDeps): EventDriver {
-  const dir = operatorEventsDir(d.dataRoot);
-  ensureDir(dir);
+  const root = operatorRoot(d.dataRoot);
+  const dir = ensureEventsDir(root);
   const logs = new Map<string, OperatorEventLog>(d.store.eventLogs().map((r) => [r.name, r]));
-  /** Logs in a format this reader does not read, or stalled on an event with no end: their clusters are polled. */
-  const unsupported = new Set<string>();
+  /**
+   * Logs no longer read: in another format, or replaced or deleted while shadows keep writing to
+   * the file they opened. Their clusters are polled until they are settled.
+   */
+  const polledLogs = new Set<string>();
+  /** Whether the events folder passed its check on the last pass; while not, no log is read and every cluster is polled. */
+  let dirOk = true;
+  /** Logs whose event at the offset is longer than READ_MAX: where the scan for its end stands. */
+  const skipping = new Map<string, { resume: number; atLineStart: boolean }>();
   /** Procs to ask about at a time: recorded clusters, failed passes, the tracker's waits, races with the schedd. */
   const due = new Map<string, number>();
   /** Procs named by an event that ends a run, with how many rechecks they had. */
   const ending = new Map<string, number>();
-  let rates = emptyRateWindow();
+  const rates = emptyRateWindow();
   let pendingGap: string | undefined;
   let lastGap = -Infinity;
   let nextFull = -Infinity;
@@ -114,6 +125,22 @@ export function createEventDriver(d: EventDriverDeps): EventDriver {
     pendingGap = why;
   }
 
+  /** Stops reading a log: its clusters are polled until settled, and new clusters go to a new log. */
+  function poll(rec: OperatorEventLog, why: string): void {
+    gap(why);
+    polledLogs.add(rec.name);
+    skipping.delete(rec.name);
+  }
+
+  /** The unsettled procs of live records, built once per pass and only when events need it: forged ids cost nothing. */
+  let followed: Set<string> | undefined;
+  const follows = (id: string) => {
+    followed ??= new Set(
+      d.store.list(["submitted"]).flatMap((r) => r.outcomes.flatMap((o, p) => (o === null ? [`${r.cluster}.${p}`] : []))),
+    );
+    return followed.has(id);
+  };
+
   /** Reads one log from its saved offset into `ids`; returns the state to save once they were acted on. */
   function readOne(rec: OperatorEventLog, ids: Set<string>, ends: Set<string>, now: number): OperatorEventLog | undefined {
     const path = join(dir, rec.name);
@@ -121,17 +148,25 @@ export function createEventDriver(d: EventDriverDeps): EventDriver {
     if (!st) {
       // Not written yet (no proc of it queued so far), or deleted under the operator.
       if (rec.inode === 0) return undefined;
-      gap(`event log ${rec.name} is gone`);
-      return { ...rec, offset: 0, inode: 0, size: 0 };
+      poll(rec, `event log ${rec.name} is gone; its clusters are polled`);
+      return undefined;
     }
     let state = { offset: rec.offset, inode: rec.inode, size: rec.size };
     if (rec.inode !== 0) {
       const change = compareLogFile(state, st);
-      if (change !== "continue") {
-        gap(`event log ${rec.name} was ${change}`);
+      if (change === "replaced") {
+        // Shadows keep writing to the file they opened (write_user_log.cpp): what they write is out of reach.
+        poll(rec, `event log ${rec.name} was replaced; its clusters are polled`);
+        return undefined;
+      }
+      if (change === "truncated") {
+        gap(`event log ${rec.name} was truncated`);
+        skipping.delete(rec.name);
         state = { offset: 0, inode: st.inode, size: 0 };
       }
     }
+    const skip = skipping.get(rec.name);
+    if (skip) return skipOn(rec, path, skip);
     if (st.size === state.offset) return { ...rec, ...state, inode: st.inode, size: st.size };
     const r = readEventLogBytes(path, state.offset, READ_MAX);
     if (!r || r.inode !== st.inode) return undefined; // replaced between stat and open: the next pass sees it
@@ -140,34 +175,48 @@ export function createEventDriver(d: EventDriverDeps): EventDriver {
       return readOne({ ...rec, offset: 0, inode: r.inode, size: 0 }, ids, ends, now);
     }
     const read = readEventLog(r.bytes, state.offset, { year: new Date(now).getFullYear(), localOffsetMinutes: -new Date(now).getTimezoneOffset() });
-    const capped = capEvents(read.events, rates, now);
-    rates = capped.window;
+    // Ids that are no live record's unsettled procs are dropped before anything is counted for them.
+    const capped = capEvents(read.events, rates, now, { follows });
     for (const e of capped.kept) {
       const id = `${e.cluster}.${e.proc}`;
       ids.add(id);
-      if (RUN_ENDS.has(e.type)) ends.add(id);
+      if (ENDS_RUN.has(e.type)) ends.add(id);
     }
     for (const j of capped.limited) ids.add(`${j.cluster}.${j.proc}`);
+    // A forged header with no `...` may have swallowed a real event: the procs it names are asked about.
+    for (const j of read.named) if (follows(`${j.cluster}.${j.proc}`)) ids.add(`${j.cluster}.${j.proc}`);
     if (capped.limited.length > 0) gap(`${capped.limited.length} proc(s) wrote more than the event cap to ${rec.name}`);
     if (read.malformed > 0) gap(`${read.malformed} malformed event(s) in ${rec.name}`);
-    let offset = read.offset;
     if (read.format !== "classic" && read.format !== "empty") {
-      unsupported.add(rec.name);
-      gap(`event log ${rec.name} holds events in a format the operator does not read (${read.format}); its clusters are polled`);
-    } else if (read.events.length === 0 && read.unknown === 0 && read.malformed === 0 && r.bytes.length >= READ_MAX) {
-      const next = nextBoundary(r.bytes, state.offset);
-      if (next === null) {
-        unsupported.add(rec.name);
-        gap(`event log ${rec.name} has an event longer than ${READ_MAX} bytes; its clusters are polled`);
-      } else offset = next;
+      poll(rec, `event log ${rec.name} holds events in a format the operator does not read (${read.format}); its clusters are polled`);
+    } else if (read.offset === state.offset && r.bytes.length >= READ_MAX) {
+      // READ_MAX bytes without the end of one event: scan on, chunk by chunk, for the next boundary.
+      const scan = scanForBoundary(r.bytes, state.offset, true);
+      skipping.set(rec.name, { resume: scan.resume, atLineStart: scan.atLineStart });
     }
     if (r.bytes.length >= READ_MAX) again = true;
-    return { ...rec, offset, inode: r.inode, size: r.size };
+    return { ...rec, offset: read.offset, inode: r.inode, size: r.size };
+  }
+
+  /** One chunk of the scan for the end of an oversized event; its procs are asked about through the gap. */
+  function skipOn(rec: OperatorEventLog, path: string, skip: { resume: number; atLineStart: boolean }): OperatorEventLog | undefined {
+    const r = readEventLogBytes(path, skip.resume, READ_MAX);
+    if (!r) return undefined;
+    const scan = scanForBoundary(r.bytes, skip.resume, skip.atLineStart);
+    if (r.bytes.length >= READ_MAX) again = true;
+    if (scan.boundary === undefined) {
+      skipping.set(rec.name, { resume: scan.resume, atLineStart: scan.atLineStart });
+      return undefined;
+    }
+    skipping.delete(rec.name);
+    again = true;
+    gap(`event log ${rec.name} has an event longer than ${READ_MAX} bytes; it was skipped`);
+    return { ...rec, offset: scan.boundary, inode: r.inode, size: r.size };
   }
 
   function cleanup(now: number): void {
     lastCleanup = now;
-    const users = d.store.eventLogUsers();
+    const users = d.store.eventLogUsers(now - LOG_KEEP_MS);
     const cur = current();
     for (const rec of [...logs.values()]) {
       if (rec === cur || (users.get(rec.name) ?? 0) > 0) continue;
@@ -179,16 +228,35 @@ export function createEventDriver(d: EventDriverDeps): EventDriver {
       }
       d.store.removeEventLog(rec.name);
       logs.delete(rec.name);
-      unsupported.delete(rec.name);
+      polledLogs.delete(rec.name);
+      skipping.delete(rec.name);
+    }
+    for (const f of listEventLogFiles(dir)) {
+      if (logs.has(f.name) || now - f.mtimeMs < SWEEP_AGE_MS) continue;
+      try {
+        removeEventLogFile(join(dir, f.name));
+      } catch (err) {
+        d.log.warn("cannot delete an event log no record names", { log: f.name, error: String(err) });
+      }
     }
   }
 
   function polled(r: HTCJobRecord): boolean {
-    return r.spooled || r.eventLog === undefined || !logs.has(r.eventLog) || unsupported.has(r.eventLog);
+    return r.spooled || !dirOk || r.eventLog === undefined || !logs.has(r.eventLog) || polledLogs.has(r.eventLog);
+  }
+
+  function checkDir(): boolean {
+    const bad = checkEventsDir(root);
+    if ((bad === undefined) !== dirOk) {
+      dirOk = bad === undefined;
+      if (bad) d.log.warn("the event log folder cannot be trusted; not reading it, and every cluster is polled", { reason: bad });
+    }
+    return dirOk;
   }
 
   async function pass(): Promise<void> {
     const now = d.now();
+    followed = undefined;
     const ids = new Set<string>();
     const ends = new Set<string>();
     for (const [id, at] of due) {
@@ -197,15 +265,18 @@ export function createEventDriver(d: EventDriverDeps): EventDriver {
       due.delete(id);
     }
     const saves: OperatorEventLog[] = [];
-    for (const rec of logs.values()) {
-      if (unsupported.has(rec.name)) continue;
-      const next = readOne(rec, ids, ends, now);
-      if (next && (next.offset !== rec.offset || next.inode !== rec.inode || next.size !== rec.size)) saves.push(next);
+    const readable = checkDir();
+    if (readable) {
+      for (const rec of logs.values()) {
+        if (polledLogs.has(rec.name)) continue;
+        const next = readOne(rec, ids, ends, now);
+        if (next && (next.offset !== rec.offset || next.inode !== rec.inode || next.size !== rec.size)) saves.push(next);
+      }
     }
     const gapDue = pendingGap !== undefined && now - lastGap >= GAP_MIN_MS;
     const full = now >= nextFull || gapDue;
     const poll = now >= nextPoll;
-    if (!full && !poll && ids.size === 0) return commit(saves, now);
+    if (!full && !poll && ids.size === 0) return commit(saves, now, readable);
     let result: FollowResult;
     try {
       // One pass, one condor_q: the full one, or the named procs and the polled clusters together.
@@ -233,21 +304,21 @@ export function createEventDriver(d: EventDriverDeps): EventDriver {
     for (const id of ends) if (!ending.has(id)) ending.set(id, 0);
     for (const [id, n] of ending) {
       if (!ids.has(id) && !full) continue;
-      if (!result.running.has(id) || n >= RECHECK_MS.length) ending.delete(id);
+      if (!result.running.has(id) || n >= SETTLE_DELAYS_MS.length) ending.delete(id);
       else {
-        later(id, d.now() + RECHECK_MS[n]!);
+        later(id, d.now() + SETTLE_DELAYS_MS[n]!);
         ending.set(id, n + 1);
       }
     }
-    commit(saves, now);
+    commit(saves, now, readable);
   }
 
-  function commit(saves: OperatorEventLog[], now: number): void {
+  function commit(saves: OperatorEventLog[], now: number, readable: boolean): void {
     for (const s of saves) {
       d.store.saveEventLog(s);
       logs.set(s.name, s);
     }
-    if (now - lastCleanup >= CLEANUP_MS) cleanup(now);
+    if (readable && now - lastCleanup >= CLEANUP_MS) cleanup(now);
   }
 
   function tick(): Promise<void> {
@@ -283,7 +354,8 @@ export function createEventDriver(d: EventDriverDeps): EventDriver {
       const now = d.now();
       let cur = current();
       if (cur && now - sizeChecked.at >= 1000) sizeChecked = { at: now, size: statEventLog(join(dir, cur.name))?.size ?? 0 };
-      if (!cur || now - cur.createdAt >= ROTATE_MS || sizeChecked.size >= ROTATE_BYTES) {
+      // A log no longer read takes no new clusters: they would be polled too.
+      if (!cur || now - cur.createdAt >= ROTATE_MS || sizeChecked.size >= ROTATE_BYTES || polledLogs.has(cur.name)) {
         cur = { name: logName(now, (n) => logs.has(n)), createdAt: now, offset: 0, inode: 0, size: 0 };
         d.store.addEventLog(cur.name, cur.createdAt);
         logs.set(cur.name, cur);

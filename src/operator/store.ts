@@ -177,8 +177,8 @@ export interface HTCJobStore {
   addEventLog(name: string, createdAt: number): void;
   saveEventLog(log: OperatorEventLog): void;
   removeEventLog(name: string): void;
-  /** Per event log, how many records may still have procs queued that write to it. */
-  eventLogUsers(): Map<string, number>;
+  /** Per event log, how many records may still have procs queued that write to it (finished or deleted since `since` included). */
+  eventLogUsers(since: number): Map<string, number>;
   close(): void;
 }
 
@@ -302,11 +302,14 @@ export function openHTCJobStore(db: Sqlite, path = "htcjobs.db"): HTCJobStore {
     removeEventLog: guard((name: string) => {
       db.run("DELETE FROM event_logs WHERE name = ?", [name]);
     }),
-    // A record still submitting may have queued procs; a submitted one has procs without an outcome.
-    eventLogUsers: guard(() =>
+    // A record still submitting may have queued procs; a submitted one has procs without an outcome;
+    // a proc of one finished or deleted lately may still be leaving the queue.
+    eventLogUsers: guard((since: number) =>
       new Map(
         db.all<{ event_log: string; n: number }>(
-          "SELECT event_log, COUNT(*) AS n FROM htcjobs WHERE event_log IS NOT NULL AND phase IN ('submitting', 'submitted') GROUP BY event_log",
+          `SELECT event_log, COUNT(*) AS n FROM htcjobs WHERE event_log IS NOT NULL
+             AND (phase IN ('submitting', 'submitted') OR updated_at >= ?) GROUP BY event_log`,
+          [since],
         ).map((r) => [r.event_log, r.n]),
       )
     ),
