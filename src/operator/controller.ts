@@ -19,12 +19,12 @@ import { HTCJOBS } from "../kube/resources.ts";
 import type { Logger } from "../logger.ts";
 import { renderSubmit } from "../render/submit.ts";
 import { renderWrapper } from "../render/wrapper.ts";
-import { ensureDir, jobFileSize, writePodFiles } from "../store/files.ts";
-import { findClustersByUid, sightProcs } from "./follow.ts";
-import { settleWork } from "./output.ts";
+import { ensureDir, writePodFiles } from "../store/files.ts";
+import { findClustersByUid } from "./follow.ts";
 import { htcjobLabel, planHTCJob } from "./htcjob-plan.ts";
-import { carryTimes, type HTCJobStatus, htcjobStatus, isFinal, type ProcState, procState, statusDiffers, statusEvents, UNSEEN } from "./status.ts";
+import { carryTimes, type HTCJobStatus, htcjobStatus, type ProcState, statusDiffers, statusEvents, UNSEEN } from "./status.ts";
 import type { HTCJobRecord, HTCJobStore, NewHTCJob } from "./store.ts";
+import { createTracker } from "./track.ts";
 
 export const FINALIZER = "htc.cern.ch/finalizer";
 
@@ -68,6 +68,10 @@ export interface ControllerDeps {
   hangAfter?: "submit" | "record";
   /** Told of every API write (metrics and the steady-state benchmark). */
   onWrite?: (what: string) => void;
+  /** The job event log a new, non-spooled cluster writes (events.ts); without it the cluster has its own job.log and is polled. */
+  eventLog?: () => { name: string; path: string } | undefined;
+  /** A cluster was recorded: its procs are asked about at once (their submit events may have been read already). */
+  recorded?: (cluster: number, procs: number) => void;
 }
 
 export const keyOf = (o: { metadata: { namespace?: string; name: string } }) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
@@ -79,22 +83,16 @@ const UID = /^[A-Za-z0-9-]{1,64}$/;
 
 /** A key for one record by UID, not by name: the object it belonged to is gone, and its name may be another's now. */
 const ORPHAN = "uid:";
-/** The state file the wrapper always writes for the one container: spooled output came back only if it did. */
-const STATE_FILE = "podstate/c.htcjob";
-/** How many times a spooled proc's output is fetched before the operator gives up on it. */
-const MAX_FETCHES = 5;
 
 export function createController(d: ControllerDeps) {
   /** What the follower last saw of each live HTCJob's procs, by UID. */
   const views = new Map<string, ProcState[]>();
   /** The status last written, by UID: the informer's copy may lag behind our own write. */
   const written = new Map<string, HTCJobStatus>();
-  /** Procs first seen missing from both the queue and the history, by `cluster.proc`. */
-  const missingSince = new Map<string, number>();
-  /** Procs held with a terminal code, since when (by `cluster.proc`): removed after the grace. */
-  const terminalHeldSince = new Map<string, number>();
-  /** Fetches of spooled output that did not bring it back, by `cluster.proc`. */
-  const fetchAttempts = new Map<string, number>();
+  const tracker = createTracker({
+    ...d,
+    requeue: (r) => d.enqueue(d.cached(r.namespace, r.name)?.metadata.uid === r.uid ? `${r.namespace}/${r.name}` : ORPHAN + r.uid),
+  }, views);
   /** UIDs whose latest submit ran in this term and is over: no earlier term's condor_submit can still be queueing. */
   const settledHere = new Set<string>();
   const nowIso = () => new Date(d.now()).toISOString().replace(/\.\d{3}Z$/, "Z");
@@ -177,6 +175,7 @@ export function createController(d: ControllerDeps) {
     d.log.warn("the store has no record of an HTCJob whose procs HTCondor holds; taking them", { htcjob: keyOf(obj), uid, cluster, procs });
     d.store.beginSubmit(newRecord(obj, procs), d.now());
     d.store.recordCluster(uid, cluster, procs, d.now());
+    d.recorded?.(cluster, procs);
     return d.store.get(uid);
   }
 
@@ -215,6 +214,7 @@ export function createController(d: ControllerDeps) {
         const [cluster] = [...found.keys()];
         d.log.info("a submit whose answer was lost had queued its cluster; recording it", { htcjob: `${ns}/${name}`, cluster });
         d.store.recordCluster(uid, cluster!, rec.procs, d.now());
+        d.recorded?.(cluster!, rec.procs);
         return d.store.get(uid);
       }
       // A condor_submit of an earlier term (or replica) may still be queueing: wait out its timeout before another.
@@ -232,7 +232,9 @@ export function createController(d: ControllerDeps) {
       return refuse(obj, procsAsked(obj.spec), err.message);
     }
     const procs = plan.htcjob!.procs;
-    const base = newRecord(obj, procs);
+    // A spooled job's log is written by a remote schedd, where the operator cannot read it.
+    const log = d.spool ? undefined : d.eventLog?.();
+    const base = { ...newRecord(obj, procs), eventLog: log?.name };
     const dir = base.dir;
     const token = d.token?.() ?? randomUUID();
     plan.htcjob!.submitToken = token;
@@ -242,7 +244,7 @@ export function createController(d: ControllerDeps) {
       writePodFiles(dir, [
         ...plan.files,
         { path: "job.sh", content: enc.encode(renderWrapper(plan)), mode: 0o700, secret: false },
-        { path: "job.sub", content: enc.encode(renderSubmit(plan, dir)), mode: 0o600, secret: false },
+        { path: "job.sub", content: enc.encode(renderSubmit(plan, dir, log?.path)), mode: 0o600, secret: false },
       ]);
       // condor_submit refuses an initialdir that does not exist (docs/pod-to-job.md#an-htcjobs-procs).
       for (let p = 0; p < procs; p++) ensureDir(join(dir, "procs", String(p)));
@@ -273,6 +275,7 @@ export function createController(d: ControllerDeps) {
       throw new SidecarError("internal", `condor_submit of HTCJob "${ns}/${name}" answered ${ids.map(jobIdString).join(" ")} for one cluster of ${procs}`);
     }
     d.store.recordCluster(uid, ids[0]!.cluster, procs, d.now());
+    d.recorded?.(ids[0]!.cluster, procs);
     if (d.hangAfter === "record") await hang("record", ids.map(jobIdString));
     d.log.info("submitted", { htcjob: `${ns}/${name}`, uid, cluster: ids[0]!.cluster, procs });
     return d.store.get(uid);
@@ -347,6 +350,7 @@ export function createController(d: ControllerDeps) {
       if (found.size > 1) throw new SidecarError("unavailable", `Clusters ${[...found.keys()].join(" and ")} both claim HTCJob "${keyOf(obj)}"`);
       if (found.size === 1) {
         d.store.recordCluster(uid, [...found.keys()][0]!, rec.procs, d.now());
+        d.recorded?.([...found.keys()][0]!, rec.procs);
         rec = d.store.get(uid);
       }
     }
@@ -452,116 +456,6 @@ export function createController(d: ControllerDeps) {
     finish(rec.uid);
   }
 
-  /**
-   * One pass of the follower: one condor_q (and one condor_history) for every live cluster;
-   * outcomes that became final are recorded; an HTCJob whose procs changed is reconciled.
-   */
-  async function follow(): Promise<void> {
-    // Only the watched namespace's: another's object is not in this term's cache, and would look gone.
-    const live = d.store.list(["submitted"]).filter((r) => d.watchedNamespace === undefined || r.namespace === d.watchedNamespace);
-    if (live.length === 0) return;
-    const wanted = new Map<number, number[]>();
-    for (const r of live) wanted.set(r.cluster!, r.outcomes.map((o, p) => (o === null ? p : -1)).filter((p) => p >= 0));
-    let owner: string | undefined;
-    const sightings = await sightProcs(d.condor, wanted, (o) => (owner = o));
-    if (owner !== undefined && owner !== d.store.owner()) d.store.setOwner(owner);
-    const now = d.now();
-    for (const r of live) {
-      const outcomes = [...r.outcomes];
-      const fetch: number[] = [];
-      const exited: number[] = [];
-      const heldForGood: number[] = [];
-      const states = Array.from({ length: r.procs }, (_, p): ProcState => {
-        if (outcomes[p]) return outcomes[p]!;
-        const id = `${r.cluster}.${p}`;
-        const seen = sightings.get(id);
-        let s: ProcState = views.get(r.uid)?.[p] ?? UNSEEN;
-        if (seen?.ad) {
-          missingSince.delete(id);
-          s = procState(seen.ad, d.terminalHoldCodes);
-          if (seen.ad.jobStatus === 5 && isFinal(s)) {
-            // Held for good, but left alone for HoldGraceSeconds (an administrator may release it): held till then.
-            const since = terminalHeldSince.get(id) ?? now;
-            terminalHeldSince.set(id, since);
-            if (now - since < (d.holdGraceMs ?? 0)) s = { state: "held", reason: s.reason };
-            else heldForGood.push(p);
-          } else terminalHeldSince.delete(id);
-          if (seen.ad.jobStatus === 4 && r.spooled && !r.fetched[p]) fetch.push(p);
-          if (seen.ad.jobStatus === 4 && isFinal(s)) exited.push(p);
-        } else if (seen?.where === "nowhere") {
-          const since = missingSince.get(id) ?? now;
-          missingSince.set(id, since);
-          if (now - since >= d.lostAfterMs) s = { state: "failed", reason: "was lost: HTCondor has it in neither the queue nor the history" };
-        }
-        if (isFinal(s)) {
-          outcomes[p] = s;
-          missingSince.delete(id);
-          terminalHeldSince.delete(id);
-        }
-        return s;
-      });
-      // Spooled output first: the outcome is recorded only with the output fetched, so a failed fetch is tried again.
-      if (fetch.length > 0) {
-        let failure: string | undefined;
-        try {
-          await d.condor.transferData(fetch.map((proc) => ({ cluster: r.cluster!, proc })));
-        } catch (err) {
-          failure = (err as Error).message;
-        }
-        // condor_transfer_data exits 0 for a job it does not have: fetched means the state file the wrapper always writes came back.
-        const fetched = [...r.fetched];
-        for (const p of fetch) {
-          const id = `${r.cluster}.${p}`;
-          let back = false;
-          try {
-            back = failure === undefined && jobFileSize({ dir: join(r.dir, "procs", String(p)), rel: STATE_FILE }) !== undefined;
-          } catch { /* not a plain file: not back */ }
-          // Only an answer that brought nothing back counts: a schedd that does not answer is asked again, however long.
-          const attempts = (fetchAttempts.get(id) ?? 0) + (failure === undefined ? 1 : 0);
-          if (back || attempts >= MAX_FETCHES) {
-            if (!back) {
-              d.log.warn("giving up fetching the output of a spooled proc", { uid: r.uid, proc: id, attempts, error: failure ?? `no ${STATE_FILE} came back` });
-            }
-            fetched[p] = true;
-            fetchAttempts.delete(id);
-          } else {
-            d.log.warn("the output of a spooled proc is not back; trying again later", {
-              uid: r.uid,
-              proc: id,
-              attempts,
-              error: failure ?? `no ${STATE_FILE} came back`,
-            });
-            fetchAttempts.set(id, attempts);
-            outcomes[p] = r.outcomes[p] ?? null;
-          }
-        }
-        if (fetched.some((f, p) => f !== r.fetched[p])) d.store.setFetched(r.uid, fetched, d.now());
-      }
-      // The output is back (local: HTCondor brought it with the exit; spooled: fetched above).
-      for (const p of exited) {
-        if (!outcomes[p] || !d.htcjob.maxOutputBytes) continue;
-        const files = settleWork(join(r.dir, "procs", String(p)), { maxBytes: d.htcjob.maxOutputBytes, maxFiles: d.htcjob.maxOutputFiles });
-        outcomes[p] = { ...outcomes[p]!, files };
-        if (!files.kept) d.log.warn("a proc's working-directory files are not kept", { uid: r.uid, proc: `${r.cluster}.${p}`, reason: files.reason });
-      }
-      // A hold that cannot recover: the proc counts as failed and leaves the queue, so that it holds no slot of the user's.
-      if (heldForGood.length > 0) {
-        const why = `HTCJob ${r.namespace}/${r.name}: held with a code that cannot recover (config TerminalHoldCodes)`;
-        await d.condor.remove(heldForGood.map((proc) => ({ cluster: r.cluster!, proc })), why).catch((err) => {
-          d.log.warn("cannot remove procs held for good; trying again later", { uid: r.uid, error: String(err) });
-          for (const p of heldForGood) outcomes[p] = r.outcomes[p] ?? null;
-        });
-      }
-      const changed = outcomes.some((o, p) => o !== r.outcomes[p]);
-      if (changed) d.store.setOutcomes(r.uid, outcomes, now);
-      const before = views.get(r.uid);
-      views.set(r.uid, states);
-      if (changed || !before || JSON.stringify(before) !== JSON.stringify(states)) {
-        d.enqueue(d.cached(r.namespace, r.name)?.metadata.uid === r.uid ? `${r.namespace}/${r.name}` : ORPHAN + r.uid);
-      }
-    }
-  }
-
   /** After the first list: records whose object went while the operator was away. */
   async function sweep(watchedNamespace: string | undefined): Promise<void> {
     const present = new Set(d.cachedAll().map((o) => o.metadata.uid));
@@ -571,7 +465,7 @@ export function createController(d: ControllerDeps) {
     }
   }
 
-  return { reconcile, follow, sweep, views };
+  return { reconcile, follow: tracker.follow, sweep, views };
 }
 
 /** Where a proc's output is kept and how to read it (status.output). */

@@ -9,7 +9,7 @@ import type { Condor } from "../condor/tools.ts";
 import { classAdString } from "../core/classad.ts";
 import { PROC_ATTRIBUTES, type ProcAd } from "./status.ts";
 
-/** The most cluster ids in one constraint: condor_q's argument list stays short. */
+/** The most terms (a cluster, or one proc) in one constraint: condor_q's argument list stays short. */
 const CLUSTERS_PER_QUERY = 500;
 
 function toProcAd(ad: JobAd): ProcAd | undefined {
@@ -45,13 +45,14 @@ export async function sightProcs(
   wanted: ReadonlyMap<number, readonly number[]>,
   /** Told the `Owner` of the operator's own jobs (condor_q shows no one else's): the history search's bound. */
   onOwner?: (owner: string) => void,
+  /** Clusters asked about by their wanted ProcIds only (a few procs a job event log named), not whole. */
+  exact?: ReadonlySet<number>,
 ): Promise<Map<string, ProcSighting>> {
   const out = new Map<string, ProcSighting>();
-  const clusters = [...wanted.keys()];
+  const terms = [...wanted].flatMap(([c, procs]) => exact?.has(c) ? procs.map((p) => `ClusterId == ${c} && ProcId == ${p}`) : [`ClusterId == ${c}`]);
   const inQueue = new Map<string, ProcAd>();
-  for (let i = 0; i < clusters.length; i += CLUSTERS_PER_QUERY) {
-    const part = clusters.slice(i, i + CLUSTERS_PER_QUERY);
-    const constraint = part.map((c) => `ClusterId == ${c}`).join(" || ");
+  for (let i = 0; i < terms.length; i += CLUSTERS_PER_QUERY) {
+    const constraint = terms.slice(i, i + CLUSTERS_PER_QUERY).join(" || ");
     for (const ad of await condor.query({ constraint, attributes: [...PROC_ATTRIBUTES, "Owner"] })) {
       if (typeof ad.Owner === "string") onOwner?.(ad.Owner);
       const c = adNumber(ad, "ClusterId");

@@ -28,6 +28,7 @@ import type { Runtime } from "../runtime/types.ts";
 import { checkFlagPaths, credentialFileKind, findCondorBin, type Io, loadConfig } from "../start.ts";
 import { ensureDir } from "../store/files.ts";
 import { createController, type HTCJob, keyOf } from "./controller.ts";
+import { createEventDriver } from "./events.ts";
 import { htcjobLogs } from "./logs.ts";
 import { reapDeleted } from "./retention.ts";
 import { openHTCJobStore } from "./store.ts";
@@ -245,16 +246,25 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
       holdGraceMs: config.HoldGraceSeconds * 1000,
       hangAfter: hang as "submit" | "record" | undefined,
       onWrite: (what) => writes.inc({ what }),
+      eventLog: () => driver.logForNewJob(),
+      recorded: (cluster, procs) => driver.recorded(cluster, procs),
+    });
+    // What asks HTCondor about the procs, and when: the job event log, the slow reconciler, the
+    // poll of spooled clusters (docs/operator.md#following-the-procs).
+    const driver = createEventDriver({
+      store,
+      dataRoot,
+      follow: (scope) => controller.follow(scope),
+      statusCacheMs: Math.max(1, config.StatusCacheSeconds) * 1000,
+      reconcileMs: config.ReconcileMinutes * 60_000,
+      log,
+      now: () => Date.now(),
+      watchFolder: runtime.watchFolder,
     });
     log.info("leading: watching HTCJobs", { namespace: op.namespace ?? "(all)", identity, dataRoot, spool, operatorId: htc.operatorId });
     const watching = informer.run(leading);
     // The queue starts once the first list is in: before that a key would find nothing cached.
     while (!informer.synced() && !leading.aborted) await sleep(100, leading);
-    let following: Promise<void> | undefined;
-    const follow =
-      () => (following ??= controller.follow().catch((err) =>
-        log.warn("following the procs failed; trying again", { error: err instanceof Error ? err.message : String(err) })
-      ).finally(() => (following = undefined)));
     // A deleted HTCJob's output goes after HTCJob.OutputRetentionSeconds (docs/operator.md#retention).
     const reap = () => {
       try {
@@ -263,14 +273,13 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
         log.warn("removing old output failed; trying again", { error: err instanceof Error ? err.message : String(err) });
       }
     };
-    let tick: ReturnType<typeof setInterval> | undefined;
     let reaper: ReturnType<typeof setInterval> | undefined;
     try {
       await controller.sweep(op.namespace);
       // The procs are seen once before any status is written: a new term starts with no view, and
       // a status written from none would set running procs back to idle and repeat their Events.
-      if (!leading.aborted) await follow();
-      tick = setInterval(follow, Math.max(1, config.StatusCacheSeconds) * 1000);
+      if (!leading.aborted) await driver.tick();
+      driver.start();
       reap();
       reaper = setInterval(reap, REAP_INTERVAL_MS);
       await queue.run(4, leading, async (key) => {
@@ -279,11 +288,10 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
       });
     } finally {
       // Nothing of this term outlives it: not the timers, not a pass still asking HTCondor.
-      clearInterval(tick);
       clearInterval(reaper);
       endTerm();
       lease.removeEventListener("abort", endTerm);
-      await following;
+      await driver.stop();
       await watching;
     }
   };

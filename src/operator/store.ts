@@ -40,6 +40,12 @@ export interface HTCJobRecord {
   procs: number;
   cluster?: number;
   spooled: boolean;
+  /**
+   * The job event log its procs write (a file name under the operator's events folder), or none:
+   * spooled, adopted, or submitted before the operator read logs; those are polled
+   * (docs/operator.md#following-the-procs).
+   */
+  eventLog?: string;
   /** When the latest condor_submit began (epoch ms). */
   submitStartedAt: number;
   /**
@@ -77,6 +83,16 @@ interface Row {
   fetched: string;
   deleted_at: number | null;
   updated_at: number;
+  event_log: string | null;
+}
+
+/** Where the reading of one job event log stands (its offset is saved only once what it named was acted on). */
+export interface OperatorEventLog {
+  name: string;
+  createdAt: number;
+  offset: number;
+  inode: number;
+  size: number;
 }
 
 const MIGRATIONS: string[] = [
@@ -103,6 +119,14 @@ const MIGRATIONS: string[] = [
    CREATE UNIQUE INDEX htcjobs_cluster ON htcjobs(cluster) WHERE cluster IS NOT NULL;`,
   `ALTER TABLE htcjobs ADD COLUMN submit_token TEXT;
    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);`,
+  `ALTER TABLE htcjobs ADD COLUMN event_log TEXT;
+   CREATE TABLE event_logs (
+     name TEXT PRIMARY KEY,
+     created_at INTEGER NOT NULL,
+     offset INTEGER NOT NULL DEFAULT 0,
+     inode INTEGER NOT NULL DEFAULT 0,
+     size INTEGER NOT NULL DEFAULT 0
+   );`,
 ];
 
 const fromRow = (r: Row): HTCJobRecord => ({
@@ -115,6 +139,7 @@ const fromRow = (r: Row): HTCJobRecord => ({
   procs: r.procs,
   cluster: r.cluster ?? undefined,
   spooled: r.spooled === 1,
+  eventLog: r.event_log ?? undefined,
   submitStartedAt: r.submit_started_at,
   submitToken: r.submit_token ?? undefined,
   submittedAt: r.submitted_at ?? undefined,
@@ -125,7 +150,7 @@ const fromRow = (r: Row): HTCJobRecord => ({
   updatedAt: r.updated_at,
 });
 
-export type NewHTCJob = Pick<HTCJobRecord, "uid" | "namespace" | "name" | "generation" | "dir" | "procs" | "spooled">;
+export type NewHTCJob = Pick<HTCJobRecord, "uid" | "namespace" | "name" | "generation" | "dir" | "procs" | "spooled" | "eventLog">;
 
 export interface HTCJobStore {
   get(uid: string): HTCJobRecord | undefined;
@@ -148,6 +173,12 @@ export interface HTCJobStore {
   setOutcomes(uid: string, outcomes: (ProcOutcome | null)[], now: number): void;
   setFetched(uid: string, fetched: boolean[], now: number): void;
   markDeleted(uid: string, now: number): void;
+  eventLogs(): OperatorEventLog[];
+  addEventLog(name: string, createdAt: number): void;
+  saveEventLog(log: OperatorEventLog): void;
+  removeEventLog(name: string): void;
+  /** Per event log, how many records may still have procs queued that write to it (finished or deleted since `since` included). */
+  eventLogUsers(since: number): Map<string, number>;
   close(): void;
 }
 
@@ -210,11 +241,12 @@ export function openHTCJobStore(db: Sqlite, path = "htcjobs.db"): HTCJobStore {
           throw new SidecarError("internal", `Cannot submit HTCJob ${rec.uid} again: it is already ${old.phase}`);
         }
         db.run(
-          `INSERT INTO htcjobs (uid, namespace, name, phase, generation, dir, procs, spooled, submit_started_at, submit_token, updated_at)
-           VALUES (?, ?, ?, 'submitting', ?, ?, ?, ?, ?, ?, ?)
+          `INSERT INTO htcjobs (uid, namespace, name, phase, generation, dir, procs, spooled, submit_started_at, submit_token, event_log, updated_at)
+           VALUES (?, ?, ?, 'submitting', ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT(uid) DO UPDATE SET procs = excluded.procs, generation = excluded.generation,
-             submit_started_at = excluded.submit_started_at, submit_token = excluded.submit_token, updated_at = excluded.updated_at`,
-          [rec.uid, rec.namespace, rec.name, rec.generation, rec.dir, rec.procs, rec.spooled ? 1 : 0, now, token ?? null, now],
+             submit_started_at = excluded.submit_started_at, submit_token = excluded.submit_token,
+             event_log = excluded.event_log, updated_at = excluded.updated_at`,
+          [rec.uid, rec.namespace, rec.name, rec.generation, rec.dir, rec.procs, rec.spooled ? 1 : 0, now, token ?? null, rec.eventLog ?? null, now],
         );
       });
     }),
@@ -252,6 +284,35 @@ export function openHTCJobStore(db: Sqlite, path = "htcjobs.db"): HTCJobStore {
     markDeleted: guard((uid: string, now: number) => {
       db.run("UPDATE htcjobs SET phase = 'deleted', deleted_at = ?, updated_at = ? WHERE uid = ?", [now, now, uid]);
     }),
+    eventLogs: guard(() =>
+      db.all<{ name: string; created_at: number; offset: number; inode: number; size: number }>("SELECT * FROM event_logs").map((r) => ({
+        name: r.name,
+        createdAt: r.created_at,
+        offset: r.offset,
+        inode: r.inode,
+        size: r.size,
+      }))
+    ),
+    addEventLog: guard((name: string, createdAt: number) => {
+      db.run("INSERT INTO event_logs (name, created_at) VALUES (?, ?) ON CONFLICT(name) DO NOTHING", [name, createdAt]);
+    }),
+    saveEventLog: guard((l: OperatorEventLog) => {
+      db.run("UPDATE event_logs SET offset = ?, inode = ?, size = ? WHERE name = ?", [l.offset, l.inode, l.size, l.name]);
+    }),
+    removeEventLog: guard((name: string) => {
+      db.run("DELETE FROM event_logs WHERE name = ?", [name]);
+    }),
+    // A record still submitting may have queued procs; a submitted one has procs without an outcome;
+    // a proc of one finished or deleted lately may still be leaving the queue.
+    eventLogUsers: guard((since: number) =>
+      new Map(
+        db.all<{ event_log: string; n: number }>(
+          `SELECT event_log, COUNT(*) AS n FROM htcjobs WHERE event_log IS NOT NULL
+             AND (phase IN ('submitting', 'submitted') OR updated_at >= ?) GROUP BY event_log`,
+          [since],
+        ).map((r) => [r.event_log, r.n]),
+      )
+    ),
     close: () => db.close(),
   };
 }

@@ -254,8 +254,8 @@ function renderCluster(job: SubmitJob, procs: number): string {
  * A job alone: the description `job.sub` in the pod folder shows, and a batch of one submits;
  * for an HTCJob, its whole cluster.
  */
-export function renderSubmit(plan: JobPlan, dir: string): string {
-  const job: SubmitJob = { dir, label: `${plan.batchName} (uid ${plan.uid})`, commands: jobCommands(plan) };
+export function renderSubmit(plan: JobPlan, dir: string, eventLog?: string): string {
+  const job: SubmitJob = { dir, label: `${plan.batchName} (uid ${plan.uid})`, commands: jobCommands(plan, eventLog) };
   if (plan.htcjob) job.procs = plan.htcjob.procs;
   return renderBatch([job]);
 }

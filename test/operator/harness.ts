@@ -41,7 +41,17 @@ export function makeSite(extraConfig = ""): Site {
   const home = join(dir, "minicondor");
   mkdirSync(home, { recursive: true });
   const configPath = join(dir, "SidecarConfig.yaml");
-  writeFileSync(configPath, [`DataRootFolder: ./data`, `ContainerRuntime: ${SHIM}`, "StatusCacheSeconds: 1", extraConfig].join("\n") + "\n");
+  writeFileSync(
+    configPath,
+    [
+      `DataRootFolder: ./data`,
+      `ContainerRuntime: ${SHIM}`,
+      "StatusCacheSeconds: 1",
+      // Long enough that only the job event log can bring a change within a test (docs/operator.md#following-the-procs).
+      "ReconcileMinutes: 60",
+      extraConfig,
+    ].join("\n") + "\n",
+  );
   const ads = async (tool: "condor_q" | "condor_history") => {
     const r = await runTool(home, tool, ["-json", "-attributes", "ClusterId,ProcId,JobStatus,ExitCode,HTCJobUID,HTCJobName,InterLinkPodUID"]);
     if (r.code !== 0) throw new Error(`${tool} failed: ${r.stderr}`);
