@@ -152,8 +152,8 @@ export function createController(d: ControllerDeps) {
   }
 
   /** The UID search, with the owner learned from the operator's own condor_q answers. */
-  async function search(uid: string, token: string | undefined, history: boolean) {
-    const found = await findClustersByUid(d.condor, { operatorId: d.htcjob.operatorId, uid, token, owner: d.store.owner(), history });
+  async function search(uid: string, token: string | undefined, history: boolean, claimedCluster?: number) {
+    const found = await findClustersByUid(d.condor, { operatorId: d.htcjob.operatorId, uid, token, owner: d.store.owner(), history, claimedCluster });
     if (found.owner !== undefined && found.owner !== d.store.owner()) d.store.setOwner(found.owner);
     return found.clusters;
   }
@@ -167,7 +167,7 @@ export function createController(d: ControllerDeps) {
   async function adopt(obj: HTCJob): Promise<HTCJobRecord | undefined> {
     const uid = obj.metadata.uid!;
     const claimed = typeof obj.status?.clusterId === "number" || (Array.isArray(obj.status?.jobid) && obj.status.jobid.length > 0);
-    const found = await search(uid, undefined, claimed);
+    const found = await search(uid, undefined, claimed, typeof obj.status?.clusterId === "number" ? obj.status.clusterId : undefined);
     if (found.size === 0) return undefined;
     if (found.size > 1) return await conflict(obj, found);
     const [cluster, procIds] = [...found][0]!;

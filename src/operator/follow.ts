@@ -103,6 +103,13 @@ export interface UidSearch {
   owner?: string;
   /** Also the history (costly: a scan); else the queue only. */
   history: boolean;
+  /**
+   * The cluster the object's status names. With neither a token nor an owner to narrow the
+   * history to the operator's own jobs, the history is asked about that cluster only, and takes
+   * it only if its ads carry the UID and the operator's id: a replica or a store that never saw
+   * the submit must still not submit a finished HTCJob again.
+   */
+  claimedCluster?: number;
 }
 
 /**
@@ -132,8 +139,9 @@ export async function findClustersByUid(condor: Condor, s: UidSearch): Promise<{
   };
   take(await condor.query({ constraint, attributes }));
   const by = s.owner ?? owner;
-  if (s.history && (by !== undefined || s.token !== undefined)) {
-    const mine = by === undefined ? constraint : `${constraint} && Owner == ${classAdString(by)}`;
+  const claimed = s.claimedCluster !== undefined ? ` && ClusterId == ${s.claimedCluster}` : undefined;
+  if (s.history && (by !== undefined || s.token !== undefined || claimed !== undefined)) {
+    const mine = by !== undefined ? `${constraint} && Owner == ${classAdString(by)}` : s.token !== undefined ? constraint : `${constraint}${claimed}`;
     take((await condor.history({ constraint: mine, attributes, limit: 100_000, scanLimit: 100_000 })).filter((ad) => by === undefined || ad.Owner === by));
   }
   return { clusters, owner };

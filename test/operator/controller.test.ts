@@ -134,6 +134,21 @@ test("a lost store: the cluster HTCondor holds for the UID is taken with HTCondo
   empty.close();
 });
 
+test("a store that never saw the submit (a second replica's, a lost one), no owner learned yet, the cluster finished: taken from the history, not submitted again (docs/operator.md#never-twice)", async () => {
+  w = world();
+  const rec = await submitted();
+  for (const p of [0, 1]) w.schedd.end(`${rec.cluster}.${p}`, { JobStatus: 4, ExitCode: 0 });
+  const { openHTCJobStore } = await import("../../src/operator/store.ts");
+  const { bunRuntime } = await import("../../src/runtime/bun.ts");
+  const { join } = await import("node:path");
+  const other = openHTCJobStore(bunRuntime.openSqlite(join(w.dir, "other.db")));
+  const ctl = w.restart({ store: other });
+  await ctl.reconcile("default/q");
+  expect(w.schedd.count("submit")).toBe(1);
+  expect(other.get("uid-1")).toMatchObject({ cluster: rec.cluster, procs: 2 });
+  other.close();
+});
+
 test("a submit whose answer was lost is settled by its token: a cluster with the UID but another token is not taken; the schedd's clock does not matter (docs/operator.md#never-twice)", async () => {
   w = world({ submitTimeoutMs: 0 });
   w.kube.put(htcjob("q", "uid-1"));
