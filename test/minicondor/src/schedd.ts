@@ -1055,7 +1055,9 @@ async function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) 
             else ad.setText(k, v);
           }
           ad.set("TerminationPending", true);
-          putJob(db, ad);
+          // the schedd's own status stays 2 until the reaper: a JobStatus the job chirped into its ad
+          // must not become it, or the reaper below would take the job for one that is not running
+          putJob(db, ad, 2);
           bumpGen(db);
         });
       }
