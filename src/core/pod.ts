@@ -1,364 +1,44 @@
 /**
- * The create request (interLink's `RetrievedPodData`) and the subset of `v1.Pod` the sidecar uses:
- * zod schemas, the types inferred from them, and validation by Kubernetes' own rules.
+ * Parsing and validating the create request (interLink's `RetrievedPodData`) and the pods of
+ * `/delete` and `/status`. The parts live in files named after what they hold, and every name
+ * stays importable from here:
+ * - pod-schema.ts: structure (zod schemas and their types), lenient where the wire is.
+ * - k8s-names.ts: Kubernetes' rules for names, keys and paths.
+ * - pod-reason.ts: the JSON path, the quoting of values and the error a reason is made of.
  *
  * Two layers:
- * 1. Structure (zod). Lenient where the wire is: unknown fields are dropped, and `null` is accepted
- *    wherever an array, map or object may be absent, because Go serializes empty slices as `null`
- *    (docs/interlink.md#the-create-request, docs/interlink.md#check-7). Absent/null lists become
- *    `[]`, maps `{}`, objects `undefined`.
- * 2. Rules (`parseCreateRequest` only). Each field is checked by the rule Kubernetes applies to it
- *    (so no pod the API server accepted is refused), plus what the job itself needs: no NUL in any
- *    string that reaches the job, mount paths Apptainer's `--bind` can express.
+ * 1. Structure (zod, pod-schema.ts). Unknown fields are dropped; `null` is accepted wherever an
+ *    array, map or object may be absent (docs/interlink.md#check-7).
+ * 2. Rules (`parseCreateRequest` only, below). Each field is checked by the rule Kubernetes applies
+ *    to it (so no pod the API server accepted is refused), plus what the job itself needs: no NUL in
+ *    any string that reaches the job, mount paths Apptainer's `--bind` can express.
  *
  * Every failure is `SidecarError("invalid", 'pod "<ns>/<name>": <json path>: <what is wrong>')`,
  * naming the first problem found.
  */
-import { z } from "zod";
-import { escapeControls, hasControlOrLineBreak, SidecarError } from "./errors.ts";
+import type { z } from "zod";
+import { hasControlOrLineBreak, SidecarError } from "./errors.ts";
+import { configMapKeyProblem, envNameProblem, isDnsLabel, isDnsSubdomain, isPodUid, relativePathProblem } from "./k8s-names.ts";
+import { type PathSeg, podError, podLabel, quote, requestQuote } from "./pod-reason.ts";
+import {
+  type ConfigMap,
+  type Container,
+  type CreateRequest,
+  CreateRequestSchema,
+  type DownwardAPIFile,
+  type KeyToPath,
+  type Pod,
+  PodSchema,
+  type Secret,
+  type Volume,
+  type VolumeMount,
+} from "./pod-schema.ts";
 import { compare, isInteger, isNegative, tryParseQuantity } from "./quantity.ts";
 
-// ---------------------------------------------------------------------------------------------
-// Structure
-
-/** Optional object: null and absent both become undefined. */
-const opt = <T extends z.ZodType>(s: T) => s.nullish().transform((v) => v ?? undefined);
-/** Optional list: null and absent both become []. */
-const list = <T extends z.ZodType>(s: T) => z.array(s).nullish().transform((v) => v ?? []);
-/** Optional string map: null and absent both become {}. */
-const strMap = () =>
-  z
-    .record(z.string(), z.string())
-    .nullish()
-    .transform((v): Record<string, string> => v ?? {});
-
-const int = z.number().int();
-/** A Kubernetes quantity arrives as a JSON string, or (Go's Quantity.UnmarshalJSON accepts it) a bare number. */
-const quantityText = z.union([z.string(), z.number()]).transform((v) => String(v));
-const quantityMap = () =>
-  z
-    .record(z.string(), quantityText)
-    .nullish()
-    .transform((v): Record<string, string> => v ?? {});
-const intOrString = z.union([int, z.string()]);
-
-const KeyToPathSchema = z.object({ key: z.string(), path: z.string(), mode: opt(int) });
-
-const ObjectFieldSelectorSchema = z.object({ fieldPath: z.string(), apiVersion: opt(z.string()) });
-const ResourceFieldSelectorSchema = z.object({
-  containerName: opt(z.string()),
-  resource: z.string(),
-  divisor: opt(quantityText),
-});
-const KeySelectorSchema = z.object({ name: z.string(), key: z.string(), optional: opt(z.boolean()) });
-
-const EnvVarSchema = z.object({
-  name: z.string(),
-  value: opt(z.string()),
-  valueFrom: opt(
-    z.object({
-      fieldRef: opt(ObjectFieldSelectorSchema),
-      resourceFieldRef: opt(ResourceFieldSelectorSchema),
-      configMapKeyRef: opt(KeySelectorSchema),
-      secretKeyRef: opt(KeySelectorSchema),
-    }),
-  ),
-});
-
-const EnvFromSchema = z.object({
-  prefix: opt(z.string()),
-  configMapRef: opt(z.object({ name: z.string(), optional: opt(z.boolean()) })),
-  secretRef: opt(z.object({ name: z.string(), optional: opt(z.boolean()) })),
-});
-
-const ExecActionSchema = z.object({ command: list(z.string()) });
-const HTTPGetActionSchema = z.object({
-  path: opt(z.string()),
-  port: intOrString,
-  host: opt(z.string()),
-  scheme: opt(z.enum(["HTTP", "HTTPS"])),
-  httpHeaders: list(z.object({ name: z.string(), value: z.string() })),
-});
-const TCPSocketActionSchema = z.object({ port: intOrString, host: opt(z.string()) });
-const GRPCActionSchema = z.object({ port: int, service: opt(z.string()) });
-const SleepActionSchema = z.object({ seconds: int });
-
-const ProbeSchema = z.object({
-  exec: opt(ExecActionSchema),
-  httpGet: opt(HTTPGetActionSchema),
-  tcpSocket: opt(TCPSocketActionSchema),
-  grpc: opt(GRPCActionSchema),
-  initialDelaySeconds: opt(int),
-  periodSeconds: opt(int),
-  timeoutSeconds: opt(int),
-  successThreshold: opt(int),
-  failureThreshold: opt(int),
-  terminationGracePeriodSeconds: opt(int),
-});
-
-const LifecycleHandlerSchema = z.object({
-  exec: opt(ExecActionSchema),
-  httpGet: opt(HTTPGetActionSchema),
-  tcpSocket: opt(TCPSocketActionSchema),
-  sleep: opt(SleepActionSchema),
-});
-
-const VolumeMountSchema = z.object({
-  name: z.string(),
-  mountPath: z.string(),
-  subPath: opt(z.string()),
-  subPathExpr: opt(z.string()),
-  readOnly: opt(z.boolean()),
-});
-
-const ContainerSchema = z.object({
-  name: z.string(),
-  image: z.string(),
-  command: list(z.string()).optional(),
-  args: list(z.string()).optional(),
-  workingDir: opt(z.string()),
-  env: list(EnvVarSchema),
-  envFrom: list(EnvFromSchema),
-  ports: list(z.object({ name: opt(z.string()), containerPort: int, protocol: opt(z.string()) })),
-  resources: z
-    .object({ limits: quantityMap(), requests: quantityMap() })
-    .nullish()
-    .transform((v) => v ?? { limits: {}, requests: {} }),
-  volumeMounts: list(VolumeMountSchema),
-  startupProbe: opt(ProbeSchema),
-  readinessProbe: opt(ProbeSchema),
-  livenessProbe: opt(ProbeSchema),
-  lifecycle: opt(z.object({ postStart: opt(LifecycleHandlerSchema), preStop: opt(LifecycleHandlerSchema) })),
-  /** Only on init containers: `Always` makes it a sidecar container. */
-  restartPolicy: opt(z.string()),
-});
-
-const DownwardAPIFileSchema = z.object({
-  path: z.string(),
-  fieldRef: opt(ObjectFieldSelectorSchema),
-  resourceFieldRef: opt(ResourceFieldSelectorSchema),
-  mode: opt(int),
-});
-
-const ProjectionSchema = z.object({
-  configMap: opt(z.object({ name: z.string(), items: list(KeyToPathSchema), optional: opt(z.boolean()) })),
-  secret: opt(z.object({ name: z.string(), items: list(KeyToPathSchema), optional: opt(z.boolean()) })),
-  downwardAPI: opt(z.object({ items: list(DownwardAPIFileSchema) })),
-  serviceAccountToken: opt(
-    z.object({ path: z.string(), audience: opt(z.string()), expirationSeconds: opt(int) }),
-  ),
-});
-
-/** Volume sources the sidecar understands; any other key with a value is a type it cannot provide. */
-export const KNOWN_VOLUME_SOURCES = ["configMap", "secret", "projected", "downwardAPI", "emptyDir", "hostPath"] as const;
-
-/** `looseObject`: unknown keys are kept so that an unsupported volume type can be named in the error. */
-const VolumeSchema = z.looseObject({
-  name: z.string(),
-  configMap: opt(
-    z.object({ name: z.string(), items: list(KeyToPathSchema), defaultMode: opt(int), optional: opt(z.boolean()) }),
-  ),
-  secret: opt(
-    z.object({
-      secretName: z.string(),
-      items: list(KeyToPathSchema),
-      defaultMode: opt(int),
-      optional: opt(z.boolean()),
-    }),
-  ),
-  projected: opt(z.object({ sources: list(ProjectionSchema), defaultMode: opt(int) })),
-  downwardAPI: opt(z.object({ items: list(DownwardAPIFileSchema), defaultMode: opt(int) })),
-  emptyDir: opt(z.object({ medium: opt(z.string()), sizeLimit: opt(quantityText) })),
-  hostPath: opt(z.object({ path: z.string(), type: opt(z.string()) })),
-});
-
-export const PodSchema = z.object({
-  metadata: z.object({
-    name: z.string(),
-    namespace: z.string(),
-    uid: z.string(),
-    labels: strMap(),
-    annotations: strMap(),
-  }),
-  spec: z.object({
-    containers: list(ContainerSchema),
-    initContainers: list(ContainerSchema),
-    volumes: list(VolumeSchema),
-    restartPolicy: opt(z.enum(["Always", "OnFailure", "Never"])),
-    terminationGracePeriodSeconds: opt(int),
-    activeDeadlineSeconds: opt(int),
-    nodeName: opt(z.string()),
-    serviceAccountName: opt(z.string()),
-    hostname: opt(z.string()),
-  }),
-  status: z
-    .object({ podIP: opt(z.string()), hostIP: opt(z.string()), phase: opt(z.string()) })
-    .nullish()
-    .transform((v): { podIP?: string; hostIP?: string; phase?: string } => v ?? {}),
-});
-
-const ConfigMapSchema = z.object({
-  metadata: z.object({ name: z.string() }),
-  data: strMap(),
-  binaryData: strMap(),
-});
-const SecretSchema = z.object({
-  metadata: z.object({ name: z.string() }),
-  /** base64 (Go []byte) */
-  data: strMap(),
-  /** Plain text; interLink never fills it, but a hand-written request may. */
-  stringData: strMap(),
-  type: opt(z.string()),
-});
-
-export const RetrievedContainerSchema = z.object({
-  name: z.string(),
-  configMaps: list(ConfigMapSchema),
-  /** Synthetic ConfigMaps, one per projected volume, named after the VOLUME (docs/interlink.md#volume-data). */
-  projectedvolumemaps: list(ConfigMapSchema),
-  secrets: list(SecretSchema),
-});
-
-export const CreateRequestSchema = z.object({
-  pod: PodSchema,
-  container: list(RetrievedContainerSchema),
-  jobConfig: z.unknown().optional(),
-  jobScript: opt(z.string()),
-});
-
-export type Pod = z.output<typeof PodSchema>;
-export type PodSpec = Pod["spec"];
-export type Container = z.output<typeof ContainerSchema>;
-export type Volume = z.output<typeof VolumeSchema>;
-export type VolumeMount = z.output<typeof VolumeMountSchema>;
-export type EnvVar = z.output<typeof EnvVarSchema>;
-export type EnvFromSource = z.output<typeof EnvFromSchema>;
-export type Probe = z.output<typeof ProbeSchema>;
-export type LifecycleHandler = z.output<typeof LifecycleHandlerSchema>;
-export type KeyToPath = z.output<typeof KeyToPathSchema>;
-export type DownwardAPIFile = z.output<typeof DownwardAPIFileSchema>;
-export type ResourceFieldSelector = z.output<typeof ResourceFieldSelectorSchema>;
-export type ConfigMap = z.output<typeof ConfigMapSchema>;
-export type Secret = z.output<typeof SecretSchema>;
-export type RetrievedContainer = z.output<typeof RetrievedContainerSchema>;
-export type CreateRequest = z.output<typeof CreateRequestSchema>;
-
-// ---------------------------------------------------------------------------------------------
-// Paths and errors
-
-export type PathSeg = string | number;
-
-/** `["spec","containers",0,"resources","limits","nvidia.com/gpu"]` → `spec.containers[0].resources.limits["nvidia.com/gpu"]`. */
-export function jsonPath(path: readonly PathSeg[]): string {
-  let out = "";
-  for (const seg of path) {
-    if (typeof seg === "number") out += `[${seg}]`;
-    else if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(seg)) out += out ? `.${seg}` : seg;
-    else out += `[${escapeControls(JSON.stringify(seg))}]`;
-  }
-  return out || "(body)";
-}
-
-/** Quotes a value for a reason: JSON-escaped, with controls and line breaks escaped, shortened. */
-export type Quote = (value: string, maxLength?: number) => string;
-
-/**
- * The quoting helper for values of the pod spec itself, which anyone who can read the pod reads
- * anyway. Whatever the planner derives from a request goes through {@link requestQuote} instead.
- */
-export const quote: Quote = (value, maxLength = 64) => {
-  const v = value.length > maxLength ? `${value.slice(0, maxLength)}…` : value;
-  return escapeControls(JSON.stringify(v));
-};
-
-/** What a reason shows in place of a value that may come from a secret or a configMap. */
-export const WITHHELD = "(a value from a secret or configMap, not shown)";
-
-/**
- * The quoting helper for reasons about one create request. interLink copies a reason into the
- * pod's status, which more people can read than the pod's secrets and configMaps, so a value
- * that may have come from them is never shown: one that contains any value of the request's
- * configMaps, secrets or projected volume maps (decoded, as the planner uses it). Keys are not
- * values: Kubernetes shows them to whoever may describe the object, and a variable made from one
- * (envFrom) must be named to say what to fix (issue 12, class 3).
- * Whatever the planner makes of that data (an env value or name, a `$(VAR)` expansion in
- * command, args or subPathExpr, a file name, a mount path) contains it verbatim, so this finds
- * every derived value without following each derivation. A value that merely happens to contain
- * such a string is withheld too: that costs a less specific reason, never a secret.
- */
-export function requestQuote(req: Pick<CreateRequest, "container">): Quote {
-  let hidden: string[] | undefined;
-  return (value, maxLength) => {
-    hidden ??= requestData(req);
-    return hidden.some((h) => value.includes(h)) ? WITHHELD : quote(value, maxLength);
-  };
-}
-
-/** Every non-empty value of the request's configMaps, secrets and projected volume maps. */
-function requestData(req: Pick<CreateRequest, "container">): string[] {
-  const out = new Set<string>();
-  const add = (s: string | undefined) => {
-    if (s) out.add(s);
-  };
-  const text = (map: Record<string, string>) => {
-    for (const v of Object.values(map)) add(v);
-  };
-  const base64 = (map: Record<string, string>) => {
-    for (const v of Object.values(map)) {
-      add(v);
-      add(decodeLenient(v));
-    }
-  };
-  for (const rc of req.container) {
-    for (const cm of rc.configMaps) {
-      text(cm.data);
-      base64(cm.binaryData);
-    }
-    for (const s of rc.secrets) {
-      base64(s.data);
-      text(s.stringData);
-    }
-    for (const pm of rc.projectedvolumemaps) {
-      text(pm.data);
-      base64(pm.binaryData);
-    }
-  }
-  return [...out];
-}
-
-/** base64 as text, for matching only: what decodes, decoded; bytes that are not UTF-8 as U+FFFD. */
-function decodeLenient(b64: string): string | undefined {
-  try {
-    return new TextDecoder().decode(Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0)));
-  } catch {
-    return undefined;
-  }
-}
-
-/** `pod "<ns>/<name>"`, as far as the body allows. */
-export function podLabel(ns: unknown, name: unknown): string {
-  const s = (v: unknown) => (typeof v === "string" && v !== "" ? v : "?");
-  return `pod ${quote(`${s(ns)}/${s(name)}`, 140)}`;
-}
-
-export function podError(label: string, path: readonly PathSeg[], what: string): SidecarError {
-  return new SidecarError("invalid", `${label}: ${jsonPath(withoutDataKeys(path))}: ${what}`);
-}
-
-const DATA_OBJECTS = new Set(["configMaps", "secrets", "projectedvolumemaps"]);
-const DATA_MAPS = new Set(["data", "binaryData", "stringData"]);
-
-/**
- * A path into a request's configMap, secret or projected volume map stops at its data map: the
- * keys below it are the object's own data (docs/interlink.md#volume-data), which a reason never
- * shows.
- */
-function withoutDataKeys(path: readonly PathSeg[]): readonly PathSeg[] {
-  const obj = path.findIndex((seg) => typeof seg === "string" && DATA_OBJECTS.has(seg));
-  if (obj < 0) return path;
-  const map = path.findIndex((seg, i) => i > obj && typeof seg === "string" && DATA_MAPS.has(seg));
-  return map < 0 ? path : path.slice(0, map + 1);
-}
+// Importers of pod.ts predate the split; they keep working.
+export * from "./k8s-names.ts";
+export * from "./pod-reason.ts";
+export * from "./pod-schema.ts";
 
 function zodFailure(label: string, issue: z.core.$ZodIssue, base: readonly PathSeg[]): SidecarError {
   const path = [...base, ...issue.path.map((p) => (typeof p === "symbol" ? String(p) : p))];
@@ -423,66 +103,7 @@ export function parsePod(body: unknown): Pod {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Kubernetes' rules (k8s.io/apimachinery/pkg/util/validation, pkg/apis/core/validation)
-
-/** RFC 1123 label, the one copy of it: a subdomain is such labels joined by dots. */
-const LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
-const DNS_LABEL = new RegExp(`^${LABEL}$`);
-const DNS_SUBDOMAIN = new RegExp(`^${LABEL}(\\.${LABEL})*$`);
-const CONFIG_MAP_KEY = /^[-._a-zA-Z0-9]+$/;
-const UID = /^[A-Za-z0-9-]{1,128}$/;
-
-/** Kubernetes' rule for `metadata.uid` (the create path applies it through checkIdentity; delete alone). */
-export function isPodUid(uid: string): boolean {
-  return UID.test(uid);
-}
-/**
- * A name a shell (and Apptainer's APPTAINERENV_<NAME>) can carry. Other valid env names reach a
- * container through `env NAME=value` inside it (render/wrapper-lib.bash, load_env).
- */
-export const SHELL_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-/**
- * Kubernetes' env var name rule since 1.34 (KEP-4369, RelaxedEnvironmentVariableValidation GA):
- * any printable ASCII character but `=`, not empty. Before, `[-._a-zA-Z][-._a-zA-Z0-9]*`, which
- * this includes. Undefined when valid.
- */
-export function envNameProblem(name: string, q: Quote): string | undefined {
-  if (name === "") return "must not be empty";
-  if (name.includes("=")) return `${q(name)} must not contain '='`;
-  if (!/^[\x20-\x7e]+$/.test(name)) return `${q(name)} must consist of printable ASCII characters`;
-  return undefined;
-}
-
-export function isDnsLabel(s: string): boolean {
-  return s.length <= 63 && DNS_LABEL.test(s);
-}
-function isDnsSubdomain(s: string): boolean {
-  return s.length <= 253 && DNS_SUBDOMAIN.test(s);
-}
-
-/** Kubernetes' IsConfigMapKey: `[-._a-zA-Z0-9]+`, ≤ 253, not `.`, `..`, nor starting with `..`. */
-export function configMapKeyProblem(key: string, q: Quote): string | undefined {
-  if (key.length === 0) return "must not be empty";
-  if (key.length > 253) return "must be no more than 253 characters";
-  if (!CONFIG_MAP_KEY.test(key)) return `${q(key)} must consist of letters, digits, '-', '_' or '.'`;
-  if (key === "." || key === "..") return `must not be ${q(key)}`;
-  if (key.startsWith("..")) return `${q(key)} must not start with '..'`;
-  return undefined;
-}
-
-/**
- * Kubernetes' validateLocalDescendingPath (+ validateLocalNonReservedPath when `reserved`):
- * relative, no `..` element, and for volume file paths not starting with `..` (the atomic writer's
- * `..data`).
- */
-export function relativePathProblem(p: string, reserved: boolean, q: Quote): string | undefined {
-  if (p.includes("\0")) return "must not contain NUL";
-  if (p.startsWith("/")) return `${q(p)} must be a relative path`;
-  if (p.split("/").includes("..")) return `${q(p)} must not contain '..'`;
-  if (reserved && p.startsWith("..")) return `${q(p)} must not start with '..'`;
-  return undefined;
-}
+// Rules of the create request (pkg/apis/core/validation, applied field by field)
 
 function checkIdentity(pod: Pod, label: string): void {
   const { name, namespace, uid } = pod.metadata;
