@@ -124,7 +124,14 @@ export async function startOperator(
       ...(o.args ?? []),
     ],
     {
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/root", MINICONDOR_HOME: site.home, MINICONDOR_ALLOW_ROOT: "1", ...denoEnv, ...o.env },
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        HOME: process.env.HOME ?? "/root",
+        MINICONDOR_HOME: site.home,
+        MINICONDOR_ALLOW_ROOT: "1",
+        ...denoEnv,
+        ...o.env,
+      },
       stdout: "pipe",
       stderr: "pipe",
     },
