@@ -71,6 +71,26 @@ export function makeSite(extraConfig = ""): Site {
   };
 }
 
+/**
+ * Which runtime runs the operator: Bun unless OPERATOR_RUNTIME=deno says otherwise (issue 21:
+ * the operator works on Bun and on Deno), so any e2e file can be run once on Deno.
+ */
+export type OperatorRuntime = "bun" | "deno";
+
+export function operatorRuntime(): OperatorRuntime {
+  const v = process.env.OPERATOR_RUNTIME;
+  if (v === undefined || v === "" || v === "bun") return "bun";
+  if (v === "deno") return "deno";
+  throw new Error(`Unknown OPERATOR_RUNTIME "${v}": expected "bun" or "deno"`);
+}
+
+/** The command that starts `htcondor-sidecar` from the sources on `runtime`. */
+export function sidecarCommand(runtime: OperatorRuntime): string[] {
+  return runtime === "deno"
+    ? [join(ROOT, "node_modules", ".bin", "deno"), "run", "-A", "--no-check", join(ROOT, "src", "main.deno.ts")]
+    : [process.execPath, join(ROOT, "src", "main.bun.ts")];
+}
+
 export interface Operator {
   proc: ReturnType<typeof Bun.spawn>;
   log(): string;
@@ -83,12 +103,15 @@ export interface Operator {
 export async function startOperator(
   site: Site,
   kubeconfig: string,
-  o: { env?: Record<string, string>; args?: string[]; waitFor?: RegExp | null } = {},
+  o: { env?: Record<string, string>; args?: string[]; waitFor?: RegExp | null; runtime?: OperatorRuntime } = {},
 ): Promise<Operator> {
+  const runtime = o.runtime ?? operatorRuntime();
+  // Deno keeps its module cache under DENO_DIR (or HOME), and its temp files under TMPDIR.
+  const denoEnv: Record<string, string> = {};
+  for (const k of ["DENO_DIR", "TMPDIR"]) if (runtime === "deno" && process.env[k]) denoEnv[k] = process.env[k]!;
   const proc = Bun.spawn(
     [
-      process.execPath,
-      join(ROOT, "src", "main.bun.ts"),
+      ...sidecarCommand(runtime),
       "operator",
       "--kubeconfig",
       kubeconfig,
@@ -101,7 +124,14 @@ export async function startOperator(
       ...(o.args ?? []),
     ],
     {
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/root", MINICONDOR_HOME: site.home, MINICONDOR_ALLOW_ROOT: "1", ...o.env },
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        HOME: process.env.HOME ?? "/root",
+        MINICONDOR_HOME: site.home,
+        MINICONDOR_ALLOW_ROOT: "1",
+        ...denoEnv,
+        ...o.env,
+      },
       stdout: "pipe",
       stderr: "pipe",
     },
@@ -138,7 +168,8 @@ export async function startOperator(
       await pump.catch(() => {});
     },
   };
-  if (o.waitFor !== null) await op.waitLog(o.waitFor ?? /leading: watching HTCJobs/);
+  // Deno's first start transpiles the sources into its cache, which takes longer on a busy machine.
+  if (o.waitFor !== null) await op.waitLog(o.waitFor ?? /leading: watching HTCJobs/, runtime === "deno" ? 90_000 : 30_000);
   return op;
 }
 
