@@ -100,26 +100,18 @@ export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
       stderr: "pipe",
     },
   );
-  let log = "";
-  const reader = proc.stderr.getReader();
+  const { log, stop, kill9 } = gatherStderr(proc);
   let port: number | undefined;
   const deadline = Date.now() + 20_000;
-  const pump = (async () => {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      log += new TextDecoder().decode(value);
-    }
-  })();
   while (port === undefined && Date.now() < deadline) {
-    const m = /"url":"http:\/\/127\.0\.0\.1:(\d+)"/.exec(log);
+    const m = /"url":"http:\/\/127\.0\.0\.1:(\d+)"/.exec(log());
     if (m) port = Number(m[1]);
     else await Bun.sleep(25);
     if (proc.exitCode !== null) break;
   }
   if (port === undefined) {
     proc.kill("SIGKILL");
-    throw new Error(`sidecar did not start:\n${log}`);
+    throw new Error(`sidecar did not start:\n${log()}`);
   }
   const p = port;
   return {
@@ -127,19 +119,11 @@ export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
     dir,
     home,
     dataRoot: /^DataRootFolder: (.+)$/m.exec(o.config ?? "")?.[1] ?? join(dir, "data"),
-    log: () => log,
+    log,
     proc,
     call: (method, path, body, opts) => http(p, method, path, body, opts),
-    async stop() {
-      proc.kill("SIGTERM");
-      const code = await proc.exited;
-      await pump.catch(() => {});
-      return code;
-    },
-    async kill9() {
-      proc.kill("SIGKILL");
-      await proc.exited;
-    },
+    stop,
+    kill9,
     async destroy() {
       if (proc.exitCode === null) {
         proc.kill("SIGTERM");
@@ -147,6 +131,40 @@ export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
       }
       await cleanup(home, true);
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A spawned process's stderr, gathered as it comes (the sidecar and the operator log there), and
+ * the two ways a test ends the process: SIGTERM for the graceful path, SIGKILL for a crash.
+ */
+export function gatherStderr(proc: Bun.Subprocess<"ignore", "pipe", "pipe">): {
+  log(): string;
+  stop(): Promise<number>;
+  kill9(): Promise<void>;
+} {
+  let log = "";
+  const pump = (async () => {
+    const reader = proc.stderr.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      log += new TextDecoder().decode(value);
+    }
+  })();
+  return {
+    log: () => log,
+    async stop() {
+      if (proc.exitCode === null) proc.kill("SIGTERM");
+      const code = await proc.exited;
+      await pump.catch(() => {});
+      return code;
+    },
+    async kill9() {
+      proc.kill("SIGKILL");
+      await proc.exited;
+      await pump.catch(() => {});
     },
   };
 }

@@ -4,40 +4,20 @@
  * operator as a process. The site config's ReconcileMinutes is an hour, so within a test only the
  * log can move a status: the full follow runs at start and after a gap, and never on its period.
  */
-import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { expect, setDefaultTimeout, test } from "bun:test";
 import { appendFileSync, readdirSync, readFileSync, statSync, truncateSync } from "node:fs";
 import { join } from "node:path";
-import { describeKube, type Kube, startKube } from "../helpers/kube.ts";
-import { clustersOf, getHTCJob, type HTCJobView, htcjobYaml, installCrd, makeSite, ok, type Operator, type Site, startOperator, until } from "./harness.ts";
+import { describeKube } from "../helpers/kube.ts";
+import { clustersOf, getHTCJob, type HTCJobView, ok, operatorE2E, startOperator, until } from "./harness.ts";
 
 setDefaultTimeout(180_000);
 const NS = "default";
 
 describeKube("HTCJob operator, following the job event log", () => {
-  let kube: Kube;
-  let site: Site;
-  let op: Operator;
-
-  beforeAll(async () => {
-    kube = await startKube();
-    await installCrd(kube);
-    site = makeSite();
-    op = await startOperator(site, kube.kubeconfig("files"));
-  }, 240_000);
-
-  afterAll(async () => {
-    await op?.stop();
-    site?.destroy();
-    await kube?.stop();
-  }, 60_000);
-
-  const create = (name: string, spec: Parameters<typeof htcjobYaml>[1]) => ok(kube.kubectl(["apply", "-n", NS, "-f", "-"], { stdin: htcjobYaml(name, spec) }));
-  const reach = (name: string, want: (s: NonNullable<HTCJobView["status"]>) => boolean, timeoutMs = 90_000) =>
-    until(`HTCJob ${name}'s status`, async () => {
-      const j = await getHTCJob(kube, NS, name);
-      return j?.status && want(j.status) ? j : undefined;
-    }, timeoutMs);
-  const eventsDir = () => join(site.dataRoot, "htcjobs", "events");
+  const e2e = operatorE2E();
+  const create = e2e.create;
+  const reach = (name: string, want: (s: NonNullable<HTCJobView["status"]>) => boolean, timeoutMs = 90_000) => e2e.reach(name, want, timeoutMs);
+  const eventsDir = () => join(e2e.site.dataRoot, "htcjobs", "events");
   /** The log new clusters write: the newest in the operator's events folder. */
   const currentLog = () => {
     const names = readdirSync(eventsDir()).filter((n) => /^events-.*\.log$/.test(n)).sort();
@@ -49,7 +29,7 @@ describeKube("HTCJob operator, following the job event log", () => {
     await create("logged", { queue: 3, source: "echo $1\n" });
     const j = await reach("logged", (s) => s.succeeded === 3);
     expect(j.status).toMatchObject({ active: 0, failed: 0 });
-    const sub = readFileSync(join(site.dataRoot, "htcjobs", j.metadata.uid, "job.sub"), "utf8");
+    const sub = readFileSync(join(e2e.site.dataRoot, "htcjobs", j.metadata.uid, "job.sub"), "utf8");
     const log = /^log = (.*)$/m.exec(sub)?.[1];
     expect(log?.startsWith(eventsDir() + "/events-")).toBe(true);
     const text = readFileSync(log!, "utf8");
@@ -68,9 +48,9 @@ describeKube("HTCJob operator, following the job event log", () => {
     // A later cluster's events come after the forged one in the same log: once it succeeded, the forged event was read.
     await create("witness", { source: "echo $1\n" });
     await reach("witness", (s) => s.succeeded === 1);
-    const after = await getHTCJob(kube, NS, "victim");
+    const after = await getHTCJob(e2e.kube, NS, "victim");
     expect(after!.status).toMatchObject({ running: 1, succeeded: 0, failed: 0 });
-    await ok(kube.kubectl(["delete", "-n", NS, "htcjob", "victim", "--timeout=60s"]));
+    await ok(e2e.kube.kubectl(["delete", "-n", NS, "htcjob", "victim", "--timeout=60s"]));
   });
 
   // docs/operator.md#following-the-procs: a truncated log is a gap, and a gap runs the full follow.
@@ -80,29 +60,29 @@ describeKube("HTCJob operator, following the job event log", () => {
     const uid = j.metadata.uid;
     const log = currentLog();
     // The operator sleeps while the procs end; their events are then cut from the log.
-    op.proc.kill("SIGSTOP");
+    e2e.op.proc.kill("SIGSTOP");
     try {
       await until("cut's procs to leave the queue", async () => {
-        const ended = (await site.history()).filter((a) => a.HTCJobUID === uid && a.ExitCode === 0);
+        const ended = (await e2e.site.history()).filter((a) => a.HTCJobUID === uid && a.ExitCode === 0);
         return ended.length === 2 ? true : undefined;
       }, 60_000);
       truncateSync(log, 0);
       expect(statSync(log).size).toBe(0);
     } finally {
-      op.proc.kill("SIGCONT");
+      e2e.op.proc.kill("SIGCONT");
     }
     await reach("cut", (s) => s.succeeded === 2);
-    expect(op.log()).toMatch(/cannot say what changed.*truncated/);
+    expect(e2e.op.log()).toMatch(/cannot say what changed.*truncated/);
   });
 
   // docs/operator.md#following-the-procs: the offset is durable and saved only after the query acted on it.
   test("a restart in the middle of a burst of events loses nothing and submits nothing twice", async () => {
     await create("burst", { queue: 6, source: "sleep 1; echo $1\n" });
     const j = await reach("burst", (s) => (s.running ?? 0) + (s.succeeded ?? 0) >= 1);
-    await op.kill9();
-    op = await startOperator(site, kube.kubeconfig("files"));
+    await e2e.op.kill9();
+    e2e.op = await startOperator(e2e.site, e2e.kube.kubeconfig("files"));
     const done = await reach("burst", (s) => s.succeeded === 6);
     expect(done.status!.clusterId).toBe(j.status!.clusterId);
-    expect(await clustersOf(site, j.metadata.uid)).toEqual(new Set([j.status!.clusterId!]));
+    expect(await clustersOf(e2e.site, j.metadata.uid)).toEqual(new Set([j.status!.clusterId!]));
   });
 });

@@ -3,11 +3,12 @@
  * the HTCJob CRD, minicondor for HTCondor (test/minicondor), and the operator started from the
  * sources as a separate process, as `htcondor-sidecar operator` runs in production.
  */
+import { afterAll, beforeAll } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Kube } from "../helpers/kube.ts";
-import { CONDOR_BIN, ROOT, SHIM } from "../helpers/sidecar.ts";
+import { type Kube, startKube } from "../helpers/kube.ts";
+import { CONDOR_BIN, eventually, gatherStderr, ROOT, SHIM } from "../helpers/sidecar.ts";
 import { cleanup, runTool } from "../minicondor/src/testkit.ts";
 
 export const CRD = join(ROOT, "deploy", "htcjob-crd.yaml");
@@ -136,37 +137,20 @@ export async function startOperator(
       stderr: "pipe",
     },
   );
-  let log = "";
-  const pump = (async () => {
-    const reader = proc.stderr.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      log += new TextDecoder().decode(value);
-    }
-  })();
+  const { log, stop, kill9 } = gatherStderr(proc);
   const op: Operator = {
     proc,
-    log: () => log,
+    log,
     async waitLog(re, timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
-      while (!re.test(log)) {
-        if (proc.exitCode !== null) throw new Error(`the operator exited (${proc.exitCode}) before ${re}:\n${log}`);
-        if (Date.now() > deadline) throw new Error(`the operator did not log ${re} within ${timeoutMs / 1000} s:\n${log}`);
+      while (!re.test(log())) {
+        if (proc.exitCode !== null) throw new Error(`the operator exited (${proc.exitCode}) before ${re}:\n${log()}`);
+        if (Date.now() > deadline) throw new Error(`the operator did not log ${re} within ${timeoutMs / 1000} s:\n${log()}`);
         await Bun.sleep(50);
       }
     },
-    async stop() {
-      if (proc.exitCode === null) proc.kill("SIGTERM");
-      const code = await proc.exited;
-      await pump.catch(() => {});
-      return code;
-    },
-    async kill9() {
-      proc.kill("SIGKILL");
-      await proc.exited;
-      await pump.catch(() => {});
-    },
+    stop,
+    kill9,
   };
   // Deno's first start transpiles the sources into its cache, which takes longer on a busy machine.
   if (o.waitFor !== null) await op.waitLog(o.waitFor ?? /leading: watching HTCJobs/, runtime === "deno" ? 90_000 : 30_000);
@@ -218,23 +202,93 @@ export function htcjobYaml(name: string, spec: { queue?: number; image?: string;
 }
 
 /** Polls until fn returns a value (not undefined), or throws after timeoutMs with the last value seen. */
-export async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
-    await Bun.sleep(250);
-  }
+export function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  return eventually(fn, timeoutMs, what);
 }
 
 /** The distinct clusters in queue and history that carry `uid`. */
 export async function clustersOf(site: Site, uid: string): Promise<Set<number>> {
   const ads = [...(await site.queue()), ...(await site.history())];
   return new Set(ads.filter((a) => a.HTCJobUID === uid).map((a) => a.ClusterId as number));
+}
+
+/**
+ * One e2e file's world, filled in by the beforeAll that operatorE2E registers: a kube-apiserver
+ * with the CRD, a site, and (unless told otherwise) an operator leading on it.
+ */
+export interface OperatorE2E {
+  kube: Kube;
+  site: Site;
+  /** The operator started before the file's tests; a test that restarts it puts the new one here. */
+  op: Operator;
+  /** Applies an HTCJob made by htcjobYaml. */
+  create(name: string, spec: Parameters<typeof htcjobYaml>[1], ns?: string): Promise<string>;
+  /** Polls until HTCJob `name` has a status that `want` accepts. */
+  reach(name: string, want: (s: NonNullable<HTCJobView["status"]>) => boolean, timeoutMs?: number, ns?: string): Promise<HTCJobView>;
+}
+
+/**
+ * Registers the beforeAll and afterAll of an operator e2e file: starts the API server (with
+ * `kube`'s users), installs the CRD, runs `setup`, makes a site from `siteConfig`, and starts the
+ * operator with `operator`'s options unless it is false; stops all of it afterwards.
+ */
+export function operatorE2E(
+  o: {
+    kube?: Parameters<typeof startKube>[0];
+    setup?: (kube: Kube) => Promise<unknown>;
+    siteConfig?: string;
+    operator?: Parameters<typeof startOperator>[2] | false;
+  } = {},
+): OperatorE2E {
+  const e: OperatorE2E = {
+    create: (name, spec, ns = "default") => ok(e.kube.kubectl(["apply", "-n", ns, "-f", "-"], { stdin: htcjobYaml(name, spec) })),
+    reach: (name, want, timeoutMs = 120_000, ns = "default") =>
+      until(`HTCJob ${name}'s status`, async () => {
+        const j = await getHTCJob(e.kube, ns, name);
+        return j?.status && want(j.status) ? j : undefined;
+      }, timeoutMs),
+  } as OperatorE2E;
+  beforeAll(async () => {
+    e.kube = await startKube(o.kube);
+    await installCrd(e.kube);
+    await o.setup?.(e.kube);
+    e.site = makeSite(o.siteConfig);
+    if (o.operator !== false) e.op = await startOperator(e.site, e.kube.kubeconfig("files"), o.operator);
+  }, 240_000);
+  afterAll(async () => {
+    await e.op?.stop();
+    e.site?.destroy();
+    await e.kube?.stop();
+  }, 60_000);
+  return e;
+}
+
+/**
+ * docs/operator.md#deleting, the steps the Bun and the Deno files both take: an HTCJob of two
+ * procs that sleep, deleted (kubectl waits for the object to go) once both run. Returns what the
+ * tests check: how many of its procs ran in the queue before, the object after, and its procs'
+ * ads in queue and history after.
+ */
+export async function deleteRunning(
+  e2e: OperatorE2E,
+  name: string,
+): Promise<{ runningBefore: number; after: HTCJobView | undefined; ads: Record<string, unknown>[] }> {
+  await e2e.create(name, { queue: 2, source: "sleep 300\n" });
+  const j = await e2e.reach(name, (s) => (s.running ?? 0) === 2);
+  const uid = j.metadata.uid;
+  const runningBefore = (await e2e.site.queue()).filter((a) => a.HTCJobUID === uid && a.JobStatus === 2).length;
+  await ok(e2e.kube.kubectl(["delete", "htcjob", "-n", "default", name, "--wait=true", "--timeout=90s"]));
+  const after = await getHTCJob(e2e.kube, "default", name);
+  const ads = [...(await e2e.site.queue()), ...(await e2e.site.history())].filter((a) => a.HTCJobUID === uid);
+  return { runningBefore, after, ads };
+}
+
+/** docs/operator.md#status, on both runtimes: an HTCJob whose script exits 3, once it counts as failed, and its Failed condition. */
+export async function exitThree(
+  e2e: OperatorE2E,
+  name: string,
+): Promise<{ status: NonNullable<HTCJobView["status"]>; failed: { type: string; status: string; reason: string; message: string } }> {
+  await e2e.create(name, { source: "exit 3\n" });
+  const j = await e2e.reach(name, (s) => s.failed === 1);
+  return { status: j.status!, failed: j.status!.conditions!.find((c) => c.type === "Failed")! };
 }

@@ -5,56 +5,22 @@
  * than 0 is a failure that names it, a forbidden htcopts key submits nothing, and a delete
  * removes the procs before the object goes.
  */
-import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
-import { describeKube, type Kube, startKube } from "../helpers/kube.ts";
+import { describeKube } from "../helpers/kube.ts";
 import { ROOT } from "../helpers/sidecar.ts";
-import {
-  clustersOf,
-  events,
-  EXAMPLES,
-  getHTCJob,
-  type HTCJobView,
-  htcjobYaml,
-  installCrd,
-  makeSite,
-  ok,
-  type Operator,
-  type Site,
-  startOperator,
-  until,
-} from "./harness.ts";
+import { clustersOf, deleteRunning, events, EXAMPLES, exitThree, htcjobYaml, ok, operatorE2E, until } from "./harness.ts";
 
 setDefaultTimeout(180_000);
 const NS = "default";
 
 describeKube("HTCJob operator", () => {
-  let kube: Kube;
-  let site: Site;
-  let op: Operator;
-
-  beforeAll(async () => {
-    kube = await startKube();
-    await installCrd(kube);
-    site = makeSite();
-    op = await startOperator(site, kube.kubeconfig("files"), { args: ["--metrics-listen", "127.0.0.1:0"] });
-  }, 240_000);
-
-  afterAll(async () => {
-    await op?.stop();
-    site?.destroy();
-    await kube?.stop();
-  }, 60_000);
-
-  const done = (name: string, want: (s: NonNullable<HTCJobView["status"]>) => boolean) =>
-    until(`HTCJob ${name}'s status`, async () => {
-      const j = await getHTCJob(kube, NS, name);
-      return j?.status && want(j.status) ? j : undefined;
-    }, 120_000);
+  const e2e = operatorE2E({ operator: { args: ["--metrics-listen", "127.0.0.1:0"] } });
+  const done = e2e.reach;
 
   // docs/operator.md#status; issue 21: zero.yaml and queue.yaml reach succeeded 1 and 3, ids in jobid.
   test("the seed's zero.yaml and queue.yaml succeed, with their ids in status.jobid", async () => {
-    await ok(kube.kubectl(["apply", "-n", NS, "-f", join(EXAMPLES, "zero.yaml"), "-f", join(EXAMPLES, "queue.yaml")]));
+    await ok(e2e.kube.kubectl(["apply", "-n", NS, "-f", join(EXAMPLES, "zero.yaml"), "-f", join(EXAMPLES, "queue.yaml")]));
     const zero = await done("zero", (s) => s.succeeded === 1);
     const queue = await done("queue", (s) => s.succeeded === 3);
     expect(zero.status!.jobid).toEqual([`${zero.status!.clusterId}.0`]);
@@ -63,12 +29,12 @@ describeKube("HTCJob operator", () => {
     expect(queue.status!.conditions!.find((c) => c.type === "Complete")).toMatchObject({ status: "True", reason: "AllSucceeded" });
     expect(queue.metadata.finalizers).toContain("htc.cern.ch/finalizer");
     // One cluster each, and the procs in the queue or history carry the HTCJob's UID.
-    expect(await clustersOf(site, queue.metadata.uid)).toEqual(new Set([queue.status!.clusterId!]));
+    expect(await clustersOf(e2e.site, queue.metadata.uid)).toEqual(new Set([queue.status!.clusterId!]));
     expect(zero.status!.clusterId).not.toBe(queue.status!.clusterId);
     // kubectl get htcj shows the progress.
-    const table = await ok(kube.kubectl(["get", "htcj", "-n", NS, "queue"]));
+    const table = await ok(e2e.kube.kubectl(["get", "htcj", "-n", NS, "queue"]));
     expect(table).toMatch(/queue\s+0\s+3\s+0/);
-    const evs = await events(kube, NS, "queue");
+    const evs = await events(e2e.kube, NS, "queue");
     expect(evs.map((e) => e.reason)).toEqual(expect.arrayContaining(["Submitted", "Completed"]));
     // docs/operator.md#logs: each proc's output is kept by UID, and htcjob logs prints it.
     expect(queue.status!.output).toContain(queue.metadata.uid);
@@ -81,7 +47,7 @@ describeKube("HTCJob operator", () => {
       "--proc",
       "2",
       "--config",
-      site.configPath,
+      e2e.site.configPath,
     ]);
     expect(logs.stderr.toString()).toBe("");
     expect(logs.stdout.toString().trim()).toBe("2");
@@ -90,30 +56,28 @@ describeKube("HTCJob operator", () => {
   // issue 21: each HTCJob has its own cluster, even when several are created at once.
   test("several HTCJobs created at once each get a cluster of their own", async () => {
     const names = ["many-a", "many-b", "many-c", "many-d"];
-    await ok(kube.kubectl(["apply", "-n", NS, "-f", "-"], {
+    await ok(e2e.kube.kubectl(["apply", "-n", NS, "-f", "-"], {
       stdin: JSON.stringify({ apiVersion: "v1", kind: "List", items: names.map((n, i) => JSON.parse(htcjobYaml(n, { queue: i + 1, source: "echo $1\n" }))) }),
     }));
     const views = await Promise.all(names.map((n, i) => done(n, (s) => s.succeeded === i + 1)));
     const clusters = views.map((v) => v.status!.clusterId);
     expect(new Set(clusters).size).toBe(names.length);
-    for (const v of views) expect(await clustersOf(site, v.metadata.uid)).toEqual(new Set([v.status!.clusterId!]));
+    for (const v of views) expect(await clustersOf(e2e.site, v.metadata.uid)).toEqual(new Set([v.status!.clusterId!]));
   });
 
   // docs/operator.md#status: exit code 3 is a failure, and the condition names the code.
   test("a script that exits 3 counts as failed, with the exit code in the Failed condition", async () => {
-    await ok(kube.kubectl(["apply", "-n", NS, "-f", "-"], { stdin: htcjobYaml("three", { source: "exit 3\n" }) }));
-    const j = await done("three", (s) => s.failed === 1);
-    expect(j.status).toMatchObject({ succeeded: 0, active: 0 });
-    const failed = j.status!.conditions!.find((c) => c.type === "Failed")!;
+    const { status, failed } = await exitThree(e2e, "three");
+    expect(status).toMatchObject({ succeeded: 0, active: 0 });
     expect(failed).toMatchObject({ status: "True", reason: "ProcFailed" });
     expect(failed.message).toContain("exited with code 3");
-    expect((await events(kube, NS, "three")).some((e) => e.type === "Warning" && e.message.includes("code 3"))).toBe(true);
+    expect((await events(e2e.kube, NS, "three")).some((e) => e.type === "Warning" && e.message.includes("code 3"))).toBe(true);
   });
 
   // docs/operator.md#htcopts: a key outside HTCJob.SubmitOptions submits nothing; condition and Event name it.
   test("a forbidden htcopts key submits nothing, and the condition and an Event name the key", async () => {
-    const before = (await site.queue()).length + (await site.history()).length;
-    await ok(kube.kubectl(["apply", "-n", NS, "-f", "-"], {
+    const before = (await e2e.site.queue()).length + (await e2e.site.history()).length;
+    await ok(e2e.kube.kubectl(["apply", "-n", NS, "-f", "-"], {
       stdin: htcjobYaml("sneaky", { queue: 2, source: "echo hi\n", htcopts: '+JobFlavour = "espresso"\ntransfer_input_files = /etc/passwd\n' }),
     }));
     const j = await done("sneaky", (s) => s.failed === 2);
@@ -122,33 +86,29 @@ describeKube("HTCJob operator", () => {
     expect(failed.message).toContain("transfer_input_files");
     expect(j.status!.jobid).toEqual([]);
     const evs = await until("the refusal's Event", async () => {
-      const e = (await events(kube, NS, "sneaky")).filter((x) => x.message.includes("transfer_input_files"));
+      const e = (await events(e2e.kube, NS, "sneaky")).filter((x) => x.message.includes("transfer_input_files"));
       return e.length > 0 ? e : undefined;
     });
     expect(evs[0]!.type).toBe("Warning");
-    const ads = [...(await site.queue()), ...(await site.history())];
+    const ads = [...(await e2e.site.queue()), ...(await e2e.site.history())];
     expect(ads.filter((a) => a.HTCJobUID === j.metadata.uid)).toEqual([]);
     expect(ads.length).toBe(before);
   });
 
   // docs/operator.md#deleting: condor_rm of the recorded procs, then the finalizer goes, then the object.
   test("deleting a running HTCJob removes its procs from the queue, then the object goes", async () => {
-    await ok(kube.kubectl(["apply", "-n", NS, "-f", "-"], { stdin: htcjobYaml("sleepy", { queue: 2, source: "sleep 300\n" }) }));
-    const j = await done("sleepy", (s) => (s.running ?? 0) === 2);
-    const uid = j.metadata.uid;
-    expect((await site.queue()).filter((a) => a.HTCJobUID === uid && a.JobStatus === 2).length).toBe(2);
-    await ok(kube.kubectl(["delete", "htcjob", "-n", NS, "sleepy", "--wait=true", "--timeout=90s"]));
-    expect(await getHTCJob(kube, NS, "sleepy")).toBeUndefined();
+    const d = await deleteRunning(e2e, "sleepy");
+    expect(d.runningBefore).toBe(2);
+    expect(d.after).toBeUndefined();
     // Removed (JobStatus 3), whether the schedd still shows them or they moved to the history.
-    const ads = [...(await site.queue()), ...(await site.history())].filter((a) => a.HTCJobUID === uid);
-    expect(ads.map((a) => a.JobStatus)).toEqual([3, 3]);
-    expect((await events(kube, NS, "sleepy")).map((e) => e.reason)).toContain("Removed");
+    expect(d.ads.map((a) => a.JobStatus)).toEqual([3, 3]);
+    expect((await events(e2e.kube, NS, "sleepy")).map((e) => e.reason)).toContain("Removed");
   });
 
   /** The operator's own count of its API writes (docs/operator.md#running-it: GET /metrics). */
   const apiWrites = async () => {
-    const url = /metricsUrl=(\S+)/.exec(op.log())?.[1];
-    if (!url) throw new Error(`the operator logged no metricsUrl:\n${op.log()}`);
+    const url = /metricsUrl=(\S+)/.exec(e2e.op.log())?.[1];
+    if (!url) throw new Error(`the operator logged no metricsUrl:\n${e2e.op.log()}`);
     const text = await (await fetch(`${url}/metrics`)).text();
     return [...text.matchAll(/^htcjob_operator_api_writes_total(?:\{[^}]*\})? (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
   };
@@ -158,13 +118,13 @@ describeKube("HTCJob operator", () => {
   // nothing without a new resourceVersion, so only the operator's own counter sees a needless
   // write; the resourceVersions catch a write that changes something (a time stamp, an Event).
   test("at steady state the operator makes no API writes", async () => {
-    await ok(kube.kubectl(["apply", "-n", NS, "-f", "-"], { stdin: htcjobYaml("steady", { queue: 2, source: "sleep 300\n" }) }));
+    await e2e.create("steady", { queue: 2, source: "sleep 300\n" });
     await done("steady", (s) => (s.running ?? 0) === 2);
     await Bun.sleep(3000);
-    const before = op.log().length;
+    const before = e2e.op.log().length;
     const versions = async () => {
-      const jobs = await ok(kube.kubectl(["get", "htcjobs", "-n", NS, "-o", "jsonpath={.items[*].metadata.resourceVersion}"]));
-      const evs = await ok(kube.kubectl(["get", "events", "-n", NS, "-o", "jsonpath={.items[*].metadata.resourceVersion}"]));
+      const jobs = await ok(e2e.kube.kubectl(["get", "htcjobs", "-n", NS, "-o", "jsonpath={.items[*].metadata.resourceVersion}"]));
+      const evs = await ok(e2e.kube.kubectl(["get", "events", "-n", NS, "-o", "jsonpath={.items[*].metadata.resourceVersion}"]));
       return `${jobs} / ${evs}`;
     };
     const first = await versions();
@@ -174,6 +134,6 @@ describeKube("HTCJob operator", () => {
     await Bun.sleep(4000);
     expect(await apiWrites()).toBe(writes);
     expect(await versions()).toBe(first);
-    expect(op.log().slice(before)).not.toMatch(/reconcile failed/);
+    expect(e2e.op.log().slice(before)).not.toMatch(/reconcile failed/);
   });
 });

@@ -4,12 +4,12 @@
  * operator and an interLink sidecar on one schedd leave each other's jobs alone
  * (docs/operator.md#beside-a-sidecar).
  */
-import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { describeKube, type Kube, startKube } from "../helpers/kube.ts";
+import { describeKube } from "../helpers/kube.ts";
 import { ROOT, startSidecar } from "../helpers/sidecar.ts";
-import { getHTCJob, htcjobYaml, installCrd, makeSite, ok, type Site, startOperator, until } from "./harness.ts";
+import { getHTCJob, ok, operatorE2E, startOperator, until } from "./harness.ts";
 
 setDefaultTimeout(240_000);
 const NS = "default";
@@ -17,35 +17,21 @@ const OPERATOR_SA = "system:serviceaccount:htcondor-operator:htcjob-operator";
 const NOBODY = "system:serviceaccount:default:nobody";
 
 describeKube("HTCJob operator among others", () => {
-  let kube: Kube;
-  let site: Site;
-
-  beforeAll(async () => {
-    kube = await startKube({ users: [{ name: OPERATOR_SA }, { name: NOBODY }] });
-    await installCrd(kube);
-    await ok(kube.kubectl(["apply", "-f", join(ROOT, "deploy", "rbac.yaml")]));
-    site = makeSite();
-  }, 240_000);
-
-  afterAll(async () => {
-    site?.destroy();
-    await kube?.stop();
-  }, 60_000);
-
-  const succeeded = (name: string, n: number) =>
-    until(`HTCJob ${name} to succeed`, async () => {
-      const j = await getHTCJob(kube, NS, name);
-      return j?.status?.succeeded === n ? j : undefined;
-    }, 120_000);
+  const e2e = operatorE2E({
+    kube: { users: [{ name: OPERATOR_SA }, { name: NOBODY }] },
+    setup: (kube) => ok(kube.kubectl(["apply", "-f", join(ROOT, "deploy", "rbac.yaml")])),
+    operator: false,
+  });
+  const succeeded = (name: string, n: number) => e2e.reach(name, (s) => s.succeeded === n);
 
   // docs/operator.md#rbac: deploy/rbac.yaml grants exactly what the operator uses.
   test("with the roles in deploy/rbac.yaml the operator works", async () => {
-    const op = await startOperator(site, kube.kubeconfig("token", OPERATOR_SA), { args: ["--lease-namespace", "htcondor-operator"] });
+    const op = await startOperator(e2e.site, e2e.kube.kubeconfig("token", OPERATOR_SA), { args: ["--lease-namespace", "htcondor-operator"] });
     try {
-      await ok(kube.kubectl(["apply", "-n", NS, "-f", join(ROOT, "deploy", "examples", "queue.yaml")]));
+      await ok(e2e.kube.kubectl(["apply", "-n", NS, "-f", join(ROOT, "deploy", "examples", "queue.yaml")]));
       const j = await succeeded("queue", 3);
       expect(j.metadata.finalizers).toContain("htc.cern.ch/finalizer");
-      await ok(kube.kubectl(["delete", "htcjob", "-n", NS, "queue", "--timeout=60s"]));
+      await ok(e2e.kube.kubectl(["delete", "htcjob", "-n", NS, "queue", "--timeout=60s"]));
       expect(op.log()).not.toMatch(/403/);
     } finally {
       await op.stop();
@@ -54,16 +40,16 @@ describeKube("HTCJob operator among others", () => {
 
   // docs/operator.md#rbac: a missing verb is reported by name.
   test("without them it says which verb it lacks", async () => {
-    const op = await startOperator(site, kube.kubeconfig("token", NOBODY), { waitFor: /lacks the RBAC verb/ });
+    const op = await startOperator(e2e.site, e2e.kube.kubeconfig("token", NOBODY), { waitFor: /lacks the RBAC verb/ });
     try {
       expect(op.log()).toMatch(/lacks the RBAC verb "get" on "leases" in API group "coordination.k8s.io"/);
     } finally {
       await op.stop();
     }
     // The Lease granted, HTCJobs not: the list is what it says it lacks.
-    await ok(kube.kubectl(["create", "role", "lease-only", "-n", NS, "--verb=get,create,update", "--resource=leases.coordination.k8s.io"]));
-    await ok(kube.kubectl(["create", "rolebinding", "lease-only", "-n", NS, "--role=lease-only", `--user=${NOBODY}`]));
-    const again = await startOperator(site, kube.kubeconfig("token", NOBODY), { waitFor: /lacks the RBAC verb "list"/ });
+    await ok(e2e.kube.kubectl(["create", "role", "lease-only", "-n", NS, "--verb=get,create,update", "--resource=leases.coordination.k8s.io"]));
+    await ok(e2e.kube.kubectl(["create", "rolebinding", "lease-only", "-n", NS, "--role=lease-only", `--user=${NOBODY}`]));
+    const again = await startOperator(e2e.site, e2e.kube.kubeconfig("token", NOBODY), { waitFor: /lacks the RBAC verb "list"/ });
     try {
       expect(again.log()).toMatch(/lacks the RBAC verb "list" on "htcjobs" in API group "htc.cern.ch"/);
     } finally {
@@ -77,32 +63,32 @@ describeKube("HTCJob operator among others", () => {
       metadata: { name: "neighbour", uid: "3333dddd-0000-4000-8000-000000000001" },
       spec: { containers: [{ name: "main", image: "busybox", command: ["sh", "-c", "sleep 300"], resources: {} }] },
     });
-    let sc = await startSidecar({ dir: site.dir });
-    const op = await startOperator(site, kube.kubeconfig("files"));
+    let sc = await startSidecar({ dir: e2e.site.dir });
+    const op = await startOperator(e2e.site, e2e.kube.kubeconfig("files"));
     try {
       expect((await sc.call("POST", "/create", pod)).status).toBe(200);
-      await ok(kube.kubectl(["apply", "-n", NS, "-f", "-"], { stdin: htcjobYaml("beside", { queue: 2, source: "sleep 300\n" }) }));
+      await e2e.create("beside", { queue: 2, source: "sleep 300\n" });
       const j = await until("the HTCJob's procs to run", async () => {
-        const v = await getHTCJob(kube, NS, "beside");
+        const v = await getHTCJob(e2e.kube, NS, "beside");
         return v?.status?.running === 2 ? v : undefined;
       });
-      const podJob = async () => (await site.queue()).find((a) => a.InterLinkPodUID === pod.pod.metadata.uid);
+      const podJob = async () => (await e2e.site.queue()).find((a) => a.InterLinkPodUID === pod.pod.metadata.uid);
       await until("the pod's job to run", async () => ((await podJob())?.JobStatus === 2 ? true : undefined));
       // The sidecar restarts and reconciles with the schedd: the HTCJob's procs are not its own.
       await sc.kill9();
-      sc = await startSidecar({ dir: site.dir });
+      sc = await startSidecar({ dir: e2e.site.dir });
       await Bun.sleep(2500);
       const status = await sc.call("GET", "/status", [pod.pod]);
       expect(status.status).toBe(200);
-      const htcProcs = (await site.queue()).filter((a) => a.HTCJobUID === j.metadata.uid);
+      const htcProcs = (await e2e.site.queue()).filter((a) => a.HTCJobUID === j.metadata.uid);
       expect(htcProcs.map((a) => a.JobStatus)).toEqual([2, 2]);
       expect(htcProcs.every((a) => a.InterLinkPodUID === undefined)).toBe(true);
       // The HTCJob is deleted: only its procs go.
-      await ok(kube.kubectl(["delete", "htcjob", "-n", NS, "beside", "--timeout=60s"]));
+      await ok(e2e.kube.kubectl(["delete", "htcjob", "-n", NS, "beside", "--timeout=60s"]));
       expect((await podJob())?.JobStatus).toBe(2);
       // The pod is deleted through the sidecar, and a new HTCJob runs undisturbed beside it.
-      await ok(kube.kubectl(["apply", "-n", NS, "-f", "-"], { stdin: htcjobYaml("later", { source: "sleep 3; echo later\n" }) }));
-      await until("the later HTCJob to run", async () => ((await getHTCJob(kube, NS, "later"))?.status?.running === 1 ? true : undefined));
+      await e2e.create("later", { source: "sleep 3; echo later\n" });
+      await until("the later HTCJob to run", async () => ((await getHTCJob(e2e.kube, NS, "later"))?.status?.running === 1 ? true : undefined));
       expect((await sc.call("POST", "/delete", pod.pod)).status).toBe(200);
       await succeeded("later", 1);
       expect(op.log()).not.toMatch(/InterLink/);

@@ -2,7 +2,6 @@
 // retention.ts; docs/operator.md#output, #logs, #retention): whatever came back is believed only
 // after the operator looked itself, a link is never followed, a proc's files are all kept or none,
 // and a deleted HTCJob's output goes after HTCJob.OutputRetentionSeconds.
-import { Database } from "bun:sqlite";
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,7 +13,7 @@ import { settleWork, walkWork } from "../../src/operator/output.ts";
 import { reapDeleted } from "../../src/operator/retention.ts";
 import { htcjobStatus, statusEvents } from "../../src/operator/status.ts";
 import { type HTCJobStore, openHTCJobStore } from "../../src/operator/store.ts";
-import type { Sqlite } from "../../src/runtime/types.ts";
+import { bunRuntime } from "../../src/runtime/bun.ts";
 
 const made: string[] = [];
 afterAll(() => {
@@ -105,17 +104,8 @@ describe("status and Events say when a proc's files were not kept (docs/operator
   });
 });
 
-function sqlite(): Sqlite {
-  const db = new Database(":memory:");
-  return {
-    exec: (sql) => void db.exec(sql),
-    run: (sql, p = []) => ({ changes: db.prepare(sql).run(...(p as never[])).changes }),
-    get: <T>(sql: string, p: readonly unknown[] = []) => (db.prepare(sql).get(...(p as never[])) ?? undefined) as T | undefined,
-    all: <T>(sql: string, p: readonly unknown[] = []) => db.prepare(sql).all(...(p as never[])) as T[],
-    transaction: <T>(fn: () => T) => db.transaction(fn)(),
-    close: () => db.close(),
-  };
-}
+/** An in-memory database through the runtime adapter the operator opens its store with. */
+const sqlite = () => bunRuntime.openSqlite(":memory:");
 
 /** A store with one finished HTCJob whose proc 0 exited, its folder under `dataRoot`. */
 function finished(dataRoot: string, uid: string, files?: { kept: boolean; bytes: number; entries: number; reason?: string }): HTCJobStore {

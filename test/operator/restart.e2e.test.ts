@@ -4,50 +4,33 @@
  * procs run brings the watch back and submits nothing again. The kill point is reached through
  * the test-only hook HTCJOB_OPERATOR_TEST_HANG_AFTER (docs/operator.md#test-hooks).
  */
-import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { describeKube, type Kube, startKube } from "../helpers/kube.ts";
-import { clustersOf, getHTCJob, htcjobYaml, installCrd, makeSite, ok, type Site, startOperator, until } from "./harness.ts";
+import { expect, setDefaultTimeout, test } from "bun:test";
+import { describeKube } from "../helpers/kube.ts";
+import { clustersOf, getHTCJob, operatorE2E, startOperator, until } from "./harness.ts";
 
 setDefaultTimeout(240_000);
 const NS = "default";
 
 describeKube("HTCJob operator restarts", () => {
-  let kube: Kube;
-  let site: Site;
-
-  beforeAll(async () => {
-    kube = await startKube();
-    await installCrd(kube);
-    site = makeSite();
-  }, 240_000);
-
-  afterAll(async () => {
-    site?.destroy();
-    await kube?.stop();
-  }, 60_000);
-
-  const succeeded = (name: string, n: number) =>
-    until(`HTCJob ${name} to succeed`, async () => {
-      const j = await getHTCJob(kube, NS, name);
-      return j?.status?.succeeded === n ? j : undefined;
-    }, 120_000);
+  const e2e = operatorE2E({ operator: false });
+  const succeeded = (name: string, n: number) => e2e.reach(name, (s) => s.succeeded === n);
 
   for (const step of ["submit", "record"] as const) {
     // docs/operator.md#never-twice: the store (or a search by UID) decides, never the status.
     test(`kill -9 right after the ${step}, before the status write, then a restart: one cluster`, async () => {
       const name = `crash-${step}`;
-      const first = await startOperator(site, kube.kubeconfig("files"), { env: { HTCJOB_OPERATOR_TEST_HANG_AFTER: step } });
-      await ok(kube.kubectl(["apply", "-n", NS, "-f", "-"], { stdin: htcjobYaml(name, { queue: 2, source: "echo $1\n" }) }));
+      const first = await startOperator(e2e.site, e2e.kube.kubeconfig("files"), { env: { HTCJOB_OPERATOR_TEST_HANG_AFTER: step } });
+      await e2e.create(name, { queue: 2, source: "echo $1\n" });
       await first.waitLog(new RegExp(`test hook: hanging after ${step}`), 60_000);
       await first.kill9();
-      const before = await getHTCJob(kube, NS, name);
+      const before = await getHTCJob(e2e.kube, NS, name);
       expect(before?.status?.jobid ?? []).toEqual([]);
-      expect((await clustersOf(site, before!.metadata.uid)).size).toBe(1);
+      expect((await clustersOf(e2e.site, before!.metadata.uid)).size).toBe(1);
 
-      const second = await startOperator(site, kube.kubeconfig("files"));
+      const second = await startOperator(e2e.site, e2e.kube.kubeconfig("files"));
       try {
         const j = await succeeded(name, 2);
-        expect(await clustersOf(site, j.metadata.uid)).toEqual(new Set([j.status!.clusterId!]));
+        expect(await clustersOf(e2e.site, j.metadata.uid)).toEqual(new Set([j.status!.clusterId!]));
       } finally {
         await second.stop();
       }
@@ -61,19 +44,19 @@ describeKube("HTCJob operator restarts", () => {
   // resume, without a new list, is guarded by client.test.ts ("the watch comes back after the API
   // server restarts"), which fails when a broken watch is not resumed.
   test("an API server restarted while procs run: the watch comes back and nothing is submitted twice", async () => {
-    const op = await startOperator(site, kube.kubeconfig("files"));
+    const op = await startOperator(e2e.site, e2e.kube.kubeconfig("files"));
     try {
-      await ok(kube.kubectl(["apply", "-n", NS, "-f", "-"], { stdin: htcjobYaml("through", { queue: 2, source: "sleep 6; echo $1\n" }) }));
+      await e2e.create("through", { queue: 2, source: "sleep 6; echo $1\n" });
       const running = await until("the procs to run", async () => {
-        const j = await getHTCJob(kube, NS, "through");
+        const j = await getHTCJob(e2e.kube, NS, "through");
         return j?.status?.running === 2 ? j : undefined;
       });
-      await kube.restartApiserver();
+      await e2e.kube.restartApiserver();
       const j = await succeeded("through", 2);
       expect(j.status!.clusterId).toBe(running.status!.clusterId!);
-      expect(await clustersOf(site, j.metadata.uid)).toEqual(new Set([j.status!.clusterId!]));
+      expect(await clustersOf(e2e.site, j.metadata.uid)).toEqual(new Set([j.status!.clusterId!]));
       // The watch is back: a new HTCJob made after the restart runs too.
-      await ok(kube.kubectl(["apply", "-n", NS, "-f", "-"], { stdin: htcjobYaml("after", { source: "echo after\n" }) }));
+      await e2e.create("after", { source: "echo after\n" });
       await succeeded("after", 1);
     } finally {
       await op.stop();

@@ -1,11 +1,10 @@
 // The HTCJob status from HTCondor's view of its procs (src/operator/status.ts;
 // docs/operator.md#following-the-procs and #status), and the operator's store
 // (docs/operator.md#the-store, #never-twice).
-import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
 import { carryTimes, htcjobStatus, procState, statusDiffers, statusEvents } from "../../src/operator/status.ts";
 import { openHTCJobStore } from "../../src/operator/store.ts";
-import type { Sqlite } from "../../src/runtime/types.ts";
+import { bunRuntime } from "../../src/runtime/bun.ts";
 
 const TERMINAL = [34, 46];
 
@@ -53,17 +52,8 @@ test("unchanged status is not written again, and its events are not repeated", (
   expect(statusEvents(undefined, a).map((e) => e.reason)).toEqual(["Submitted", "Completed"]);
 });
 
-function sqlite(): Sqlite {
-  const db = new Database(":memory:");
-  return {
-    exec: (sql) => void db.exec(sql),
-    run: (sql, p = []) => ({ changes: db.prepare(sql).run(...(p as never[])).changes }),
-    get: <T>(sql: string, p: readonly unknown[] = []) => (db.prepare(sql).get(...(p as never[])) ?? undefined) as T | undefined,
-    all: <T>(sql: string, p: readonly unknown[] = []) => db.prepare(sql).all(...(p as never[])) as T[],
-    transaction: <T>(fn: () => T) => db.transaction(fn)(),
-    close: () => db.close(),
-  };
-}
+/** An in-memory database through the runtime adapter the operator opens its store with. */
+const sqlite = () => bunRuntime.openSqlite(":memory:");
 
 test("the store: a cluster is recorded once, only from submitting; outcomes finish the record", () => {
   const s = openHTCJobStore(sqlite());
