@@ -33,6 +33,9 @@ export function createReconcileService(c: Ctx, deletes: DeleteService): Reconcil
         c.log.error("an interrupted create is left undecided", { uid: r.uid, error: id.message });
       } else if (id) {
         c.store.recordJob(r.uid, id.cluster, id.proc, c.now());
+        // Asked about at once, as a create's job is: its events may lie behind the saved offset,
+        // read while it was no followed job, and it may have left the queue before this start.
+        c.queue.recheck(jobIdString(id), c.now());
         c.log.info("reconciled an interrupted create", { uid: r.uid, jid: jobIdString(id) });
       } else {
         removePodDir(r.dir, secretPaths(r));
