@@ -213,9 +213,18 @@ describe("credential expiry fails the ping (the README promises it)", () => {
   // docs/htcondor.md#idtokens-a-token-directory: the tools do not look at exp, the schedd does.
   test("an IDTOKEN (--token-file) whose exp has passed, and its expiry on /metrics meanwhile", async () => {
     const exp = Math.floor(T0 / 1000) + 600;
-    const idtoken = `${btoa(JSON.stringify({ alg: "HS256", kid: "POOL" }))}.${btoa(JSON.stringify({ iss: "pool.example", sub: "alice@pool.example", exp }))}.c2ln`;
-    const s = setup({ credential: { path: "/creds/idtoken", kind: "idtoken-file", text: () => `${idtoken}
-` } });
+    const idtoken = `${btoa(JSON.stringify({ alg: "HS256", kid: "POOL" }))}.${
+      btoa(JSON.stringify({ iss: "pool.example", sub: "alice@pool.example", exp }))
+    }.c2ln`;
+    const s = setup({
+      credential: {
+        path: "/creds/idtoken",
+        kind: "idtoken-file",
+        text: () =>
+          `${idtoken}
+`,
+      },
+    });
     expect((await s.service.ping()).healthy).toBe(true);
     expect(s.service.view().credentialExpiry).toBe(exp * 1000);
     s.advance(600 * 1000);
@@ -225,8 +234,15 @@ describe("credential expiry fails the ping (the README promises it)", () => {
   });
 
   test("an IDTOKEN file that holds no IDTOKEN (a SciToken has no kid the tools look for)", async () => {
-    const s = setup({ credential: { path: "/creds/idtoken", kind: "idtoken-file", text: () => `${jwt(2_000_000_000)}
-` } });
+    const s = setup({
+      credential: {
+        path: "/creds/idtoken",
+        kind: "idtoken-file",
+        text: () =>
+          `${jwt(2_000_000_000)}
+`,
+      },
+    });
     expect(await s.service.ping()).toMatchObject({
       healthy: false,
       body: { status: "unhealthy: credential file /creds/idtoken holds no IDTOKEN (a JWT with a kid, an iss and a sub)" },

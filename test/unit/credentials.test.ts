@@ -73,7 +73,10 @@ describe("tokenDirFiles: the files findTokens reads, in its order", () => {
     const submit = { iss: "p", kid: "K", exp: 3000 };
     const tool = { iss: "p", kid: "K", exp: 2000 };
     const plain = { iss: "p", kid: "K", exp: 1000 };
-    const files = [{ name: "a", tokens: [plain] }, { name: "SUBMIT_auto_generated_token", tokens: [submit] }, { name: "tool_auto_generated_token", tokens: [tool] }];
+    const files = [{ name: "a", tokens: [plain] }, { name: "SUBMIT_auto_generated_token", tokens: [submit] }, {
+      name: "tool_auto_generated_token",
+      tokens: [tool],
+    }];
     expect(candidateIdTokens(files)).toEqual([tool, submit]);
   });
 });
@@ -111,10 +114,15 @@ describe("credentialState: the ping's verdict and the expiry gauge", () => {
     ["a token directory whose only file others may read", { kind: "idtoken-dir", path: "/d" }, dir([{ ...own("t", idtoken()), mode: 0o100644 }]), {
       problem: "token directory /d holds no IDTOKEN the tools can use; skipped: t (mode 0644: others may read it)",
     }],
-    ["a token directory, every token expired", { kind: "idtoken-dir", path: "/d" }, dir([own("a", idtoken({ exp: 50 })), own("b", idtoken({ iss: "x", exp: 70 }))]), {
-      problem: `every IDTOKEN in token directory /d has expired, the last at ${new Date(70_000).toISOString()}`,
-      expiry: 70_000,
-    }],
+    [
+      "a token directory, every token expired",
+      { kind: "idtoken-dir", path: "/d" },
+      dir([own("a", idtoken({ exp: 50 })), own("b", idtoken({ iss: "x", exp: 70 }))]),
+      {
+        problem: `every IDTOKEN in token directory /d has expired, the last at ${new Date(70_000).toISOString()}`,
+        expiry: 70_000,
+      },
+    ],
     ["a token directory with one valid token", { kind: "idtoken-dir", path: "/d" }, dir([own("a", idtoken({ exp: inAnHour }))]), { expiry: inAnHour * 1000 }],
     ["a SciToken (--proxy), expired", { kind: "proxy", path: "/s" }, { kind: "file", text: jwt({}, { exp: 100 }) }, {
       problem: `credential /s expired at ${new Date(100_000).toISOString()}`,

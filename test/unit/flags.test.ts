@@ -191,14 +191,30 @@ describe("condorAccess: each method's credential", () => {
 
   const refused: [string[], "token" | "x509" | undefined, RegExp][] = [
     [["--token-file", "/a", "--token-dir", "/b"], undefined, /^--token-file and --token-dir: give one/],
-    [["--auth-method", "SCITOKENS", "--token-file", "/a"], undefined, /^--token-file: --auth-method SCITOKENS has no IDTOKENS, so the tools would never read the token/],
+    [
+      ["--auth-method", "SCITOKENS", "--token-file", "/a"],
+      undefined,
+      /^--token-file: --auth-method SCITOKENS has no IDTOKENS, so the tools would never read the token/,
+    ],
     [["--auth-method", "SSL", "--token-dir", "/a", "--certfile", "/c", "--keyfile", "/k"], undefined, /^--token-dir: --auth-method SSL has no IDTOKENS/],
     [["--auth-method", "IDTOKENS", "--proxy", "/x"], "x509", /^--auth-method IDTOKENS with only --proxy: IDTOKENS authenticates with a token/],
     [["--auth-method", "IDTOKENS", "--proxy", "/x"], undefined, /^--auth-method IDTOKENS with only --proxy/],
-    [["--auth-method", "IDTOKENS", "--proxy", "/x"], "token", /^--proxy \/x: the file holds a token, and only SCITOKENS reads one from --proxy; give an IDTOKEN with --token-file/],
-    [["--auth-method", "SCITOKENS", "--proxy", "/x"], "x509", /^--proxy \/x: the file is not a SciToken \(a JWT\), and --auth-method SCITOKENS reads it as one/],
+    [
+      ["--auth-method", "IDTOKENS", "--proxy", "/x"],
+      "token",
+      /^--proxy \/x: the file holds a token, and only SCITOKENS reads one from --proxy; give an IDTOKEN with --token-file/,
+    ],
+    [
+      ["--auth-method", "SCITOKENS", "--proxy", "/x"],
+      "x509",
+      /^--proxy \/x: the file is not a SciToken \(a JWT\), and --auth-method SCITOKENS reads it as one/,
+    ],
     [["--auth-method", "SSL", "--proxy", "/x"], "token", /^--proxy \/x: the file holds a token, not an X.509 proxy/],
-    [["--auth-method", "SSL"], undefined, /^--auth-method SSL: without --certfile and --keyfile \(or an X.509 proxy in --proxy\) the tools authenticate as anonymous@ssl/],
+    [
+      ["--auth-method", "SSL"],
+      undefined,
+      /^--auth-method SSL: without --certfile and --keyfile \(or an X.509 proxy in --proxy\) the tools authenticate as anonymous@ssl/,
+    ],
     [["--certfile", "/c"], undefined, /^--certfile without --keyfile: SSL needs the client certificate and its key/],
     [["--keyfile", "/k"], undefined, /^--keyfile without --certfile/],
     [["--auth-method", "IDTOKENS", "--certfile", "/c", "--keyfile", "/k"], undefined, /^--certfile and --keyfile: --auth-method IDTOKENS has no SSL/],
