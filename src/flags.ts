@@ -133,7 +133,7 @@ export const FLAGS = {
     group: "htcondor",
     arg: "PATH",
     description:
-      "A SciToken or an X.509 proxy file. With `SCITOKENS` (and with `SCITOKENS,SSL` when the file holds a JWT), or without `--auth-method` when it holds a JWT: `_condor_SCITOKENS_FILE=PATH`; otherwise `X509_USER_PROXY=PATH` (plus `_condor_AUTH_SSL_USE_CLIENT_PROXY_ENV_VAR=true` with `SSL`). A combination no method can use is a usage error: a JWT with `SSL` alone, an X.509 proxy with `SCITOKENS` alone, an `IDTOKENS` list without `--token-file` or `--token-dir`. The ping fails while the file is missing or its JWT `exp` or certificate notAfter has passed",
+      "A SciToken or an X.509 proxy file. With `SCITOKENS` (and with `SCITOKENS,SSL` when the file holds a JWT), or without `--auth-method` when it holds a JWT: `_condor_SCITOKENS_FILE=PATH`; otherwise `X509_USER_PROXY=PATH` (plus `_condor_AUTH_SSL_USE_CLIENT_PROXY_ENV_VAR=true` with `SSL`). A combination no method can use is a usage error: a JWT with `SSL` alone, an X.509 proxy with `SCITOKENS` alone, a list with `IDTOKENS` but neither `SCITOKENS` nor `SSL` and no `--token-file` or `--token-dir`. The ping fails while the file is missing or its JWT `exp` or certificate notAfter has passed",
   },
   "token-file": {
     type: "string",
