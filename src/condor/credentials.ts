@@ -40,7 +40,7 @@ export function readCredential(source: CredentialSource, uid: number): Credentia
 }
 
 /** The name of the copy in the private token directory (not one HTCondor skips). */
-export const TOKEN_COPY_NAME = "token";
+const TOKEN_COPY_NAME = "token";
 
 /**
  * Keeps `dir/token` a copy of `from`, owned by this process's user, mode 0600, in `dir`, mode
