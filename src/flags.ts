@@ -6,6 +6,7 @@
  */
 import { isIP } from "node:net";
 import { parseArgs } from "node:util";
+import type { CredentialSource } from "./core/credentials.ts";
 
 export const VERSION = "0.1.0";
 
@@ -32,6 +33,8 @@ export interface CliOptions {
   condorConfig?: string;
   authMethod?: string;
   proxy?: string;
+  tokenFile?: string;
+  tokenDir?: string;
   cadir?: string;
   certfile?: string;
   keyfile?: string;
@@ -130,7 +133,21 @@ export const FLAGS = {
     group: "htcondor",
     arg: "PATH",
     description:
-      "The credential file. With `SCITOKENS`, or without `--auth-method` when the file holds a JWT: `_condor_SCITOKENS_FILE=PATH`; otherwise `X509_USER_PROXY=PATH` (plus `_condor_AUTH_SSL_USE_CLIENT_PROXY_ENV_VAR=true` with `SSL`). The ping fails while the file is missing or its JWT `exp` or certificate notAfter has passed",
+      "A SciToken or an X.509 proxy file. With `SCITOKENS` (and with `SCITOKENS,SSL` when the file holds a JWT), or without `--auth-method` when it holds a JWT: `_condor_SCITOKENS_FILE=PATH`; otherwise `X509_USER_PROXY=PATH` (plus `_condor_AUTH_SSL_USE_CLIENT_PROXY_ENV_VAR=true` with `SSL`). A combination no method can use is a usage error: a JWT with `SSL` alone, an X.509 proxy with `SCITOKENS` alone, a list with `IDTOKENS` but neither `SCITOKENS` nor `SSL` and no `--token-file` or `--token-dir`. The ping fails while the file is missing or its JWT `exp` or certificate notAfter has passed",
+  },
+  "token-file": {
+    type: "string",
+    group: "htcondor",
+    arg: "PATH",
+    description:
+      "An IDTOKEN file (what `condor_token_fetch` writes, or a Kubernetes Secret's key). HTCondor reads IDTOKENS only from a directory, and only files its user owns that nobody else may read: the sidecar keeps a 0600 copy in a 0700 folder of its own under `DataRootFolder` (`idtokens/`, the operator's `operator-idtokens/`), copied again before a tool runs whenever the file changed, and sets `_condor_SEC_TOKEN_DIRECTORY` to that folder. Needs `IDTOKENS` in `--auth-method` when that is given. The ping fails while the file is missing, holds no IDTOKEN, or every token in it has expired",
+  },
+  "token-dir": {
+    type: "string",
+    group: "htcondor",
+    arg: "DIR",
+    description:
+      "Sets `_condor_SEC_TOKEN_DIRECTORY=DIR` (must be a directory): the tools try each file in it that their user owns and nobody else may read. Not with `--token-file`; needs `IDTOKENS` in `--auth-method` when that is given. The ping fails while no such file holds an IDTOKEN that has not expired",
   },
   cadir: { type: "string", group: "htcondor", arg: "DIR", description: "Sets `_condor_AUTH_SSL_CLIENT_CADIR=DIR` (must be a directory)" },
   certfile: { type: "string", group: "htcondor", arg: "PATH", description: "Sets `_condor_AUTH_SSL_CLIENT_CERTFILE=PATH` (the file must exist)" },
@@ -167,7 +184,9 @@ HTCondor:
   --condor-config PATH   condor_config file (sets CONDOR_CONFIG)
   --spool MODE           auto | always | never: submit with -spool (auto: when the schedd is remote)
   --auth-method LIST     client authentication methods, e.g. SCITOKENS,SSL,IDTOKENS
-  --proxy PATH           credential file: the token (SCITOKENS) or X.509 proxy
+  --proxy PATH           a SciToken (SCITOKENS) or an X.509 proxy file (SSL)
+  --token-file PATH      an IDTOKEN file (IDTOKENS; copied into a private token directory)
+  --token-dir DIR        a token directory (IDTOKENS; sets SEC_TOKEN_DIRECTORY)
   --cadir DIR            trusted CA directory (AUTH_SSL_CLIENT_CADIR)
   --certfile PATH        SSL client certificate (AUTH_SSL_CLIENT_CERTFILE)
   --keyfile PATH         SSL client key (AUTH_SSL_CLIENT_KEYFILE)
@@ -267,6 +286,8 @@ export function parseCli(argv: readonly string[]): CliResult {
       condorConfig: nonEmpty("condor-config", s("condor-config")),
       authMethod,
       proxy: nonEmpty("proxy", s("proxy")),
+      tokenFile: nonEmpty("token-file", s("token-file")),
+      tokenDir: nonEmpty("token-dir", s("token-dir")),
       cadir: nonEmpty("cadir", s("cadir")),
       certfile: nonEmpty("certfile", s("certfile")),
       keyfile: nonEmpty("keyfile", s("keyfile")),
@@ -316,19 +337,31 @@ export interface CondorAccess {
   scheddArgs: string[];
   /** -debug, which every tool the sidecar runs takes. */
   debugArgs: string[];
-  /** The credential file that must exist for the sidecar to be healthy, if any. */
-  credentialFile?: string;
+  /** The credentials that must be there, and unexpired, for the sidecar to be healthy. */
+  credentials: CredentialSource[];
+  /**
+   * `--token-file`: the file, and the private token directory (`_condor_SEC_TOKEN_DIRECTORY`) that
+   * holds its copy, `token`, refreshed before every tool run (condor/credentials.ts).
+   */
+  tokenCopy?: { from: string; dir: string };
   /** True when the schedd is not on this host (spool in auto mode). */
   remoteSchedd: boolean;
   warnings: string[];
 }
 
+/** The method names that mean IDTOKENS, SCITOKENS and SSL (SecMan::getAuthBitmask). */
+const IDTOKENS = ["IDTOKENS", "IDTOKEN", "TOKEN", "TOKENS"];
+const SCITOKENS = ["SCITOKENS", "SCITOKEN"];
+
 /**
  * Maps the original plugin's flags onto current HTCondor
- * (docs/htcondor.md#environment-variables-the-tools-read). GSI was removed from HTCondor; SciTokens
- * are read from SCITOKENS_FILE; SSL uses the client cert/key.
+ * (docs/htcondor.md#what-each-tool-reads-for-each-method). GSI was removed from HTCondor; SciTokens
+ * are read from SCITOKENS_FILE; SSL uses the client cert/key or, when told to, X509_USER_PROXY;
+ * IDTOKENS come from a token directory. `proxyKind` is what the --proxy file holds, when it could
+ * be read at start; `tokenCopyDir` the private token directory a --token-file is copied into.
+ * A combination no method can use is a UsageError that names it.
  */
-export function condorAccess(o: CliOptions, localHost: string, proxyKind?: "token" | "x509"): CondorAccess {
+export function condorAccess(o: CliOptions, localHost: string, proxyKind?: "token" | "x509", tokenCopyDir?: string): CondorAccess {
   const env: Record<string, string> = {};
   const scheddArgs: string[] = [];
   const debugArgs: string[] = [];
@@ -355,11 +388,11 @@ export function condorAccess(o: CliOptions, localHost: string, proxyKind?: "toke
   }
   const kept = methods.filter((m) => m !== "GSI");
   if (kept.length > 0) env._condor_SEC_CLIENT_AUTHENTICATION_METHODS = kept.join(",");
+  const proxyRole = checkAuthCombination(o, kept, proxyKind);
+  const credentials: CredentialSource[] = [];
   if (o.proxy) {
-    // Without --auth-method the file's content decides: the original plugin's --proxy was
-    // "X.509 proxy or SciToken file", and HTCondor's default method list includes SCITOKENS.
-    const token = kept.length > 0 ? kept.includes("SCITOKENS") || kept.includes("SCITOKEN") : proxyKind === "token";
-    if (token) {
+    credentials.push({ kind: "proxy", path: o.proxy });
+    if (proxyRole === "scitoken") {
       env._condor_SCITOKENS_FILE = o.proxy;
     } else {
       // An X.509 proxy: used by condor_submit for x509userproxy, and for SSL authentication
@@ -368,8 +401,64 @@ export function condorAccess(o: CliOptions, localHost: string, proxyKind?: "toke
       if (kept.includes("SSL")) env._condor_AUTH_SSL_USE_CLIENT_PROXY_ENV_VAR = "true";
     }
   }
+  let tokenCopy: CondorAccess["tokenCopy"];
+  if (o.tokenFile) {
+    if (tokenCopyDir === undefined) throw new Error("condorAccess: --token-file needs the private token directory");
+    tokenCopy = { from: o.tokenFile, dir: tokenCopyDir };
+    env._condor_SEC_TOKEN_DIRECTORY = tokenCopyDir;
+    credentials.push({ kind: "idtoken-file", path: o.tokenFile });
+  } else if (o.tokenDir) {
+    env._condor_SEC_TOKEN_DIRECTORY = o.tokenDir;
+    credentials.push({ kind: "idtoken-dir", path: o.tokenDir });
+  }
   const remoteSchedd = isRemote(o.scheddHost, localHost) || (o.scheddName !== undefined && isRemote(o.scheddName, localHost));
-  return { env, scheddArgs, debugArgs, credentialFile: o.proxy, remoteSchedd, warnings };
+  return { env, scheddArgs, debugArgs, credentials, tokenCopy, remoteSchedd, warnings };
+}
+
+/**
+ * Refuses the combinations of --auth-method, --proxy, --token-file, --token-dir, --certfile and
+ * --keyfile that no method can use, and says what the --proxy file is for: a SciToken
+ * (SCITOKENS_FILE) or an X.509 proxy (X509_USER_PROXY). `methods` is the list without GSI.
+ */
+function checkAuthCombination(o: CliOptions, methods: readonly string[], proxyKind: "token" | "x509" | undefined): "scitoken" | "x509" | undefined {
+  const given = methods.length > 0;
+  const list = methods.join(",");
+  const has = (names: readonly string[]) => methods.some((m) => names.includes(m));
+  const fail = (text: string) => {
+    throw new UsageError(`${text}. ${HINT}`);
+  };
+  if (o.tokenFile && o.tokenDir) fail("--token-file and --token-dir: give one; the tools read one token directory");
+  const tokenFlag = o.tokenFile ? "--token-file" : o.tokenDir ? "--token-dir" : undefined;
+  if (tokenFlag && given && !has(IDTOKENS)) fail(`${tokenFlag}: --auth-method ${list} has no IDTOKENS, so the tools would never read the token`);
+  if ((o.certfile === undefined) !== (o.keyfile === undefined)) {
+    fail(`${o.certfile ? "--certfile without --keyfile" : "--keyfile without --certfile"}: SSL needs the client certificate and its key`);
+  }
+  if (o.certfile && given && !methods.includes("SSL")) fail(`--certfile and --keyfile: --auth-method ${list} has no SSL, so the tools would never use them`);
+  // An SSL-only list with a --proxy is judged below, by what the file holds.
+  if (given && methods.every((m) => m === "SSL") && !o.certfile && !o.proxy) {
+    fail("--auth-method SSL: without --certfile and --keyfile (or an X.509 proxy in --proxy) the tools authenticate as anonymous@ssl");
+  }
+  if (!o.proxy) return undefined;
+  const sci = has(SCITOKENS);
+  const ssl = methods.includes("SSL");
+  if (!given) return proxyKind === "token" ? "scitoken" : "x509";
+  if (sci && !ssl) {
+    if (proxyKind === "x509") fail(`--proxy ${o.proxy}: the file is not a SciToken (a JWT), and --auth-method ${list} reads it as one`);
+    return "scitoken";
+  }
+  if (ssl && !sci) {
+    if (proxyKind === "token") fail(`--proxy ${o.proxy}: the file holds a token, not an X.509 proxy, and --auth-method ${list} reads no token from it`);
+    return "x509";
+  }
+  if (sci && ssl) return proxyKind === "x509" ? "x509" : "scitoken";
+  // Neither reads it for authentication: an X.509 proxy may still go to the jobs (use_x509userproxy).
+  if (proxyKind === "token") {
+    fail(`--proxy ${o.proxy}: the file holds a token, and only SCITOKENS reads one from --proxy${has(IDTOKENS) ? "; give an IDTOKEN with --token-file" : ""}`);
+  }
+  if (has(IDTOKENS) && !tokenFlag) {
+    fail(`--auth-method ${list} with only --proxy: IDTOKENS authenticates with a token, which --proxy does not give; name it with --token-file or --token-dir`);
+  }
+  return "x509";
 }
 
 function isRemote(host: string | undefined, localHost: string): boolean {

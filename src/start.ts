@@ -6,7 +6,8 @@ import { X509Certificate } from "node:crypto";
 import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { createApp, METRICS_CONTENT_TYPE } from "./app.ts";
-import { credentialKind } from "./core/credentials.ts";
+import { credentialKind, type CredentialSource, credentialState } from "./core/credentials.ts";
+import { readCredential } from "./condor/credentials.ts";
 import { createSidecarMetrics } from "./core/metrics.ts";
 import { type CliOptions, condorAccess, listenAddress, parseCli, USAGE, UsageError, VERSION } from "./flags.ts";
 import { type Condor, CONDOR_TOOLS, createCondor } from "./condor/tools.ts";
@@ -120,6 +121,7 @@ export function checkFlagPaths(o: CliOptions): void {
     ["cadir", o.cadir, "dir"],
     ["certfile", o.certfile, "file"],
     ["keyfile", o.keyfile, "file"],
+    ["token-dir", o.tokenDir, "dir"],
   ];
   for (const [flag, p, kind] of paths) {
     if (p === undefined) continue;
@@ -139,6 +141,17 @@ export function credentialFileKind(path: string): "token" | "x509" | undefined {
     return credentialKind(readFileSync(path, "utf8"));
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * A credential that does not work at start is worth a line in the log: the ping answers 503 until
+ * it does, and it may yet appear (others renew it).
+ */
+export function warnCredentials(credentials: readonly CredentialSource[], uid: number, log: Logger): void {
+  for (const c of credentials) {
+    const { problem } = credentialState(c, readCredential(c, uid), Date.now(), certificateNotAfter);
+    if (problem) log.warn(`${problem}: the ping answers 503 until that changes`);
   }
 }
 
@@ -204,9 +217,10 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
   const bin = findCondorBin(o, env);
   if (runtime.uid() === 0) log.warn("running as root: HTCondor refuses jobs owned by root; run the sidecar as an ordinary submit user");
   checkFlagPaths(o);
-  const access = condorAccess(o, runtime.hostname(), o.proxy ? credentialFileKind(o.proxy) : undefined);
+  const dataRoot = isAbsolute(config.DataRootFolder) ? config.DataRootFolder : resolve(dir, config.DataRootFolder);
+  const access = condorAccess(o, runtime.hostname(), o.proxy ? credentialFileKind(o.proxy) : undefined, join(dataRoot, "idtokens"));
   for (const w of access.warnings) log.warn(w);
-  if (o.proxy && !existsSync(o.proxy)) log.warn(`--proxy ${o.proxy} does not exist (yet): the ping answers 503 until it does`);
+  warnCredentials(access.credentials, runtime.uid(), log);
 
   const spoolMode = o.given.has("spool") ? o.spool : config.Spool;
   const spool = spoolMode === "always" || (spoolMode === "auto" && access.remoteSchedd);
@@ -219,7 +233,6 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     );
   }
 
-  const dataRoot = isAbsolute(config.DataRootFolder) ? config.DataRootFolder : resolve(dir, config.DataRootFolder);
   ensureDir(dataRoot);
   ensureDir(join(dataRoot, "pods"));
   const storePath = join(dataRoot, "state.db");
@@ -260,14 +273,8 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     planConfig: planConfig(config, o.dummyJob),
     dataRoot,
     spool,
-    credentialFile: access.credentialFile,
-    readCredential: (p) => {
-      try {
-        return readFileSync(p, "utf8");
-      } catch {
-        return undefined;
-      }
-    },
+    credentials: access.credentials,
+    readCredential: (c) => readCredential(c, runtime.uid()),
     certificateExpiry: certificateNotAfter,
     log,
     now: () => Date.now(),

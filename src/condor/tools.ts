@@ -4,6 +4,7 @@
  */
 import { basename, dirname } from "node:path";
 import type { CondorAccess } from "../flags.ts";
+import { tokenCopier } from "./credentials.ts";
 import { SidecarError } from "../core/errors.ts";
 import type { Logger } from "../logger.ts";
 import type { Runtime, SpawnResult } from "../runtime/types.ts";
@@ -115,6 +116,8 @@ export function createCondor(o: CondorOptions): Condor {
   const env = { ...o.baseEnv, ...o.access.env };
   const path = (tool: CondorTool) => `${o.bin}/${tool}`;
   const command = (tool: CondorTool, args: readonly string[]) => [path(tool), ...toolArgs(o.access, tool), ...args];
+  // The tools read a --token-file only through its private copy, brought up to date before each run.
+  const syncToken = o.access.tokenCopy ? tokenCopier(o.access.tokenCopy) : undefined;
 
   /** Runs a tool and tells onCommand how it ended. */
   async function spawnTool(
@@ -124,6 +127,7 @@ export function createCondor(o: CondorOptions): Condor {
   ): Promise<SpawnResult> {
     const started = performance.now();
     try {
+      syncToken?.();
       const r = await o.runtime.spawn({ argv: command(tool, args), env, cwd: opts.cwd, timeoutMs: opts.timeoutMs, stdoutInto: opts.stdoutInto });
       o.onCommand?.(tool, r.timedOut ? "timeout" : r.code === 0 ? "ok" : "error", r.durationMs / 1000);
       return r;

@@ -188,7 +188,7 @@ export function createSidecarMetrics(view: () => MetricsView): SidecarMetrics {
   );
   r.gauge(
     "htcondor_sidecar_credential_expiry_timestamp_seconds",
-    "When the credential file (--proxy) expires, epoch seconds; absent without one, or when its expiry is unknown.",
+    "When the credential (--proxy, --token-file, --token-dir) expires, epoch seconds, the soonest of several; absent without one, or when its expiry is unknown.",
     () => {
       const exp = view().credentialExpiry;
       return exp === undefined ? [] : [{ value: Math.floor(exp / 1000) }];

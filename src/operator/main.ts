@@ -25,7 +25,7 @@ import { HTCJOBS } from "../kube/resources.ts";
 import { createLogger, type Logger } from "../logger.ts";
 import { type HttpServer, serveHttp } from "../runtime/http.ts";
 import type { Runtime } from "../runtime/types.ts";
-import { checkFlagPaths, credentialFileKind, findCondorBin, type Io, loadConfig } from "../start.ts";
+import { checkFlagPaths, credentialFileKind, findCondorBin, type Io, loadConfig, warnCredentials } from "../start.ts";
 import { ensureDir } from "../store/files.ts";
 import { createController, type HTCJob, keyOf } from "./controller.ts";
 import { createEventDriver } from "./events.ts";
@@ -132,8 +132,11 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
   const env = runtime.env();
   const bin = findCondorBin(o, env);
   checkFlagPaths(o);
-  const access = condorAccess(o, runtime.hostname(), o.proxy ? credentialFileKind(o.proxy) : undefined);
+  const dataRoot = isAbsolute(config.DataRootFolder) ? config.DataRootFolder : resolve(dir, config.DataRootFolder);
+  // Not the sidecar's idtokens/: both may share DataRootFolder with tokens of their own.
+  const access = condorAccess(o, runtime.hostname(), o.proxy ? credentialFileKind(o.proxy) : undefined, join(dataRoot, "operator-idtokens"));
   for (const w of access.warnings) log.warn(w);
+  warnCredentials(access.credentials, runtime.uid(), log);
   if (!access.remoteSchedd) {
     log.warn(
       "the schedd is local: HTCJob procs run as this operator's user, and Apptainer binds /tmp and the working directory by default, " +
@@ -143,7 +146,6 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
   const spoolMode = o.given.has("spool") ? o.spool : config.Spool;
   const spool = spoolMode === "always" || (spoolMode === "auto" && access.remoteSchedd);
 
-  const dataRoot = isAbsolute(config.DataRootFolder) ? config.DataRootFolder : resolve(dir, config.DataRootFolder);
   ensureDir(dataRoot);
   ensureDir(join(dataRoot, "htcjobs"));
   // A file of its own: a sidecar with the same DataRootFolder keeps state.db, and neither reads the other's.

@@ -2,6 +2,7 @@
  * What every use case of the service shares: its dependencies, the view of the queue, the
  * creates in flight, and the few rules about a pod record that all of them apply.
  */
+import type { CredentialRead, CredentialSource } from "../core/credentials.ts";
 import type { Condor } from "../condor/tools.ts";
 import { adNumber, type JobAd, type JobId, jobIdString } from "../condor/parse.ts";
 import { classAdString } from "../core/classad.ts";
@@ -23,9 +24,10 @@ export interface ServiceDeps {
   planConfig: PlanConfig;
   dataRoot: string;
   spool: boolean;
-  /** The credential file that must exist and be unexpired for the sidecar to be healthy. */
-  credentialFile?: string;
-  readCredential?: (path: string) => string | undefined;
+  /** The credentials that must be there and unexpired for the sidecar to be healthy (flags.ts condorAccess). */
+  credentials?: readonly CredentialSource[];
+  /** Reads one of them (condor/credentials.ts readCredential). */
+  readCredential?: (source: CredentialSource) => CredentialRead;
   /** The notAfter time (epoch ms) of the first certificate in a PEM text, if it has one. */
   certificateExpiry?: (pem: string) => number | undefined;
   log: Logger;

@@ -3,7 +3,7 @@
  * schedd and the collector answer, the credential, and what the pool offers.
  */
 import type { JobAd } from "../condor/parse.ts";
-import { credentialExpiry, credentialProblem } from "../core/credentials.ts";
+import { credentialState } from "../core/credentials.ts";
 import type { MetricsView } from "../core/metrics.ts";
 import { SidecarError } from "../core/errors.ts";
 import { blamesHTCondor, PING_ANSWER_KEEP_MS, pingAnswer, recordFailure, recordSuccess, type Streak } from "../core/health.ts";
@@ -77,9 +77,13 @@ export function createHealthService(c: Ctx): HealthService {
     c.now,
   );
 
-  function credential(): string | undefined {
-    if (!c.credentialFile || !c.readCredential) return undefined;
-    return credentialProblem(c.credentialFile, c.readCredential(c.credentialFile), c.now(), c.certificateExpiry ?? (() => undefined));
+  /** The first problem of the credentials, and the soonest expiry among them. */
+  function credential(): { problem?: string; expiry?: number } {
+    const read = c.readCredential;
+    if (!read) return {};
+    const states = (c.credentials ?? []).map((s) => credentialState(s, read(s), c.now(), c.certificateExpiry ?? (() => undefined)));
+    const expiries = states.flatMap((s) => (s.expiry === undefined ? [] : [s.expiry]));
+    return { problem: states.find((s) => s.problem)?.problem, expiry: expiries.length ? Math.min(...expiries) : undefined };
   }
 
   return {
@@ -97,7 +101,7 @@ export function createHealthService(c: Ctx): HealthService {
         ]),
       ]);
       return pingAnswer({
-        credentialProblem: credential(),
+        credentialProblem: credential().problem,
         schedd: c.queue.schedd,
         collector,
         threshold: c.config.PingFailureThreshold,
@@ -107,14 +111,13 @@ export function createHealthService(c: Ctx): HealthService {
     },
 
     view() {
-      const text = c.credentialFile && c.readCredential ? c.readCredential(c.credentialFile) : undefined;
       // The view is as fresh as the schedd's last answer: between changes the event log keeps it, and no query runs.
       const answered = c.queue.lastAnswer();
       return {
         pods: c.store.countByPhase(),
         failures: { schedd: c.queue.schedd.failures, collector: collector.failures },
         threshold: c.config.PingFailureThreshold,
-        credentialExpiry: text === undefined ? undefined : credentialExpiry(text, c.certificateExpiry ?? (() => undefined)),
+        credentialExpiry: credential().expiry,
         snapshotAgeSeconds: c.queue.running() && answered !== undefined ? Math.max(0, (c.now() - answered) / 1000) : 0,
       };
     },

@@ -27,7 +27,9 @@ afterAll(() => {
 let n = 0;
 const uid = () => `7777aaaa-0000-4000-8000-${String(++n).padStart(12, "0")}`;
 
-function setup(o: { config?: string; spool?: boolean; credential?: { path: string; text: () => string | undefined } } = {}) {
+function setup(
+  o: { config?: string; spool?: boolean; credential?: { path: string; kind?: "proxy" | "idtoken-file"; text: () => string | undefined } } = {},
+) {
   const dir = mkdtempSync(join(tmpdir(), "service-test-"));
   dirs.push(dir);
   const dataRoot = join(dir, "data");
@@ -44,8 +46,8 @@ function setup(o: { config?: string; spool?: boolean; credential?: { path: strin
     planConfig: planConfig(config, false),
     dataRoot,
     spool: o.spool ?? false,
-    credentialFile: o.credential?.path,
-    readCredential: o.credential ? () => o.credential!.text() : undefined,
+    credentials: o.credential ? [{ kind: o.credential.kind ?? "proxy", path: o.credential.path }] : [],
+    readCredential: o.credential ? () => ({ kind: "file", text: o.credential!.text() }) : undefined,
     certificateExpiry: certificateNotAfter,
     log,
     now: () => now,
@@ -206,6 +208,45 @@ describe("credential expiry fails the ping (the README promises it)", () => {
   test("a credential file that is missing", async () => {
     const s = setup({ credential: { path: "/creds/none", text: () => undefined } });
     expect(await s.service.ping()).toMatchObject({ healthy: false, body: { status: "unhealthy: credential file /creds/none is missing" } });
+  });
+
+  // docs/htcondor.md#idtokens-a-token-directory: the tools do not look at exp, the schedd does.
+  test("an IDTOKEN (--token-file) whose exp has passed, and its expiry on /metrics meanwhile", async () => {
+    const exp = Math.floor(T0 / 1000) + 600;
+    const idtoken = `${btoa(JSON.stringify({ alg: "HS256", kid: "POOL" }))}.${
+      btoa(JSON.stringify({ iss: "pool.example", sub: "alice@pool.example", exp }))
+    }.c2ln`;
+    const s = setup({
+      credential: {
+        path: "/creds/idtoken",
+        kind: "idtoken-file",
+        text: () =>
+          `${idtoken}
+`,
+      },
+    });
+    expect((await s.service.ping()).healthy).toBe(true);
+    expect(s.service.view().credentialExpiry).toBe(exp * 1000);
+    s.advance(600 * 1000);
+    const p = await s.service.ping();
+    expect(p.healthy).toBe(false);
+    expect((p.body as Json).status).toBe(`unhealthy: credential /creds/idtoken expired at ${new Date(exp * 1000).toISOString()}`);
+  });
+
+  test("an IDTOKEN file that holds no IDTOKEN (a SciToken has no kid the tools look for)", async () => {
+    const s = setup({
+      credential: {
+        path: "/creds/idtoken",
+        kind: "idtoken-file",
+        text: () =>
+          `${jwt(2_000_000_000)}
+`,
+      },
+    });
+    expect(await s.service.ping()).toMatchObject({
+      healthy: false,
+      body: { status: "unhealthy: credential file /creds/idtoken holds no IDTOKEN (a JWT with a kid, an iss and a sub)" },
+    });
   });
 });
 

@@ -115,7 +115,7 @@ describe("condorAccess: flags → what current HTCondor reads", () => {
   test("--proxy without --auth-method: a JWT is a SciToken, anything else an X.509 proxy", () => {
     expect(condorAccess(run(["--proxy", "/t"]), "h", "token").env).toEqual({ _condor_SCITOKENS_FILE: "/t" });
     expect(condorAccess(run(["--proxy", "/p"]), "h", "x509").env).toEqual({ X509_USER_PROXY: "/p" });
-    expect(condorAccess(run(["--auth-method", "SSL", "--proxy", "/p"]), "h", "token").env.X509_USER_PROXY).toBe("/p");
+    expect(condorAccess(run(["--auth-method", "SSL", "--proxy", "/p"]), "h").env.X509_USER_PROXY).toBe("/p");
   });
   test("GSI warns and is dropped", () => {
     const a = condorAccess(run(["--auth-method", "GSI,SSL", "--proxy", "/x"]), "h");
@@ -128,4 +128,108 @@ describe("condorAccess: flags → what current HTCondor reads", () => {
     expect(condorAccess(run(["--schedd-host", "localhost:9618"]), "x").remoteSchedd).toBe(false);
     expect(condorAccess(run([]), "x").remoteSchedd).toBe(false);
   });
+});
+
+// docs/htcondor.md#what-each-tool-reads-for-each-method: the variables per method, and the
+// combinations no method can use, refused at start (exit 2, as every usage error).
+describe("condorAccess: each method's credential", () => {
+  const copyDir = "/data/idtokens";
+  const table: [string, string[], "token" | "x509" | undefined, Record<string, string>][] = [
+    ["IDTOKENS + --token-file: the private copy's directory", ["--auth-method", "IDTOKENS", "--token-file", "/s/token"], undefined, {
+      _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "IDTOKENS",
+      _condor_SEC_TOKEN_DIRECTORY: copyDir,
+    }],
+    ["IDTOKENS + --token-dir", ["--auth-method", "idtokens", "--token-dir", "/etc/tokens.d"], undefined, {
+      _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "IDTOKENS",
+      _condor_SEC_TOKEN_DIRECTORY: "/etc/tokens.d",
+    }],
+    ["--token-file without --auth-method (HTCondor's default list has IDTOKENS)", ["--token-file", "/s/token"], undefined, {
+      _condor_SEC_TOKEN_DIRECTORY: copyDir,
+    }],
+    ["IDTOKENS + --token-file + an X.509 proxy for the jobs", ["--auth-method", "TOKEN", "--token-file", "/s/t", "--proxy", "/p"], "x509", {
+      _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "TOKEN",
+      _condor_SEC_TOKEN_DIRECTORY: copyDir,
+      X509_USER_PROXY: "/p",
+    }],
+    ["SCITOKENS + --proxy not readable yet → SCITOKENS_FILE", ["--auth-method", "SCITOKENS", "--proxy", "/t"], undefined, {
+      _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "SCITOKENS",
+      _condor_SCITOKENS_FILE: "/t",
+    }],
+    ["SCITOKENS,SSL + a JWT → SCITOKENS_FILE", ["--auth-method", "SCITOKENS,SSL", "--proxy", "/t"], "token", {
+      _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "SCITOKENS,SSL",
+      _condor_SCITOKENS_FILE: "/t",
+    }],
+    ["SCITOKENS,SSL + an X.509 proxy → X509_USER_PROXY for SSL", ["--auth-method", "SCITOKENS,SSL", "--proxy", "/p"], "x509", {
+      _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "SCITOKENS,SSL",
+      X509_USER_PROXY: "/p",
+      _condor_AUTH_SSL_USE_CLIENT_PROXY_ENV_VAR: "true",
+    }],
+    ["SSL + --certfile/--keyfile", ["--auth-method", "SSL", "--certfile", "/c", "--keyfile", "/k"], undefined, {
+      _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "SSL",
+      _condor_AUTH_SSL_CLIENT_CERTFILE: "/c",
+      _condor_AUTH_SSL_CLIENT_KEYFILE: "/k",
+    }],
+    ["SCITOKENS alone, no --proxy: the tools' own discovery (BEARER_TOKEN…)", ["--auth-method", "SCITOKENS"], undefined, {
+      _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "SCITOKENS",
+    }],
+    ["IDTOKENS alone, no token flag: the tools' default token directory", ["--auth-method", "IDTOKENS"], undefined, {
+      _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "IDTOKENS",
+    }],
+  ];
+  for (const [name, argv, kind, env] of table) {
+    test(name, () => expect(condorAccess(run(argv), "h", kind, copyDir).env).toEqual(env));
+  }
+
+  test("what the ping checks, and what is copied", () => {
+    const a = condorAccess(run(["--auth-method", "IDTOKENS", "--token-file", "/s/t", "--proxy", "/p"]), "h", "x509", copyDir);
+    expect(a.credentials).toEqual([{ kind: "proxy", path: "/p" }, { kind: "idtoken-file", path: "/s/t" }]);
+    expect(a.tokenCopy).toEqual({ from: "/s/t", dir: copyDir });
+    const d = condorAccess(run(["--token-dir", "/t.d"]), "h", undefined, copyDir);
+    expect([d.credentials, d.tokenCopy]).toEqual([[{ kind: "idtoken-dir", path: "/t.d" }], undefined]);
+    expect(condorAccess(run([]), "h").credentials).toEqual([]);
+  });
+
+  const refused: [string[], "token" | "x509" | undefined, RegExp][] = [
+    [["--token-file", "/a", "--token-dir", "/b"], undefined, /^--token-file and --token-dir: give one/],
+    [
+      ["--auth-method", "SCITOKENS", "--token-file", "/a"],
+      undefined,
+      /^--token-file: --auth-method SCITOKENS has no IDTOKENS, so the tools would never read the token/,
+    ],
+    [["--auth-method", "SSL", "--token-dir", "/a", "--certfile", "/c", "--keyfile", "/k"], undefined, /^--token-dir: --auth-method SSL has no IDTOKENS/],
+    [["--auth-method", "IDTOKENS", "--proxy", "/x"], "x509", /^--auth-method IDTOKENS with only --proxy: IDTOKENS authenticates with a token/],
+    [["--auth-method", "IDTOKENS", "--proxy", "/x"], undefined, /^--auth-method IDTOKENS with only --proxy/],
+    [
+      ["--auth-method", "IDTOKENS", "--proxy", "/x"],
+      "token",
+      /^--proxy \/x: the file holds a token, and only SCITOKENS reads one from --proxy; give an IDTOKEN with --token-file/,
+    ],
+    [
+      ["--auth-method", "SCITOKENS", "--proxy", "/x"],
+      "x509",
+      /^--proxy \/x: the file is not a SciToken \(a JWT\), and --auth-method SCITOKENS reads it as one/,
+    ],
+    [["--auth-method", "SSL", "--proxy", "/x"], "token", /^--proxy \/x: the file holds a token, not an X.509 proxy/],
+    [
+      ["--auth-method", "SSL"],
+      undefined,
+      /^--auth-method SSL: without --certfile and --keyfile \(or an X.509 proxy in --proxy\) the tools authenticate as anonymous@ssl/,
+    ],
+    [["--certfile", "/c"], undefined, /^--certfile without --keyfile: SSL needs the client certificate and its key/],
+    [["--keyfile", "/k"], undefined, /^--keyfile without --certfile/],
+    [["--auth-method", "IDTOKENS", "--certfile", "/c", "--keyfile", "/k"], undefined, /^--certfile and --keyfile: --auth-method IDTOKENS has no SSL/],
+  ];
+  for (const [argv, kind, msg] of refused) {
+    test(`refused: ${argv.join(" ")}${kind ? ` (the file holds ${kind === "token" ? "a JWT" : "an X.509 proxy"})` : ""}`, () => {
+      let err: unknown;
+      try {
+        condorAccess(run(argv), "h", kind, copyDir);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(UsageError);
+      expect((err as Error).message).toMatch(msg);
+      expect((err as Error).message).toContain("--help");
+    });
+  }
 });

@@ -1,4 +1,5 @@
 // Shared plumbing: MINICONDOR_HOME, config, sqlite state, faults, output helpers.
+import type { Security } from "./security.ts";
 import { Database } from "bun:sqlite";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -102,6 +103,8 @@ export type Config = {
   protectedJobAttrs: string[];
   /** DEFAULT_USERLOG_FORMAT_OPTIONS: words such as "XML", "JSON", "UTC", "SUB_SECOND" (the job event log's format). */
   userlogFormatOptions: string;
+  /** The authentication the schedd asks of every tool (security.ts); none when unset, as on a local pool by FS. */
+  security?: Security;
 };
 
 function readJson(file: string): Record<string, unknown> {
@@ -151,6 +154,8 @@ export function loadConfig(home = homeDir()): Config {
     protectedJobAttrs: attrList(f.protectedJobAttrs),
     // config only: read by whoever writes an event (schedd, shadow, condor_chirp's attribute updates)
     userlogFormatOptions: pick("userlogFormatOptions", null, ""),
+    // config only: what the emulated remote schedd asks of the tools
+    security: f.security as Security | undefined,
   };
 }
 

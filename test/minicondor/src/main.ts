@@ -103,6 +103,19 @@ async function main(): Promise<number> {
     return f[2];
   }
   if (mode === "warn") err(`WARNING: Saw slow DNS query, which may impact entire system: getaddrinfo(${loadConfig().host}) took 2.000000 seconds.\n`);
+  // A schedd that asks for authentication: every tool that talks to it or to the collector
+  // (condor_chirp talks to the starter, condor_version to nobody).
+  const security = loadConfig().security;
+  if (security && tool !== "condor_chirp" && tool !== "condor_version") {
+    const stack = (await import("./security.ts")).authenticate(security, tool);
+    if (stack !== undefined) {
+      const f = failText(scheddAddr(loadConfig()))[tool] ?? ["", `ERROR: ${tool} failed\n`, 1];
+      if (tool === "condor_submit") out((await import("./submit.ts")).submitBanner(argv));
+      out(f[0]);
+      err(f[1].replace(/CEDAR:6001:Failed to connect to \S+|SECMAN:2007:Failed to end classad message\./, stack));
+      return f[2];
+    }
+  }
 
   switch (tool) {
     case "condor_submit":

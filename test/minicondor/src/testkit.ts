@@ -1,4 +1,6 @@
 // Helpers for tests that use minicondor. Import from "test/minicondor/src/testkit.ts".
+import { createHmac } from "node:crypto";
+import type { Security } from "./security.ts";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -37,7 +39,18 @@ export type HomeOptions = {
   /** the AP's IMMUTABLE_JOB_ATTRS / PROTECTED_JOB_ATTRS: "A, B C" or a list */
   immutableJobAttrs?: string | string[];
   protectedJobAttrs?: string | string[];
+  /** the authentication the schedd asks of the tools (src/security.ts) */
+  security?: Security;
 };
+
+/** An IDTOKEN as condor_token_create signs it (HS256 with the named key), for a home's `security.signingKeys`. */
+export function mintIdToken(key: string, o: { kid?: string; iss: string; sub: string; exp?: number }): string {
+  const part = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
+  const head = `${part({ alg: "HS256", typ: "JWT", kid: o.kid ?? "POOL" })}.${
+    part({ iss: o.iss, sub: o.sub, iat: Math.floor(Date.now() / 1000), ...(o.exp === undefined ? {} : { exp: o.exp }) })
+  }`;
+  return `${head}.${createHmac("sha256", key).update(head).digest("base64url")}`;
+}
 
 /** Create a fresh MINICONDOR_HOME in a temp dir (with config.json). */
 export function createHome(opts: HomeOptions = {}, parent = os.tmpdir()): string {
