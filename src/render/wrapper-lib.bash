@@ -848,13 +848,14 @@ first_fatal() {
 # ours replaces that file (and a file named by the runtime's variable); later releases read every
 # file on its own, where the copy changes nothing.
 not_started() {
-  local line=$1 mode=$2 env_file=$RUN_DIR/$C_KEY.check.$BASHPID.env src='' prev='' w rc
+  local line=$1 mode=$2 env_file=$RUN_DIR/$C_KEY.check.$BASHPID.env src='' w rc
   shift 2
   [[ $line == FATAL:* && $C_IMAGE_KIND != host && -n ${CHECK_BYTES:-} ]] || return 1
-  for w in ${EXEC_FLAGS[@]+"${EXEC_FLAGS[@]}"}; do
-    [[ $prev == --env-file ]] && src=$w
+  # The container's own --env-file can only come from its singularity options, each one word,
+  # `--flag=value` (core/plan/annotations.ts). Not from the rest of EXEC_FLAGS: --pwd's value is
+  # the pod's workingDir, which may look like a flag but is none to the runtime.
+  for w in ${C_EXEC_OPTIONS[@]+"${C_EXEC_OPTIONS[@]}"}; do
     [[ $w == --env-file=* ]] && src=${w#*=}
-    prev=$w
   done
   # Without the flag, the runtime reads the file named by its variable ([APPTAINER|SINGULARITY]_ENV_FILE).
   if [[ -z $src && $RT_ENV_PREFIX == APPTAINERENV_ ]]; then src=${APPTAINER_ENV_FILE:-${SINGULARITY_ENV_FILE:-}}; fi

@@ -9,8 +9,9 @@ import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ContainerPlan, JobPlan, MountPlan, ProbePlan } from "../../src/core/types.ts";
-import { basePlan, container, initContainer, withEnvFiles } from "./plans.ts";
-import { cleanup, materialize, readState, type RunResult, runWrapper, SHIM, tempDir, wrapperLog } from "./harness.ts";
+import { renderWrapper } from "../../src/render/wrapper.ts";
+import { basePlan, container, initContainer, minimalPlan, withEnvFiles } from "./plans.ts";
+import { BASH, cleanup, materialize, readState, type RunResult, runWrapper, SHIM, tempDir, wrapperLog } from "./harness.ts";
 
 setDefaultTimeout(150_000);
 
@@ -131,7 +132,7 @@ const withEnvFile = scenario(
   plan({
     containers: [
       container("mytool", { command: ["mytool"], mounts: [shared], execOptions: [`--env-file=${envFileDir}/user.env`] }),
-      container("missing", { command: ["nosuchcmd"], execOptions: ["--env-file", `${envFileDir}/user.env`] }),
+      container("missing", { command: ["nosuchcmd"], execOptions: [`--env-file=${envFileDir}/user.env`] }),
     ],
   }),
   (dir) => {
@@ -203,6 +204,52 @@ describe("a command the runtime cannot start", () => {
     expect(m).toMatchObject({ reason: "Error", exitCode: 255 });
     expect(m.message).toBeUndefined();
     expect(runs(o, "mytool")).toBe(1);
+  });
+});
+
+/**
+ * The check's env file, from the wrapper's own not_started run in bash with a stand-in for the
+ * runtime that prints the file it was given and fails with `answer`.
+ */
+function checkFile(setup: string, answer: string): { out: string; code: number | null } {
+  const dir = tempDir("start-check-");
+  const lib = join(dir, "lib.sh");
+  writeFileSync(lib, renderWrapper(minimalPlan).replace(/\nmain( "\$@")?\n*$/, "\n"));
+  const r = Bun.spawnSync([
+    BASH,
+    "-c",
+    `source "$1" || exit 9
+    RUN_DIR=$2 WLOG=$2/wrapper.log C_KEY=c.main C_IMAGE_KIND=container CHECK_BYTES=8 RT=/bin/false INST=x RT_ENV_PREFIX=APPTAINERENV_
+    C_EXEC_OPTIONS=() EXEC_FLAGS=(--cleanenv --no-eval)
+    watched() { local a prev=; for a in "$@"; do [[ $prev == --env-file ]] && cat -- "$a"; prev=$a; done; WATCHED_WHY=$ANSWER; return 255; }
+    ${setup}
+    not_started 'FATAL:   "cmd": executable file not found in $PATH' exec cmd`,
+    "check",
+    lib,
+    dir,
+  ], { env: { ANSWER: answer, DIR: dir, PATH: "/usr/bin:/bin" }, stdout: "pipe" });
+  return { out: r.stdout.toString(), code: r.exitCode };
+}
+
+describe("the check's env file", () => {
+  const same = NOT_FOUND("cmd");
+  test("the container's own --env-file, then the long variable; never a workingDir that looks like one", () => {
+    const user = join(tempDir("start-check-env-"), "user.env");
+    writeFileSync(user, "PATH=/opt/bin:/bin");
+    const secret = join(tempDir("start-check-env-"), "secret.env");
+    writeFileSync(secret, "SECRET=do-not-copy\n");
+    const r = checkFile(`C_EXEC_OPTIONS=(--env-file=${user}) EXEC_FLAGS+=("\${C_EXEC_OPTIONS[@]}" --pwd --env-file=${secret})`, same);
+    expect(r).toEqual({ out: "PATH=/opt/bin:/bin\nSIDECAR_START_CHECK=xxxxxxxx\n", code: 0 });
+  });
+
+  test("without the flag, the file the runtime's variable names", () => {
+    const user = join(tempDir("start-check-env-"), "user.env");
+    writeFileSync(user, "A=b\n");
+    expect(checkFile(`export APPTAINER_ENV_FILE=${user}`, same)).toEqual({ out: "A=b\n\nSIDECAR_START_CHECK=xxxxxxxx\n", code: 0 });
+  });
+
+  test("another answer: the program's own line", () => {
+    expect(checkFile("", "FATAL:   exec /usr/bin/cmd failed: argument list too long").code).toBe(1);
   });
 });
 
