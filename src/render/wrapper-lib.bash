@@ -456,9 +456,11 @@ run_handler() {
 
 # probe_loop <startup|readiness|liveness> <delay> <period> <timeout> <success> <failure> <grace> <handler...>
 # Runs in the background for one run of the container; results are files in .wrapper/ (a failed
-# startup or liveness probe writes the grace period its kill gets).
+# startup or liveness probe writes the grace period its kill gets, then the runtime's line when it
+# could not start the probe's command).
 probe_loop() {
-  local kind=$1 delay=$2 period=$3 tmo=$4 sthr=$5 fthr=$6 grace=$7 ok=0 bad=0 ready=-1 t0 left pause
+  local kind=$1 delay=$2 period=$3 tmo=$4 sthr=$5 fthr=$6 grace=$7 ok=0 bad=0 ready=-1 t0 left pause rc
+  local out=$RUN_DIR/$C_KEY.$1.out
   shift 7
   trap - TERM INT
   WHO="$C_KEY $kind"
@@ -470,18 +472,22 @@ probe_loop() {
   while :; do
     now_ms
     t0=$NOW_MS
-    if run_handler "$tmo" "$@" >/dev/null 2>&1; then
+    if run_handler "$tmo" "$@" >"$out" 2>&1; then
       ((++ok)); bad=0
     else
+      rc=$?
       ((++bad)); ok=0
-      wlog "probe failed ($bad/$fthr)"
+      # A readiness probe kills nothing: no message to find for it.
+      WHY=''
+      [[ $kind != readiness ]] && handler_not_started "$rc" "$out" "$@"
+      wlog "probe failed ($bad/$fthr)${WHY:+: the runtime could not start it: $WHY}"
     fi
     case $kind in
       startup)
         if ((ok >= sthr)); then : >"$RUN_DIR/$C_KEY.startup-ok"; exit 0; fi
-        if ((bad >= fthr)); then echo "$grace" >"$RUN_DIR/$C_KEY.startup-failed"; exit 0; fi ;;
+        if ((bad >= fthr)); then printf '%s\n' "$grace" "$WHY" >"$RUN_DIR/$C_KEY.startup-failed"; exit 0; fi ;;
       liveness)
-        if ((bad >= fthr)); then echo "$grace" >"$RUN_DIR/$C_KEY.liveness-failed"; exit 0; fi ;;
+        if ((bad >= fthr)); then printf '%s\n' "$grace" "$WHY" >"$RUN_DIR/$C_KEY.liveness-failed"; exit 0; fi ;;
       readiness)
         if ((ok >= sthr && ready != 1)); then
           ready=1
@@ -794,6 +800,94 @@ watched() {
   return "$rc"
 }
 
+# ---- a command the runtime could not start (docs/container-runtimes.md#a-command-that-cannot-start)
+#
+# When the runtime cannot start a command in the instance (not found, not executable), it prints
+# one FATAL: line and exits 255, from the very process that would have become the program, on the
+# same stderr. A program that prints that line and exits 255 looks the same. What tells them apart
+# is asking the runtime again in a way that cannot start the program: with one more variable,
+# longer than the kernel passes to any program. A runtime that cannot find the command fails with
+# the same line; one that finds it execs it, and the kernel refuses that exec (E2BIG), which the
+# runtime reports with another line.
+
+# check_bytes: CHECK_BYTES = the length of that variable's value, the kernel's MAX_ARG_STRLEN (32
+# pages), or empty (no check) when it is longer than the runtime's engine configuration, which
+# carries the variable to the container, can hold (1 MiB): with pages over 16 KiB.
+check_bytes() {
+  local k v _
+  CHECK_BYTES=''
+  while read -r k v _; do
+    if [[ $k == KernelPageSize: ]]; then
+      [[ $v =~ ^[0-9]+$ ]] && ((v <= 16)) && CHECK_BYTES=$((v * 1024 * 32))
+      break
+    fi
+  done 2>/dev/null </proc/self/smaps
+  [[ -n $CHECK_BYTES ]] || wlog "page size over 16 KiB or unknown: a command the runtime cannot start reads as its exit code"
+  return 0
+}
+
+# first_fatal <file> [stamped]: FATAL_LINE = the first line starting FATAL: in the first 64 KiB of
+# the file (after each line's timestamp, for a container log); fails when there is none.
+first_fatal() {
+  local line
+  FATAL_LINE=''
+  while IFS= read -r line || [[ -n $line ]]; do
+    [[ -n ${2:-} ]] && line=${line#* }
+    if [[ $line == FATAL:* ]]; then
+      FATAL_LINE=${line:0:1024}
+      return 0
+    fi
+  done < <(head -c 65536 -- "$1" 2>/dev/null)
+  return 1
+}
+
+# not_started <line> <exec|run> <words after instance://…>: 0 when the runtime could not start this
+# command in the instance and printed the line for it (see above). The check runs the same exec or
+# run with the same flags, plus an --env-file with the long variable, after a copy of the
+# container's own env file: up to Apptainer 1.3 and SingularityCE 4.1 the flag keeps one value, so
+# ours replaces that file (and a file named by the runtime's variable); later releases read every
+# file on its own, where the copy changes nothing.
+not_started() {
+  local line=$1 mode=$2 env_file=$RUN_DIR/$C_KEY.check.$BASHPID.env src='' w rc
+  shift 2
+  [[ $line == FATAL:* && $C_IMAGE_KIND != host && -n ${CHECK_BYTES:-} ]] || return 1
+  # The container's own --env-file can only come from its singularity options, each one word,
+  # `--flag=value` (core/plan/annotations.ts). Not from the rest of EXEC_FLAGS: --pwd's value is
+  # the pod's workingDir, which may look like a flag but is none to the runtime.
+  for w in ${C_EXEC_OPTIONS[@]+"${C_EXEC_OPTIONS[@]}"}; do
+    [[ $w == --env-file=* ]] && src=${w#*=}
+  done
+  # Without the flag, the runtime reads the file named by its variable ([APPTAINER|SINGULARITY]_ENV_FILE).
+  if [[ -z $src && $RT_ENV_PREFIX == APPTAINERENV_ ]]; then src=${APPTAINER_ENV_FILE:-${SINGULARITY_ENV_FILE:-}}; fi
+  [[ -n $src ]] || src=${SINGULARITY_ENV_FILE:-}
+  # The runtime runs from / (in_root).
+  [[ -z $src || $src == /* ]] || src=/$src
+  if ! {
+    if [[ -f $src ]]; then cat -- "$src" && echo; fi &&
+      printf 'SIDECAR_START_CHECK=' && head -c "$CHECK_BYTES" /dev/zero | tr '\0' x && echo
+  } >"$env_file" 2>/dev/null; then
+    wlog "cannot write $env_file: the runtime's line is taken for the program's"
+    rm -f -- "$env_file"
+    return 1
+  fi
+  watched "$C_KEY start check" in_root timeout -k 2 60 "$RT" "$mode" ${EXEC_FLAGS[@]+"${EXEC_FLAGS[@]}"} \
+    --env-file "$env_file" "instance://$INST" "$@"
+  rc=$?
+  rm -f -- "$env_file"
+  ((rc == 255)) && [[ $WATCHED_WHY == "$line" ]]
+}
+
+# handler_not_started <exit code> <output file> <handler...>: WHY = the runtime's line when an exec
+# handler's command could not start in the instance, else empty (and fails).
+handler_not_started() {
+  local rc=$1 out=$2
+  shift 2
+  WHY=''
+  ((rc == 255)) && [[ $1 == exec ]] && first_fatal "$out" || return 1
+  not_started "$FATAL_LINE" exec ${CTR_ENV[@]+"${CTR_ENV[@]}"} "${@:2}" || return 1
+  WHY=$FATAL_LINE
+}
+
 # Starts the container's main process (and its logger) in the background: MAIN_PID, LOGGER_PID.
 launch_main() {
   local log=$LOG_DIR/$C_KEY.log fifo=$RUN_DIR/$C_KEY.fifo argv=()
@@ -819,13 +913,15 @@ launch_main() {
       host_exec -- "${argv[@]}"
     ) </dev/null >"$fifo" 2>&1 &
   else
+    # MAIN_CHECK: the same exec or run for not_started.
     if ((${#C_COMMAND[@]})); then
-      argv=("$RT" exec ${EXEC_FLAGS[@]+"${EXEC_FLAGS[@]}"} "instance://$INST" ${CTR_ENV[@]+"${CTR_ENV[@]}"} "${C_COMMAND[@]}" ${C_ARGS[@]+"${C_ARGS[@]}"})
+      MAIN_CHECK=(exec ${CTR_ENV[@]+"${CTR_ENV[@]}"} "${C_COMMAND[@]}" ${C_ARGS[@]+"${C_ARGS[@]}"})
     else
       # The plan gives a container without a command only shell-identifier names (see load_env).
       ((${#CTR_ENV[@]})) && wlog "variables whose names are not shell identifiers cannot reach the image's entrypoint"
-      argv=("$RT" run ${EXEC_FLAGS[@]+"${EXEC_FLAGS[@]}"} "instance://$INST" ${C_ARGS[@]+"${C_ARGS[@]}"})
+      MAIN_CHECK=(run ${C_ARGS[@]+"${C_ARGS[@]}"})
     fi
+    argv=("$RT" "${MAIN_CHECK[0]}" ${EXEC_FLAGS[@]+"${EXEC_FLAGS[@]}"} "instance://$INST" "${MAIN_CHECK[@]:1}")
     (
       [[ -n ${NAP_FD:-} ]] && exec {NAP_FD}>&-
       in_root "${argv[@]}"
@@ -864,7 +960,7 @@ run_once() {
   local pids=() v p stopflags=(-t 2)
   rm -f -- "$RUN_DIR/$C_KEY".startup-ok "$RUN_DIR/$C_KEY".startup-failed "$RUN_DIR/$C_KEY".liveness-failed \
     "$RUN_DIR/$C_KEY".ready "$RUN_DIR/$C_KEY".poststart-failed
-  KILL_REASON='' SENT_SIGNAL='' END_REASON='' RC=0 S_MESSAGE=''
+  KILL_REASON='' SENT_SIGNAL='' END_REASON='' RC=0 S_MESSAGE='' START_WHY=''
   if [[ $C_IMAGE_KIND != host ]]; then
     if ! prepare_binds; then
       # The kubelet would leave the container waiting; a batch slot must end, so it ends as a
@@ -899,11 +995,19 @@ run_once() {
   if ((${#C_POST_START[@]})); then
     (
       trap - TERM INT
-      if run_handler 0 "${C_POST_START[@]}" > >(log_lines_as "$C_KEY postStart" >>"$WLOG") 2>&1; then
+      out=$RUN_DIR/$C_KEY.poststart.out
+      rm -f -- "$out.done"
+      # The output goes to wrapper.log as it comes, and to a file for handler_not_started.
+      run_handler 0 "${C_POST_START[@]}" > >(tee -- "$out" | log_lines_as "$C_KEY postStart" >>"$WLOG"; : >"$out.done") 2>&1
+      rc=$?
+      if ((rc == 0)); then
         WHO=$C_KEY wlog "postStart: done"
       else
+        for ((v = 0; v < 20; v++)); do [[ -e $out.done ]] && break; nap 0.1; done
+        handler_not_started "$rc" "$out" "${C_POST_START[@]}" && WHO=$C_KEY wlog "postStart: cannot start: $WHY"
         WHO=$C_KEY wlog "postStart: failed"
-        : >"$RUN_DIR/$C_KEY.poststart-failed"
+        # The file's line: why, when the runtime could not start the hook (the container's message).
+        printf '%s\n' "$WHY" >"$RUN_DIR/$C_KEY.poststart-failed"
       fi
     ) &
     pids+=($!)
@@ -922,9 +1026,14 @@ run_once() {
       if [[ -e $RUN_DIR/$C_KEY.${v%%:*} ]]; then KILL_REASON=${v#*:}; break; fi
     done
     if [[ -n $KILL_REASON ]]; then
-      # A failed probe's file holds its grace period (the probe's own, else the pod's).
-      p=
-      read -r p <"$RUN_DIR/$C_KEY.${v%%:*}" 2>/dev/null
+      # A failed probe's file holds its grace period (the probe's own, else the pod's), then the
+      # runtime's line when it could not start the probe's command (a hook's file: that line alone).
+      p='' S_MESSAGE=''
+      if [[ $KILL_REASON == PostStartHookError ]]; then
+        read -r S_MESSAGE <"$RUN_DIR/$C_KEY.${v%%:*}" 2>/dev/null
+      else
+        { read -r p && read -r S_MESSAGE; } <"$RUN_DIR/$C_KEY.${v%%:*}" 2>/dev/null
+      fi
       [[ $p =~ ^[0-9]+$ ]] || p=$GRACE_SECONDS
       wlog "stopping the container: $KILL_REASON (grace ${p}s)"
       stop_main "$p"
@@ -947,6 +1056,14 @@ run_once() {
   now
   S_FINISHED=$NOW
   for p in ${pids[@]+"${pids[@]}"}; do kill -TERM "$p" 2>/dev/null; done
+  # Exit 255 by itself: did the runtime fail to start the command? Asked while the instance runs.
+  if ((RC == 255)) && [[ $C_IMAGE_KIND != host && -z $KILL_REASON && -z $SENT_SIGNAL ]]; then
+    drain_log
+    if first_fatal "$LOG_DIR/$C_KEY.log" stamped && not_started "$FATAL_LINE" "${MAIN_CHECK[@]}"; then
+      START_WHY=$FATAL_LINE
+      wlog "the runtime could not start the command: $START_WHY"
+    fi
+  fi
   if [[ $C_IMAGE_KIND != host ]]; then
     # Ends what the container left behind (after a SIGKILL at once).
     [[ $SENT_SIGNAL == 9 ]] && stopflags=(-F)
@@ -956,21 +1073,30 @@ run_once() {
   end_run
 }
 
-# end_run: once the main process has ended (RC), waits until its log is complete and sets
-# END_REASON (and S_SIGNAL when the wrapper's signal ended it).
-end_run() {
-  local v by_signal=0
-  # The log is complete once every writer has closed the FIFO.
+# drain_log: waits until the container's log is complete: every writer has closed the FIFO.
+drain_log() {
+  local v
   for ((v = 0; v < 20; v++)); do
     kill -0 "$LOGGER_PID" 2>/dev/null || break
     nap 0.1
   done
   kill -KILL "$LOGGER_PID" 2>/dev/null
   wait "$LOGGER_PID" 2>/dev/null
+}
+
+# end_run: once the main process has ended (RC), waits until its log is complete and sets
+# END_REASON (and S_SIGNAL when the wrapper's signal ended it).
+end_run() {
+  local by_signal=0
+  drain_log
   # Why it ended: a probe or hook (KILL_REASON), the pod's stop (Killed when our signal ended
-  # it; DeadlineExceeded), or by itself (Completed or Error).
+  # it; DeadlineExceeded), the runtime that could not start the command (StartError, exit code 128
+  # and the runtime's line, as the kubelet reports a container whose command cannot start), or by
+  # itself (Completed or Error).
   if [[ -n $SENT_SIGNAL ]] && ((RC == 128 + SENT_SIGNAL)); then by_signal=1 S_SIGNAL=$SENT_SIGNAL; fi
-  if [[ -n $KILL_REASON ]]; then
+  if [[ -n ${START_WHY:-} ]]; then
+    END_REASON=StartError RC=128 S_MESSAGE=$START_WHY
+  elif [[ -n $KILL_REASON ]]; then
     END_REASON=$KILL_REASON
   elif [[ $END_REASON == DeadlineExceeded || ($END_REASON == Killed && $by_signal == 1) ]]; then
     :
@@ -1092,7 +1218,7 @@ run_job_script() {
   load_env
   script_env
   C_IMAGE_KIND=host C_HOST_SITE='' C_COMMAND=("$SANDBOX/$JOB_SCRIPT") C_ARGS=() C_WORKDIR='' C_PRE_STOP=()
-  KILL_REASON='' SENT_SIGNAL='' END_REASON='' RC=0
+  KILL_REASON='' SENT_SIGNAL='' END_REASON='' RC=0 START_WHY=''
   reset_state
   now
   S_STATE=running S_REASON='' S_STARTED=$NOW S_READY=1
@@ -1254,6 +1380,7 @@ main() {
   RT='' RT_NOEVAL=0 RT_ENV_PREFIX=APPTAINERENV_
   if needs_runtime; then
     find_runtime || fail_pod RuntimeNotFound 127
+    check_bytes
     if ((!RT_NOEVAL)); then
       if [[ $OLD_RUNTIME == refuse ]]; then
         wlog "$RT does not support --no-eval (Apptainer >= 1.1, SingularityCE >= 3.10 do): refusing to run"

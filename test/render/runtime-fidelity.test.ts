@@ -138,6 +138,13 @@ describe("the runtime accepts every argv the wrapper builds", () => {
                   ["exec", ...exec, "instance://il-none", "true"],
                   ["run", ...exec, "instance://il-none"],
                 ];
+                // The check of a command the runtime could not start adds --env-file to the same exec or
+                // run (docs/container-runtimes.md#a-command-that-cannot-start).
+                if (supported) {
+                  argvs.push(
+                    ...argvs.slice(1).map(([mode, ...rest]) => [mode!, ...rest.slice(0, exec.length), "--env-file", "/x.env", ...rest.slice(exec.length)]),
+                  );
+                }
                 for (const argv of argvs) {
                   const r = shim(flavour, version, argv);
                   expect({ label, noEval, noHome, argv, code: r.code, fatal: /^FATAL:/m.test(r.stderr) || r.stderr.split("\n")[0] }).toEqual({
