@@ -175,16 +175,24 @@ describe("argv-like names through every tool call (issue 25; docs/threat-model.m
     expect(new Set(answers.map(cluster)).size).toBe(1);
     const line = `${name}|p|p|1\n`;
     // Running and ready (the probe found the file), its log read while it runs.
-    await eventually(async () => {
-      const s = await statusOf(sc, named.pod);
-      return s.containers[0].state.running && s.containers[0].ready ? s : undefined;
-    }, 60_000, "the named pod running and ready");
+    await eventually(
+      async () => {
+        const s = await statusOf(sc, named.pod);
+        return s.containers[0].state.running && s.containers[0].ready ? s : undefined;
+      },
+      60_000,
+      "the named pod running and ready",
+    );
     await eventually(async () => ((await logs(sc, named.pod)).body === line ? true : undefined), 30_000, "the named pod's live log");
     for (const r of rest) {
-      const s = await eventually(async () => {
-        const st = await statusOf(sc, r.pod);
-        return st.containers[0].state.terminated ? st : undefined;
-      }, 60_000, `${r.pod.metadata.name} to end`);
+      const s = await eventually(
+        async () => {
+          const st = await statusOf(sc, r.pod);
+          return st.containers[0].state.terminated ? st : undefined;
+        },
+        60_000,
+        `${r.pod.metadata.name} to end`,
+      );
       expect(s.containers[0].state.terminated.exitCode).toBe(0);
       expect((await logs(sc, r.pod)).body).toBe(line);
     }
@@ -214,7 +222,10 @@ describe("argv-like names through every tool call (issue 25; docs/threat-model.m
       ["metadata.name", makeCreateRequest({ metadata: { name, uid: uid() } })],
       ["metadata.namespace", makeCreateRequest({ metadata: { namespace: name, uid: uid() } })],
       ["spec.containers[0].name", makeCreateRequest({ metadata: { uid: uid() }, spec: { containers: [{ name, image: "busybox", resources: {} }] } })],
-      ["not an image reference", makeCreateRequest({ metadata: { uid: uid() }, spec: { containers: [{ name: "main", image: `${name}.sif`, resources: {} }] } })],
+      [
+        "not an image reference",
+        makeCreateRequest({ metadata: { uid: uid() }, spec: { containers: [{ name: "main", image: `${name}.sif`, resources: {} }] } }),
+      ],
     ];
     for (const [why, req] of cases) {
       const r = await sc.call("POST", "/create", req);
