@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Condor, createCondor } from "../../src/condor/tools.ts";
 import { SidecarError } from "../../src/core/errors.ts";
+import { type CliOptions, condorAccess, parseCli } from "../../src/flags.ts";
 import { memoryLogger } from "../../src/logger.ts";
 import type { Runtime, SpawnResult } from "../../src/runtime/types.ts";
 import { writeBatchFile } from "../../src/store/files.ts";
@@ -27,13 +28,20 @@ function recording(stdout: string): { condor: Condor; argv: string[][]; cwd: (st
   const condor = createCondor({
     runtime,
     bin: "/opt/condor/bin",
-    access: { env: {}, scheddArgs: [], debugArgs: [], remoteSchedd: false, warnings: [] },
+    access: condorAccess(runOptions([]), "localhost"),
     baseEnv: {},
     submitTimeoutMs: 1000,
     queryTimeoutMs: 1000,
     log: memoryLogger(),
   });
   return { condor, argv, cwd };
+}
+
+/** The options of a sidecar started with these flags. */
+function runOptions(argv: string[]): CliOptions {
+  const cli = parseCli(argv);
+  if (cli.kind !== "run") throw new Error(`not a run: ${cli.kind}`);
+  return cli.options;
 }
 
 const id = { cluster: 12, proc: 3 };
