@@ -124,9 +124,9 @@ async function main(): Promise<number> {
 }
 
 /**
- * Waits until `done()` (hang: never), asking every `everyMs`. A real hung tool waits on its peer forever; this one gives up
- * (exit 143) once nobody can be waiting for it: its home was deleted (the test is over) or its
- * caller died (orphans outlive killed sidecars).
+ * Waits until `done()` (hang: never), asking every `everyMs`. A real hung tool waits on its peer
+ * forever; this one gives up (exit 143) once nobody can be waiting for it: its home was deleted
+ * (the test is over) or its caller died (orphans outlive killed sidecars).
  */
 async function waitUntil(done: () => boolean, everyMs: number): Promise<void> {
   process.on("SIGTERM", () => finish(143));
