@@ -333,10 +333,12 @@ function parseSubmitArgs(argv: string[], quiet = false): SubmitArgs | number {
       if (v === null) return 1;
       continue;
     }
+    // Any other argument with an '=' is an attrib=value pair, a path too: is_valid_param_name
+    // allows letters, digits, '_', '.' and '/'.
     const eq = a.indexOf("=");
-    if (eq > 0 && !a.startsWith("/")) {
+    if (eq >= 0) {
       const name = a.slice(0, eq).trim();
-      if (name.startsWith("+")) {
+      if (!/^[A-Za-z0-9_./]+$/.test(name)) {
         say(`condor_submit: invalid attribute name '${name}' for attrib=value assigment\n`);
         return 1;
       }
