@@ -69,7 +69,12 @@ describe("the limit after a sequence of runs", () => {
     const warm = play(8, Array.from({ length: 28 }, () => full(300)));
     expect(currentLimit(warm.state)).toBe(8);
     // Real pool, 2,000 creates: 2.6-3.8 s per batch of ~170 at 8, 1.0 s at 2, 0.15 s alone (issue 27).
-    const { limits } = play(8, [full(3200, { alongside: 7 }), full(3000, { alongside: 7, stale: true }), full(1000, { alongside: 3 }), full(350, { alongside: 1 })], warm.state);
+    const { limits } = play(8, [
+      full(3200, { alongside: 7 }),
+      full(3000, { alongside: 7, stale: true }),
+      full(1000, { alongside: 3 }),
+      full(350, { alongside: 1 }),
+    ], warm.state);
     expect(limits).toEqual([4, 4, 2, 2]);
   });
 
