@@ -203,7 +203,7 @@ export function createSidecarMetrics(view: () => MetricsView): SidecarMetrics {
   );
   r.gauge(
     "htcondor_sidecar_submit_concurrency",
-    "condor_submit processes allowed at once now: measured from their pace, at most MaxConcurrentSubmits.",
+    "condor_submit processes allowed at once now, chosen from their pace, at most MaxConcurrentSubmits.",
     () => {
       const n = view().submitConcurrency;
       return n === undefined ? [] : [{ value: n }];
