@@ -66,7 +66,7 @@ export function createSubmitter(c: Ctx, onBatch?: (size: number) => void) {
   async function run(batch: SubmitEntry[]): Promise<Settled<JobId>[]> {
     const started = c.now();
     try {
-      return (await submitOnce(batch)).map((value) => ({ ok: true, value }));
+      return (await c.submitLimit.measure(batch.length, () => submitOnce(batch))).map((value) => ({ ok: true, value }));
     } catch (err) {
       if (err instanceof SubmitRefused) {
         if (batch.length === 1) {
@@ -112,7 +112,8 @@ export function createSubmitter(c: Ctx, onBatch?: (size: number) => void) {
   }
 
   return groupCommit<SubmitEntry, JobId>({
-    maxInFlight: c.config.MaxConcurrentSubmits,
+    maxInFlight: c.submitLimit.current,
+    onLimited: c.submitLimit.limited,
     maxBatch: c.config.MaxSubmitBatch,
     group: (e) => (suspects.has(e.uid) ? `alone ${e.uid}` : submitShape(e.job)),
     run,

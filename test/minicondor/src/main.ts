@@ -81,6 +81,9 @@ async function main(): Promise<number> {
   // slowafter:<ms> (condor_submit): the jobs are queued first, then the tool sleeps before it prints and
   // exits, as a condor_submit killed by its caller's timeout after the schedd committed the job
   const slowAfter = tool === "condor_submit" && mode.startsWith("slowafter:") ? Number(mode.slice(10)) || 0 : 0;
+  // slowcommit:<ms> (condor_submit): the session holds the queue that much longer, so the next condor_submit
+  // waits for it as on a schedd that serves one submit at a time (docs/htcondor.md#one-submit-at-a-time)
+  const holdMs = tool === "condor_submit" && mode.startsWith("slowcommit:") ? Number(mode.slice(11)) || 0 : 0;
   if (faults.scheddDown && DOWN[tool]) {
     const [text, code] = DOWN[tool]!;
     err(text);
@@ -110,7 +113,7 @@ async function main(): Promise<number> {
 
   switch (tool) {
     case "condor_submit":
-      return (await import("./submit.ts")).condorSubmit(argv, slowAfter > 0 ? () => sleepAfterCommit(slowAfter) : undefined);
+      return (await import("./submit.ts")).condorSubmit(argv, { afterCommit: slowAfter > 0 ? () => sleepAfterCommit(slowAfter) : undefined, holdMs });
     case "condor_q":
       return (await import("./query.ts")).condorQ(argv);
     case "condor_history":
