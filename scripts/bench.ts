@@ -6,7 +6,7 @@
  *                        [--interval 5] [--min-rate 50] [--status-seconds 8] [--slots 2]
  *                        [--startup-runs 5] [--creates 300] [--fill-clients 10]
  *                        [--emulator-nice 10] [--binary PATH] [--build] [--keep] [--out PATH]
- *                        [--followed 10000] [--big-followed 0] [--follow-seconds 300]
+ *                        [--followed 10000] [--big-followed 0] [--big-rate 2000] [--follow-seconds 300]
  *                        [--reconcile-minutes 5] [--only-eventlog] [--burst 2000] [--only-burst]
  *                        [--operator-scale 1] [--skip-operator]
  *
@@ -117,6 +117,7 @@ function parseFlags() {
         out: { type: "string" },
         followed: { type: "string" },
         "big-followed": { type: "string", default: "0" },
+        "big-rate": { type: "string" },
         "follow-seconds": { type: "string" },
         "reconcile-minutes": { type: "string" },
         "only-eventlog": { type: "boolean", default: false },
@@ -171,6 +172,7 @@ const opts = {
   // rows can be checked with a few hundred pods; --big-followed 50000 is the row that is not CI.
   followed: Math.max(1, Math.floor(num("followed", flags.followed, quick ? 200 : 10_000))),
   bigFollowed: Math.floor(num("big-followed", flags["big-followed"], 0)),
+  bigRate: Math.max(1, num("big-rate", flags["big-rate"], 2000)),
   followSeconds: Math.max(5, num("follow-seconds", flags["follow-seconds"], quick ? 20 : 300)),
   reconcileMinutes: num("reconcile-minutes", flags["reconcile-minutes"], quick ? 0.25 : 5),
   burst: Math.max(1, Math.floor(num("burst", flags.burst, quick ? 200 : 2000))),
@@ -897,6 +899,7 @@ function eventLogOptions(): Parameters<typeof eventLogRows>[0] {
     emulatorNice: opts.emulatorNice,
     pods: opts.followed,
     bigPods: opts.bigFollowed,
+    bigRate: opts.bigRate,
     windowSeconds: opts.followSeconds,
     reconcileMinutes: opts.reconcileMinutes,
   };

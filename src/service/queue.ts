@@ -193,7 +193,10 @@ interface ParsedAnswer {
  * whose bytes are the last answer's for the same job is not parsed again, and when no ad changed
  * the last map is kept. Yields to the event loop every ADS_PER_SLICE ads.
  */
-async function followedAds(answer: JsonAdSlices, ids: ReadonlyMap<number, ReadonlyMap<number, string>>, last: ParsedAnswer | undefined): Promise<ParsedAnswer> {
+async function followedAds(answer: JsonAdSlices, f: Followed, last: ParsedAnswer | undefined): Promise<ParsedAnswer> {
+  const ids = f.ids;
+  /** The sidecar id most ads carry: kept once, not once per ad. */
+  let sidecarId: string | undefined;
   const index = new Map<string, number>();
   /** The ads that are new or changed since the last answer. */
   const fresh = new Map<string, JobAd>();
@@ -205,7 +208,17 @@ async function followedAds(answer: JsonAdSlices, ids: ReadonlyMap<number, Readon
     if (id === undefined || index.has(id)) continue;
     index.set(id, i);
     const was = last?.index.get(id);
-    if (was === undefined || !sameAd(last!.answer, was, answer, i)) fresh.set(id, parseAd(answer, i));
+    if (was === undefined || !sameAd(last!.answer, was, answer, i)) {
+      const ad = parseAd(answer, i);
+      // The same text as strings the view keeps anyway: one copy of each (tens of thousands of ads).
+      const uid = f.jobs.get(id)?.uid;
+      if (uid !== undefined && ad.InterLinkPodUID === uid) ad.InterLinkPodUID = uid;
+      if (typeof ad.InterLinkSidecarId === "string") {
+        if (ad.InterLinkSidecarId === sidecarId) ad.InterLinkSidecarId = sidecarId;
+        else sidecarId = ad.InterLinkSidecarId;
+      }
+      fresh.set(id, ad);
+    }
   }
   // The same jobs with the same bytes: the view's map is kept as it was.
   let ads = last?.ads;
@@ -397,8 +410,10 @@ export function createQueueView(d: QueueDeps): QueueView {
     }
     targetedFailed = false;
     answered();
-    const next = await followedAds(answer, f.ids, last);
-    if (last) spare = new Uint8Array(last.answer.bytes.buffer);
+    const next = await followedAds(answer, f, last);
+    // The last answer's buffer is kept for the next one only while full queries come every
+    // period (many polled jobs); at the reconciler's pace it would be one more copy of every ad, kept for minutes.
+    spare = last && polledCount > TARGETED_BATCH_MAX ? new Uint8Array(last.answer.bytes.buffer) : new Uint8Array(0);
     last = next;
     current = { at, ads: next.ads, checked: new Map() };
     try {

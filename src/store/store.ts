@@ -325,6 +325,9 @@ function openStoreUnguarded(db: Sqlite): Store {
       return r ? fromRow(r) : undefined;
     },
     liveJobs() {
+      // Thousands of jobs write to the same few logs: one string per log name, not one per job.
+      const names = new Map<string, string>();
+      const logName = (n: string | null) => n === null ? undefined : names.get(n) ?? (names.set(n, n), n);
       return db
         .all<
           {
@@ -346,7 +349,7 @@ function openStoreUnguarded(db: Sqlite): Store {
           submittedAt: r.submitted_at ?? 0,
           heldSince: r.held_since ?? undefined,
           missingSince: r.missing_since ?? undefined,
-          eventLog: r.event_log ?? undefined,
+          eventLog: logName(r.event_log),
         }));
     },
 
