@@ -113,6 +113,7 @@ async function statusAtPace(
 ) {
   const latencies: number[] = [];
   let errors = 0;
+  let leftOut = 0;
   const logFrom = statSync(s.logPath).size;
   const t0 = Date.now();
   const inflight: Promise<void>[] = [];
@@ -121,11 +122,16 @@ async function statusAtPace(
     if (due > Date.now()) await Bun.sleep(due - Date.now());
     await onTick?.(Date.now() - t0);
     const p = pods[i % pods.length]!;
-    inflight.push(s.client.status(p.pod).then((r) => void (r.status === 200 ? latencies.push(r.ms) : errors++), () => void errors++));
+    inflight.push(s.client.status(p.pod).then((r) => {
+      if (r.status !== 200) return void errors++;
+      latencies.push(r.ms);
+      // The pod left out of the answer (HTCondor did not answer in time): interLink keeps its last state.
+      if (r.body.trim() === "[]") leftOut++;
+    }, () => void errors++));
     if (inflight.length > 2000) await Promise.all(inflight.splice(0));
   }
   await Promise.all(inflight);
-  return { latencies: sorted(latencies), errors, rate: latencies.length / ((Date.now() - t0) / 1000), server: serverLatencies(s.logPath, logFrom) };
+  return { latencies: sorted(latencies), errors, leftOut, rate: latencies.length / ((Date.now() - t0) / 1000), server: serverLatencies(s.logPath, logFrom) };
 }
 
 async function fill(s: Awaited<ReturnType<typeof startSidecar>>, n: number, runId: number): Promise<{ pods: Json[]; errors: number; wallMs: number }> {
@@ -252,7 +258,9 @@ export async function eventLogRows(o: EventLogOptions): Promise<BatchRow[]> {
   if (o.bigPods > 0) {
     const home = createHome({ cpus: 2 }, o.root);
     const dir = mkdtempSync(join(o.root, "follow-big-"));
-    const s = await startSidecar({ flavour: o.flavour, dir, home, binary: o.binary, config, condorBin: emulatorBin(o.root, o.emulatorNice) });
+    // The emulator's condor_q of every followed job takes seconds per 10,000 jobs on two shared cores (a schedd far less).
+    const bigConfig = [...config, "QueryTimeoutSeconds: 300"];
+    const s = await startSidecar({ flavour: o.flavour, dir, home, binary: o.binary, config: bigConfig, condorBin: emulatorBin(o.root, o.emulatorNice) });
     try {
       o.say(`event log: creating ${o.bigPods} pods that stay idle (not CI)`);
       const f = await fill(s, o.bigPods, runId + 1);
@@ -276,13 +284,13 @@ export async function eventLogRows(o: EventLogOptions): Promise<BatchRow[]> {
         row: `${o.bigPods} followed pods (jobs that stay idle)`,
         value: `creates ${fmt(f.wallMs)} (${f.errors} errors); status p99 ${fmt(p99)}, p50 ${fmt(pct(st.latencies, 50) ?? NaN)} at ${
           st.rate.toFixed(0)
-        } calls/s (${st.latencies.length} calls, ${st.errors} errors; ${inSidecar(st.server)}; sidecar ${
+        } calls/s (${st.latencies.length} calls, ${st.errors} errors, ${st.leftOut} left out; ${inSidecar(st.server)}; sidecar ${
           cpuWait({ runMs: cpu1 && cpu0 && cpu1.runMs - cpu0.runMs, waitMs: cpu1 && cpu0 && cpu1.waitMs - cpu0.waitMs })
         }); condor processes meanwhile ${tools} (${cost.full} full condor_q, ${cost.targeted} targeted, ${cost.history} condor_history); deletes ${fmt(delMs)} (${
           deletes.filter((c) => c !== 200).length
         } errors); memory ${mib(rss)}; full condor_q ${cost.fullMs.length ? fmt(pct(sorted(cost.fullMs), 50)!) : "none in the window"}`,
         target: "0 errors; status p99 < 10 ms; no condor process per followed job; memory reported",
-        met: f.errors === 0 && st.errors === 0 && deletes.every((c) => c === 200) && p99 < 10 && tools < Math.max(10, o.bigPods / 100),
+        met: f.errors === 0 && st.errors === 0 && st.leftOut === 0 && deletes.every((c) => c === 200) && p99 < 10 && tools < Math.max(10, o.bigPods / 100),
       });
     } finally {
       await s.stop();
