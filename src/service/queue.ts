@@ -195,8 +195,6 @@ interface ParsedAnswer {
  */
 async function followedAds(answer: JsonAdSlices, f: Followed, last: ParsedAnswer | undefined): Promise<ParsedAnswer> {
   const ids = f.ids;
-  /** The sidecar id most ads carry: kept once, not once per ad. */
-  let sidecarId: string | undefined;
   const index = new Map<string, number>();
   /** The ads that are new or changed since the last answer. */
   const fresh = new Map<string, JobAd>();
@@ -210,13 +208,9 @@ async function followedAds(answer: JsonAdSlices, f: Followed, last: ParsedAnswer
     const was = last?.index.get(id);
     if (was === undefined || !sameAd(last!.answer, was, answer, i)) {
       const ad = parseAd(answer, i);
-      // The same text as strings the view keeps anyway: one copy of each (tens of thousands of ads).
+      // The pod's UID is already kept by the followed job: one copy of it, not two per followed pod.
       const uid = f.jobs.get(id)?.uid;
       if (uid !== undefined && ad.InterLinkPodUID === uid) ad.InterLinkPodUID = uid;
-      if (typeof ad.InterLinkSidecarId === "string") {
-        if (ad.InterLinkSidecarId === sidecarId) ad.InterLinkSidecarId = sidecarId;
-        else sidecarId = ad.InterLinkSidecarId;
-      }
       fresh.set(id, ad);
     }
   }
