@@ -97,7 +97,9 @@ function serverLatencies(logPath: string, from: number): number[] {
     const buf = Buffer.alloc(Math.max(0, size - from));
     readSync(fd, buf, 0, buf.length, from);
     const out: number[] = [];
-    for (const m of buf.toString("utf8").matchAll(/"msg":"request","method":"GET","path":"\/status","status":200,"durationMs":([\d.]+)/g)) out.push(Number(m[1]));
+    for (const m of buf.toString("utf8").matchAll(/"msg":"request","method":"GET","path":"\/status","status":200,"durationMs":([\d.]+)/g)) {
+      out.push(Number(m[1]));
+    }
     return sorted(out);
   } finally {
     closeSync(fd);
@@ -123,12 +125,14 @@ async function statusAtPace(
     if (due > Date.now()) await Bun.sleep(due - Date.now());
     await onTick?.(Date.now() - t0);
     const p = pods[i % pods.length]!;
-    inflight.push(s.client.status(p.pod).then((r) => {
-      if (r.status !== 200) return void errors++;
-      latencies.push(r.ms);
-      // The pod left out of the answer (HTCondor did not answer in time): interLink keeps its last state.
-      if (r.body.trim() === "[]") leftOut++;
-    }, () => void errors++));
+    inflight.push(
+      s.client.status(p.pod).then((r) => {
+        if (r.status !== 200) return void errors++;
+        latencies.push(r.ms);
+        // The pod left out of the answer (HTCondor did not answer in time): interLink keeps its last state.
+        if (r.body.trim() === "[]") leftOut++;
+      }, () => void errors++),
+    );
     if (inflight.length > 2000) await Promise.all(inflight.splice(0));
   }
   await Promise.all(inflight);
@@ -174,9 +178,9 @@ export async function eventLogRows(o: EventLogOptions): Promise<BenchRow[]> {
         },
         {
           row: `status p99 with ${o.pods} pods at interLink's pace`,
-          value: `${fmt(pct(quiet.latencies, 99) ?? NaN)} (p50 ${fmt(pct(quiet.latencies, 50) ?? NaN)}, ${quiet.latencies.length} calls, ${quiet.errors} errors; ${
-            inSidecar(quiet.server)
-          })`,
+          value: `${fmt(pct(quiet.latencies, 99) ?? NaN)} (p50 ${
+            fmt(pct(quiet.latencies, 50) ?? NaN)
+          }, ${quiet.latencies.length} calls, ${quiet.errors} errors; ${inSidecar(quiet.server)})`,
           target: "< 5 ms",
           met: (pct(quiet.latencies, 99) ?? Infinity) < 5 && quiet.errors === 0,
         },
@@ -287,9 +291,11 @@ export async function eventLogRows(o: EventLogOptions): Promise<BenchRow[]> {
           st.rate.toFixed(0)
         } calls/s (${st.latencies.length} calls, ${st.errors} errors, ${st.leftOut} left out; ${inSidecar(st.server)}; sidecar ${
           cpuWait({ runMs: cpu1 && cpu0 && cpu1.runMs - cpu0.runMs, waitMs: cpu1 && cpu0 && cpu1.waitMs - cpu0.waitMs })
-        }); condor processes meanwhile ${tools} (${cost.full} full condor_q, ${cost.targeted} targeted, ${cost.history} condor_history); deletes ${fmt(delMs)} (${
-          deletes.filter((c) => c !== 200).length
-        } errors); memory ${mib(rss)}; full condor_q ${cost.fullMs.length ? fmt(pct(sorted(cost.fullMs), 50)!) : "none in the window"}`,
+        }); condor processes meanwhile ${tools} (${cost.full} full condor_q, ${cost.targeted} targeted, ${cost.history} condor_history); deletes ${
+          fmt(delMs)
+        } (${deletes.filter((c) => c !== 200).length} errors); memory ${mib(rss)}; full condor_q ${
+          cost.fullMs.length ? fmt(pct(sorted(cost.fullMs), 50)!) : "none in the window"
+        }`,
         target: "0 errors; status p99 < 10 ms; no condor process per followed job; memory reported",
         met: f.errors === 0 && st.errors === 0 && st.leftOut === 0 && deletes.every((c) => c === 200) && p99 < 10 && tools < Math.max(10, o.bigPods / 100),
       });

@@ -258,7 +258,7 @@ export function createQueueView(d: QueueDeps): QueueView {
    * decoded again (no string per ad, no new object).
    */
   let last: ParsedAnswer | undefined;
-  /** The buffer the next answer is read into: the one before the last answer's (two in turn, nothing new per refresh). */
+  /** The buffer the next answer is read into: the one before the last, while full queries come every period (else a copy of every ad, kept for minutes). */
   let spare: Uint8Array = new Uint8Array(0);
   let failing = false;
   let cycle: Promise<void> | undefined;
@@ -405,8 +405,6 @@ export function createQueueView(d: QueueDeps): QueueView {
     targetedFailed = false;
     answered();
     const next = await followedAds(answer, f, last);
-    // The last answer's buffer is kept for the next one only while full queries come every
-    // period (many polled jobs); at the reconciler's pace it would be one more copy of every ad, kept for minutes.
     spare = last && polledCount > TARGETED_BATCH_MAX ? new Uint8Array(last.answer.bytes.buffer) : new Uint8Array(0);
     last = next;
     current = { at, ads: next.ads, checked: new Map() };
