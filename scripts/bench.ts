@@ -7,7 +7,7 @@
  *                        [--startup-runs 5] [--creates 300] [--fill-clients 10]
  *                        [--emulator-nice 10] [--binary PATH] [--build] [--keep] [--out PATH]
  *                        [--followed 10000] [--big-followed 0] [--follow-seconds 300]
- *                        [--reconcile-minutes 5] [--only-eventlog]
+ *                        [--reconcile-minutes 5] [--only-eventlog] [--burst 2000] [--only-burst]
  *                        [--operator-scale 1] [--skip-operator]
  *
  * dist/htcondor-sidecar is built first when it is missing or older than src/ (--build: always).
@@ -34,7 +34,9 @@
  *     row are deleted before the next), after 5 unreported warm-up creates per runtime. Every
  *     create is matched to its own condor_submit by the pod folder the tool ran in (a timing
  *     launcher, kit.ts timedSubmitBin): overhead = create latency − that condor_submit's wall time.
- *  5. the HTCJob operator's rows (scripts/lib/operator-bench.ts) on a kube-apiserver of their own:
+ *  5. bursts (scripts/lib/burst-bench.ts): 100 and `--burst` (2,000) creates at once, condor_submit
+ *     counted and how many ran side by side; `--only-burst` runs only these rows and prints them.
+ *  6. the HTCJob operator's rows (scripts/lib/operator-bench.ts) on a kube-apiserver of their own:
  *     `--operator-scale` multiplies their sizes (--quick: 0.05); `--skip-operator` leaves them out.
  *
  * minicondor's tools, and the schedd and jobs they start, run at `--emulator-nice` (default 10, 0:
@@ -48,6 +50,7 @@
  * `--out` names one, so that its numbers never replace a real run's; `--out -` writes none.
  */
 import { type BatchRow, batchRows } from "./lib/batch-bench.ts";
+import { burstRows } from "./lib/burst-bench.ts";
 import { eventLogRows } from "./lib/eventlog-bench.ts";
 import { operatorRows } from "./lib/operator-bench.ts";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -117,6 +120,8 @@ function parseFlags() {
         "follow-seconds": { type: "string" },
         "reconcile-minutes": { type: "string" },
         "only-eventlog": { type: "boolean", default: false },
+        burst: { type: "string" },
+        "only-burst": { type: "boolean", default: false },
         "operator-scale": { type: "string" },
         "skip-operator": { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
@@ -168,6 +173,7 @@ const opts = {
   bigFollowed: Math.floor(num("big-followed", flags["big-followed"], 0)),
   followSeconds: Math.max(5, num("follow-seconds", flags["follow-seconds"], quick ? 20 : 300)),
   reconcileMinutes: num("reconcile-minutes", flags["reconcile-minutes"], quick ? 0.25 : 5),
+  burst: Math.max(1, Math.floor(num("burst", flags.burst, quick ? 200 : 2000))),
 };
 /** Where the report is written (undefined: nowhere), relative paths from the current folder. */
 const RESULTS_FILE = join(ROOT, "docs", "benchmark-results.md");
@@ -824,6 +830,8 @@ async function run(): Promise<Report> {
   rep.batch.push(
     ...(await eventLogRows(eventLogOptions())),
   );
+  // 7. bursts (issue 27), each on a minicondor home and a sidecar of its own.
+  rep.batch.push(...(await burstRows(burstOptions())));
   const at1000 = rep.status.find((r) => r.flavour === "binary" && r.level === 1000);
   if (at1000) {
     rep.batch.push({
@@ -894,10 +902,12 @@ function eventLogOptions(): Parameters<typeof eventLogRows>[0] {
   };
 }
 
-/** The event log rows alone (--only-eventlog): printed, never written to the results file. */
-async function runEventLogOnly(): Promise<void> {
+const burstOptions = () => ({ root, flavour: "binary" as const, binary: opts.binary, big: opts.burst, quick, say, emulatorNice: opts.emulatorNice });
+
+/** The event log rows (--only-eventlog) or the burst rows (--only-burst) alone: printed, never written to the results file. */
+async function runRowsOnly(rowsOf: () => Promise<BatchRow[]>): Promise<void> {
   ensureBinary();
-  const rows = await eventLogRows(eventLogOptions());
+  const rows = await rowsOf();
   process.stdout.write(
     `${table(["row", "value", "target", "met"], rows.map((b) => [b.row, b.value, b.target, b.met === undefined ? "–" : b.met ? "yes" : "NO"]))}\n`,
   );
@@ -905,8 +915,8 @@ async function runEventLogOnly(): Promise<void> {
 
 let exitCode = 0;
 try {
-  if (flags["only-eventlog"]) {
-    await runEventLogOnly();
+  if (flags["only-eventlog"] || flags["only-burst"]) {
+    await runRowsOnly(() => flags["only-burst"] ? burstRows(burstOptions()) : eventLogRows(eventLogOptions()));
     await cleanupAll();
     process.exit(0);
   }

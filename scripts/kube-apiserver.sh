@@ -22,17 +22,18 @@ die() {
   exit 1
 }
 
-sudo=()
-((EUID == 0)) || sudo=(sudo)
+# apt_get, apt_update: they wait for another apt (an unattended upgrade) instead of failing on its lock.
+# shellcheck source=lib/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 apt_updated=0
 apt_install() {
   if ((apt_updated == 0)); then
     say "apt-get update (once)"
-    "${sudo[@]}" apt-get update -qq
+    apt_update
     apt_updated=1
   fi
   say "apt-get install $*"
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
+  apt_get install -y -qq --no-install-recommends "$@" >&2
 }
 
 # --- etcd and kubectl ---------------------------------------------------------------------------

@@ -160,7 +160,9 @@ export const Schema = z.object({
     .int()
     .min(1)
     .default(8)
-    .describe("`condor_submit` processes at once. Creates that arrive while one runs wait and go together in the next (one cluster, one job per pod)"),
+    .describe(
+      "Most `condor_submit` processes at once (and `condor_rm`). Within it the number is measured: one at first, more while each keeps its time per job, halved when that time grows (a schedd serves one submit at a time). Creates that arrive while one runs wait and go together in the next (one cluster, one job per pod)",
+    ),
   MaxSubmitBatch: z
     .number()
     .int()

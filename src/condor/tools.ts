@@ -96,6 +96,23 @@ export function toolArgs(access: Pick<CondorAccess, "scheddArgs" | "debugArgs">,
 }
 
 /**
+ * A file the tool reads as data, never as an option: one that starts with `-` would be an option
+ * to it (docs/htcondor.md#conventions-of-every-tool). The sidecar names its files itself, so one
+ * that does is a bug, refused here rather than run.
+ */
+function fileArg(tool: CondorTool, file: string): string {
+  if (file.startsWith("-")) throw new SidecarError("internal", `Refusing to run ${tool} with ${JSON.stringify(file)}: it would read as an option`);
+  return file;
+}
+
+/** A job id as a tool's argument: `cluster.proc`, both whole numbers, never something that reads as an option. */
+function jobArg(tool: CondorTool, id: JobId): string {
+  const whole = (n: number) => Number.isSafeInteger(n) && n >= 0;
+  if (!whole(id.cluster) || !whole(id.proc)) throw new SidecarError("internal", `Refusing to run ${tool} with job id ${JSON.stringify(id)}: not a job id`);
+  return jobIdString(id);
+}
+
+/**
  * condor_submit refused the description (a parse or validation error,
  * docs/htcondor.md#condor_submit-exit-codes-and-errors). Nothing was queued. With several pods in
  * the description it may be any one's fault; alone, it is the pod's (a 400) when the pod wrote part
@@ -164,7 +181,11 @@ export function createCondor(o: CondorOptions): Condor {
 
   return {
     async submit(file, { spool, podOptions, count }) {
-      const r = await run("condor_submit", ["-terse", ...(spool ? ["-spool"] : []), basename(file)], { cwd: dirname(file), timeoutMs: o.submitTimeoutMs });
+      // `./`: condor_submit takes any other argument that starts with `-` for an option, and has no `--`.
+      const r = await run("condor_submit", ["-terse", ...(spool ? ["-spool"] : []), fileArg("condor_submit", `./${basename(file)}`)], {
+        cwd: dirname(file),
+        timeoutMs: o.submitTimeoutMs,
+      });
       if (r.code !== 0) {
         // A description that condor_submit refused is the pod's to fix only when the pod wrote
         // part of it: the sidecar's own lines and the site's are the same for every pod.
@@ -201,7 +222,7 @@ export function createCondor(o: CondorOptions): Condor {
     },
 
     async history({ ids = [], constraint, attributes, limit, scanLimit }) {
-      const args = [...ids.map(jobIdString), "-json", "-attributes", attributes.join(","), "-limit", String(limit)];
+      const args = [...ids.map((id) => jobArg("condor_history", id)), "-json", "-attributes", attributes.join(","), "-limit", String(limit)];
       if (scanLimit !== undefined) args.push("-scanlimit", String(scanLimit));
       if (constraint) args.push("-constraint", constraint);
       const r = await run("condor_history", args, { timeoutMs: o.queryTimeoutMs });
@@ -209,7 +230,8 @@ export function createCondor(o: CondorOptions): Condor {
     },
 
     async remove(ids, reason) {
-      const sids = ids.map(jobIdString);
+      const sids = ids.map((id) => jobArg("condor_rm", id));
+      // The tool takes the word after -reason as the reason, whatever it starts with.
       const r = await run("condor_rm", ["-reason", reason, ...sids], { timeoutMs: o.queryTimeoutMs });
       // An empty queue answers exit 0 with "There are no jobs in the queue"
       // (docs/htcondor.md#clusters-users-and-constraints-one-summary-line).
@@ -220,14 +242,16 @@ export function createCondor(o: CondorOptions): Condor {
     },
 
     async transferData(ids) {
-      const sids = ids.map(jobIdString);
+      const sids = ids.map((id) => jobArg("condor_transfer_data", id));
       const r = await run("condor_transfer_data", sids, { timeoutMs: o.submitTimeoutMs });
       if (r.code !== 0) fail("condor_transfer_data", r, `Cannot fetch the output of job ${sids.join(" ")}`);
     },
 
     async tail(id, file, maxBytes, timeoutMs) {
       // condor_tail on a job that is not running waits forever (docs/htcondor.md#condor_tail).
-      return spawnTool("condor_tail", ["-no-stdout", "-maxbytes", String(maxBytes), jobIdString(id), file], { timeoutMs });
+      return spawnTool("condor_tail", ["-no-stdout", "-maxbytes", String(maxBytes), jobArg("condor_tail", id), fileArg("condor_tail", file)], {
+        timeoutMs,
+      });
     },
 
     async machines(attributes) {

@@ -130,6 +130,8 @@ export interface MetricsView {
   credentialExpiry?: number;
   /** Age of the status view in seconds; 0 while nothing is followed (the refresher sleeps). */
   snapshotAgeSeconds: number;
+  /** condor_submit allowed at once now (core/concurrency.ts), once the service runs. */
+  submitConcurrency?: number;
   /** Resident memory of the process, bytes. */
   rss: number;
   /** When the process started, epoch seconds. */
@@ -198,6 +200,14 @@ export function createSidecarMetrics(view: () => MetricsView): SidecarMetrics {
     "htcondor_sidecar_queue_snapshot_age_seconds",
     "Age of the status view (the last condor_q of the refresher); 0 while no job is followed.",
     () => [{ value: view().snapshotAgeSeconds }],
+  );
+  r.gauge(
+    "htcondor_sidecar_submit_concurrency",
+    "condor_submit processes allowed at once now, chosen from their pace, at most MaxConcurrentSubmits.",
+    () => {
+      const n = view().submitConcurrency;
+      return n === undefined ? [] : [{ value: n }];
+    },
   );
   r.gauge("process_resident_memory_bytes", "Resident memory size in bytes.", () => [{ value: view().rss }]);
   r.gauge("process_start_time_seconds", "Start time of the process since the Unix epoch in seconds.", () => [{ value: view().startTime }]);

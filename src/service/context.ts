@@ -15,6 +15,7 @@ import type { UnsafeJobFile } from "../store/files.ts";
 import type { PodRecord, Store } from "../store/store.ts";
 import { createQueueView, type QueueView, realTimer, type SetTimer } from "./queue.ts";
 import { createRemover, type Remover } from "./remover.ts";
+import { createSubmitLimit, type SubmitLimit } from "./submit-limit.ts";
 import type { Follower } from "./follow.ts";
 
 export interface ServiceDeps {
@@ -56,6 +57,8 @@ export interface Ctx extends ServiceDeps {
   queue: QueueView;
   /** condor_rm, batched (remover.ts). */
   remove: Remover;
+  /** How many condor_submit (and condor_rm) run at once, adapted to what they take (submit-limit.ts). */
+  submitLimit: SubmitLimit;
   /** Creates running now, by pod UID: a repeated create joins the one that runs. */
   inflight: Map<string, Promise<CreateAnswer>>;
   /** When condor_transfer_data last ran for a pod (spooled output, retried at intervals). */
@@ -72,6 +75,7 @@ export function createContext(d: ServiceDeps): Ctx {
     sidecarConstraint: `InterLinkSidecarId == ${classAdString(d.planConfig.sidecarId)}`,
     queue: createQueueView({ ...d, timer: d.timer ?? realTimer }),
     remove: () => Promise.reject(new Error("the remover is not set up")),
+    submitLimit: createSubmitLimit({ cap: d.config.MaxConcurrentSubmits, now: d.now, log: d.log }),
     inflight: new Map(),
     lastFetch: new Map(),
     reconciled: false,

@@ -4,6 +4,8 @@
  * a run is in flight wait, and the next run of their group takes all of them together (up to
  * `maxBatch`). Up to `maxInFlight` runs at a time: when one ends, every waiting group gets a run
  * while slots are free; a group that fills a whole batch starts one as soon as a slot is free.
+ * `maxInFlight` may change between runs (an adaptive limit, service/submit-limit.ts), which
+ * `onLimited` tells when work that could start waits for a slot.
  *
  * `run` settles every item of its batch: a value, or the error that item gets.
  */
@@ -11,7 +13,8 @@
 export type Settled<R> = { ok: true; value: R } | { ok: false; error: unknown };
 
 export interface GroupCommitOptions<T, R> {
-  maxInFlight: number;
+  /** Runs at once at most: a number, or asked afresh whenever a run could start. */
+  maxInFlight: number | (() => number);
   maxBatch: number;
   /** Items of one group may share a run; different groups never do. */
   group(item: T): string;
@@ -19,6 +22,8 @@ export interface GroupCommitOptions<T, R> {
   run(batch: T[]): Promise<Settled<R>[]>;
   /** Told the size of every batch that starts (metrics). */
   onBatch?(size: number): void;
+  /** Told when a run could start but every slot is taken. */
+  onLimited?(): void;
 }
 
 export interface GroupCommit<T, R> {
@@ -37,6 +42,7 @@ export function groupCommit<T, R>(o: GroupCommitOptions<T, R>): GroupCommit<T, R
   const waiting = new Map<string, Waiting<T, R>[]>();
   let inFlight = 0;
   let queued = 0;
+  const max = typeof o.maxInFlight === "number" ? () => o.maxInFlight as number : o.maxInFlight;
 
   function start(key: string): void {
     const list = waiting.get(key)!;
@@ -65,9 +71,12 @@ export function groupCommit<T, R>(o: GroupCommitOptions<T, R>): GroupCommit<T, R
   /** Starts runs while slots are free: any waiting group after a run ended, else only a lone or a full one. */
   function pump(afterRun: boolean): void {
     for (const key of [...waiting.keys()]) {
-      while (inFlight < o.maxInFlight && (waiting.get(key)?.length ?? 0) >= o.maxBatch) start(key);
-      if (inFlight >= o.maxInFlight) return;
-      if (waiting.has(key) && (afterRun || inFlight === 0)) start(key);
+      while ((waiting.get(key)?.length ?? 0) >= o.maxBatch || (waiting.has(key) && (afterRun || inFlight === 0))) {
+        if (inFlight >= max()) return o.onLimited?.();
+        const full = waiting.get(key)!.length >= o.maxBatch;
+        start(key);
+        if (!full) break;
+      }
     }
   }
 

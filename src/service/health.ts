@@ -119,6 +119,7 @@ export function createHealthService(c: Ctx): HealthService {
         threshold: c.config.PingFailureThreshold,
         credentialExpiry: credential().expiry,
         snapshotAgeSeconds: c.queue.running() && answered !== undefined ? Math.max(0, (c.now() - answered) / 1000) : 0,
+        submitConcurrency: c.submitLimit.current(),
       };
     },
 

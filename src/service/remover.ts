@@ -19,7 +19,9 @@ export type Remover = (id: JobId, reason: string) => Promise<Removed>;
 
 export function createRemover(c: Ctx): Remover {
   const remove = groupCommit<{ id: JobId; reason: string }, Removed>({
-    maxInFlight: c.config.MaxConcurrentSubmits,
+    // condor_rm commits on the same schedd, one transaction at a time as a submit does
+    // (docs/htcondor.md#one-submit-at-a-time): it follows the limit the submits measured.
+    maxInFlight: c.submitLimit.current,
     maxBatch: REMOVE_BATCH_MAX,
     group: (r) => r.reason,
     async run(batch): Promise<Settled<Removed>[]> {

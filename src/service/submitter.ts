@@ -7,7 +7,7 @@
  * the error; a pod that was refused once is submitted alone next time. A batch killed at its
  * timeout is settled with one query for the whole batch.
  */
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { SubmitRefused } from "../condor/tools.ts";
 import { type JobId, jobIdString } from "../condor/parse.ts";
 import { SidecarError } from "../core/errors.ts";
@@ -42,6 +42,8 @@ export type Submitter = ReturnType<typeof createSubmitter>;
 
 export function createSubmitter(c: Ctx, onBatch?: (size: number) => void) {
   const suspects = new Set<string>();
+  /** Names the batch files: a pod's UID may read as an option (store/files.ts writeBatchFile). */
+  let batches = 0;
 
   function suspect(uid: string): void {
     suspects.delete(uid);
@@ -53,18 +55,18 @@ export function createSubmitter(c: Ctx, onBatch?: (size: number) => void) {
   async function submitOnce(batch: readonly SubmitEntry[]): Promise<JobId[]> {
     const podOptions = batch.some((e) => e.podOptions);
     if (batch.length === 1) return c.condor.submit(join(batch[0]!.job.dir, "job.sub"), { spool: c.spool, podOptions, count: 1 });
-    const file = writeBatchFile(c.dataRoot, batch[0]!.uid, renderBatch(batch.map((e) => e.job)));
+    const file = writeBatchFile(c.dataRoot, () => ++batches, renderBatch(batch.map((e) => e.job)));
     try {
       return await c.condor.submit(file, { spool: c.spool, podOptions, count: batch.length });
     } finally {
-      removeFiles(c.dataRoot, [`batches/${batch[0]!.uid}.sub`]);
+      removeFiles(dirname(file), [basename(file)]);
     }
   }
 
   async function run(batch: SubmitEntry[]): Promise<Settled<JobId>[]> {
     const started = c.now();
     try {
-      return (await submitOnce(batch)).map((value) => ({ ok: true, value }));
+      return (await c.submitLimit.measure(batch.length, () => submitOnce(batch))).map((value) => ({ ok: true, value }));
     } catch (err) {
       if (err instanceof SubmitRefused) {
         if (batch.length === 1) {
@@ -110,7 +112,8 @@ export function createSubmitter(c: Ctx, onBatch?: (size: number) => void) {
   }
 
   return groupCommit<SubmitEntry, JobId>({
-    maxInFlight: c.config.MaxConcurrentSubmits,
+    maxInFlight: c.submitLimit.current,
+    onLimited: c.submitLimit.limited,
     maxBatch: c.config.MaxSubmitBatch,
     group: (e) => (suspects.has(e.uid) ? `alone ${e.uid}` : submitShape(e.job)),
     run,

@@ -55,15 +55,25 @@ export function writePodFiles(dir: string, files: readonly PodFile[]): void {
 }
 
 /**
- * A submit description for several pods (service/submitter.ts): `batches/<name>.sub` under
- * DataRootFolder, 0600, removed by the caller after its condor_submit. Returns its path.
+ * A submit description for several pods (service/submitter.ts): `batches/batch-<n>.sub` under
+ * DataRootFolder, 0600, removed by the caller after its condor_submit. Named by the caller's
+ * counter (`next`), never after a pod: the name reaches condor_submit's command line, where a pod
+ * UID such as `-rf` would read as an option (docs/htcondor.md#condor_submit-options). Created
+ * exclusively, the next number when taken: a file an earlier run left may still be read by its
+ * orphaned condor_submit. Returns its path.
  */
-export function writeBatchFile(dataRoot: string, name: string, text: string): string {
+export function writeBatchFile(dataRoot: string, next: () => number, text: string): string {
   const dir = join(dataRoot, "batches");
   ensureDir(dir);
-  const path = join(dir, `${name}.sub`);
-  writeFileSync(path, text, { mode: 0o600 });
-  return path;
+  for (;;) {
+    const path = join(dir, `batch-${next()}.sub`);
+    try {
+      writeFileSync(path, text, { mode: 0o600, flag: "wx" });
+      return path;
+    } catch (err) {
+      if ((err as { code?: string }).code !== "EEXIST") throw err;
+    }
+  }
 }
 
 /** Removes the secret files first (so a failure half-way never leaves secrets behind), then the folder. */

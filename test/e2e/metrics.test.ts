@@ -91,6 +91,8 @@ describe("GET /metrics (issue 15)", () => {
     expect(sample(t, 'htcondor_sidecar_condor_up{daemon="collector"}')).toBe(1);
     expect(sample(t, 'htcondor_sidecar_condor_consecutive_failures{daemon="schedd"}')).toBe(0);
     expect(sample(t, "htcondor_sidecar_queue_snapshot_age_seconds")).toBeGreaterThanOrEqual(0);
+    // One condor_submit so far, alone: the limit has not grown (docs/performance.md#bursts).
+    expect(sample(t, "htcondor_sidecar_submit_concurrency")).toBe(1);
     expect(sample(t, "process_resident_memory_bytes")).toBeGreaterThan(10 * 1024 * 1024);
     expect(sample(t, "process_start_time_seconds")).toBeGreaterThan(1_700_000_000);
     // No credential configured: no expiry sample.

@@ -175,6 +175,11 @@ test("kill -9 mid-create, restarted while the schedd is down: reconcile runs whe
   // One pod per condor_submit: two submits in flight at once (a batch is killed in batch.test.ts).
   sc = await startSidecar({ config: "MaxSubmitBatch: 1\n" });
   const { writeFileSync } = await import("node:fs");
+  // One condor_submit at a time until one kept its pace while others waited
+  // (docs/performance.md#bursts): three creates at once on submits that never wait for each other.
+  writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ tools: { condor_submit: "slow:1500" } }));
+  await Promise.all([450, 451, 452].map((i) => sc!.call("POST", "/create", pod(i, "true"))));
+  expect(sc.log()).toContain("condor_submit concurrency raised to 2");
   // condor_submit sleeps, then queues the job: the sidecar dies before it records the job id.
   writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ tools: { condor_submit: "slow:2500" } }));
   const a = pod(400, "sleep 300");

@@ -202,6 +202,29 @@ describe("condor_submit (docs/htcondor.md#condor_submit)", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("invalid attribute name '+Foo' for attrib=value assigment");
   });
+  test("the command line: an argument that starts with '-' is an option, one with '=' a macro, any other the file (docs/htcondor.md#condor_submit-options)", async () => {
+    writeFile("-rf.sub", "executable = /bin/true\nqueue\n");
+    // An unknown option prints the usage on stderr and exits 1; `--` ends nothing, it is unknown too.
+    for (const args of [["-rf.sub"], ["--", "-rf.sub"], ["--version.sub"]]) {
+      const r = await run("condor_submit", ["-terse", ...args]);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toStartWith("Usage: condor_submit [options] [<attrib>=<value>] [- | <submit-file>]\n");
+    }
+    let r = await run("condor_submit", ["-terse", "./-rf.sub"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^\d+\.0 - \d+\.0\n$/);
+    // A path with '=' is a macro, never the file: with no file, the description comes from stdin.
+    writeFile("a=b.sub", "executable = /bin/true\nMY.FromFile = true\nqueue\n");
+    r = await run("condor_submit", ["-terse", "./a=b.sub"], { stdin: "executable = /bin/true\nMY.FromStdin = true\nqueue\n" });
+    expect(r.code).toBe(0);
+    const c = r.stdout.split(".")[0]!;
+    expect(await qAf(`${c}.0`, ["FromStdin", "FromFile"])).toBe("true undefined");
+    // An absolute path too; a macro name is letters, digits, '_', '.' and '/' only.
+    const dashed = writeFile("with-dash/a=b.sub", "executable = /bin/true\nqueue\n");
+    r = await run("condor_submit", ["-terse", dashed]);
+    expect(r).toEqual({ code: 1, stdout: "", stderr: `condor_submit: invalid attribute name '${dashed.split("=")[0]}' for attrib=value assigment\n` });
+  });
   test("root is refused unless MINICONDOR_ALLOW_ROOT=1 (issue 3 Owner; schedd qmgmt.cpp, refusal seen at commit per docs/htcondor.md#condor_submit-exit-codes-and-errors)", async () => {
     writeFile("two-root.sub", "executable = /bin/true\nqueue 2\n");
     const asRoot = { MINICONDOR_OWNER: "root", MINICONDOR_ALLOW_ROOT: "0" };

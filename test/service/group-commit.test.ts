@@ -1,6 +1,7 @@
 // Group commit (src/service/group-commit.ts), the rule behind batched condor_submit and
 // condor_rm (issue 14): a lone request runs at once, the ones that arrive meanwhile go together,
-// groups never mix, batches are capped, and at most maxInFlight runs at a time.
+// groups never mix, batches are capped, and at most maxInFlight runs at a time (a number, or an
+// adaptive limit asked afresh: src/service/submit-limit.ts).
 import { describe, expect, test } from "bun:test";
 import { groupCommit, type Settled } from "../../src/service/group-commit.ts";
 
@@ -92,6 +93,30 @@ describe("groupCommit", () => {
     const [two, three] = [submit(2), submit(3)];
     await expect(two).rejects.toThrow("bad 2");
     expect(await three).toBe(30);
+  });
+
+  test("an adaptive limit is asked whenever a run could start; onLimited hears when work waits only for a slot", async () => {
+    const c = controlled();
+    let limit = 1;
+    let limited = 0;
+    const submit = groupCommit<string, string>({ maxInFlight: () => limit, maxBatch: 2, group: () => "g", run: c.run, onLimited: () => limited++ });
+    const all = ["a", "b"].map((x) => submit(x));
+    // "b" waits to be batched, not for a slot: nothing is limited yet.
+    expect(limited).toBe(0);
+    all.push(submit("c"));
+    // "b" and "c" fill a batch that could start but for the limit.
+    expect(c.batches).toEqual([["a"]]);
+    expect(limited).toBe(1);
+    all.push(...["d", "e"].map((x) => submit(x)));
+    limit = 3;
+    await c.end();
+    expect(c.batches).toEqual([["a"], ["b", "c"], ["d", "e"]]);
+    limit = 1;
+    all.push(...["f", "g"].map((x) => submit(x)));
+    expect(c.batches.length).toBe(3);
+    for (let i = 0; i < 3; i++) await c.end();
+    expect(await Promise.all(all)).toEqual(["A", "B", "C", "D", "E", "F", "G"]);
+    expect(c.most()).toBe(2);
   });
 
   test("onBatch hears the size of every batch", async () => {

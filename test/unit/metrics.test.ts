@@ -61,6 +61,7 @@ describe("the exposition writer", () => {
       failures: { schedd: 3, collector: 2 },
       threshold: 3,
       snapshotAgeSeconds: 1.5,
+      submitConcurrency: 2,
       rss: 1024,
       startTime: 1700000000,
     }));
@@ -68,6 +69,7 @@ describe("the exposition writer", () => {
     expect(t).toContain('htcondor_sidecar_condor_up{daemon="schedd"} 0\nhtcondor_sidecar_condor_up{daemon="collector"} 1');
     expect(t).toContain('htcondor_sidecar_pods{phase="deleted"} 4');
     expect(t).toContain("htcondor_sidecar_queue_snapshot_age_seconds 1.5");
+    expect(t).toContain("htcondor_sidecar_submit_concurrency 2");
     expect(t).not.toMatch(/^htcondor_sidecar_credential_expiry_timestamp_seconds /m);
   });
 });

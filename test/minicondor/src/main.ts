@@ -93,23 +93,17 @@ async function main(): Promise<number> {
   const named = selectSchedd();
   const faults = loadFaults();
   const mode = faults.tools?.[tool] ?? faults.tools?.["all"] ?? "";
-  if (mode === "hang") {
-    process.on("SIGTERM", () => finish(143));
-    process.on("SIGINT", () => finish(130));
-    // a real hung tool waits on its peer forever; this one gives up once nobody can be waiting for it:
-    // its home was deleted (the test is over) or its caller died (orphans outlive killed sidecars)
-    const home = homeDir();
-    const caller = parentPid(process.pid);
-    for (;;) {
-      await Bun.sleep(250);
-      const now = parentPid(process.pid);
-      if (!fs.existsSync(home) || now === null || now <= 1 || now !== caller || (caller !== null && !pidAlive(caller))) finish(143);
-    }
-  }
+  if (mode === "hang") await waitUntil(() => false, 250);
+  // gate:<name>: the call waits until the file <name> exists in its home, then goes on as usual: a
+  // test holds one call back while it lines up others behind it, and then lets it go
+  if (mode.startsWith("gate:")) await waitUntil(() => fs.existsSync(path.join(homeDir(), mode.slice(5))), 50);
   if (mode.startsWith("slow:")) await Bun.sleep(Number(mode.slice(5)) || 0);
   // slowafter:<ms> (condor_submit): the jobs are queued first, then the tool sleeps before it prints and
   // exits, as a condor_submit killed by its caller's timeout after the schedd committed the job
   const slowAfter = tool === "condor_submit" && mode.startsWith("slowafter:") ? Number(mode.slice(10)) || 0 : 0;
+  // slowcommit:<ms> (condor_submit): the session holds the queue that much longer, so the next condor_submit
+  // waits for it as on a schedd that serves one submit at a time (docs/htcondor.md#one-submit-at-a-time)
+  const holdMs = tool === "condor_submit" && mode.startsWith("slowcommit:") ? Number(mode.slice(11)) || 0 : 0;
   // A stopped schedd: named, it is not in the collector, and each tool says so as for a name it never
   // knew (the tools' own checks, through selection.stopped); the local one, unnamed, as when the pool is down.
   // condor_status asks the collector, which still answers.
@@ -147,7 +141,7 @@ async function main(): Promise<number> {
 
   switch (tool) {
     case "condor_submit":
-      return (await import("./submit.ts")).condorSubmit(argv, slowAfter > 0 ? () => sleepAfterCommit(slowAfter) : undefined);
+      return (await import("./submit.ts")).condorSubmit(argv, { afterCommit: slowAfter > 0 ? () => sleepAfterCommit(slowAfter) : undefined, holdMs });
     case "condor_q":
       return (await import("./query.ts")).condorQ(argv);
     case "condor_history":
@@ -171,6 +165,25 @@ async function main(): Promise<number> {
       err(`minicondor: unknown tool '${tool}'\n`);
       return 1;
   }
+}
+
+/**
+ * Waits until `done()` (hang: never), asking every `everyMs`. A real hung tool waits on its peer
+ * forever; this one gives up (exit 143) once nobody can be waiting for it: its home was deleted
+ * (the test is over) or its caller died (orphans outlive killed sidecars).
+ */
+async function waitUntil(done: () => boolean, everyMs: number): Promise<void> {
+  process.on("SIGTERM", () => finish(143));
+  process.on("SIGINT", () => finish(130));
+  const home = homeDir();
+  const caller = parentPid(process.pid);
+  while (!done()) {
+    await Bun.sleep(everyMs);
+    const now = parentPid(process.pid);
+    if (!fs.existsSync(home) || now === null || now <= 1 || now !== caller || (caller !== null && !pidAlive(caller))) finish(143);
+  }
+  process.removeAllListeners("SIGTERM");
+  process.removeAllListeners("SIGINT");
 }
 
 /** The sleep of fault slowafter: a kill is logged as such; a deleted home (test over) ends it early. */

@@ -2,6 +2,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { dlopen, FFIType } from "bun:ffi";
 import { Ad, canonical } from "./classad.ts";
 import { envToV2Raw, parseEnvV1, parseEnvV2Raw, parseV2Raw, v2QuotedToRaw } from "./argsenv.ts";
 import {
@@ -333,10 +334,12 @@ function parseSubmitArgs(argv: string[], quiet = false): SubmitArgs | number {
       if (v === null) return 1;
       continue;
     }
+    // Any other argument with an '=' is an attrib=value pair, a path too: is_valid_param_name
+    // allows letters, digits, '_', '.' and '/'.
     const eq = a.indexOf("=");
-    if (eq > 0 && !a.startsWith("/")) {
+    if (eq >= 0) {
       const name = a.slice(0, eq).trim();
-      if (name.startsWith("+")) {
+      if (!/^[A-Za-z0-9_./]+$/.test(name)) {
         say(`condor_submit: invalid attribute name '${name}' for attrib=value assigment\n`);
         return 1;
       }
@@ -359,13 +362,52 @@ export function submitBanner(argv: string[]): string {
   return o.dryRun !== null ? "Dry-Run job(s)" : "Submitting job(s)";
 }
 
-// ---------------------------------------------------------------- main
+// ---------------------------------------------------------------- the schedd's one session at a time
+const LOCK_EX = 2;
+
+/** libc's flock, through Bun's FFI; null where no libc is found (then only sqlite's write lock orders the commits). */
+const flock = (() => {
+  for (const lib of ["libc.so.6", "libc.musl-x86_64.so.1", "libc.musl-aarch64.so.1"]) {
+    try {
+      return dlopen(lib, { flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 } }).symbols.flock;
+    } catch { /* the next name */ }
+  }
+  return null;
+})();
+
 /**
- * `afterCommit` runs once the jobs are in the queue (and spooled, and a schedd runs them), before
- * anything is printed: fault `slowafter:<ms>`, a condor_submit its caller kills after the schedd
- * committed the job.
+ * A schedd serves one submit at a time (docs/htcondor.md#one-submit-at-a-time): condor_submit opens its
+ * queue-management session when it reaches the first queue statement and builds every job inside it;
+ * the schedd's one thread reads that session's requests until the commit and the disconnect, while
+ * the next condor_submit waits. Here the session is `<home>/submit.lock` (flock), held from before the
+ * first job is built until the commit: a waiting condor_submit sleeps in the kernel and wakes as the
+ * holder ends or dies, as a queued connection is served when the schedd is free, and never gives up
+ * (sqlite's busy wait would poll, and fail after 10 s). `holdMs`: fault `slowcommit`, a schedd that
+ * takes that much longer over each session. Returns the end of the session.
  */
-export async function condorSubmit(argv: string[], afterCommit?: () => Promise<void>): Promise<number> {
+async function openSession(holdMs: number): Promise<() => void> {
+  const home = homeDir();
+  fs.mkdirSync(home, { recursive: true });
+  const fd = fs.openSync(path.join(home, "submit.lock"), "a");
+  // Killed while it waits (its caller's timeout), the process dies at once: no signal handler runs here.
+  if (flock && flock(fd, LOCK_EX) !== 0) throw new Error(`flock of ${path.join(home, "submit.lock")} failed`);
+  if (holdMs > 0) await Bun.sleep(holdMs);
+  return () => fs.closeSync(fd);
+}
+
+// ---------------------------------------------------------------- main
+export interface SubmitFaults {
+  /**
+   * Runs once the jobs are in the queue (and spooled, and a schedd runs them), before anything is
+   * printed: fault `slowafter:<ms>`, a condor_submit its caller kills after the schedd committed the job.
+   */
+  afterCommit?: () => Promise<void>;
+  /** Fault `slowcommit:<ms>`: the session holds the queue this much longer before its commit. */
+  holdMs?: number;
+}
+
+export async function condorSubmit(argv: string[], faults: SubmitFaults = {}): Promise<number> {
+  const { afterCommit } = faults;
   const cwd = process.cwd();
   const cfg = loadConfig();
   const parsed = parseSubmitArgs(argv);
@@ -431,6 +473,7 @@ export async function condorSubmit(argv: string[], afterCommit?: () => Promise<v
     const qi = stmts.findIndex((s) => s.kind === "queue");
     stmts = [...stmts.slice(0, qi), ...appStmts, ...stmts.slice(qi)];
 
+    const endSession = dryRun === null ? await openSession(faults.holdMs ?? 0) : null;
     const db = dryRun === null ? openDb() : null;
     const owner = ownerName();
     // src/condor_schedd.V6/qmgmt.cpp SetAttribute(Owner): 'Setting job owner to "root" is not permitted'. condor_submit
@@ -506,33 +549,37 @@ export async function condorSubmit(argv: string[], afterCommit?: () => Promise<v
     };
     const allAds = () => clusters.flatMap((c) => c.ads);
     if (db) {
-      tx(db, () => {
-        build(metaGet(db, "next_cluster") || 1);
-        const ads = allAds();
-        if (ads.length === 0) return;
-        if (rootRefused) {
-          throw new SubmitError(
-            `\nERROR: Failed to commit job submission into the queue.\nERROR: Setting job owner to "root" is not permitted\n`,
-            verbose ? ads.map((a) => `\n** Proc ${a.num("ClusterId")}.${a.num("ProcId")}:\n` + longForm(a)).join("") : ".".repeat(ads.length),
-          );
-        }
-        metaSet(db, "next_cluster", clusters[clusters.length - 1]!.cluster + 1);
-        for (const a of ads) putJob(db, a);
-        // a hold-on-start fault given to this call belongs to these jobs, whichever schedd runs them
-        const hold = envHoldOnStart();
-        if (hold) {
-          for (const a of ads) {
-            db.query("INSERT OR REPLACE INTO job_faults (cluster, proc, hold) VALUES (?, ?, ?)").run(
-              a.num("ClusterId")!,
-              a.num("ProcId")!,
-              JSON.stringify(hold),
+      try {
+        tx(db, () => {
+          build(metaGet(db, "next_cluster") || 1);
+          const ads = allAds();
+          if (ads.length === 0) return;
+          if (rootRefused) {
+            throw new SubmitError(
+              `\nERROR: Failed to commit job submission into the queue.\nERROR: Setting job owner to "root" is not permitted\n`,
+              verbose ? ads.map((a) => `\n** Proc ${a.num("ClusterId")}.${a.num("ProcId")}:\n` + longForm(a)).join("") : ".".repeat(ads.length),
             );
           }
-        }
-        // the submit event goes to the user log before the schedd can see (and start) the job
-        for (const a of ads) ulog(a, 0, `Job submitted from host: ${scheddAddr(cfg)}`, "", qdate);
-        bumpGen(db);
-      });
+          metaSet(db, "next_cluster", clusters[clusters.length - 1]!.cluster + 1);
+          for (const a of ads) putJob(db, a);
+          // a hold-on-start fault given to this call belongs to these jobs, whichever schedd runs them
+          const hold = envHoldOnStart();
+          if (hold) {
+            for (const a of ads) {
+              db.query("INSERT OR REPLACE INTO job_faults (cluster, proc, hold) VALUES (?, ?, ?)").run(
+                a.num("ClusterId")!,
+                a.num("ProcId")!,
+                JSON.stringify(hold),
+              );
+            }
+          }
+          // the submit event goes to the user log before the schedd can see (and start) the job
+          for (const a of ads) ulog(a, 0, `Job submitted from host: ${scheddAddr(cfg)}`, "", qdate);
+          bumpGen(db);
+        });
+      } finally {
+        endSession?.();
+      }
     } else build(1);
 
     const ads = allAds();

@@ -1,0 +1,238 @@
+// Issue 25: a name that comes from a pod never reaches a tool's command line where the tool would
+// read it as an option (docs/threat-model.md#8-a-pods-name-read-as-an-option). condor_submit reads
+// an argument that starts with `-` as an option, and an unknown one prints its usage and exits 1
+// (docs/htcondor.md#condor_submit-options): a batch file named after a pod UID such as `-rf` used to
+// fail every pod of the batch with a 503. Here the real sidecar runs against minicondor, over HTTP,
+// with pods whose UID and strings read like options; every tool call the sidecar made is then
+// checked against the options it means to give (src/condor/tools.ts).
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { configMapObject, dataEntry, type Json, makeCreateRequest } from "../fixtures/pods.ts";
+import { CONDOR_BIN, eventually, type HttpResult, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+
+/** What the table drives through every call: option spellings of the tools (`-name x`: one argument with a space). */
+const NAMES = ["-rf", "--version", "-append", "-name x"];
+
+let n = 0;
+const uid = () => `a25a0000-0000-4000-8000-${String(++n).padStart(12, "0")}`;
+const isUid = (s: string) => /^[A-Za-z0-9-]{1,128}$/.test(s);
+
+const started: Sidecar[] = [];
+afterAll(async () => {
+  for (const s of started) await s.destroy();
+});
+
+/**
+ * The options the sidecar gives each tool (src/condor/tools.ts, toolArgs) and how many values each
+ * takes; the tests start the sidecar without --schedd-name and --debug.
+ */
+const OPTIONS: Record<string, Record<string, number>> = {
+  condor_submit: { "-terse": 0, "-spool": 0 },
+  condor_q: { "-json": 0, "-attributes": 1, "-constraint": 1 },
+  condor_history: { "-json": 0, "-attributes": 1, "-constraint": 1, "-limit": 1, "-scanlimit": 1 },
+  condor_rm: { "-reason": 1 },
+  condor_transfer_data: {},
+  condor_tail: { "-no-stdout": 0, "-maxbytes": 1 },
+  condor_status: { "-json": 0, "-attributes": 1 },
+  // The wrapper's, in the job: `set_job_attr <attr> "<state line>"` (src/render/wrapper-lib.bash, chirp_attr).
+  condor_chirp: {},
+};
+
+/**
+ * Every tool call the sidecar made (minicondor's calls.log), read as the tool reads it: the
+ * arguments that are neither one of the sidecar's options nor an option's value. None may start
+ * with `-` (the tool would take it for an option) or carry one of `names`.
+ */
+function misread(sc: Sidecar, names: readonly string[]): string[] {
+  const problems: string[] = [];
+  const lines = readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").filter(Boolean);
+  for (const line of lines) {
+    const [, tool, ...rest] = line.split(" ");
+    const argv = JSON.parse(rest.slice(0, -2).join(" ")) as string[];
+    const options = OPTIONS[tool!];
+    if (!options) {
+      problems.push(`${tool}: not a tool the sidecar runs`);
+      continue;
+    }
+    for (let i = 0; i < argv.length; i++) {
+      const a = argv[i]!;
+      if (a in options) i += options[a]!;
+      else if (a.startsWith("-")) problems.push(`${tool} ${JSON.stringify(argv)}: ${JSON.stringify(a)} reads as an option`);
+      else if (names.some((name) => a.includes(name))) problems.push(`${tool} ${JSON.stringify(argv)}: ${JSON.stringify(a)} carries a pod's name`);
+    }
+  }
+  expect(lines.length).toBeGreaterThan(0);
+  return problems;
+}
+
+/** Whether the sidecar has written the pod's job.sub, which it does right before it hands the pod to the submitter. */
+const queued = (sc: Sidecar, req: Json) =>
+  eventually(() => (existsSync(join(sc.dataRoot, "pods", req.pod.metadata.uid, "job.sub")) ? true : undefined), 30_000, `${req.pod.metadata.name} queued`);
+
+/**
+ * Creates `lead` and holds its condor_submit back (minicondor's gate fault) until `first` and then
+ * `rest` wait behind it: once it ends they go as one batch, `first` first
+ * (docs/htcondor.md#submitting-many-pods-at-once). Answers in the order lead, first, rest.
+ */
+async function burst(sc: Sidecar, lead: Json, first: Json, rest: Json[]): Promise<HttpResult[]> {
+  const gate = `gate-${++n}`;
+  writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ tools: { condor_submit: `gate:${gate}` } }));
+  const answers = [sc.call("POST", "/create", lead)];
+  await queued(sc, lead);
+  answers.push(sc.call("POST", "/create", first));
+  await queued(sc, first);
+  answers.push(...rest.map((r) => sc.call("POST", "/create", r)));
+  await Promise.all(rest.map((r) => queued(sc, r)));
+  writeFileSync(join(sc.home, "faults.json"), "{}");
+  writeFileSync(join(sc.home, gate), "");
+  return Promise.all(answers);
+}
+
+const jid = (a: HttpResult) => JSON.parse(a.body).PodJID as string;
+const cluster = (a: HttpResult) => jid(a).split(".")[0];
+
+/** Every job id the schedd has (queue and history) for each pod UID. */
+function jobsByUid(sc: Sidecar): Map<string, string[]> {
+  const env = { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" };
+  const out = new Map<string, Set<string>>();
+  for (const [tool, args] of [["condor_q", ["-allusers"]], ["condor_history", []]] as const) {
+    const r = Bun.spawnSync([join(CONDOR_BIN, tool), ...args, "-af", "ClusterId", "ProcId", "InterLinkPodUID"], { env });
+    for (const line of r.stdout.toString().split("\n")) {
+      const [c, p, u] = line.trim().split(" ");
+      if (u && u !== "undefined") out.set(u, (out.get(u) ?? new Set()).add(`${c}.${p}`));
+    }
+  }
+  return new Map([...out].map(([u, ids]) => [u, [...ids]]));
+}
+
+describe("a pod UID that starts with '-' (issue 25; docs/htcondor.md#condor_submit-options)", () => {
+  test("a burst whose first pod has UID -rf: all nine pods answer 200, each with a job of its own", async () => {
+    const sc = await startSidecar({ args: ["--dummy-job"], env: { MINICONDOR_CPUS: "10" } });
+    started.push(sc);
+    const pod = (name: string, id = uid()) =>
+      makeCreateRequest({ metadata: { name, uid: id }, spec: { containers: [{ name: "main", image: "busybox", command: ["true"], resources: {} }] } });
+    const first = pod("dash-rf", "-rf");
+    const rest = Array.from({ length: 8 }, (_, i) => pod(`beside-${i}`));
+    const [lead, ...answers] = await burst(sc, pod("lead"), first, rest);
+    expect(lead!.status).toBe(200);
+    expect(answers.map((a) => `${a.status} ${a.status === 200 ? "" : a.body}`)).toEqual(answers.map(() => "200 "));
+    // One batch, behind the lead's submit: the case that failed.
+    expect(new Set(answers.map(cluster)).size).toBe(1);
+    expect(cluster(answers[0]!)).not.toBe(cluster(lead!));
+    expect(misread(sc, ["-rf"])).toEqual([]);
+    const jobs = jobsByUid(sc);
+    [first, ...rest].forEach((r, i) => expect(jobs.get(r.pod.metadata.uid)).toEqual([jid(answers[i]!)]));
+  }, 120_000);
+});
+
+describe("argv-like names through every tool call (issue 25; docs/threat-model.md#8-a-pods-name-read-as-an-option)", () => {
+  const OPTS = { Tail: 0, Bytes: 0, Timestamps: false, Follow: false, Previous: false, SinceSeconds: 0, SinceTime: "0001-01-01T00:00:00Z" };
+  const logs = (sc: Sidecar, pod: Json) =>
+    sc.call("GET", "/getLogs", { Namespace: pod.metadata.namespace, PodUID: pod.metadata.uid, PodName: pod.metadata.name, ContainerName: "main", Opts: OPTS });
+  const statusOf = async (sc: Sidecar, pod: Json): Promise<Json> => {
+    const r = await sc.call("GET", "/status", [pod]);
+    expect(r.status).toBe(200);
+    return JSON.parse(r.body)[0];
+  };
+
+  /**
+   * A pod that carries `name` wherever a pod may: its UID (when Kubernetes' rule allows it), an
+   * env name (not a shell identifier: it travels as `env -- NAME=value`), a volume's file and a
+   * subPath (bound by the wrapper), the container's args, and an exec readiness probe. The
+   * container runs bash, which, unlike dash, passes on variables whose names are not identifiers. The
+   * container prints what it got (`name|file|subPath file|env count`) and then, when `stay`,
+   * runs until deleted, so that its log is read live (condor_tail) and its delete removes it.
+   */
+  function namedPod(label: string, name: string, id: string, stay: boolean): Json {
+    const script = `printf '%s|%s|%s|%s\\n' "$1" "$(cat "/data/$1")" "$(cat /etc/probe)" "$(env | grep -cxF -e "$1=v")"${stay ? "; exec sleep 600" : ""}`;
+    return makeCreateRequest({
+      metadata: { name: label, uid: id },
+      spec: {
+        containers: [{
+          name: "main",
+          image: "busybox",
+          command: ["bash", "-c", script, "bash", name],
+          env: [{ name, value: "v" }],
+          volumeMounts: [{ name: "cfg", mountPath: "/data" }, { name: "cfg", mountPath: "/etc/probe", subPath: name }],
+          readinessProbe: { exec: { command: ["sh", "-c", 'test -f "/data/$1"', "sh", name] }, periodSeconds: 1 },
+          resources: {},
+        }],
+        volumes: [{ name: "cfg", configMap: { name: "cfg", items: [{ key: "payload", path: name }] } }],
+      },
+      container: [dataEntry("main", { configMaps: [configMapObject("cfg", { payload: "p" })] })],
+    });
+  }
+
+  test.each(NAMES)("%p as a UID, env name, file, subPath and argument: create, status, logs and delete work", async (name) => {
+    // Spooled: the output comes back with condor_transfer_data, whose ids are on its command line too.
+    const sc = await startSidecar({ config: "Spool: always\n", env: { MINICONDOR_CPUS: "4" } });
+    started.push(sc);
+    const named = namedPod("named", name, isUid(name) ? name : uid(), true);
+    const rest = [namedPod("beside-1", name, uid(), false), namedPod("beside-2", name, uid(), false)];
+    const [lead, ...answers] = await burst(sc, namedPod("lead", name, uid(), false), named, rest);
+    expect([lead!, ...answers].map((a) => `${a.status} ${a.status === 200 ? "" : a.body}`)).toEqual([lead, ...answers].map(() => "200 "));
+    expect(new Set(answers.map(cluster)).size).toBe(1);
+    const line = `${name}|p|p|1\n`;
+    // Running and ready (the probe found the file), its log read while it runs.
+    await eventually(
+      async () => {
+        const s = await statusOf(sc, named.pod);
+        return s.containers[0].state.running && s.containers[0].ready ? s : undefined;
+      },
+      60_000,
+      "the named pod running and ready",
+    );
+    await eventually(async () => ((await logs(sc, named.pod)).body === line ? true : undefined), 30_000, "the named pod's live log");
+    for (const r of rest) {
+      const s = await eventually(
+        async () => {
+          const st = await statusOf(sc, r.pod);
+          return st.containers[0].state.terminated ? st : undefined;
+        },
+        60_000,
+        `${r.pod.metadata.name} to end`,
+      );
+      expect(s.containers[0].state.terminated.exitCode).toBe(0);
+      expect((await logs(sc, r.pod)).body).toBe(line);
+    }
+    const deleted = await sc.call("POST", "/delete", named.pod);
+    expect(deleted.status).toBe(200);
+    expect(deleted.body).toMatch(/job \d+\.\d+ removed/);
+    expect(misread(sc, [name])).toEqual([]);
+    // The calls read above: every tool that takes a job id, a file or a pod's UID (in a constraint).
+    const tools = new Set(readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").map((l) => l.split(" ")[1]));
+    for (const t of ["condor_submit", "condor_q", "condor_tail", "condor_transfer_data", "condor_rm", "condor_chirp"]) expect([...tools]).toContain(t);
+  }, 180_000);
+
+  test.each(NAMES.filter((name) => !isUid(name)))("%p as a UID is refused with a 400, and nothing is left behind", async (name) => {
+    const sc = await startSidecar({ args: ["--dummy-job"] });
+    started.push(sc);
+    const r = await sc.call("POST", "/create", namedPod("spaced", name, name, false));
+    expect(r.status).toBe(400);
+    expect(r.body).toContain("metadata.uid");
+    expect(existsSync(join(sc.dataRoot, "pods", name))).toBe(false);
+    expect(existsSync(join(sc.home, "calls.log")) ? misread(sc, [name]) : []).toEqual([]);
+  }, 60_000);
+
+  test.each(NAMES)("%p as a pod name, namespace, container name or image file is refused with a 400, and nothing is left behind", async (name) => {
+    const sc = await startSidecar({ args: ["--dummy-job"] });
+    started.push(sc);
+    const cases: [string, Json][] = [
+      ["metadata.name", makeCreateRequest({ metadata: { name, uid: uid() } })],
+      ["metadata.namespace", makeCreateRequest({ metadata: { namespace: name, uid: uid() } })],
+      ["spec.containers[0].name", makeCreateRequest({ metadata: { uid: uid() }, spec: { containers: [{ name, image: "busybox", resources: {} }] } })],
+      [
+        "not an image reference",
+        makeCreateRequest({ metadata: { uid: uid() }, spec: { containers: [{ name: "main", image: `${name}.sif`, resources: {} }] } }),
+      ],
+    ];
+    for (const [why, req] of cases) {
+      const r = await sc.call("POST", "/create", req);
+      expect({ status: r.status, body: r.body }).toMatchObject({ status: 400, body: expect.stringContaining(why) });
+      expect(existsSync(join(sc.dataRoot, "pods", req.pod.metadata.uid))).toBe(false);
+    }
+    // Nothing was submitted.
+    expect(existsSync(join(sc.home, "calls.log")) ? readFileSync(join(sc.home, "calls.log"), "utf8") : "").not.toContain("condor_submit");
+  }, 60_000);
+});

@@ -1,0 +1,69 @@
+// Issue 27: how many condor_submit run at once is measured, not fixed
+// (docs/performance.md#bursts). A schedd serves one submit at a time, and so does minicondor
+// (docs/htcondor.md#one-submit-at-a-time): with a slow session (fault slowcommit) each
+// condor_submit waits for those ahead of it, and the sidecar falls back to one or two; with
+// submits that are slow side by side but never wait for each other (fault slow, before the
+// session), it rises to the cap. What is asserted is the sidecar's decisions and the condor_submit
+// that ran at once (calls.log), never a time.
+import { afterAll, expect, test } from "bun:test";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { makeCreateRequest } from "../fixtures/pods.ts";
+import { type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+
+let n = 0;
+const uid = () => `27272727-0000-4000-8000-${String(++n).padStart(12, "0")}`;
+const pod = (name: string) =>
+  makeCreateRequest({ metadata: { name, uid: uid() }, spec: { containers: [{ name: "main", image: "busybox", command: ["true"], resources: {} }] } });
+
+const started: Sidecar[] = [];
+afterAll(async () => {
+  for (const s of started) await s.destroy();
+});
+
+/** A sidecar whose batches hold two pods, so that a burst needs many condor_submit; the jobs are the dummy job. */
+async function burst(cap: number, condorSubmitFault: string, count: number): Promise<Sidecar> {
+  const sc = await startSidecar({ config: `MaxConcurrentSubmits: ${cap}\nMaxSubmitBatch: 2\n`, args: ["--dummy-job"], env: { MINICONDOR_CPUS: "10" } });
+  started.push(sc);
+  writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ tools: { condor_submit: condorSubmitFault } }));
+  const answers = await Promise.all(Array.from({ length: count }, (_, i) => sc.call("POST", "/create", pod(`burst-${i}`), { timeoutMs: 120_000 })));
+  expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
+  return sc;
+}
+
+/** The most condor_submit that ran at once: calls.log has "<end ISO time> <tool> <argv> <ms> <code>", each ran over [end - ms, end]. */
+function mostSubmitsAtOnce(sc: Sidecar): number {
+  const log = join(sc.home, "calls.log");
+  const lines = existsSync(log) ? readFileSync(log, "utf8").split("\n").filter((l) => l.split(" ")[1] === "condor_submit") : [];
+  const edges = lines.flatMap((l) => {
+    const parts = l.split(" ");
+    const end = Date.parse(parts[0]!);
+    return [{ t: end - Number(parts.at(-2)), d: 1 }, { t: end, d: -1 }];
+  }).sort((a, b) => a.t - b.t || a.d - b.d);
+  let now = 0;
+  let most = 0;
+  for (const e of edges) most = Math.max(most, now += e.d);
+  return most;
+}
+
+async function limitNow(sc: Sidecar): Promise<number> {
+  const m = /^htcondor_sidecar_submit_concurrency (\d+)$/m.exec((await sc.call("GET", "/metrics")).body);
+  return Number(m?.[1]);
+}
+
+const changes = (sc: Sidecar) => [...sc.log().matchAll(/condor_submit concurrency (raised|lowered) to (\d+)/g)].map((m) => `${m[1]} to ${m[2]}`);
+
+test("a schedd slow over each submit, one at a time: the sidecar falls back to one or two condor_submit, far below the cap", async () => {
+  const sc = await burst(6, "slowcommit:2000", 16);
+  expect(changes(sc)).toContain("lowered to 1");
+  expect(await limitNow(sc)).toBeLessThanOrEqual(2);
+  // With a fixed limit, six ran at once.
+  expect(mostSubmitsAtOnce(sc)).toBeLessThanOrEqual(3);
+}, 180_000);
+
+test("submits that keep their pace side by side: the sidecar rises to the cap", async () => {
+  const sc = await burst(4, "slow:1500", 30);
+  expect(changes(sc)).toEqual(["raised to 2", "raised to 3", "raised to 4"]);
+  expect(await limitNow(sc)).toBe(4);
+  expect(mostSubmitsAtOnce(sc)).toBe(4);
+}, 180_000);

@@ -1,0 +1,109 @@
+// The command lines src/condor/tools.ts builds (issue 25): what each tool reads as an option is
+// only what the sidecar means as one. A tool takes an argument that starts with `-` for an option
+// (docs/htcondor.md#conventions-of-every-tool), and condor_submit has no `--` to end them
+// (docs/htcondor.md#condor_submit-options): files go as `./name`, and a job id that is not two
+// whole numbers or a file that starts with `-` is refused before anything runs.
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Condor, createCondor } from "../../src/condor/tools.ts";
+import { SidecarError } from "../../src/core/errors.ts";
+import { type CliOptions, condorAccess, parseCli } from "../../src/flags.ts";
+import { memoryLogger } from "../../src/logger.ts";
+import type { Runtime, SpawnResult } from "../../src/runtime/types.ts";
+import { writeBatchFile } from "../../src/store/files.ts";
+
+/** A condor whose every run answers `stdout` with exit 0; `argv` collects the command lines (tool name first). */
+function recording(stdout: string): { condor: Condor; argv: string[][]; cwd: (string | undefined)[] } {
+  const argv: string[][] = [];
+  const cwd: (string | undefined)[] = [];
+  const runtime = {
+    spawn: (o: { argv: string[]; cwd?: string }): Promise<SpawnResult> => {
+      argv.push([o.argv[0]!.split("/").pop()!, ...o.argv.slice(1)]);
+      cwd.push(o.cwd);
+      return Promise.resolve({ code: 0, signal: null, stdout, stdoutBytes: new TextEncoder().encode(stdout), stderr: "", timedOut: false, durationMs: 1 });
+    },
+  } as unknown as Runtime;
+  const condor = createCondor({
+    runtime,
+    bin: "/opt/condor/bin",
+    access: condorAccess(runOptions([]), "localhost"),
+    baseEnv: {},
+    submitTimeoutMs: 1000,
+    queryTimeoutMs: 1000,
+    log: memoryLogger(),
+  });
+  return { condor, argv, cwd };
+}
+
+/** The options of a sidecar started with these flags. */
+function runOptions(argv: string[]): CliOptions {
+  const cli = parseCli(argv);
+  if (cli.kind !== "run") throw new Error(`not a run: ${cli.kind}`);
+  return cli.options;
+}
+
+const id = { cluster: 12, proc: 3 };
+
+describe("the tools' command lines (issue 25)", () => {
+  test.each([
+    ["a pod alone", "/data/pods/-rf/job.sub", ["condor_submit", "-terse", "./job.sub"], "/data/pods/-rf"],
+    ["a batch", "/data/batches/batch-7.sub", ["condor_submit", "-terse", "./batch-7.sub"], "/data/batches"],
+  ])("condor_submit of %s: the file as ./name, from its folder", async (_what, file, want, dir) => {
+    const r = recording("12.0 - 12.0\n");
+    await r.condor.submit(file, { spool: false, podOptions: false, count: 1 });
+    expect(r.argv).toEqual([want]);
+    expect(r.cwd).toEqual([dir]);
+  });
+
+  test("every call: options, then values the tool reads as data", async () => {
+    const r = recording("[\n]\n");
+    await r.condor.query({ constraint: 'InterLinkPodUID == "-rf"', attributes: ["ClusterId"] });
+    await r.condor.history({ ids: [id], attributes: ["ClusterId"], limit: 1, scanLimit: 5, constraint: "true" });
+    await r.condor.transferData([id]);
+    await r.condor.tail(id, "c.main.log", 100, 1000);
+    expect(r.argv).toEqual([
+      ["condor_q", "-json", "-attributes", "ClusterId", "-constraint", 'InterLinkPodUID == "-rf"'],
+      ["condor_history", "12.3", "-json", "-attributes", "ClusterId", "-limit", "1", "-scanlimit", "5", "-constraint", "true"],
+      ["condor_transfer_data", "12.3"],
+      ["condor_tail", "-no-stdout", "-maxbytes", "100", "12.3", "c.main.log"],
+    ]);
+    const rm = recording("Job 12.3 marked for removal\n");
+    await rm.condor.remove([id], "-rf");
+    // condor_rm takes the word after -reason as the reason, whatever it starts with (tool.cpp).
+    expect(rm.argv).toEqual([["condor_rm", "-reason", "-rf", "12.3"]]);
+  });
+
+  test.each<[string, (c: Condor) => Promise<unknown>]>([
+    ["condor_rm of a negative cluster", (c) => c.remove([{ cluster: -1, proc: 0 }], "why")],
+    ["condor_transfer_data of a negative cluster", (c) => c.transferData([{ cluster: -5, proc: 0 }])],
+    ["condor_history of a negative cluster", (c) => c.history({ ids: [{ cluster: -5, proc: 0 }], attributes: ["ClusterId"], limit: 1 })],
+    ["condor_tail of a negative proc", (c) => c.tail({ cluster: 1, proc: -1 }, "c.main.log", 1, 1000)],
+    ["condor_tail of a fractional proc", (c) => c.tail({ cluster: 1, proc: 0.5 }, "c.main.log", 1, 1000)],
+    ["condor_tail of a file that starts with -", (c) => c.tail(id, "-f", 1, 1000)],
+  ])("%s is refused before anything runs", async (_what, call) => {
+    const r = recording("");
+    const err = await call(r.condor).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(SidecarError);
+    expect((err as SidecarError).message).toMatch(/^Refusing to run condor_\w+ with /);
+    expect(r.argv).toEqual([]);
+  });
+});
+
+describe("batch files (issue 25)", () => {
+  test("are named by the submitter's counter, and never replace a file an earlier run left", () => {
+    const root = mkdtempSync(join(tmpdir(), "batch-files-"));
+    try {
+      let n = 0;
+      const next = () => ++n;
+      expect(writeBatchFile(root, next, "one")).toBe(join(root, "batches", "batch-1.sub"));
+      // batch-2.sub is an earlier run's, perhaps still read by its orphaned condor_submit.
+      writeFileSync(join(root, "batches", "batch-2.sub"), "left");
+      expect(writeBatchFile(root, next, "three")).toBe(join(root, "batches", "batch-3.sub"));
+      expect(readFileSync(join(root, "batches", "batch-2.sub"), "utf8")).toBe("left");
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
