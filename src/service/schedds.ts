@@ -160,7 +160,8 @@ export function createScheddRouter(members: readonly ScheddMember[], o: { log: L
         : notOk.length > 0
         ? `degraded: ${notOk.map(statusOf).join("; ")}`
         : "ok",
-      schedds: answers.map((x) => ({ name: x.s.m.name, up: x.a.healthy, status: body(x.a).status })),
+      // up: takes new pods (it answered its last condor_q and its ping is healthy)
+      schedds: answers.map((x) => ({ name: x.s.m.name, up: x.a.healthy && up(x.s), status: body(x.a).status })),
     };
     const resources = sumResources(healthy.map((x) => ({ pool: x.s.m.pool, resources: body(x.a).resources })), o.node);
     if (resources) out.resources = resources;
@@ -191,7 +192,12 @@ export function createScheddRouter(members: readonly ScheddMember[], o: { log: L
     async status(pods: readonly PodRef[]): Promise<StatusAnswer> {
       const parts = await Promise.all([...split(pods, (p) => p.uid)].map(async ([s, ps]) => ({ s, a: await s.m.service.status(ps) })));
       const stale = parts.flatMap(({ s, a }) => (a.stale ? [`schedd ${s.m.name}: ${a.stale}`] : []));
-      return { statuses: parts.flatMap(({ a }) => a.statuses), stale: stale.length ? stale.join("; ") : undefined };
+      // The job id of each pod, as its create answered it: with its schedd's name
+      const withSchedd = (s: Member, st: unknown) => {
+        const p = st as { JID?: unknown };
+        return typeof p.JID === "string" ? { ...p, JID: scheddJid(s.m.name, p.JID) } : st;
+      };
+      return { statuses: parts.flatMap(({ s, a }) => a.statuses.map((st) => withSchedd(s, st))), stale: stale.length ? stale.join("; ") : undefined };
     },
     ping,
     logs(req: LogRequest, signal: AbortSignal) {

@@ -1,0 +1,172 @@
+// One sidecar, several schedds (docs/schedds.md): creates spread by weight over the schedds that
+// answer; a schedd that stops takes no new pod, its pods keep their last state and are neither
+// failed nor resubmitted, a delete for one waits until it is back; a restart, and a lost store,
+// find each job on its own schedd. Job ids are per schedd (docs/htcondor.md#several-schedds-in-one-pool).
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { makeCreateRequest } from "../fixtures/pods.ts";
+import { eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { startSchedd, stopSchedd } from "../minicondor/src/testkit.ts";
+
+// deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
+type Json = any;
+
+const SCHEDDS = ["localhost", "second@localhost", "third@localhost"];
+let sc: Sidecar | undefined;
+afterEach(async () => {
+  await sc?.destroy();
+  sc = undefined;
+});
+
+/** A folder whose minicondor pool has three schedds, each machine with `cpus` CPUs. */
+function poolDir(cpus: number): string {
+  const dir = mkdtempSync(join(tmpdir(), "sidecar-e2e-"));
+  mkdirSync(join(dir, "minicondor"));
+  writeFileSync(join(dir, "minicondor", "config.json"), JSON.stringify({ host: "localhost", schedds: ["second", "third"], cpus, memory: 64 * 1024 }));
+  return dir;
+}
+
+const scheddsConfig = (weights: number[] = [1, 1, 1]) =>
+  "Spool: never\nSchedds:\n" + SCHEDDS.map((n, i) => `  - Name: "${n}"\n    Weight: ${weights[i]}\n`).join("");
+
+const HEX: Record<string, string> = { wgt: "aaaa", stp: "bbbb", rst: "cccc" };
+const pod = (tag: string, i: number, script = "sleep 600") =>
+  makeCreateRequest({
+    metadata: { name: `${tag}-${i}`, uid: `3333dddd-${HEX[tag]}-4000-8000-${String(i).padStart(12, "0")}` },
+    spec: { containers: [{ name: "main", image: "busybox", command: ["sh", "-c", script], resources: {} }] },
+  });
+
+/** The schedd a PodJID names (`<schedd>#<cluster>.<proc>`). */
+const scheddOf = (jid: string) => jid.slice(0, jid.lastIndexOf("#"));
+
+/** Job ids by pod UID on one schedd of the pool, from its queue and its history. */
+function jobsOn(home: string, schedd: string): Map<string, string[]> {
+  const env = { MINICONDOR_HOME: home, MINICONDOR_ALLOW_ROOT: "1" };
+  const bin = join(import.meta.dir, "../minicondor/bin");
+  const out = new Map<string, string[]>();
+  for (const tool of ["condor_q", "condor_history"]) {
+    const r = Bun.spawnSync([join(bin, tool), "-name", schedd, "-af", "ClusterId", "ProcId", "InterLinkPodUID"], { env });
+    for (const line of r.stdout.toString().split("\n")) {
+      const [c, p, uid] = line.trim().split(" ");
+      if (!uid || uid === "undefined") continue;
+      out.set(uid, [...(out.get(uid) ?? []), `${c}.${p}`]);
+    }
+  }
+  return out;
+}
+
+async function createAll(s: Sidecar, reqs: Json[]): Promise<Map<string, { status: number; jid: string; body: string }>> {
+  const out = new Map<string, { status: number; jid: string; body: string }>();
+  await Promise.all(reqs.map(async (r) => {
+    const res = await s.call("POST", "/create", r, { timeoutMs: 300_000 });
+    out.set(r.pod.metadata.uid, { status: res.status, body: res.body, jid: res.status === 200 ? JSON.parse(res.body).PodJID : "" });
+  }));
+  return out;
+}
+
+describe("several schedds (docs/schedds.md)", () => {
+  test("300 concurrent creates over 3 schedds land on each in proportion to its weight, in a few clusters each", async () => {
+    sc = await startSidecar({ dir: poolDir(1), config: scheddsConfig([1, 2, 3]) });
+    const reqs = Array.from({ length: 300 }, (_, i) => pod("wgt", i));
+    const answers = await createAll(sc, reqs);
+    expect([...answers.values()].filter((a) => a.status !== 200).map((a) => a.body)).toEqual([]);
+    const count = (n: string) => [...answers.values()].filter((a) => scheddOf(a.jid) === n).length;
+    // weights 1:2:3 of 300 pods: 50, 100, 150 (placement counts idle jobs, so a little slack)
+    expect(count(SCHEDDS[0]!)).toBeWithin(35, 66);
+    expect(count(SCHEDDS[1]!)).toBeWithin(80, 121);
+    expect(count(SCHEDDS[2]!)).toBeWithin(125, 171);
+    for (const n of SCHEDDS) {
+      const jobs = jobsOn(sc.home, n);
+      const mine = [...answers].filter(([, a]) => scheddOf(a.jid) === n);
+      // each pod's job is on the schedd its PodJID names, once, with that id
+      for (const [uid, a] of mine) expect(jobs.get(uid)).toEqual([a.jid.slice(a.jid.lastIndexOf("#") + 1)]);
+      const clusters = new Set(mine.map(([, a]) => a.jid.replace(/^.*#(\d+)\..*$/, "$1")));
+      expect(clusters.size).toBeLessThan(mine.length / 4);
+    }
+  }, 400_000);
+
+  test("a schedd stopped in a burst: every create answers 200 and none goes to it after; its pods stay, stale, never failed or resubmitted; a delete waits for it", async () => {
+    sc = await startSidecar({ dir: poolDir(64), config: scheddsConfig() });
+    const first = await createAll(sc, Array.from({ length: 9 }, (_, i) => pod("stp", i)));
+    expect([...first.values()].every((a) => a.status === 200)).toBe(true);
+    const onSecond = [...first].filter(([, a]) => scheddOf(a.jid) === SCHEDDS[1]).map(([uid]) => uid);
+    expect(onSecond.length).toBeGreaterThan(0);
+    const refs = Array.from({ length: 9 }, (_, i) => pod("stp", i).pod);
+    await eventually(async () => {
+      const st: Json[] = JSON.parse((await sc!.call("GET", "/status", refs)).body);
+      return st.filter((p) => onSecond.includes(p.UID) && p.containers?.[0]?.state?.running).length === onSecond.length ? true : undefined;
+    }, 60_000, "the pods on the second schedd to run");
+
+    // a burst, with the second schedd stopped once it has begun
+    const burst = Array.from({ length: 40 }, (_, i) => pod("stp", 100 + i));
+    const pending = createAll(sc, burst);
+    stopSchedd(sc.home, "second");
+    const answers = await pending;
+    expect([...answers.values()].filter((a) => a.status !== 200).map((a) => a.body)).toEqual([]);
+    const later = await createAll(sc, Array.from({ length: 12 }, (_, i) => pod("stp", 200 + i)));
+    expect([...later.values()].filter((a) => a.status !== 200 || scheddOf(a.jid) === SCHEDDS[1])).toEqual([]);
+
+    // the pods on the stopped schedd: not failed, the answer marked stale, the job not resubmitted
+    const st = await eventually(async () => {
+      const r = await sc!.call("GET", "/status", refs);
+      return String(r.headers["x-sidecar-stale"] ?? "").includes(`schedd ${SCHEDDS[1]}`) ? r : undefined;
+    }, 60_000, "the status answer to say the second schedd's pods are stale");
+    for (const p of JSON.parse(st.body) as Json[]) {
+      if (onSecond.includes(p.UID)) expect(p.containers[0].state.terminated).toBeUndefined();
+    }
+    const ping = await sc.call("GET", "/status", []);
+    expect(ping.status).toBe(200);
+    const pingBody = JSON.parse(ping.body);
+    expect(pingBody.status).toStartWith("degraded: ");
+    expect(pingBody.schedds.find((s: Json) => s.name === SCHEDDS[1]).up).toBe(false);
+
+    // a delete meanwhile is remembered
+    const gone = refs.find((r) => r.metadata.uid === onSecond[0])!;
+    const del = await sc.call("POST", "/delete", gone);
+    expect(del.status).toBe(200);
+    expect(del.body).toContain("pending");
+
+    startSchedd(sc.home, "second");
+    // back: the deleted pod's job is removed, the others were never resubmitted anywhere
+    await eventually(() => (jobsOn(sc!.home, SCHEDDS[1]!).has(onSecond[0]!) && !queued(sc!.home, SCHEDDS[1]!, onSecond[0]!) ? true : undefined), 60_000, "the removal");
+    for (const uid of onSecond) {
+      const everywhere = SCHEDDS.flatMap((n) => jobsOn(sc!.home, n).get(uid) ?? []);
+      expect(everywhere).toHaveLength(1);
+    }
+  }, 400_000);
+
+  test("kill -9 and a restart with a lost store find each job on its own schedd; logs come from each pod's own job", async () => {
+    const config = scheddsConfig();
+    sc = await startSidecar({ dir: poolDir(64), config });
+    const reqs = Array.from({ length: 6 }, (_, i) => pod("rst", i, `echo "I am pod ${i}"; sleep 600`));
+    const answers = await createAll(sc, reqs);
+    expect(new Set([...answers.values()].map((a) => scheddOf(a.jid))).size).toBe(3);
+    // the same job id on two schedds is two pods
+    const ids = [...answers.values()].map((a) => a.jid.slice(a.jid.lastIndexOf("#") + 1));
+    expect(new Set(ids).size).toBeLessThan(ids.length);
+    const logsOf = async (i: number) => (await sc!.call("GET", "/getLogs", { Namespace: "default", PodUID: reqs[i].pod.metadata.uid, PodName: `rst-${i}`, ContainerName: "main", Opts: {} })).body;
+    for (let i = 0; i < reqs.length; i++) await eventually(async () => ((await logsOf(i)).includes(`I am pod ${i}`) ? true : undefined), 60_000, `pod ${i}'s log`);
+
+    await sc.kill9();
+    // the stores of every schedd are lost
+    const data = join(sc.dir, "data");
+    const roots = [data, ...readdirSync(join(data, "schedds")).map((d) => join(data, "schedds", d))];
+    for (const root of roots) for (const f of ["state.db", "state.db-wal", "state.db-shm"]) rmSync(join(root, f), { force: true });
+    sc = await startSidecar({ dir: sc.dir, config });
+    const st = await eventually(async () => {
+      const r: Json[] = JSON.parse((await sc!.call("GET", "/status", reqs.map((q) => q.pod))).body);
+      return r.length === reqs.length ? r : undefined;
+    }, 60_000, "every pod adopted back");
+    for (const p of st) expect(p.JID).toBe(answers.get(p.UID)!.jid);
+    for (let i = 0; i < reqs.length; i++) expect(await logsOf(i)).toContain(`I am pod ${i}`);
+    for (const n of SCHEDDS) for (const [, jobs] of jobsOn(sc.home, n)) expect(jobs).toHaveLength(1);
+  }, 400_000);
+});
+
+function queued(home: string, schedd: string, uid: string): boolean {
+  const env = { MINICONDOR_HOME: home, MINICONDOR_ALLOW_ROOT: "1" };
+  const r = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-name", schedd, "-af", "InterLinkPodUID"], { env });
+  return r.stdout.toString().split("\n").includes(uid);
+}
