@@ -3,7 +3,7 @@
 // failed nor resubmitted, a delete for one waits until it is back; a restart, and a lost store,
 // find each job on its own schedd. Job ids are per schedd (docs/htcondor.md#several-schedds-in-one-pool).
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
@@ -105,8 +105,12 @@ describe("several schedds (docs/schedds.md)", () => {
     stopSchedd(sc.home, "second");
     const answers = await pending;
     expect([...answers.values()].filter((a) => a.status !== 200).map((a) => a.body)).toEqual([]);
+    // once a submit found it stopped, later creates do not even try it (its calls.log: one line per tool call)
+    const submitsToSecond = () => readFileSync(join(sc!.home, "schedds", "second", "calls.log"), "utf8").split("\n").filter((l) => / condor_submit /.test(l)).length;
+    const before = submitsToSecond();
     const later = await createAll(sc, Array.from({ length: 12 }, (_, i) => pod("stp", 200 + i)));
     expect([...later.values()].filter((a) => a.status !== 200 || scheddOf(a.jid) === SCHEDDS[1])).toEqual([]);
+    expect(submitsToSecond()).toBe(before);
 
     // the pods on the stopped schedd: not failed, the answer marked stale, the job not resubmitted
     const st = await eventually(async () => {
