@@ -2,13 +2,13 @@
 // answer; a schedd that stops takes no new pod, its pods keep their last state and are neither
 // failed nor resubmitted, a delete for one waits until it is back; a restart, and a lost store,
 // find each job on its own schedd. Job ids are per schedd (docs/htcondor.md#several-schedds-in-one-pool).
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
-import { startSchedd, stopSchedd } from "../minicondor/src/testkit.ts";
+import { CONDOR_BIN, eventually, ROOT, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { cleanup, startSchedd, stopSchedd } from "../minicondor/src/testkit.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -174,3 +174,55 @@ function queued(home: string, schedd: string, uid: string): boolean {
   const r = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-name", schedd, "-af", "InterLinkPodUID"], { env });
   return r.stdout.toString().split("\n").includes(uid);
 }
+
+describe("Schedds at start (docs/schedds.md#configuration)", () => {
+  /** Runs the sidecar until it exits (it must refuse to start): its exit code and its last line. */
+  async function refused(dir: string, config: string, args: string[] = []): Promise<{ code: number; last: string }> {
+    writeFileSync(join(dir, "SidecarConfig.yaml"), `DataRootFolder: ./data\nSpool: never\n${config}`);
+    const proc = Bun.spawn(
+      [process.execPath, join(ROOT, "src", "main.bun.ts"), "--config", join(dir, "SidecarConfig.yaml"), "--condor-bin", CONDOR_BIN, "--port", "0", ...args],
+      { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, MINICONDOR_HOME: join(dir, "minicondor"), MINICONDOR_ALLOW_ROOT: "1" }, stdout: "pipe", stderr: "pipe" },
+    );
+    const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+    return { code, last: stderr.trimEnd().split("\n").at(-1)! };
+  }
+  const dirs: string[] = [];
+  afterAll(async () => {
+    for (const d of dirs) {
+      await cleanup(join(d, "minicondor"), true);
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+  const dir = () => {
+    const d = poolDir(1);
+    dirs.push(d);
+    return d;
+  };
+
+  test("an entry whose host name does not resolve is refused, in condor_q's words (the rule of --schedd-name)", async () => {
+    const r = await refused(dir(), 'Schedds:\n  - Name: "second@localhost"\n  - Name: "nosuchhost.invalid"\n');
+    expect(r.code).toBe(2);
+    expect(r.last).toStartWith('htcondor-sidecar: SidecarConfig.yaml: Schedds.1.Name nosuchhost.invalid: condor_q says "Error: unknown host nosuchhost.invalid"');
+  }, 90_000);
+
+  test("two entries naming one schedd, or Schedds with --schedd-name, are refused", async () => {
+    const d = dir();
+    expect(await refused(d, 'Schedds:\n  - Name: "second@localhost"\n  - Name: "Second@localhost"\n')).toEqual({
+      code: 2,
+      last: `htcondor-sidecar: ${join(d, "SidecarConfig.yaml")}: Schedds.1.Name: names the same schedd as Schedds.0 ("Second@localhost")`,
+    });
+    expect(await refused(d, 'Schedds:\n  - Name: "second@localhost"\n', ["--schedd-name", "localhost"])).toEqual({
+      code: 2,
+      last: "htcondor-sidecar: SidecarConfig.yaml: Schedds: cannot be used together with --schedd-name localhost: list that schedd in Schedds",
+    });
+  });
+
+  test("a data folder keeps the schedd it holds the pods of: the first entry changed is refused", async () => {
+    sc = await startSidecar({ dir: poolDir(1), config: scheddsConfig() });
+    const d = sc.dir;
+    await sc.stop();
+    const r = await refused(d, 'Schedds:\n  - Name: "third@localhost"\n  - Name: "localhost"\n');
+    expect(r.code).toBe(2);
+    expect(r.last).toContain(`holds the pods of schedd "localhost", not of "third@localhost"`);
+  }, 60_000);
+});
