@@ -38,6 +38,9 @@
  *     counted and how many ran side by side; `--only-burst` runs only these rows and prints them.
  *  6. the HTCJob operator's rows (scripts/lib/operator-bench.ts) on a kube-apiserver of their own:
  *     `--operator-scale` multiplies their sizes (--quick: 0.05); `--skip-operator` leaves them out.
+ *  7. several schedds (scripts/lib/schedds-bench.ts; docs/schedds.md), only with `--only-schedds`,
+ *     printed: `--schedds-creates` (2,000) creates at once over 1, 2 and 3 schedds, /status of
+ *     `--schedds-pods` (10,000) pods over 3, and how soon creates go elsewhere once a schedd stops.
  *
  * minicondor's tools, and the schedd and jobs they start, run at `--emulator-nice` (default 10, 0:
  * not niced): on a site the jobs run on worker nodes, while here every tool call, job and
@@ -51,6 +54,7 @@
  */
 import { type BatchRow, batchRows } from "./lib/batch-bench.ts";
 import { burstRows } from "./lib/burst-bench.ts";
+import { scheddsRows } from "./lib/schedds-bench.ts";
 import { eventLogRows } from "./lib/eventlog-bench.ts";
 import { operatorRows } from "./lib/operator-bench.ts";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -122,6 +126,9 @@ function parseFlags() {
         "only-eventlog": { type: "boolean", default: false },
         burst: { type: "string" },
         "only-burst": { type: "boolean", default: false },
+        "only-schedds": { type: "boolean", default: false },
+        "schedds-creates": { type: "string", default: "2000" },
+        "schedds-pods": { type: "string", default: "10000" },
         "operator-scale": { type: "string" },
         "skip-operator": { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
@@ -915,6 +922,12 @@ async function runRowsOnly(rowsOf: () => Promise<BatchRow[]>): Promise<void> {
 
 let exitCode = 0;
 try {
+  if (flags["only-schedds"]) {
+    const scheddsOptions = { root, flavour: "binary" as const, binary: opts.binary, emulatorNice: opts.emulatorNice, say };
+    await runRowsOnly(() => scheddsRows({ ...scheddsOptions, creates: num("schedds-creates", flags["schedds-creates"], 2000), pods: num("schedds-pods", flags["schedds-pods"], 10_000) }));
+    await cleanupAll();
+    process.exit(0);
+  }
   if (flags["only-eventlog"] || flags["only-burst"]) {
     await runRowsOnly(() => flags["only-burst"] ? burstRows(burstOptions()) : eventLogRows(eventLogOptions()));
     await cleanupAll();
