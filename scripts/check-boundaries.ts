@@ -53,6 +53,17 @@
  *             argv with a shell (sh, bash, dash, zsh, …) followed by a -c flag in one array, call
  *             or `new`; no Bun.$ / `$` from "bun"; no exec or execSync from child_process (both
  *             run /bin/sh).
+ * modes       The sidecar's mode (src/start.ts) and the operator's modules (src/operator/) do not
+ *             import each other, directly or through other modules of src/: what both need at
+ *             start is in src/startup.ts, and only the entry (src/main.ts) knows both
+ *             (docs/architecture.md#import-direction).
+ * length      No function in src/ is longer than MAX_FUNCTION_LINES lines, from its first line to
+ *             its last, nested functions included: a closure that holds a module's worth of
+ *             functions is split by use case instead (docs/architecture.md#house-style).
+ *             LONG_FUNCTIONS names the few that are not split yet, each with the length it may
+ *             not grow past.
+ *
+ * The first seven rules keep process APIs in their layers, the last two keep the code's shape.
  *
  * What a static check cannot see: code that reaches a Runtime through a dependency's reflection,
  * or a string split into an argv (`cmd.split(" ")`). Review covers those; this check covers the
@@ -64,7 +75,7 @@ import { lstatSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, extname, join, relative, resolve, sep } from "node:path";
 import ts from "typescript";
 
-export type Rule = "files" | "text" | "module" | "loader" | "process" | "runtime-global" | "code" | "spawn-call" | "shell";
+export type Rule = "files" | "text" | "module" | "loader" | "process" | "runtime-global" | "code" | "spawn-call" | "shell" | "modes" | "length";
 
 export interface Problem {
   /** Path relative to the repository root, with "/" separators. */
@@ -345,6 +356,119 @@ function packageName(spec: string): string {
   return spec.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0]!;
 }
 
+/** The sidecar's mode module, and the operator's folder: neither imports the other (rule `modes`). */
+const SIDECAR_MODE = "src/start.ts";
+const OPERATOR_DIR = "src/operator/";
+const sideOf = (
+  rel: string,
+) => (rel === SIDECAR_MODE ? "the sidecar's mode (src/start.ts)" : rel.startsWith(OPERATOR_DIR) ? "the operator (src/operator/)" : undefined);
+
+/** A relative import of one file of src/ by another. */
+interface Edge {
+  from: string;
+  to: string;
+  spec: string;
+  line: number;
+}
+
+/**
+ * Rule `modes`: an import by one side of a file of the other side, or of a module that leads
+ * there. Imports between the files of one side are not followed: each file answers for its own.
+ */
+function checkModes(edges: readonly Edge[], problems: Problem[]): void {
+  const out = new Map<string, Edge[]>();
+  for (const e of edges) out.set(e.from, [...(out.get(e.from) ?? []), e]);
+  /** The chain of files from `start` to the first file of `side`, through files of no side. */
+  const pathTo = (start: string, side: string): string[] | undefined => {
+    const before = new Map<string, string>([[start, ""]]);
+    for (const queue = [start]; queue.length > 0;) {
+      const f = queue.shift()!;
+      if (sideOf(f) === side) {
+        const chain = [f];
+        for (let p = before.get(f)!; p !== ""; p = before.get(p)!) chain.unshift(p);
+        return chain;
+      }
+      if (sideOf(f) !== undefined && f !== start) continue;
+      for (const e of out.get(f) ?? []) {
+        if (!before.has(e.to)) {
+          before.set(e.to, f);
+          queue.push(e.to);
+        }
+      }
+    }
+    return undefined;
+  };
+  for (const e of edges) {
+    const mine = sideOf(e.from);
+    const theirs = mine && sideOf(e.to);
+    if (!mine || theirs === mine) continue;
+    const other = mine === sideOf(SIDECAR_MODE) ? sideOf(OPERATOR_DIR)! : sideOf(SIDECAR_MODE)!;
+    const chain = theirs === undefined ? pathTo(e.to, other) : [e.to];
+    if (!chain) continue;
+    problems.push({
+      file: e.from,
+      line: e.line,
+      rule: "modes",
+      message: `imports ${JSON.stringify(e.spec)}${chain.length > 1 ? `, which leads to ${chain.at(-1)} (${chain.join(" → ")})` : ""}: ${mine} and ${other} ` +
+        "do not import each other; what both need at start belongs in src/startup.ts",
+    });
+  }
+}
+
+/** Rule `length`: the longest a function may be, in lines, nested functions included. */
+export const MAX_FUNCTION_LINES = 150;
+
+/**
+ * Functions over MAX_FUNCTION_LINES not split yet, by `file#name`, with the length each may not
+ * grow past. Each is in a module that other work was rewriting when the rule came (issue 25):
+ * split it there, then remove it here.
+ */
+const LONG_FUNCTIONS: Readonly<Record<string, number>> = {
+  "src/service/queue.ts#createQueueView": 308,
+  "src/store/eventlog-follow.ts#createEventLogFollow": 245,
+  "src/store/store.ts#openStoreUnguarded": 164,
+};
+
+/** A function's name as a reader finds it: its own, the variable or property it is assigned to, else "(anonymous)". */
+function functionName(node: ts.FunctionLikeDeclaration): string {
+  if (node.name && (ts.isIdentifier(node.name) || ts.isStringLiteral(node.name) || ts.isPrivateIdentifier(node.name))) return node.name.text;
+  if (ts.isConstructorDeclaration(node)) return "constructor";
+  const p = node.parent;
+  if ((ts.isVariableDeclaration(p) || ts.isPropertyAssignment(p) || ts.isPropertyDeclaration(p)) && ts.isIdentifier(p.name)) return p.name.text;
+  return "(anonymous)";
+}
+
+/** Rule `length` for one file; `seen` collects the LONG_FUNCTIONS entries found. */
+function checkLengths(sf: ts.SourceFile, rel: string, problems: Problem[], seen: Set<string>): void {
+  const visit = (node: ts.Node): void => {
+    if (ts.isFunctionLike(node) && "body" in node && node.body) {
+      const first = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1;
+      const last = sf.getLineAndCharacterOfPosition(node.getEnd()).line + 1;
+      const lines = last - first + 1;
+      const name = functionName(node as ts.FunctionLikeDeclaration);
+      const key = `${rel}#${name}`;
+      const allowed = LONG_FUNCTIONS[key];
+      if (allowed !== undefined) seen.add(key);
+      if (lines > Math.max(MAX_FUNCTION_LINES, allowed ?? 0)) {
+        problems.push({
+          file: rel,
+          line: first,
+          rule: "length",
+          message:
+            `${name} is ${lines} lines (${first}–${last}), over ${allowed ?? MAX_FUNCTION_LINES}${
+              allowed === undefined ? "" : " (its LONG_FUNCTIONS entry)"
+            }: ` +
+            `split it, as src/service/ and src/operator/controller/ split theirs by use case around a shared context`,
+        });
+      } else if (allowed !== undefined && lines <= MAX_FUNCTION_LINES) {
+        problems.push({ file: rel, line: first, rule: "length", message: `${name} is ${lines} lines now: remove its entry from LONG_FUNCTIONS` });
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+}
+
 /**
  * Checks the src/ tree of a repository. Returns the problems, sorted by file and line; an empty
  * list means the boundaries hold.
@@ -358,6 +482,8 @@ export function checkBoundaries(root: string): Problem[] {
   const program = createProgram(files);
   let checker: ts.TypeChecker | undefined;
   const types = () => (checker ??= program.getTypeChecker());
+  const edges: Edge[] = [];
+  const longSeen = new Set<string>();
 
   for (const file of files) {
     const sf = program.getSourceFile(file);
@@ -453,6 +579,10 @@ export function checkBoundaries(root: string): Problem[] {
         if (named && ts.isNamedImports(named)) {
           for (const el of named.elements) if ((el.propertyName ?? el.name).text === "$") report(el, "shell", `$ from "bun" runs a shell command line`);
         }
+      }
+      if (spec.startsWith("./") || spec.startsWith("../")) {
+        const to = ts.resolveModuleName(spec, file, COMPILER_OPTIONS, ts.sys).resolvedModule?.resolvedFileName;
+        if (to) edges.push({ from: rel, to: toRel(root, to), spec, line: sf.getLineAndCharacterOfPosition(ref.spec.getStart(sf)).line + 1 });
       }
       if (inRuntime) return;
       if (spec.startsWith("./") || spec.startsWith("../")) {
@@ -589,6 +719,14 @@ export function checkBoundaries(root: string): Problem[] {
     };
 
     visit(sf);
+    checkLengths(sf, rel, problems, longSeen);
+  }
+  checkModes(edges, problems);
+  for (const key of Object.keys(LONG_FUNCTIONS)) {
+    const [file, name] = key.split("#") as [string, string];
+    if (!longSeen.has(key) && files.some((f) => toRel(root, f) === file)) {
+      problems.push({ file, line: 0, rule: "length", message: `LONG_FUNCTIONS names ${name}, which is not in this file any more: remove the entry` });
+    }
   }
   return problems.sort((a, b) => (a.file === b.file ? a.line - b.line : a.file < b.file ? -1 : 1));
 }
@@ -601,5 +739,7 @@ if (import.meta.main) {
     console.error(`${problems.length} boundary problem(s); the rules are in scripts/check-boundaries.ts`);
     process.exit(1);
   }
-  console.log("boundaries ok: process APIs only in src/runtime/, spawn calls only in src/condor/, no shell anywhere");
+  console.log(
+    `boundaries ok: process APIs only in src/runtime/, spawn calls only in src/condor/, no shell anywhere, the two modes apart, no function over ${MAX_FUNCTION_LINES} lines`,
+  );
 }

@@ -8,6 +8,7 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import { httpStatusOf, oneLine, SidecarError } from "./core/errors.ts";
 import type { LogRequest } from "./core/log-options.ts";
+import { METRICS_CONTENT_TYPE } from "./core/metrics.ts";
 import { type CreateRequest, parseCreateRequest } from "./core/pod.ts";
 import { parseDeleteRequest, parseLogRequest, parseStatusRequest, type PodRef } from "./core/requests.ts";
 import type { Logger } from "./logger.ts";
@@ -34,9 +35,6 @@ export interface Api {
 }
 
 type Env = { Bindings: RequestExtras };
-
-/** The Prometheus text exposition's content type (format 0.0.4). */
-export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
 /** `metrics`: the exposition text for `GET /metrics` (docs/metrics.md). */
 export function createApp(api: Api, log: Logger, metrics?: () => string): Hono<Env> {

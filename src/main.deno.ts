@@ -1,6 +1,6 @@
 /** Entry point on Deno: the same sources, the Deno runtime adapter. */
 import { denoRuntime } from "./runtime/deno.ts";
-import { main } from "./start.ts";
+import { main } from "./main.ts";
 
 const enc = new TextEncoder();
 await main(denoRuntime, Deno.args, {

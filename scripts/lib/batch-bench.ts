@@ -1,16 +1,19 @@
 /**
  * The benchmark's batching rows (issue 14; docs/performance.md): many pods per condor process.
  * Each measurement runs on a minicondor home and a sidecar of its own, so that one row's queue
- * does not slow the next.
+ * does not slow the next. Two more rows are read off the sidecar's own tables (sidecar-bench.ts):
+ * status at 1000 pods, and a lone create.
  */
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
+import { type BenchRow, rowsBench } from "./bench-kit.ts";
 import {
   cleanupHome,
   cpuWait,
   createHome,
   emulatorBin,
   type Flavour,
+  fmtMs,
   type Json,
   pct,
   podUid,
@@ -21,14 +24,7 @@ import {
   sorted,
   startSidecar,
 } from "./kit.ts";
-
-export interface BatchRow {
-  row: string;
-  value: string;
-  target: string;
-  /** Whether the value meets the target (undefined: reported only). */
-  met?: boolean;
-}
+import type { SidecarResult } from "./sidecar-bench.ts";
 
 export interface BatchOptions {
   root: string;
@@ -87,8 +83,8 @@ async function burst(s: Awaited<ReturnType<typeof startSidecar>>, home: string, 
   };
 }
 
-export async function batchRows(o: BatchOptions): Promise<BatchRow[]> {
-  const rows: BatchRow[] = [];
+export async function batchRows(o: BatchOptions): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
   const n = o.quick ? 20 : 100;
   const big = o.quick ? 50 : 1000;
   const runId = Math.floor(Math.random() * 0xffffffff);
@@ -211,3 +207,35 @@ export async function batchRows(o: BatchOptions): Promise<BatchRow[]> {
   );
   return rows;
 }
+
+/** The rows read off the sidecar's tables (sidecar-bench.ts), when it ran. */
+function sidecarRows(sidecar: SidecarResult | undefined): BenchRow[] {
+  const rows: BenchRow[] = [];
+  const at1000 = sidecar?.status.find((r) => r.flavour === "binary" && r.level === 1000);
+  if (at1000) {
+    rows.push({
+      row: "status at interLink's pace on 1000 live pods: p99",
+      value: `${fmtMs(at1000.p99)} (${at1000.calls} calls; sidecar ${cpuWait(at1000)})`,
+      target: "< 5 ms",
+      met: at1000.p99 < 5,
+    });
+  }
+  const lone = sidecar?.create.find((c) => c.kind === "compare" && c.flavour === "binary" && c.concurrency === 1);
+  if (lone?.overheadP50 !== undefined) {
+    rows.push({
+      row: "a lone create: latency beyond its own condor_submit (p50)",
+      value: `${fmtMs(lone.overheadP50)} (create p50 ${fmtMs(lone.p50)}, its condor_submit ${fmtMs(lone.submitP50)})`,
+      target: "within a few ms",
+      met: lone.overheadP50 < 10,
+    });
+  }
+  return rows;
+}
+
+export const batchBench = rowsBench("batch", undefined, (b) => ({
+  title: "Many pods per condor process (issue 14): each row on a minicondor home and a sidecar of its own; status and lone-create rows from the tables above",
+  run: async () => [
+    ...(await batchRows({ root: b.root, flavour: "binary", binary: b.binary, quick: b.quick, say: b.say, emulatorNice: b.emulatorNice })),
+    ...sidecarRows(b.results.sidecar as SidecarResult | undefined),
+  ],
+}));

@@ -9,7 +9,7 @@
  */
 import { mkdtempSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { BatchRow } from "./batch-bench.ts";
+import { type BenchRow, rowsBench } from "./bench-kit.ts";
 import { cleanupHome, cpuWait, createHome, emulatorBin, type Flavour, podUid, readCalls, type Reply, schedStat, shPod, startSidecar } from "./kit.ts";
 
 export interface BurstOptions {
@@ -91,10 +91,10 @@ function summary(b: Burst): string {
   }; ${b.errors} errors)`;
 }
 
-export async function burstRows(o: BurstOptions): Promise<BatchRow[]> {
+export async function burstRows(o: BurstOptions): Promise<BenchRow[]> {
   const small = o.quick ? 20 : 100;
   const runId = Math.floor(Math.random() * 0xffffffff);
-  const rows: BatchRow[] = [];
+  const rows: BenchRow[] = [];
   const measure = async (n: number, config: string[], label: string) => {
     o.say(`bursts: ${n} concurrent creates, ${label}`);
     const b = await burst(o, n, config, runId);
@@ -126,3 +126,11 @@ export async function burstRows(o: BurstOptions): Promise<BatchRow[]> {
   );
   return rows;
 }
+
+export const burstBench = rowsBench("burst", { burst: { type: "string" } }, (b) => {
+  const big = Math.max(1, Math.floor(b.number("burst", b.quick ? 200 : 2000)));
+  return {
+    title: "Bursts (issue 27): many creates at once, and how many condor_submit ran side by side; each row on a minicondor home and a sidecar of its own",
+    run: () => burstRows({ root: b.root, flavour: "binary", binary: b.binary, big, quick: b.quick, say: b.say, emulatorNice: b.emulatorNice }),
+  };
+});

@@ -9,7 +9,8 @@
  */
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
-import type { BatchOptions, BatchRow } from "./batch-bench.ts";
+import type { BatchOptions } from "./batch-bench.ts";
+import { type BenchRow, rowsBench } from "./bench-kit.ts";
 import { cleanupHome, createHome, emulatorBin, type Json, pct, podUid, pool, readCalls, rssKiB, shPod, sorted, startSidecar, type ToolCall } from "./kit.ts";
 
 export interface EventLogOptions extends BatchOptions {
@@ -86,8 +87,8 @@ async function fill(s: Awaited<ReturnType<typeof startSidecar>>, n: number, runI
   return { pods, errors: replies.filter((c) => c !== 200).length, wallMs: performance.now() - t0 };
 }
 
-export async function eventLogRows(o: EventLogOptions): Promise<BatchRow[]> {
-  const rows: BatchRow[] = [];
+export async function eventLogRows(o: EventLogOptions): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
   const runId = Math.floor(Math.random() * 0xffffffff);
   const config = [`ReconcileMinutes: ${o.reconcileMinutes}`];
 
@@ -230,3 +231,28 @@ export async function eventLogRows(o: EventLogOptions): Promise<BatchRow[]> {
   }
   return rows;
 }
+
+export const eventLogBench = rowsBench("eventlog", {
+  followed: { type: "string" },
+  "big-followed": { type: "string", default: "0" },
+  "follow-seconds": { type: "string" },
+  "reconcile-minutes": { type: "string" },
+}, (b) => {
+  // The size knobs, so that the rows can be checked with a few hundred pods; --big-followed 50000 is the row that is not CI.
+  const o: EventLogOptions = {
+    root: b.root,
+    flavour: "binary",
+    binary: b.binary,
+    quick: b.quick,
+    say: b.say,
+    emulatorNice: b.emulatorNice,
+    pods: Math.max(1, Math.floor(b.number("followed", b.quick ? 200 : 10_000))),
+    bigPods: Math.floor(b.number("big-followed", 0)),
+    windowSeconds: Math.max(5, b.number("follow-seconds", b.quick ? 20 : 300)),
+    reconcileMinutes: b.number("reconcile-minutes", b.quick ? 0.25 : 5),
+  };
+  return {
+    title: `Status from the job event log (issue 22): a minicondor home and a sidecar of their own, ${o.pods} followed jobs that stay idle`,
+    run: () => eventLogRows(o),
+  };
+});

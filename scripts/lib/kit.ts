@@ -33,6 +33,18 @@ export interface Reply {
   end: number;
 }
 
+/** A request that failed before any answer, as a reply with status 0. */
+export function replyFailed(err: unknown): Reply {
+  return { status: 0, body: err instanceof Error ? err.message : String(err), ms: Number.NaN, start: Date.now(), end: Date.now() };
+}
+
+/** Up to 3 distinct failures among the replies (HTTP status and the start of the body). */
+export function errorSamples(replies: readonly Reply[]): string[] {
+  const seen = new Set<string>();
+  for (const r of replies) if (r.status !== 200 && seen.size < 3) seen.add(`${r.status}: ${r.body.slice(0, 160)}`);
+  return [...seen];
+}
+
 /** A keep-alive client for one sidecar (interLink keeps a connection pool too). */
 export class Client {
   readonly agent: Agent;

@@ -22,8 +22,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { type Kube, kubeAvailable, startKube } from "../../test/helpers/kube.ts";
-import type { BatchRow } from "./batch-bench.ts";
-import { BINARY, BUN, cleanupHome, createHome, emulatorBin, fmtMiB, freePort, pool, readCalls, ROOT, rssKiB, SHIM, table } from "./kit.ts";
+import { type BenchRow, rowsBench, rowsTable } from "./bench-kit.ts";
+import { BINARY, BUN, cleanupHome, createHome, emulatorBin, fmtMiB, freePort, pool, readCalls, ROOT, rssKiB, SHIM } from "./kit.ts";
 
 export interface OperatorBenchOptions {
   /** A scratch folder, removed by the caller. */
@@ -166,13 +166,13 @@ async function steady(op: RunningOperator, home: string, seconds: number): Promi
 
 const fmtS = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(0)} ms`);
 
-export async function operatorRows(o: OperatorBenchOptions): Promise<BatchRow[]> {
+export async function operatorRows(o: OperatorBenchOptions): Promise<BenchRow[]> {
   if (!kubeAvailable) {
     return [{ row: "HTCJob operator rows", value: "skipped: no kube-apiserver (scripts/kube-apiserver.sh provides it)", target: "–" }];
   }
   const queue = Math.max(1, Math.round(100 * o.scale));
   const many = Math.max(1, Math.round(1000 * o.scale));
-  const rows: BatchRow[] = [];
+  const rows: BenchRow[] = [];
   o.say(`operator: starting etcd and kube-apiserver`);
   const kube = await startKube();
   const home = createHome({ cpus: 2 }, o.root);
@@ -269,6 +269,14 @@ export async function operatorRows(o: OperatorBenchOptions): Promise<BatchRow[]>
   }
 }
 
+export const operatorBench = rowsBench("operator", { "operator-scale": { type: "string" } }, (b) => {
+  const scale = b.number("operator-scale", b.quick ? 0.05 : 1);
+  return {
+    title: "The HTCJob operator (issue 21): a kube-apiserver of its own, minicondor with 2 slots, every proc `sleep 86400`",
+    run: () => operatorRows({ root: b.root, argv: [b.binary], scale, steadySeconds: b.quick ? 10 : 60, emulatorNice: b.emulatorNice, say: b.say }),
+  };
+});
+
 if (import.meta.main) {
   const { values } = parseArgs({
     args: process.argv.slice(2),
@@ -300,7 +308,7 @@ if (import.meta.main) {
       say: (m) => process.stderr.write(`[operator-bench ${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${m}\n`),
     });
     console.log(`HTCJob operator (${binary ?? "sources on Bun"}), scale ${scale}`);
-    console.log(table(["row", "value", "target", "met"], rows.map((b) => [b.row, b.value, b.target, b.met === undefined ? "–" : b.met ? "yes" : "NO"])));
+    console.log(rowsTable(rows));
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

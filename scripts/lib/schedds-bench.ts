@@ -7,7 +7,7 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startSchedd, stopSchedd } from "../../test/minicondor/src/testkit.ts";
-import type { BatchRow } from "./batch-bench.ts";
+import { type BenchRow, rowsBench } from "./bench-kit.ts";
 import { cleanupHome, createHome, emulatorBin, type Flavour, podUid, type Reply, type Running, shPod, sorted, startSidecar } from "./kit.ts";
 
 export interface ScheddsOptions {
@@ -61,7 +61,7 @@ const jidOf = (r: Reply) => {
   }
 };
 
-async function burstRow(o: ScheddsOptions, n: number, runId: number): Promise<BatchRow> {
+async function burstRow(o: ScheddsOptions, n: number, runId: number): Promise<BenchRow> {
   o.say(`schedds: ${o.creates} concurrent creates over ${n} schedd(s)`);
   const p = await pool(o, n);
   try {
@@ -85,7 +85,7 @@ async function burstRow(o: ScheddsOptions, n: number, runId: number): Promise<Ba
   }
 }
 
-async function statusRow(o: ScheddsOptions, runId: number): Promise<BatchRow> {
+async function statusRow(o: ScheddsOptions, runId: number): Promise<BenchRow> {
   o.say(`schedds: status with ${o.pods} pods over 3 schedds`);
   const p = await pool(o, 3);
   try {
@@ -108,7 +108,7 @@ async function statusRow(o: ScheddsOptions, runId: number): Promise<BatchRow> {
 }
 
 /** Creates one after another; the second schedd stops after the first few: when the next create answers, and where. */
-async function failoverRow(o: ScheddsOptions, runId: number): Promise<BatchRow> {
+async function failoverRow(o: ScheddsOptions, runId: number): Promise<BenchRow> {
   o.say("schedds: stopping a schedd while creates arrive one after another");
   const p = await pool(o, 3);
   try {
@@ -137,11 +137,20 @@ async function failoverRow(o: ScheddsOptions, runId: number): Promise<BatchRow> 
   }
 }
 
-export async function scheddsRows(o: ScheddsOptions): Promise<BatchRow[]> {
+export async function scheddsRows(o: ScheddsOptions): Promise<BenchRow[]> {
   const runId = Math.floor(Math.random() * 0xffffffff);
-  const rows: BatchRow[] = [];
+  const rows: BenchRow[] = [];
   for (const n of [1, 2, 3]) rows.push(await burstRow(o, n, runId));
   rows.push(await statusRow(o, runId));
   rows.push(await failoverRow(o, runId));
   return rows;
 }
+
+export const scheddsBench = rowsBench("schedds", { "schedds-creates": { type: "string" }, "schedds-pods": { type: "string" } }, (b) => {
+  const creates = Math.max(1, Math.floor(b.number("schedds-creates", b.quick ? 50 : 2000)));
+  const pods = Math.max(1, Math.floor(b.number("schedds-pods", b.quick ? 100 : 10_000)));
+  return {
+    title: "Several schedds (issue 28, docs/schedds.md): creates over 1, 2 and 3 schedds, status over 3, a schedd stopped; each row on a minicondor pool and a sidecar of its own",
+    run: () => scheddsRows({ root: b.root, flavour: "binary", binary: b.binary, creates, pods, emulatorNice: b.emulatorNice, say: b.say }),
+  };
+});

@@ -6,6 +6,9 @@
  * one executable for Bun and Deno nor the rule that only src/runtime/ touches the process.
  */
 
+/** The text exposition's content type (format 0.0.4). */
+export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
 export type Labels = Readonly<Record<string, string>>;
 
 interface Family {

@@ -9,29 +9,30 @@
  */
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { isAbsolute, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { METRICS_CONTENT_TYPE } from "../app.ts";
-import { createCondor } from "../condor/tools.ts";
-import { ConfigError, htcjobConfig, planConfig } from "../config.ts";
-import { createRegistry } from "../core/metrics.ts";
-import { type CliOptions, condorAccess, parseCli, UsageError, VERSION } from "../flags.ts";
+import type { Condor } from "../condor/tools.ts";
+import { type FileConfig, htcjobConfig, planConfig } from "../config.ts";
+import { type Counter, createRegistry } from "../core/metrics.ts";
+import type { HTCJobConfig, PlanConfig } from "../core/types.ts";
+import { type CliOptions, parseCli, UsageError, VERSION } from "../flags.ts";
+import type { KubeClient } from "../kube/client.ts";
 import { openKubeClient } from "../kube/connect.ts";
 import { loadConnection } from "../kube/connect.ts";
-import { createEventRecorder } from "../kube/events.ts";
+import { createEventRecorder, type EventRecorder } from "../kube/events.ts";
 import { createInformer } from "../kube/informer.ts";
 import { createLeaseLock, runLeaderElection } from "../kube/lease.ts";
 import { HTCJOBS } from "../kube/resources.ts";
-import { createLogger, type Logger } from "../logger.ts";
-import { type HttpServer, serveHttp } from "../runtime/http.ts";
+import type { Logger } from "../logger.ts";
+import type { HttpServer } from "../runtime/http.ts";
 import type { Runtime } from "../runtime/types.ts";
-import { checkFlagPaths, credentialFileKind, findCondorBin, type Io, loadConfig, warnCredentials } from "../start.ts";
+import { dataRootOf, type Io, loadConfig, openCondor, type Outcome, prepare, serveMetrics } from "../startup.ts";
 import { ensureDir } from "../store/files.ts";
 import { createController, type HTCJob, keyOf } from "./controller.ts";
 import { createEventDriver } from "./events.ts";
 import { htcjobLogs } from "./logs.ts";
 import { reapDeleted } from "./retention.ts";
-import { openHTCJobStore } from "./store.ts";
+import { type HTCJobStore, openHTCJobStore } from "./store.ts";
 import { createWorkQueue } from "./workqueue.ts";
 
 export const OPERATOR_USAGE = `Usage: htcondor-sidecar operator [--kubeconfig FILE] [--context NAME] [--namespace NS] [--lease-namespace NS]
@@ -63,35 +64,20 @@ const REAP_INTERVAL_MS = 60_000;
 /** The test-only hook (docs/operator.md#test-hooks): hang after a step so that a test can kill -9 there. */
 const HANG_ENV = "HTCJOB_OPERATOR_TEST_HANG_AFTER";
 
-export async function operatorMain(runtime: Runtime, argv: readonly string[], io: Io): Promise<void> {
-  try {
-    if (argv[0] === "htcjob") {
-      if (argv[1] !== "logs") throw new UsageError(`htcjob: unknown command "${argv[1] ?? ""}" (known: logs). Run 'htcondor-sidecar operator --help'.`);
-      const code = htcjobLogsCommand(runtime, argv.slice(2), io);
-      return runtime.exit(code);
-    }
-    const parsed = parseOperatorArgs(argv.slice(1));
-    if (parsed === "help") {
-      io.out(OPERATOR_USAGE);
-      return runtime.exit(0);
-    }
-    const stop = await startOperator(runtime, parsed.cli, parsed.op, io);
-    let stopping = false;
-    const onSignal = () => {
-      if (stopping) return;
-      stopping = true;
-      stop().then(() => runtime.exit(0), () => runtime.exit(1));
-    };
-    runtime.onSignal("SIGTERM", onSignal);
-    runtime.onSignal("SIGINT", onSignal);
-  } catch (err) {
-    if (err instanceof UsageError || err instanceof ConfigError) {
-      io.err(`htcondor-sidecar: ${err.message}`);
-      return runtime.exit(2);
-    }
-    io.err(`htcondor-sidecar: ${err instanceof Error ? err.message : String(err)}`);
-    return runtime.exit(1);
+/** `htcondor-sidecar operator …`: --help answers and exits; otherwise the operator starts. */
+export async function operatorMode(runtime: Runtime, args: readonly string[], io: Io): Promise<Outcome> {
+  const parsed = parseOperatorArgs(args);
+  if (parsed === "help") {
+    io.out(OPERATOR_USAGE);
+    return 0;
   }
+  return { stop: await startOperator(runtime, parsed.cli, parsed.op, io) };
+}
+
+/** `htcondor-sidecar htcjob COMMAND …`: a command that runs and exits. */
+export async function htcjobMode(runtime: Runtime, args: readonly string[], io: Io): Promise<Outcome> {
+  if (args[0] !== "logs") throw new UsageError(`htcjob: unknown command "${args[0] ?? ""}" (known: logs). Run 'htcondor-sidecar operator --help'.`);
+  return htcjobLogsCommand(runtime, args.slice(1), io);
 }
 
 interface OperatorFlags {
@@ -125,27 +111,37 @@ export function parseOperatorArgs(args: readonly string[]): { cli: CliOptions; o
   return { cli: parsed.options, op: { kubeconfig: op.kubeconfig, context: op.context, namespace: op.namespace, leaseNamespace: op["lease-namespace"] } };
 }
 
+/** What a term of leadership works with: made once at start, used again by every term. */
+interface Work {
+  runtime: Runtime;
+  config: FileConfig;
+  htc: HTCJobConfig;
+  planConfig: PlanConfig;
+  client: KubeClient;
+  store: HTCJobStore;
+  condor: Condor;
+  events: EventRecorder;
+  log: Logger;
+  /** --namespace: the only namespace watched (undefined: all). */
+  namespace?: string;
+  identity: string;
+  dataRoot: string;
+  spool: boolean;
+  hang?: "submit" | "record";
+  reconciles: Counter;
+  writes: Counter;
+}
+
 async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags, io: Io): Promise<() => Promise<void>> {
-  const { config, warnings, dir } = loadConfig(o);
-  const log: Logger = createLogger({ level: o.logLevel, format: o.logFormat, write: io.err });
-  for (const w of warnings) log.warn(w);
-  const env = runtime.env();
-  const bin = findCondorBin(o, env);
-  checkFlagPaths(o);
-  const dataRoot = isAbsolute(config.DataRootFolder) ? config.DataRootFolder : resolve(dir, config.DataRootFolder);
   // Not the sidecar's idtokens/: both may share DataRootFolder with tokens of their own.
-  const access = condorAccess(o, runtime.hostname(), o.proxy ? credentialFileKind(o.proxy) : undefined, join(dataRoot, "operator-idtokens"));
-  for (const w of access.warnings) log.warn(w);
-  warnCredentials(access.credentials, runtime.uid(), log);
-  if (!access.remoteSchedd) {
+  const prepared = prepare(runtime, o, io, "operator-idtokens");
+  const { config, log, env, spool, dataRoot } = prepared;
+  if (!prepared.access.remoteSchedd) {
     log.warn(
       "the schedd is local: HTCJob procs run as this operator's user, and Apptainer binds /tmp and the working directory by default, " +
         "so a proc may reach the kubeconfig or token this operator holds; give --schedd-host (docs/operator.md#running-it-in-a-cluster)",
     );
   }
-  const spoolMode = o.given.has("spool") ? o.spool : config.Spool;
-  const spool = spoolMode === "always" || (spoolMode === "auto" && access.remoteSchedd);
-
   ensureDir(dataRoot);
   ensureDir(join(dataRoot, "htcjobs"));
   // A file of its own: a sidecar with the same DataRootFolder keeps state.db, and neither reads the other's.
@@ -162,16 +158,7 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
     () => Object.entries(store.count()).map(([phase, value]) => ({ labels: { phase }, value })),
   );
   registry.gauge("htcjob_operator_resident_memory_bytes", "Resident memory of the operator", () => [{ value: runtime.rss() }]);
-  const condor = createCondor({
-    runtime,
-    bin,
-    access,
-    baseEnv: env,
-    submitTimeoutMs: config.SubmitTimeoutSeconds * 1000,
-    queryTimeoutMs: config.QueryTimeoutSeconds * 1000,
-    log,
-    onCommand: (tool, outcome) => commands.inc({ tool, outcome }),
-  });
+  const condor = openCondor(runtime, prepared, (tool, outcome) => commands.inc({ tool, outcome }));
 
   const conn = loadConnection({ kubeconfig: op.kubeconfig, context: op.context, env, now: () => Date.now() });
   const { client, close } = openKubeClient(runtime, conn, `htcondor-sidecar-operator/${VERSION}`);
@@ -187,121 +174,36 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
   });
 
   let metricsServer: HttpServer | undefined;
-  if (o.metricsListen) {
-    metricsServer = await serveHttp(
-      { target: { kind: "tcp", ...o.metricsListen }, bodyLimitBytes: 1024, keepAliveTimeoutMs: config.KeepAliveTimeoutSeconds * 1000 },
-      (req) =>
-        new URL(req.url).pathname === "/metrics"
-          ? new Response(registry.render(), { status: 200, headers: { "content-type": METRICS_CONTENT_TYPE } })
-          : new Response("This listener serves GET /metrics only\n", { status: 404, headers: { "content-type": "text/plain; charset=utf-8" } }),
-    );
-  }
+  if (o.metricsListen) metricsServer = await serveMetrics(o.metricsListen, config, () => registry.render());
 
   const hang = env[HANG_ENV];
   if (hang !== undefined && hang !== "submit" && hang !== "record") throw new UsageError(`${HANG_ENV}: "${hang}" is not submit or record`);
   if (hang) log.warn(`${HANG_ENV} is set: a test hook, never for production`);
 
-  const stopAll = new AbortController();
-  const lead = async (lease: AbortSignal) => {
-    // This term: ends with the Lease, or when the work fails, so that the watch ends with it too.
-    const term = new AbortController();
-    const endTerm = () => term.abort();
-    lease.addEventListener("abort", endTerm, { once: true });
-    const leading = term.signal;
-    const queue = createWorkQueue({
-      random: Math.random,
-      backoff: { initialMs: 1000, maxMs: 60_000 },
-      log: (key, err, delay) => {
-        reconciles.inc({ outcome: "error" });
-        log.warn("reconcile failed; trying again", { htcjob: key, error: err instanceof Error ? err.message : String(err), againInMs: delay });
-      },
-    });
-    const informer = createInformer<HTCJob>({
-      client,
-      resource: HTCJOBS,
-      namespace: op.namespace,
-      handler: (_type, obj) => queue.add(keyOf(obj)),
-      random: Math.random,
-      now: () => Date.now(),
-      log: (m) => log.warn(m),
-    });
-    const controller = createController({
-      client,
-      cached: (ns, name) => informer.get(ns, name),
-      cachedAll: () => informer.list(),
-      enqueue: (key, delay) => queue.add(key, delay),
-      store,
-      condor,
-      events,
-      planConfig: planConfig(config, o.dummyJob),
-      htcjob: htc,
-      namespaces: config.HTCJob.Namespaces,
-      watchedNamespace: op.namespace,
-      dataRoot,
-      spool,
-      terminalHoldCodes: config.TerminalHoldCodes,
-      lostAfterMs: 60_000,
-      log,
-      now: () => Date.now(),
-      leading,
-      submitTimeoutMs: config.SubmitTimeoutSeconds * 1000,
-      holdGraceMs: config.HoldGraceSeconds * 1000,
-      hangAfter: hang as "submit" | "record" | undefined,
-      onWrite: (what) => writes.inc({ what }),
-      eventLog: () => driver.logForNewJob(),
-      recorded: (cluster, procs) => driver.recorded(cluster, procs),
-    });
-    // What asks HTCondor about the procs, and when: the job event log, the slow reconciler, the
-    // poll of spooled clusters (docs/operator.md#following-the-procs).
-    const driver = createEventDriver({
-      store,
-      dataRoot,
-      follow: (scope) => controller.follow(scope),
-      statusCacheMs: Math.max(1, config.StatusCacheSeconds) * 1000,
-      reconcileMs: config.ReconcileMinutes * 60_000,
-      log,
-      now: () => Date.now(),
-      watchFolder: runtime.watchFolder,
-    });
-    log.info("leading: watching HTCJobs", { namespace: op.namespace ?? "(all)", identity, dataRoot, spool, operatorId: htc.operatorId });
-    const watching = informer.run(leading);
-    // The queue starts once the first list is in: before that a key would find nothing cached.
-    while (!informer.synced() && !leading.aborted) await sleep(100, leading);
-    // A deleted HTCJob's output goes after HTCJob.OutputRetentionSeconds (docs/operator.md#retention).
-    const reap = () => {
-      try {
-        reapDeleted({ store, dataRoot, retentionMs: config.HTCJob.OutputRetentionSeconds * 1000, now: () => Date.now(), log });
-      } catch (err) {
-        log.warn("removing old output failed; trying again", { error: err instanceof Error ? err.message : String(err) });
-      }
-    };
-    let reaper: ReturnType<typeof setInterval> | undefined;
-    try {
-      await controller.sweep(op.namespace);
-      // The procs are seen once before any status is written: a new term starts with no view, and
-      // a status written from none would set running procs back to idle and repeat their Events.
-      if (!leading.aborted) await driver.tick();
-      driver.start();
-      reap();
-      reaper = setInterval(reap, REAP_INTERVAL_MS);
-      await queue.run(4, leading, async (key) => {
-        await controller.reconcile(key);
-        reconciles.inc({ outcome: "ok" });
-      });
-    } finally {
-      // Nothing of this term outlives it: not the timers, not a pass still asking HTCondor.
-      clearInterval(reaper);
-      endTerm();
-      lease.removeEventListener("abort", endTerm);
-      await driver.stop();
-      await watching;
-    }
+  const work: Work = {
+    runtime,
+    config,
+    htc,
+    planConfig: planConfig(config, o.dummyJob),
+    client,
+    store,
+    condor,
+    events,
+    log,
+    namespace: op.namespace,
+    identity,
+    dataRoot,
+    spool,
+    hang: hang as "submit" | "record" | undefined,
+    reconciles,
+    writes,
   };
+  const stopAll = new AbortController();
   // Leadership lost (the API server was away longer than the renew deadline, or another replica
   // took the Lease): the work stops, and this replica waits for the Lease again, as a new one would.
   const election = (async () => {
     while (!stopAll.signal.aborted) {
-      const outcome = await runLeaderElection({ lock, now: () => Date.now(), log: (m) => log.warn(m) }, stopAll.signal, lead);
+      const outcome = await runLeaderElection({ lock, now: () => Date.now(), log: (m) => log.warn(m) }, stopAll.signal, (lease) => lead(work, lease));
       if (outcome === "lost") {
         log.warn("lost the leader-election Lease, or the work failed; stopped working and waiting for it again");
         // A term whose work failed at once (a store that fails) is not started again in a tight loop.
@@ -309,7 +211,7 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
       }
     }
   })();
-  log.info("started", { condorBin: bin, server: conn.server, origin: conn.origin, metricsUrl: metricsServer?.url, runtime: runtime.name });
+  log.info("started", { condorBin: prepared.bin, server: conn.server, origin: conn.origin, metricsUrl: metricsServer?.url, runtime: runtime.name });
 
   return async () => {
     log.info("shutting down");
@@ -319,6 +221,103 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
     close();
     store.close();
   };
+}
+
+/** One term of leadership: ends with the Lease, or when the work fails, so that the watch ends with it too. */
+async function lead(w: Work, lease: AbortSignal): Promise<void> {
+  const { store, dataRoot, log, config } = w;
+  const term = new AbortController();
+  const endTerm = () => term.abort();
+  lease.addEventListener("abort", endTerm, { once: true });
+  const leading = term.signal;
+  const queue = createWorkQueue({
+    random: Math.random,
+    backoff: { initialMs: 1000, maxMs: 60_000 },
+    log: (key, err, delay) => {
+      w.reconciles.inc({ outcome: "error" });
+      log.warn("reconcile failed; trying again", { htcjob: key, error: err instanceof Error ? err.message : String(err), againInMs: delay });
+    },
+  });
+  const informer = createInformer<HTCJob>({
+    client: w.client,
+    resource: HTCJOBS,
+    namespace: w.namespace,
+    handler: (_type, obj) => queue.add(keyOf(obj)),
+    random: Math.random,
+    now: () => Date.now(),
+    log: (m) => log.warn(m),
+  });
+  const controller = createController({
+    client: w.client,
+    cached: (ns, name) => informer.get(ns, name),
+    cachedAll: () => informer.list(),
+    enqueue: (key, delay) => queue.add(key, delay),
+    store,
+    condor: w.condor,
+    events: w.events,
+    planConfig: w.planConfig,
+    htcjob: w.htc,
+    namespaces: config.HTCJob.Namespaces,
+    watchedNamespace: w.namespace,
+    dataRoot,
+    spool: w.spool,
+    terminalHoldCodes: config.TerminalHoldCodes,
+    lostAfterMs: 60_000,
+    log,
+    now: () => Date.now(),
+    leading,
+    submitTimeoutMs: config.SubmitTimeoutSeconds * 1000,
+    holdGraceMs: config.HoldGraceSeconds * 1000,
+    hangAfter: w.hang,
+    onWrite: (what) => w.writes.inc({ what }),
+    eventLog: () => driver.logForNewJob(),
+    recorded: (cluster, procs) => driver.recorded(cluster, procs),
+  });
+  // What asks HTCondor about the procs, and when: the job event log, the slow reconciler, the
+  // poll of spooled clusters (docs/operator.md#following-the-procs).
+  const driver = createEventDriver({
+    store,
+    dataRoot,
+    follow: (scope) => controller.follow(scope),
+    statusCacheMs: Math.max(1, config.StatusCacheSeconds) * 1000,
+    reconcileMs: config.ReconcileMinutes * 60_000,
+    log,
+    now: () => Date.now(),
+    watchFolder: w.runtime.watchFolder,
+  });
+  log.info("leading: watching HTCJobs", { namespace: w.namespace ?? "(all)", identity: w.identity, dataRoot, spool: w.spool, operatorId: w.htc.operatorId });
+  const watching = informer.run(leading);
+  // The queue starts once the first list is in: before that a key would find nothing cached.
+  while (!informer.synced() && !leading.aborted) await sleep(100, leading);
+  // A deleted HTCJob's output goes after HTCJob.OutputRetentionSeconds (docs/operator.md#retention).
+  const reap = () => {
+    try {
+      reapDeleted({ store, dataRoot, retentionMs: config.HTCJob.OutputRetentionSeconds * 1000, now: () => Date.now(), log });
+    } catch (err) {
+      log.warn("removing old output failed; trying again", { error: err instanceof Error ? err.message : String(err) });
+    }
+  };
+  let reaper: ReturnType<typeof setInterval> | undefined;
+  try {
+    await controller.sweep(w.namespace);
+    // The procs are seen once before any status is written: a new term starts with no view, and
+    // a status written from none would set running procs back to idle and repeat their Events.
+    if (!leading.aborted) await driver.tick();
+    driver.start();
+    reap();
+    reaper = setInterval(reap, REAP_INTERVAL_MS);
+    await queue.run(4, leading, async (key) => {
+      await controller.reconcile(key);
+      w.reconciles.inc({ outcome: "ok" });
+    });
+  } finally {
+    // Nothing of this term outlives it: not the timers, not a pass still asking HTCondor.
+    clearInterval(reaper);
+    endTerm();
+    lease.removeEventListener("abort", endTerm);
+    await driver.stop();
+    await watching;
+  }
 }
 
 /** A Lease name from the operator id (a DNS subdomain: lower case, no `_`). */
@@ -375,7 +374,7 @@ function htcjobLogsCommand(runtime: Runtime, args: readonly string[], io: Io): n
   if (!/^\d+$/.test(values.proc ?? "0") || !Number.isSafeInteger(proc)) throw new UsageError(`htcjob logs: --proc "${values.proc}" is not a ProcId (0, 1, …)`);
   const configPath = resolve(values.config ?? "./SidecarConfig.yaml");
   const { config, dir } = loadConfig({ config: configPath, given: new Set(values.config ? ["config"] : []) });
-  const dataRoot = isAbsolute(config.DataRootFolder) ? config.DataRootFolder : resolve(dir, config.DataRootFolder);
+  const dataRoot = dataRootOf(config, dir);
   const [namespace, name] = target.split("/") as [string, string];
   const storePath = join(dataRoot, "htcjobs.db");
   if (!existsSync(storePath)) {

@@ -6,7 +6,7 @@
  */
 import { join } from "node:path";
 import { jobFileSize } from "../store/files.ts";
-import type { ControllerDeps } from "./controller.ts";
+import type { ControllerDeps } from "./controller/context.ts";
 import { sightProcs } from "./follow.ts";
 import { settleWork } from "./output.ts";
 import { isFinal, type ProcState, procState, UNSEEN } from "./status.ts";

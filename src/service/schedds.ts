@@ -148,28 +148,6 @@ export function createScheddRouter(members: readonly ScheddMember[], o: { log: L
     return out;
   }
 
-  async function ping(): Promise<{ healthy: boolean; body: unknown }> {
-    const answers = await Promise.all(state.map(async (s) => ({ s, a: await s.m.service.ping() })));
-    const healthy = answers.filter(({ a }) => a.healthy);
-    const body = (a: { body: unknown }) => a.body as { status?: string; resources?: Record<string, unknown>; taints?: unknown };
-    const statusOf = (x: (typeof answers)[number]) => `${x.s.m.name}: ${body(x.a).status ?? "unknown"}`;
-    const notOk = answers.filter((x) => body(x.a).status !== "ok");
-    const out: Record<string, unknown> = {
-      status: healthy.length === 0
-        ? `unhealthy: no schedd answers (${answers.map(statusOf).join("; ")})`
-        : notOk.length > 0
-        ? `degraded: ${notOk.map(statusOf).join("; ")}`
-        : "ok",
-      // up: takes new pods (it answered its last condor_q and its ping is healthy)
-      schedds: answers.map((x) => ({ name: x.s.m.name, up: x.a.healthy && up(x.s), status: body(x.a).status })),
-    };
-    const resources = sumResources(healthy.map((x) => ({ pool: x.s.m.pool, resources: body(x.a).resources })), o.node);
-    if (resources) out.resources = resources;
-    const taints = body(answers[0]!.a).taints;
-    if (taints) out.taints = taints;
-    return { healthy: healthy.length > 0, body: out };
-  }
-
   return {
     create(req) {
       const uid = req.pod.metadata.uid;
@@ -190,16 +168,10 @@ export function createScheddRouter(members: readonly ScheddMember[], o: { log: L
       return said[0]!;
     },
     async status(pods: readonly PodRef[]): Promise<StatusAnswer> {
-      const parts = await Promise.all([...split(pods, (p) => p.uid)].map(async ([s, ps]) => ({ s, a: await s.m.service.status(ps) })));
-      const stale = parts.flatMap(({ s, a }) => (a.stale ? [`schedd ${s.m.name}: ${a.stale}`] : []));
-      // The job id of each pod, as its create answered it: with its schedd's name
-      const withSchedd = (s: Member, st: unknown) => {
-        const p = st as { JID?: unknown };
-        return typeof p.JID === "string" ? { ...p, JID: scheddJid(s.m.name, p.JID) } : st;
-      };
-      return { statuses: parts.flatMap(({ s, a }) => a.statuses.map((st) => withSchedd(s, st))), stale: stale.length ? stale.join("; ") : undefined };
+      const parts = await Promise.all([...split(pods, (p) => p.uid)].map(async ([s, ps]) => ({ name: s.m.name, answer: await s.m.service.status(ps) })));
+      return mergeStatus(parts);
     },
-    ping,
+    ping: () => pingAll(state, up, o.node),
     logs(req: LogRequest, signal: AbortSignal) {
       return (holder(req.PodUID) ?? state[0]!).m.service.logs(req, signal);
     },
@@ -232,6 +204,40 @@ export function createScheddRouter(members: readonly ScheddMember[], o: { log: L
     probe: async () => (await Promise.all(state.map((s) => s.m.service.probe()))).some(Boolean),
     schedds: () => state.map((s) => ({ name: s.m.name, up: up(s), view: s.m.service.view() })),
   };
+}
+
+/** The status answers of several schedds as one: each pod's JID with its schedd's name, each stale schedd named. */
+function mergeStatus(parts: readonly { name: string; answer: StatusAnswer }[]): StatusAnswer {
+  const stale = parts.flatMap(({ name, answer }) => (answer.stale ? [`schedd ${name}: ${answer.stale}`] : []));
+  // The job id of each pod as its create answered it
+  const withSchedd = (name: string, st: unknown) => {
+    const p = st as { JID?: unknown };
+    return typeof p.JID === "string" ? { ...p, JID: scheddJid(name, p.JID) } : st;
+  };
+  return { statuses: parts.flatMap(({ name, answer }) => answer.statuses.map((st) => withSchedd(name, st))), stale: stale.length ? stale.join("; ") : undefined };
+}
+
+/** The ping over several schedds (docs/schedds.md#when-a-schedd-goes-away): healthy while one schedd is. */
+async function pingAll<M extends { m: ScheddMember }>(state: readonly M[], up: (s: M) => boolean, node: NodeCaps): Promise<{ healthy: boolean; body: unknown }> {
+  const answers = await Promise.all(state.map(async (s) => ({ s, a: await s.m.service.ping() })));
+  const healthy = answers.filter(({ a }) => a.healthy);
+  const body = (a: { body: unknown }) => a.body as { status?: string; resources?: Record<string, unknown>; taints?: unknown };
+  const statusOf = (x: (typeof answers)[number]) => `${x.s.m.name}: ${body(x.a).status ?? "unknown"}`;
+  const notOk = answers.filter((x) => body(x.a).status !== "ok");
+  const out: Record<string, unknown> = {
+    status: healthy.length === 0
+      ? `unhealthy: no schedd answers (${answers.map(statusOf).join("; ")})`
+      : notOk.length > 0
+      ? `degraded: ${notOk.map(statusOf).join("; ")}`
+      : "ok",
+    // up: takes new pods (it answered its last condor_q and its ping is healthy)
+    schedds: answers.map((x) => ({ name: x.s.m.name, up: x.a.healthy && up(x.s), status: body(x.a).status })),
+  };
+  const resources = sumResources(healthy.map((x) => ({ pool: x.s.m.pool, resources: body(x.a).resources })), node);
+  if (resources) out.resources = resources;
+  const taints = body(answers[0]!.a).taints;
+  if (taints) out.taints = taints;
+  return { healthy: healthy.length > 0, body: out };
 }
 
 /** The gauges' view of several schedds: pods summed; a failure streak is the shortest (the sidecar works while one schedd does). */
