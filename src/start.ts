@@ -16,7 +16,7 @@ import type { Runtime } from "./runtime/types.ts";
 import { createService, type Service } from "./service/index.ts";
 import { createScheddRouter, type ScheddRouter } from "./service/schedds.ts";
 import { watchStarvation } from "./service/starvation.ts";
-import { certificateNotAfter, credentialFileKind, type Io, openCondor, type Outcome, type Prepared, prepare, serveMetrics } from "./startup.ts";
+import { certificateNotAfter, credentialFileKind, type Io, openCondor, type Outcome, prepare, type Prepared, serveMetrics } from "./startup.ts";
 import { ensureDir } from "./store/files.ts";
 import { openStore } from "./store/store.ts";
 
@@ -120,7 +120,11 @@ async function checkScheddName(condor: Condor, name: string, label: string, log:
         } s): a schedd name without "@" is a host name, and this one does not resolve; give a host name that does, or name@host`,
       );
     }
-    log.warn(`${label.replace(/ \S+$/, "")} does not resolve (yet); asking again`, { scheddName: name, condorQ: said, retryInSeconds: Math.min(wait, left) / 1000 });
+    log.warn(`${label.replace(/ \S+$/, "")} does not resolve (yet); asking again`, {
+      scheddName: name,
+      condorQ: said,
+      retryInSeconds: Math.min(wait, left) / 1000,
+    });
     await new Promise((r) => setTimeout(r, Math.min(wait, left)));
   }
 }
@@ -163,7 +167,9 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     rss: runtime.rss(),
     startTime,
   }));
-  const condors = members.map((m) => openCondor(runtime, m.prepared, (tool, outcome, seconds) => metrics.command(tool, outcome, seconds, many ? m.name : undefined)));
+  const condors = members.map((m) =>
+    openCondor(runtime, m.prepared, (tool, outcome, seconds) => metrics.command(tool, outcome, seconds, many ? m.name : undefined))
+  );
   try {
     for (const [i, m] of members.entries()) if (m.name !== "" && !m.name.includes("@")) await checkScheddName(condors[i]!, m.name, m.label, log);
   } catch (err) {
@@ -177,7 +183,12 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
       store: stores[i]!,
       condor: condors[i]!,
       config,
-      planConfig: m.sd ? { ...basePlan, extraSubmitLines: [...basePlan.extraSubmitLines, ...Object.entries(m.sd.ExtraLines).map(([k, v]): [string, string] => [k, String(v)])] } : basePlan,
+      planConfig: m.sd
+        ? {
+          ...basePlan,
+          extraSubmitLines: [...basePlan.extraSubmitLines, ...Object.entries(m.sd.ExtraLines).map(([k, v]): [string, string] => [k, String(v)])],
+        }
+        : basePlan,
       dataRoot: m.root,
       spool: m.prepared.spool,
       credentials: m.prepared.access.credentials,

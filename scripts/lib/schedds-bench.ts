@@ -128,7 +128,9 @@ async function failoverRow(o: ScheddsOptions, runId: number): Promise<BenchRow> 
     o.say(`  first create after the stop answered ${first.r.status} in ${fmt(first.at)}; ${errors} errors; ${tried} submit(s) tried on the stopped schedd`);
     return {
       row: "a schedd stopped: time until the first create after the stop answered (elsewhere)",
-      value: `${fmt(first.at)} (${first.r.status}, on ${scheddOf(jidOf(first.r))}; of 12 creates after the stop: ${errors} errors, ${onStopped} on the stopped schedd, ${tried} condor_submit tried there)`,
+      value: `${fmt(first.at)} (${first.r.status}, on ${
+        scheddOf(jidOf(first.r))
+      }; of 12 creates after the stop: ${errors} errors, ${onStopped} on the stopped schedd, ${tried} condor_submit tried there)`,
       target: "the first create after the stop, none failed",
       met: first.r.status === 200 && errors === 0 && onStopped === 0,
     };
@@ -150,7 +152,8 @@ export const scheddsBench = rowsBench("schedds", { "schedds-creates": { type: "s
   const creates = Math.max(1, Math.floor(b.number("schedds-creates", b.quick ? 50 : 2000)));
   const pods = Math.max(1, Math.floor(b.number("schedds-pods", b.quick ? 100 : 10_000)));
   return {
-    title: "Several schedds (issue 28, docs/schedds.md): creates over 1, 2 and 3 schedds, status over 3, a schedd stopped; each row on a minicondor pool and a sidecar of its own",
+    title:
+      "Several schedds (issue 28, docs/schedds.md): creates over 1, 2 and 3 schedds, status over 3, a schedd stopped; each row on a minicondor pool and a sidecar of its own",
     run: () => scheddsRows({ root: b.root, flavour: "binary", binary: b.binary, creates, pods, emulatorNice: b.emulatorNice, say: b.say }),
   };
 });

@@ -214,11 +214,18 @@ function mergeStatus(parts: readonly { name: string; answer: StatusAnswer }[]): 
     const p = st as { JID?: unknown };
     return typeof p.JID === "string" ? { ...p, JID: scheddJid(name, p.JID) } : st;
   };
-  return { statuses: parts.flatMap(({ name, answer }) => answer.statuses.map((st) => withSchedd(name, st))), stale: stale.length ? stale.join("; ") : undefined };
+  return {
+    statuses: parts.flatMap(({ name, answer }) => answer.statuses.map((st) => withSchedd(name, st))),
+    stale: stale.length ? stale.join("; ") : undefined,
+  };
 }
 
 /** The ping over several schedds (docs/schedds.md#when-a-schedd-goes-away): healthy while one schedd is. */
-async function pingAll<M extends { m: ScheddMember }>(state: readonly M[], up: (s: M) => boolean, node: NodeCaps): Promise<{ healthy: boolean; body: unknown }> {
+async function pingAll<M extends { m: ScheddMember }>(
+  state: readonly M[],
+  up: (s: M) => boolean,
+  node: NodeCaps,
+): Promise<{ healthy: boolean; body: unknown }> {
   const answers = await Promise.all(state.map(async (s) => ({ s, a: await s.m.service.ping() })));
   const healthy = answers.filter(({ a }) => a.healthy);
   const body = (a: { body: unknown }) => a.body as { status?: string; resources?: Record<string, unknown>; taints?: unknown };

@@ -87,59 +87,76 @@ describe("several schedds (docs/schedds.md)", () => {
     }
   }, 400_000);
 
-  test("a schedd stopped in a burst: every create answers 200 and none goes to it after; its pods stay, stale, never failed or resubmitted; a delete waits for it", async () => {
-    sc = await startSidecar({ dir: poolDir(64), config: scheddsConfig() });
-    const first = await createAll(sc, Array.from({ length: 9 }, (_, i) => pod("stp", i)));
-    expect([...first.values()].every((a) => a.status === 200)).toBe(true);
-    const onSecond = [...first].filter(([, a]) => scheddOf(a.jid) === SCHEDDS[1]).map(([uid]) => uid);
-    expect(onSecond.length).toBeGreaterThan(0);
-    const refs = Array.from({ length: 9 }, (_, i) => pod("stp", i).pod);
-    await eventually(async () => {
-      const st: Json[] = JSON.parse((await sc!.call("GET", "/status", refs)).body);
-      return st.filter((p) => onSecond.includes(p.UID) && p.containers?.[0]?.state?.running).length === onSecond.length ? true : undefined;
-    }, 60_000, "the pods on the second schedd to run");
+  test(
+    "a schedd stopped in a burst: every create answers 200 and none goes to it after; its pods stay, stale, never failed or resubmitted; a delete waits for it",
+    async () => {
+      sc = await startSidecar({ dir: poolDir(64), config: scheddsConfig() });
+      const first = await createAll(sc, Array.from({ length: 9 }, (_, i) => pod("stp", i)));
+      expect([...first.values()].every((a) => a.status === 200)).toBe(true);
+      const onSecond = [...first].filter(([, a]) => scheddOf(a.jid) === SCHEDDS[1]).map(([uid]) => uid);
+      expect(onSecond.length).toBeGreaterThan(0);
+      const refs = Array.from({ length: 9 }, (_, i) => pod("stp", i).pod);
+      await eventually(
+        async () => {
+          const st: Json[] = JSON.parse((await sc!.call("GET", "/status", refs)).body);
+          return st.filter((p) => onSecond.includes(p.UID) && p.containers?.[0]?.state?.running).length === onSecond.length ? true : undefined;
+        },
+        60_000,
+        "the pods on the second schedd to run",
+      );
 
-    // a burst, with the second schedd stopped once it has begun
-    const burst = Array.from({ length: 40 }, (_, i) => pod("stp", 100 + i));
-    const pending = createAll(sc, burst);
-    stopSchedd(sc.home, "second");
-    const answers = await pending;
-    expect([...answers.values()].filter((a) => a.status !== 200).map((a) => a.body)).toEqual([]);
-    // once a submit found it stopped, later creates do not even try it (its calls.log: one line per tool call)
-    const submitsToSecond = () => readFileSync(join(sc!.home, "schedds", "second", "calls.log"), "utf8").split("\n").filter((l) => / condor_submit /.test(l)).length;
-    const before = submitsToSecond();
-    const later = await createAll(sc, Array.from({ length: 12 }, (_, i) => pod("stp", 200 + i)));
-    expect([...later.values()].filter((a) => a.status !== 200 || scheddOf(a.jid) === SCHEDDS[1])).toEqual([]);
-    expect(submitsToSecond()).toBe(before);
+      // a burst, with the second schedd stopped once it has begun
+      const burst = Array.from({ length: 40 }, (_, i) => pod("stp", 100 + i));
+      const pending = createAll(sc, burst);
+      stopSchedd(sc.home, "second");
+      const answers = await pending;
+      expect([...answers.values()].filter((a) => a.status !== 200).map((a) => a.body)).toEqual([]);
+      // once a submit found it stopped, later creates do not even try it (its calls.log: one line per tool call)
+      const submitsToSecond = () =>
+        readFileSync(join(sc!.home, "schedds", "second", "calls.log"), "utf8").split("\n").filter((l) => / condor_submit /.test(l)).length;
+      const before = submitsToSecond();
+      const later = await createAll(sc, Array.from({ length: 12 }, (_, i) => pod("stp", 200 + i)));
+      expect([...later.values()].filter((a) => a.status !== 200 || scheddOf(a.jid) === SCHEDDS[1])).toEqual([]);
+      expect(submitsToSecond()).toBe(before);
 
-    // the pods on the stopped schedd: not failed, the answer marked stale, the job not resubmitted
-    const st = await eventually(async () => {
-      const r = await sc!.call("GET", "/status", refs);
-      return String(r.headers["x-sidecar-stale"] ?? "").includes(`schedd ${SCHEDDS[1]}`) ? r : undefined;
-    }, 60_000, "the status answer to say the second schedd's pods are stale");
-    for (const p of JSON.parse(st.body) as Json[]) {
-      if (onSecond.includes(p.UID)) expect(p.containers[0].state.terminated).toBeUndefined();
-    }
-    const ping = await sc.call("GET", "/status", []);
-    expect(ping.status).toBe(200);
-    const pingBody = JSON.parse(ping.body);
-    expect(pingBody.status).toStartWith("degraded: ");
-    expect(pingBody.schedds.find((s: Json) => s.name === SCHEDDS[1]).up).toBe(false);
+      // the pods on the stopped schedd: not failed, the answer marked stale, the job not resubmitted
+      const st = await eventually(
+        async () => {
+          const r = await sc!.call("GET", "/status", refs);
+          return String(r.headers["x-sidecar-stale"] ?? "").includes(`schedd ${SCHEDDS[1]}`) ? r : undefined;
+        },
+        60_000,
+        "the status answer to say the second schedd's pods are stale",
+      );
+      for (const p of JSON.parse(st.body) as Json[]) {
+        if (onSecond.includes(p.UID)) expect(p.containers[0].state.terminated).toBeUndefined();
+      }
+      const ping = await sc.call("GET", "/status", []);
+      expect(ping.status).toBe(200);
+      const pingBody = JSON.parse(ping.body);
+      expect(pingBody.status).toStartWith("degraded: ");
+      expect(pingBody.schedds.find((s: Json) => s.name === SCHEDDS[1]).up).toBe(false);
 
-    // a delete meanwhile is remembered
-    const gone = refs.find((r) => r.metadata.uid === onSecond[0])!;
-    const del = await sc.call("POST", "/delete", gone);
-    expect(del.status).toBe(200);
-    expect(del.body).toContain("pending");
+      // a delete meanwhile is remembered
+      const gone = refs.find((r) => r.metadata.uid === onSecond[0])!;
+      const del = await sc.call("POST", "/delete", gone);
+      expect(del.status).toBe(200);
+      expect(del.body).toContain("pending");
 
-    startSchedd(sc.home, "second");
-    // back: the deleted pod's job is removed, the others were never resubmitted anywhere
-    await eventually(() => (jobsOn(sc!.home, SCHEDDS[1]!).has(onSecond[0]!) && !queued(sc!.home, SCHEDDS[1]!, onSecond[0]!) ? true : undefined), 60_000, "the removal");
-    for (const uid of onSecond) {
-      const everywhere = SCHEDDS.flatMap((n) => jobsOn(sc!.home, n).get(uid) ?? []);
-      expect(everywhere).toHaveLength(1);
-    }
-  }, 400_000);
+      startSchedd(sc.home, "second");
+      // back: the deleted pod's job is removed, the others were never resubmitted anywhere
+      await eventually(
+        () => (jobsOn(sc!.home, SCHEDDS[1]!).has(onSecond[0]!) && !queued(sc!.home, SCHEDDS[1]!, onSecond[0]!) ? true : undefined),
+        60_000,
+        "the removal",
+      );
+      for (const uid of onSecond) {
+        const everywhere = SCHEDDS.flatMap((n) => jobsOn(sc!.home, n).get(uid) ?? []);
+        expect(everywhere).toHaveLength(1);
+      }
+    },
+    400_000,
+  );
 
   test("kill -9 and a restart with a lost store find each job on its own schedd; logs come from each pod's own job", async () => {
     const config = scheddsConfig();
@@ -150,20 +167,35 @@ describe("several schedds (docs/schedds.md)", () => {
     // the same job id on two schedds is two pods
     const ids = [...answers.values()].map((a) => a.jid.slice(a.jid.lastIndexOf("#") + 1));
     expect(new Set(ids).size).toBeLessThan(ids.length);
-    const logsOf = async (i: number) => (await sc!.call("GET", "/getLogs", { Namespace: "default", PodUID: reqs[i].pod.metadata.uid, PodName: `rst-${i}`, ContainerName: "main", Opts: {} })).body;
-    for (let i = 0; i < reqs.length; i++) await eventually(async () => ((await logsOf(i)).includes(`I am pod ${i}`) ? true : undefined), 60_000, `pod ${i}'s log`);
+    const logsOf = async (i: number) =>
+      (await sc!.call("GET", "/getLogs", { Namespace: "default", PodUID: reqs[i].pod.metadata.uid, PodName: `rst-${i}`, ContainerName: "main", Opts: {} }))
+        .body;
+    for (let i = 0; i < reqs.length; i++) {
+      await eventually(async () => ((await logsOf(i)).includes(`I am pod ${i}`) ? true : undefined), 60_000, `pod ${i}'s log`);
+    }
 
+    const adopted = async () => {
+      const st = await eventually(
+        async () => {
+          const r: Json[] = JSON.parse((await sc!.call("GET", "/status", reqs.map((q) => q.pod))).body);
+          return r.length === reqs.length ? r : undefined;
+        },
+        60_000,
+        "every pod known again",
+      );
+      for (const p of st) expect(p.JID).toBe(answers.get(p.UID)!.jid);
+    };
+    // kill -9, the stores kept
+    await sc.kill9();
+    sc = await startSidecar({ dir: sc.dir, config });
+    await adopted();
     await sc.kill9();
     // the stores of every schedd are lost
     const data = join(sc.dir, "data");
     const roots = [data, ...readdirSync(join(data, "schedds")).map((d) => join(data, "schedds", d))];
     for (const root of roots) for (const f of ["state.db", "state.db-wal", "state.db-shm"]) rmSync(join(root, f), { force: true });
     sc = await startSidecar({ dir: sc.dir, config });
-    const st = await eventually(async () => {
-      const r: Json[] = JSON.parse((await sc!.call("GET", "/status", reqs.map((q) => q.pod))).body);
-      return r.length === reqs.length ? r : undefined;
-    }, 60_000, "every pod adopted back");
-    for (const p of st) expect(p.JID).toBe(answers.get(p.UID)!.jid);
+    await adopted();
     for (let i = 0; i < reqs.length; i++) expect(await logsOf(i)).toContain(`I am pod ${i}`);
     for (const n of SCHEDDS) for (const [, jobs] of jobsOn(sc.home, n)) expect(jobs).toHaveLength(1);
   }, 400_000);
@@ -181,7 +213,11 @@ describe("Schedds at start (docs/schedds.md#configuration)", () => {
     writeFileSync(join(dir, "SidecarConfig.yaml"), `DataRootFolder: ./data\nSpool: never\n${config}`);
     const proc = Bun.spawn(
       [process.execPath, join(ROOT, "src", "main.bun.ts"), "--config", join(dir, "SidecarConfig.yaml"), "--condor-bin", CONDOR_BIN, "--port", "0", ...args],
-      { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, MINICONDOR_HOME: join(dir, "minicondor"), MINICONDOR_ALLOW_ROOT: "1" }, stdout: "pipe", stderr: "pipe" },
+      {
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, MINICONDOR_HOME: join(dir, "minicondor"), MINICONDOR_ALLOW_ROOT: "1" },
+        stdout: "pipe",
+        stderr: "pipe",
+      },
     );
     const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
     return { code, last: stderr.trimEnd().split("\n").at(-1)! };
@@ -202,7 +238,9 @@ describe("Schedds at start (docs/schedds.md#configuration)", () => {
   test("an entry whose host name does not resolve is refused, in condor_q's words (the rule of --schedd-name)", async () => {
     const r = await refused(dir(), 'Schedds:\n  - Name: "second@localhost"\n  - Name: "nosuchhost.invalid"\n');
     expect(r.code).toBe(2);
-    expect(r.last).toStartWith('htcondor-sidecar: SidecarConfig.yaml: Schedds.1.Name nosuchhost.invalid: condor_q says "Error: unknown host nosuchhost.invalid"');
+    expect(r.last).toStartWith(
+      'htcondor-sidecar: SidecarConfig.yaml: Schedds.1.Name nosuchhost.invalid: condor_q says "Error: unknown host nosuchhost.invalid"',
+    );
   }, 90_000);
 
   test("two entries naming one schedd, or Schedds with --schedd-name, are refused", async () => {

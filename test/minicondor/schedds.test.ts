@@ -68,8 +68,15 @@ describe("several schedds in one pool (docs/htcondor.md#several-schedds-in-one-p
   test("the first schedd stopped: unnamed calls fail as for a local schedd that is down, named ones as for an unknown schedd", async () => {
     stopSchedd(home);
     try {
-      expect(await run("condor_q", ["-af", "ClusterId"])).toMatchObject({ code: 1, stderr: expect.stringMatching(/^Error: Could not find the local condor_schedd/) });
-      expect(await run("condor_q", ["-name", HOST, "-af", "ClusterId"])).toEqual({ code: 1, stdout: "", stderr: "Error: Collector has no record of schedd/submitter\n" });
+      expect(await run("condor_q", ["-af", "ClusterId"])).toMatchObject({
+        code: 1,
+        stderr: expect.stringMatching(/^Error: Could not find the local condor_schedd/),
+      });
+      expect(await run("condor_q", ["-name", HOST, "-af", "ClusterId"])).toEqual({
+        code: 1,
+        stdout: "",
+        stderr: "Error: Collector has no record of schedd/submitter\n",
+      });
       expect((await run("condor_status", ["-schedd", "-af", "Name"])).stdout).toBe("second@localhost\nthird@localhost\n");
       expect((await submit(SECOND)).code).toBe(0);
     } finally {

@@ -21,7 +21,11 @@ describe("Schedds in SidecarConfig.yaml", () => {
   });
 
   test.each([
-    ["two entries naming one schedd (names compare without case)", 'Schedds:\n  - Name: "a@h"\n  - Name: "A@H"\n', 'Schedds.1.Name: names the same schedd as Schedds.0 ("A@H")'],
+    [
+      "two entries naming one schedd (names compare without case)",
+      'Schedds:\n  - Name: "a@h"\n  - Name: "A@H"\n',
+      'Schedds.1.Name: names the same schedd as Schedds.0 ("A@H")',
+    ],
     ["a weight of 0", 'Schedds:\n  - Name: "a@h"\n    Weight: 0\n', "Schedds.0.Weight:"],
     ["an unknown key", 'Schedds:\n  - Name: "a@h"\n    Wieght: 2\n', "Schedds.0.Wieght: unknown key"],
     [
@@ -100,7 +104,15 @@ describe("condor_history of a schedd that is down (docs/htcondor.md#several-sche
     } as unknown as Runtime;
     const cli = parseCli(["--schedd-name", "second@localhost"]);
     if (cli.kind !== "run") throw new Error("not a run");
-    const condor = createCondor({ runtime, bin: "/b", access: condorAccess(cli.options, "localhost"), baseEnv: {}, submitTimeoutMs: 1000, queryTimeoutMs: 1000, log: memoryLogger() });
+    const condor = createCondor({
+      runtime,
+      bin: "/b",
+      access: condorAccess(cli.options, "localhost"),
+      baseEnv: {},
+      submitTimeoutMs: 1000,
+      queryTimeoutMs: 1000,
+      log: memoryLogger(),
+    });
     const err = await condor.history({ ids: [{ cluster: 1, proc: 0 }], attributes: ["JobStatus"], limit: 1 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SidecarError);
     expect((err as SidecarError).message).toContain("Unable to locate remote schedd (name=second@localhost, pool=).");

@@ -1,7 +1,21 @@
 // Entry point: `bun main.ts <tool> [args...]`. Logs every call to $MINICONDOR_HOME/calls.log and applies faults.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { err, homeDir, loadConfig, loadFaults, otherScheddOf, out, parentPid, pidAlive, PLATFORM, scheddAddr, scheddHome, selection, VERSION } from "./common.ts";
+import {
+  err,
+  homeDir,
+  loadConfig,
+  loadFaults,
+  otherScheddOf,
+  out,
+  parentPid,
+  pidAlive,
+  PLATFORM,
+  scheddAddr,
+  scheddHome,
+  selection,
+  VERSION,
+} from "./common.ts";
 
 const t0 = performance.now();
 const tool = process.argv[2] ?? "";
