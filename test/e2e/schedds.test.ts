@@ -31,7 +31,7 @@ function poolDir(cpus: number): string {
 const scheddsConfig = (weights: number[] = [1, 1, 1]) =>
   "Spool: never\nSchedds:\n" + SCHEDDS.map((n, i) => `  - Name: "${n}"\n    Weight: ${weights[i]}\n`).join("");
 
-const HEX: Record<string, string> = { wgt: "aaaa", stp: "bbbb", rst: "cccc" };
+const HEX: Record<string, string> = { wgt: "aaaa", stp: "bbbb", rst: "cccc", fol: "dddd" };
 const pod = (tag: string, i: number, script = "sleep 600") =>
   makeCreateRequest({
     metadata: { name: `${tag}-${i}`, uid: `3333dddd-${HEX[tag]}-4000-8000-${String(i).padStart(12, "0")}` },
@@ -206,6 +206,34 @@ function queued(home: string, schedd: string, uid: string): boolean {
   const r = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-name", schedd, "-af", "InterLinkPodUID"], { env });
   return r.stdout.toString().split("\n").includes(uid);
 }
+
+describe("following each schedd as one is followed (docs/schedds.md#following)", () => {
+  test("local jobs through the event log on one schedd, spooled jobs on another: each pod's end and logs come from its own job", async () => {
+    const config = 'Spool: never\nSchedds:\n  - Name: "localhost"\n  - Name: "second@localhost"\n    Spool: always\n';
+    sc = await startSidecar({ dir: poolDir(64), config });
+    const reqs = Array.from({ length: 4 }, (_, i) => pod("fol", i, `echo "pod ${i} says hi"; exit ${10 + i}`));
+    const answers = await createAll(sc, reqs);
+    expect(new Set([...answers.values()].map((a) => scheddOf(a.jid)))).toEqual(new Set(["localhost", "second@localhost"]));
+    const ended = await eventually(
+      async () => {
+        const st: Json[] = JSON.parse((await sc!.call("GET", "/status", reqs.map((q) => q.pod))).body);
+        return st.length === reqs.length && st.every((p) => p.containers[0].state.terminated) ? st : undefined;
+      },
+      90_000,
+      "every pod to end",
+    );
+    for (const p of ended) {
+      const i = reqs.findIndex((q) => q.pod.metadata.uid === p.UID);
+      expect(p.containers[0].state.terminated.exitCode).toBe(10 + i);
+      const logs = await sc.call("GET", "/getLogs", { Namespace: "default", PodUID: p.UID, PodName: `fol-${i}`, ContainerName: "main", Opts: {} });
+      expect(logs.body).toContain(`pod ${i} says hi`);
+    }
+    // the spooled ones were fetched from their own schedd: condor_transfer_data ran there, never on the first
+    const calls = (home: string) => readFileSync(join(home, "calls.log"), "utf8");
+    expect(calls(join(sc.home, "schedds", "second"))).toContain(" condor_transfer_data ");
+    expect(calls(sc.home)).not.toContain(" condor_transfer_data ");
+  }, 200_000);
+});
 
 describe("Schedds at start (docs/schedds.md#configuration)", () => {
   /** Runs the sidecar until it exits (it must refuse to start): its exit code and its last line. */
