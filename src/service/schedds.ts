@@ -83,7 +83,8 @@ export function createScheddRouter(members: readonly ScheddMember[], o: { log: L
     let bestScore = Infinity;
     for (const s of candidates) {
       const v = score(s);
-      if (v < bestScore) [best, bestScore] = [s, v];
+      // an even score goes to the larger weight (an empty pool fills the heavier schedd first)
+      if (v < bestScore || (v === bestScore && best !== undefined && s.m.weight > best.m.weight)) [best, bestScore] = [s, v];
     }
     return best;
   }
@@ -126,8 +127,11 @@ export function createScheddRouter(members: readonly ScheddMember[], o: { log: L
       try {
         return answer(s, await s.m.service.create(req));
       } catch (err) {
-        // Kept record: the schedd may have queued the job (a timeout), and only that schedd can say.
-        if (!(err instanceof SidecarError) || err.kind !== "unavailable" || s.m.store.get(uid) !== undefined) throw err;
+        // A failed submit with nothing left of the pod queued nothing: condor_submit exited non-zero
+        // (it commits nothing then), or it timed out and the schedd, asked by the pod's UID at once
+        // (service/submitter.ts settle), has no such job. A kept record: the schedd may have the job,
+        // and only that schedd can say.
+        if (!(err instanceof SidecarError) || (err.kind !== "unavailable" && err.kind !== "timeout") || s.m.store.get(uid) !== undefined) throw err;
         last = err;
         markDown(s, err);
       } finally {

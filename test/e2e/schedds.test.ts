@@ -31,7 +31,7 @@ function poolDir(cpus: number): string {
 const scheddsConfig = (weights: number[] = [1, 1, 1]) =>
   "Spool: never\nSchedds:\n" + SCHEDDS.map((n, i) => `  - Name: "${n}"\n    Weight: ${weights[i]}\n`).join("");
 
-const HEX: Record<string, string> = { wgt: "aaaa", stp: "bbbb", rst: "cccc", fol: "dddd" };
+const HEX: Record<string, string> = { wgt: "aaaa", stp: "bbbb", rst: "cccc", fol: "dddd", tmo: "eeee" };
 const pod = (tag: string, i: number, script = "sleep 600") =>
   makeCreateRequest({
     metadata: { name: `${tag}-${i}`, uid: `3333dddd-${HEX[tag]}-4000-8000-${String(i).padStart(12, "0")}` },
@@ -206,6 +206,37 @@ function queued(home: string, schedd: string, uid: string): boolean {
   const r = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-name", schedd, "-af", "InterLinkPodUID"], { env });
   return r.stdout.toString().split("\n").includes(uid);
 }
+
+describe("a submit that timed out (docs/schedds.md#when-a-schedd-goes-away)", () => {
+  /** A pool whose second schedd's condor_submit misbehaves (`mode`), and a sidecar that tries the second schedd first. */
+  async function slowSecond(mode: string): Promise<Sidecar> {
+    const dir = poolDir(64);
+    mkdirSync(join(dir, "minicondor", "schedds", "second"), { recursive: true });
+    writeFileSync(join(dir, "minicondor", "schedds", "second", "faults.json"), JSON.stringify({ tools: { condor_submit: mode } }));
+    return await startSidecar({
+      dir,
+      config: 'SubmitTimeoutSeconds: 1\nSpool: never\nSchedds:\n  - Name: "localhost"\n  - Name: "second@localhost"\n    Weight: 1000\n',
+    });
+  }
+
+  test("the job queued anyway: the pod stays on its schedd, with that job, and nothing goes elsewhere", async () => {
+    // the jobs are queued, then condor_submit answers only after the sidecar's timeout
+    sc = await slowSecond("slowafter:4000");
+    const req = pod("tmo", 1);
+    const res = await sc.call("POST", "/create", req, { timeoutMs: 60_000 });
+    expect([res.status, res.body]).toEqual([200, expect.stringContaining('"PodJID":"second@localhost#1.0"')]);
+    expect(jobsOn(sc.home, SCHEDDS[1]!).get(req.pod.metadata.uid)).toEqual(["1.0"]);
+    expect(jobsOn(sc.home, SCHEDDS[0]!).get(req.pod.metadata.uid)).toBeUndefined();
+  }, 120_000);
+
+  test("nothing queued (the schedd, asked by the pod's UID, has no such job): the create goes to another schedd", async () => {
+    sc = await slowSecond("hang");
+    const req = pod("tmo", 2);
+    const res = await sc.call("POST", "/create", req, { timeoutMs: 60_000 });
+    expect([res.status, res.body]).toEqual([200, expect.stringContaining('"PodJID":"localhost#1.0"')]);
+    expect(jobsOn(sc.home, SCHEDDS[1]!).get(req.pod.metadata.uid)).toBeUndefined();
+  }, 120_000);
+});
 
 describe("following each schedd as one is followed (docs/schedds.md#following)", () => {
   test("local jobs through the event log on one schedd, spooled jobs on another: each pod's end and logs come from its own job", async () => {
