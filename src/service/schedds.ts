@@ -179,13 +179,7 @@ export function createScheddRouter(members: readonly ScheddMember[], o: { log: L
     logs(req: LogRequest, signal: AbortSignal) {
       return (holder(req.PodUID) ?? state[0]!).m.service.logs(req, signal);
     },
-    async systemInfo() {
-      const infos: Record<string, unknown>[] = await Promise.all(
-        state.map(async (s) => ({ name: s.m.name, ...(await s.m.service.systemInfo()) as Record<string, unknown> })),
-      );
-      const healthy = infos.some((i) => i.status === "healthy");
-      return { ...infos[0], status: healthy ? "healthy" : "unhealthy", schedds: infos };
-    },
+    systemInfo: () => systemInfoAll(members),
     async reconcile() {
       const done = await Promise.allSettled(state.map((s) => s.m.service.reconcile()));
       const failed = done.flatMap((d, i) => (d.status === "rejected" ? [`schedd ${state[i]!.m.name}: ${String(d.reason)}`] : []));
@@ -208,6 +202,15 @@ export function createScheddRouter(members: readonly ScheddMember[], o: { log: L
     probe: async () => (await Promise.all(state.map((s) => s.m.service.probe()))).some(Boolean),
     schedds: () => state.map((s) => ({ name: s.m.name, up: up(s), view: s.m.service.view() })),
   };
+}
+
+/** /system-info of several schedds: healthy while one is, each schedd's own answer under `schedds`. */
+async function systemInfoAll(members: readonly ScheddMember[]): Promise<unknown> {
+  const infos: Record<string, unknown>[] = await Promise.all(
+    members.map(async (m) => ({ name: m.name, ...(await m.service.systemInfo()) as Record<string, unknown> })),
+  );
+  const healthy = infos.some((i) => i.status === "healthy");
+  return { ...infos[0], status: healthy ? "healthy" : "unhealthy", schedds: infos };
 }
 
 /** The status answers of several schedds as one: each pod's JID with its schedd's name, each stale schedd named. */
