@@ -226,6 +226,9 @@ export function createCondor(o: CondorOptions): Condor {
       if (scanLimit !== undefined) args.push("-scanlimit", String(scanLimit));
       if (constraint) args.push("-constraint", constraint);
       const r = await run("condor_history", args, { timeoutMs: o.queryTimeoutMs });
+      // A schedd that is down: exit 0 and no ads, yet nothing was asked
+      // (docs/htcondor.md#several-schedds-in-one-pool); never "no such job".
+      if (r.code === 0 && /^Unable to locate remote schedd/m.test(r.stderr)) fail("condor_history", r, "Cannot query HTCondor");
       return ads("condor_history", r);
     },
 

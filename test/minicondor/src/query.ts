@@ -8,8 +8,10 @@ import {
   allRuns,
   type Config,
   err,
+  homeDir,
   isOpt,
   loadConfig,
+  loadFaults,
   nowSec,
   openDb,
   out,
@@ -17,6 +19,8 @@ import {
   PLATFORM,
   rowAd,
   scheddAddr,
+  scheddHome,
+  selection,
   unresolvableHost,
   VERSION,
   wrappedText,
@@ -356,7 +360,7 @@ function sumLine(label: string, ads: Ad[]): string {
 function humanQueue(ads: Ad[], all: Ad[], q: QArgs, cfg: Config): string {
   const d = new Date();
   const stamp = `${p2(d.getMonth() + 1)}/${p2(d.getDate())}/${p2(d.getFullYear() % 100)} ${p2(d.getHours())}:${p2(d.getMinutes())}:${p2(d.getSeconds())}`;
-  let s = `\n\n-- Schedd: ${cfg.host} : ${scheddAddr(cfg).replace(/\?.*$/, "?...")} @ ${stamp}\n`;
+  let s = `\n\n-- Schedd: ${cfg.scheddName} : ${scheddAddr(cfg).replace(/\?.*$/, "?...")} @ ${stamp}\n`;
   if (!q.totals) {
     if (q.nobatch || q.statusFilter !== null) {
       s += ` ID      OWNER            SUBMITTED     RUN_TIME ST PRI SIZE CMD\n`;
@@ -476,6 +480,8 @@ export function condorQ(argv: string[]): number {
 }
 
 // ---------------------------------------------------------------- condor_history
+const HISTORY_HEADER = ` ID     OWNER          SUBMITTED   RUN_TIME     ST COMPLETED   CMD\n`;
+
 export function condorHistory(argv: string[]): number {
   let q: QArgs;
   let filter: ReturnType<typeof buildFilter>;
@@ -495,7 +501,14 @@ export function condorHistory(argv: string[]): number {
     }
     throw e;
   }
-  // history.cpp: g_name and g_pool are std::strings, so an absent -pool prints as nothing
+  // history.cpp: g_name and g_pool are std::strings, so an absent -pool prints as nothing. A schedd its
+  // master stopped: the same line, then the (empty) table's header, and exit 0
+  // (docs/htcondor.md#several-schedds-in-one-pool): nothing was reached, yet nothing says it failed.
+  if (q.name !== null && selection.stopped) {
+    err(`Unable to locate remote schedd (name=${q.name}, pool=${q.pool ?? ""}).\n`);
+    if (q.fmt.kind === "default") out(HISTORY_HEADER);
+    return 0;
+  }
   if ((q.name !== null || q.pool !== null) && ((q.name !== null && !acceptableSchedd(q.name, cfg)) || (q.pool !== null && !acceptablePool(q.pool, cfg)))) {
     err(`Unable to locate remote schedd (name=${q.name ?? ""}, pool=${q.pool ?? ""}).\n`);
     return 1;
@@ -529,7 +542,7 @@ export function condorHistory(argv: string[]): number {
   }
   if (q.fmt.kind === "default") {
     if (!ads.length) return 0;
-    let s = ` ID     OWNER          SUBMITTED   RUN_TIME     ST COMPLETED   CMD\n`;
+    let s = HISTORY_HEADER;
     for (const a of ads) {
       const id = `${a.num("ClusterId")}.${a.num("ProcId")}`;
       const st = a.num("JobStatus") ?? 0;
@@ -546,6 +559,22 @@ export function condorHistory(argv: string[]): number {
 }
 
 // ---------------------------------------------------------------- condor_status
+function scheddAd(cfg: Config, db: ReturnType<typeof openDb>): Ad {
+  const s = new Ad();
+  const jobs = allJobs(db);
+  const n = summary(jobs);
+  s.set("MyType", "Scheduler");
+  s.set("Name", cfg.scheddName);
+  s.set("Machine", cfg.host);
+  s.set("MyAddress", scheddAddr(cfg));
+  s.set("CondorVersion", VERSION);
+  s.set("TotalRunningJobs", n.r);
+  s.set("TotalIdleJobs", n.i);
+  s.set("TotalHeldJobs", n.h);
+  s.set("TotalJobAds", jobs.length);
+  return s;
+}
+
 export function condorStatus(argv: string[]): number {
   const cfg = loadConfig();
   let q: QArgs;
@@ -579,19 +608,9 @@ export function condorStatus(argv: string[]): number {
   ) owners.set(`${j.cluster}.${j.proc}`, j.owner);
   let ads: Ad[];
   if (q.schedd) {
-    const s = new Ad();
-    const jobs = allJobs(db);
-    const n = summary(jobs);
-    s.set("MyType", "Scheduler");
-    s.set("Name", cfg.host);
-    s.set("Machine", cfg.host);
-    s.set("MyAddress", scheddAddr(cfg));
-    s.set("CondorVersion", VERSION);
-    s.set("TotalRunningJobs", n.r);
-    s.set("TotalIdleJobs", n.i);
-    s.set("TotalHeldJobs", n.h);
-    s.set("TotalJobAds", jobs.length);
-    ads = [s];
+    // every schedd of the pool whose master has not stopped it: a stopped one has no ad in the collector
+    const homes = [homeDir(), ...cfg.schedds.map((l) => scheddHome(homeDir(), l))].filter((h) => !loadFaults(h, false).stopped);
+    ads = homes.map((h) => scheddAd(loadConfig(h), h === homeDir() ? db : openDb(h)));
   } else {
     ads = [machineAd(cfg, freeResources(cfg, runs), runs), ...runs.map((r) => dynamicSlotAd(cfg, r, owners.get(`${r.cluster}.${r.proc}`) ?? ownerName()))];
   }
