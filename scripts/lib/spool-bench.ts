@@ -220,7 +220,9 @@ if (import.meta.main) {
       emulatorNice: nums[3]!,
       say: (msg) => process.stderr.write(`[spool-bench ${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${msg}\n`),
     });
-    process.stdout.write(`${table(["row", "value", "target", "met"], rows.map((b) => [b.row, b.value, b.target, b.met === undefined ? "–" : b.met ? "yes" : "NO"]))}\n`);
+    process.stdout.write(
+      `${table(["row", "value", "target", "met"], rows.map((b) => [b.row, b.value, b.target, b.met === undefined ? "–" : b.met ? "yes" : "NO"]))}\n`,
+    );
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
