@@ -23,7 +23,6 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import type { BatchRow } from "./batch-bench.ts";
 import {
   cleanupHome,
   CONDOR_BIN,
@@ -40,6 +39,15 @@ import {
   startSidecar,
   table,
 } from "./kit.ts";
+
+/** A row of the table, against its target (the shape of every benchmark's rows). */
+export interface SpoolRow {
+  row: string;
+  value: string;
+  target: string;
+  /** Whether the value meets the target (undefined: reported only). */
+  met?: boolean;
+}
 
 export interface SpoolOptions {
   root: string;
@@ -123,7 +131,7 @@ async function holds(s: Sidecar, home: string, pods: { pod: Json; jid: string }[
   return { lags: sorted(lags), missed };
 }
 
-async function level(o: SpoolOptions, n: number, mode: Mode, runId: number): Promise<BatchRow[]> {
+async function level(o: SpoolOptions, n: number, mode: Mode, runId: number): Promise<SpoolRow[]> {
   const home = createHome({ cpus: 2 }, o.root);
   const dir = mkdtempSync(join(o.root, "spool-"));
   const s = await startSidecar({
@@ -178,14 +186,65 @@ async function level(o: SpoolOptions, n: number, mode: Mode, runId: number): Pro
 }
 
 /** The rows, for each level the spooled one beside the event log's. */
-export async function spoolRows(o: SpoolOptions): Promise<BatchRow[]> {
-  const rows: BatchRow[] = [];
+export async function spoolRows(o: SpoolOptions): Promise<SpoolRow[]> {
+  const rows: SpoolRow[] = [];
   const runId = Math.floor(Math.random() * 0xffffffff);
   for (const n of o.levels) {
     for (const mode of ["spooled", "event log"] as const) rows.push(...(await level(o, n, mode, runId)));
   }
   return rows;
 }
+
+const rowsText = (rows: readonly SpoolRow[]) =>
+  table(["row", "value", "target", "met"], rows.map((b) => [b.row, b.value, b.target, b.met === undefined ? "–" : b.met ? "yes" : "NO"]));
+
+/**
+ * The rows as one of scripts/bench.ts's benchmarks (its `Bench`, scripts/lib/bench-kit.ts, by
+ * shape): `--spool-levels` (default 100,10000; --quick 20, an empty list none), windows of
+ * `--spool-seconds` (default one ReconcileMinutes), `--reconcile-minutes` (5), `--spool-holds` (20).
+ */
+export const spoolBench = {
+  name: "spool",
+  flags: {
+    "spool-levels": { type: "string" as const },
+    "spool-seconds": { type: "string" as const },
+    "reconcile-minutes": { type: "string" as const },
+    "spool-holds": { type: "string" as const },
+  },
+  setup(b: {
+    root: string;
+    binary: string;
+    quick: boolean;
+    emulatorNice: number;
+    say(msg: string): void;
+    flag(name: string): string | boolean | undefined;
+    number(name: string, dflt: number): number;
+  }) {
+    const given = b.flag("spool-levels");
+    const levels = (typeof given === "string" ? given : b.quick ? "20" : "100,10000").split(",").filter((l) => l.trim() !== "").map(Number);
+    if (levels.some((l) => !Number.isInteger(l) || l < 3)) throw new Error(`--spool-levels: "${given}" is not a list of whole numbers of at least 3`);
+    const reconcileMinutes = b.number("reconcile-minutes", b.quick ? 0.25 : 5);
+    const o: SpoolOptions = {
+      root: b.root,
+      flavour: "binary",
+      binary: b.binary,
+      levels,
+      seconds: Math.max(5, b.number("spool-seconds", reconcileMinutes * 60)),
+      reconcileMinutes,
+      holds: Math.floor(b.number("spool-holds", b.quick ? 5 : 20)),
+      emulatorNice: b.emulatorNice,
+      say: b.say,
+    };
+    let rows: SpoolRow[] = [];
+    return {
+      run: async () => (rows = await spoolRows(o)),
+      lines:
+        () => (rows.length === 0
+          ? []
+          : ["", `Spooled jobs beside the event log's (issue 27): ${o.levels.join(" and ")} followed jobs that stay idle`, rowsText(rows)]),
+    };
+  },
+};
 
 if (import.meta.main) {
   const { values } = parseArgs({
@@ -220,9 +279,7 @@ if (import.meta.main) {
       emulatorNice: nums[3]!,
       say: (msg) => process.stderr.write(`[spool-bench ${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${msg}\n`),
     });
-    process.stdout.write(
-      `${table(["row", "value", "target", "met"], rows.map((b) => [b.row, b.value, b.target, b.met === undefined ? "–" : b.met ? "yes" : "NO"]))}\n`,
-    );
+    process.stdout.write(`${rowsText(rows)}\n`);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

@@ -8,7 +8,7 @@
  * - the watch (watch.ts), while some followed job has no readable shared event log (spooled jobs,
  *   jobs queued before the upgrade, a log in another format): every second, what changed since
  *   the last answer, and now and then a count of the live jobs, merged into the view.
- * After either, `afterRefresh` does what the new ads ask for (jobs that left, holds, spooled
+ * After each, `afterRefresh` does what the new ads ask for (jobs that left, holds, spooled
  * output). A status request reads the latest view and never waits on a condor tool, except for
  * the first refresh after start. With nothing to follow the loop sleeps, and a new job wakes it.
  */

@@ -75,13 +75,17 @@ export function createWatch(h: WatchHost): Watch {
   /** Jobs that wrote an expression into their times: asked about by the reconciler only. */
   const quiet = new Map<string, JobRef>();
 
-  /** The followed jobs from `oldest` on that the view holds as live (neither removed nor completed). */
+  /**
+   * The followed jobs from `oldest` on that the view holds as live (neither removed nor completed).
+   * A status that is no number (a job can chirp an expression into JobStatus) is not counted: the
+   * schedd's count would not match it either, and one such job must not look missing for ever.
+   */
   function liveInView(oldest: number): number {
     let n = 0;
     for (const [id, j] of h.followed().jobs) {
       if (j.cluster < oldest) continue;
       const st = h.viewAd(id)?.JobStatus;
-      if (st !== undefined && st !== 3 && st !== 4) n++;
+      if (typeof st === "number" && st !== 3 && st !== 4) n++;
     }
     return n;
   }
@@ -169,7 +173,7 @@ export function createWatch(h: WatchHost): Watch {
     for (const ad of ads) {
       const id = typeof ad.ClusterId === "number" && typeof ad.ProcId === "number" ? f.ids.get(ad.ClusterId)?.get(ad.ProcId) : undefined;
       const st = id === undefined ? undefined : h.viewAd(id)?.JobStatus;
-      if (id !== undefined && st !== undefined && st !== 3 && st !== 4) gone.push(f.jobs.get(id)!);
+      if (id !== undefined && typeof st === "number" && st !== 3 && st !== 4) gone.push(f.jobs.get(id)!);
     }
     // An empty map: every job asked about has left the queue, and the status path reads its end.
     if (gone.length > 0) await h.merge(new Map(), h.now(), gone);
