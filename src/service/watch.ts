@@ -6,10 +6,11 @@
  * - every WATCH_MS, one condor_q of the jobs whose status changed (EnteredCurrentStatus) or that
  *   chirped a new state (the wrapper's InterLinkStateTime) since the previous answer, timed by
  *   the schedd's own clock (ServerTime); nothing changed, nothing is sent;
- * - every COUNT_MS before it, one `condor_q -totals` counts this sidecar's live jobs (no job ad
- *   is sent). Fewer than the view holds live means a job left the queue before a question could
- *   see its last status (a removal of an idle or held job leaves at once): the history since the
- *   last count that missed none says which, and a full condor_q when it cannot.
+ * - every COUNT_MS after it, one `condor_q -totals` counts this sidecar's live jobs (no job ad
+ *   is sent). Fewer than the view holds live, even after one more question of what changed,
+ *   means a job left the queue before a question could see its last status (a removal of an idle
+ *   or held job leaves at once): the history since the last count that missed none says which,
+ *   and a full condor_q when it cannot.
  *
  * The full condor_q of every followed job stays the reconciler's (ReconcileMinutes), and gives the
  * first window its start. What comes back is matched to pods by the recorded job id alone; the
@@ -59,7 +60,7 @@ export interface Watch {
   ready(): boolean;
   /** What the full condor_q's answer says of the schedd's clock: its ServerTimes and how long it took. */
   noteFull(ads: readonly JobAd[], callMs: number): void;
-  /** One turn: the count when it is due, then what changed, for the polled jobs. */
+  /** One turn: what changed among the polled jobs, then the count when it is due. */
   tick(polled: readonly LiveJob[]): Promise<void>;
 }
 
@@ -199,15 +200,17 @@ export function createWatch(h: WatchHost): Watch {
       if (polled.length === 0 || since === undefined) return;
       let oldest = Infinity;
       for (const j of polled) oldest = Math.min(oldest, j.cluster);
-      let live: { jobs: number; from: number | undefined } | undefined;
-      if (h.now() - lastCount >= COUNT_MS) {
-        lastCount = h.now();
-        live = await count(oldest);
-        if (!live) return;
+      if (!(await changes(oldest, polled)) || h.now() - lastCount < COUNT_MS) return;
+      lastCount = h.now();
+      const live = await count(oldest);
+      if (!live) return;
+      let expected = liveInView(oldest);
+      // Short: a job changed status after the question above. If it is still in the queue, the
+      // next question sees it, and only what that leaves unexplained has left unseen.
+      if (live.jobs < expected) {
+        if (!(await changes(oldest, polled))) return;
+        expected = liveInView(oldest);
       }
-      // After the count: a job the count missed that is still in the queue is in this answer.
-      if (!(await changes(oldest, polled)) || !live) return;
-      const expected = liveInView(oldest);
       if (live.jobs >= expected) departedSince = live.from ?? departedSince;
       else await departed(oldest, expected - live.jobs);
     },
