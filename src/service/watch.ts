@@ -1,6 +1,6 @@
 /**
  * Following the jobs that write no event log the sidecar can read: spooled jobs (every remote
- * schedd), and the few others queue.ts polls (docs/status.md#following-spooled-jobs). Instead of
+ * schedd), and the few others without one (docs/status.md#following-spooled-jobs). Instead of
  * reading every such job's ad every few seconds, the sidecar asks the schedd only what changed:
  *
  * - every WATCH_MS, one condor_q of the jobs whose status changed (EnteredCurrentStatus) or that
