@@ -442,7 +442,8 @@ describe("condor_q / condor_history output (docs/htcondor.md#condor_q, docs/htco
   test(
     "what changed since a time: ServerTime when -attributes names it, EnteredCurrentStatus set by a status change, time() in a constraint, -totals with ServerTime (docs/htcondor.md#what-changed-since, docs/htcondor.md#counting-without-ads)",
     async () => {
-      const c = await submit('executable = /bin/true\nhold = true\nMY.Mark = "watch"\nqueue 2\n');
+      // The released job runs and stays live (it sleeps) while the test counts it.
+      const c = await submit('executable = /bin/sleep\narguments = 300\nhold = true\nMY.Mark = "watch"\nqueue 2\n');
       const attrs = ["-attributes", "ClusterId,ProcId,JobStatus,EnteredCurrentStatus,ServerTime"];
       // queue.cpp: -json asks the schedd for ServerTime; printed when -attributes names it.
       const named = JSON.parse((await run("condor_q", ["-json", ...attrs, String(c)])).stdout);
