@@ -228,6 +228,53 @@ function idsConstraint(jobs: readonly LiveJob[]): string {
   return [...byCluster].map(([cl, procs]) => `(ClusterId == ${cl} && (${procs.map((p) => `ProcId == ${p}`).join(" || ")}))`).join(" || ");
 }
 
+/**
+ * The followed jobs without a readable shared event log (`polled` says which logs those are): the
+ * watch asks what changed among them every WATCH_MS (the full condor_q stays at ReconcileMinutes).
+ */
+function watchedJobs(f: Followed, polled: (eventLog: string | undefined) => boolean): LiveJob[] {
+  let polledLogs = 0;
+  for (const [log, count] of f.byLog) if (polled(log)) polledLogs += count;
+  if (polledLogs === 0) return [];
+  const out: LiveJob[] = [];
+  for (const j of f.jobs.values()) if (polled(j.eventLog)) out.push(j);
+  return out;
+}
+
+/**
+ * Puts the ads of the jobs asked about into the view (an asked job without an ad has left the
+ * queue), and does what they ask for. False when that failed (the caller asks again later).
+ */
+async function mergeAsked(
+  snap: Snapshot,
+  last: ParsedAnswer | undefined,
+  found: ReadonlyMap<string, JobAd>,
+  at: number,
+  asked: readonly LiveJob[],
+  afterRefresh: QueueView["afterRefresh"],
+  log: QueueDeps["log"],
+): Promise<boolean> {
+  snap.checked ??= new Map();
+  const live = new Map<string, LiveJob>();
+  for (const j of asked) {
+    const id = `${j.cluster}.${j.proc}`;
+    const ad = found.get(id);
+    if (ad) snap.ads.set(id, ad);
+    else snap.ads.delete(id);
+    // The next full answer parses this job's ad again rather than keep the one it had.
+    last?.index.delete(id);
+    snap.checked.set(id, at);
+    live.set(id, j);
+  }
+  try {
+    await afterRefresh?.({ at, ads: snap.ads, checked: snap.checked }, live);
+  } catch (err) {
+    log.warn("acting on the queue's view failed; the next refresh tries again", { error: err instanceof Error ? err.message : String(err) });
+    return false;
+  }
+  return true;
+}
+
 export function createQueueView(d: QueueDeps): QueueView {
   const periodMs = d.config.StatusCacheSeconds * 1000;
   const reconcileMs = d.config.ReconcileMinutes * 60_000;
@@ -301,7 +348,7 @@ export function createQueueView(d: QueueDeps): QueueView {
     if (schedd.failures === 0) schedd.since = now;
     schedd.failures++;
   }
-  /** Whether the last targeted condor_q failed: a probe that answers does not make the view fresh again. */
+  /** Whether the last targeted condor_q (or the watch's) failed: a probe that answers does not make the view fresh again. */
   let targetedFailed = false;
   function answered(): void {
     if (!targetedFailed) failing = false;
@@ -310,69 +357,31 @@ export function createQueueView(d: QueueDeps): QueueView {
     lastCounted = -Infinity;
     recordSuccess(schedd);
   }
+  function askedAnswered(): void {
+    targetedFailed = false;
+    answered();
+  }
+  function askedFailed(err: unknown, at: number): void {
+    targetedFailed = true;
+    failed(err, at);
+  }
 
   const followedJobs = followedJobsReader(d.store);
 
-  /**
-   * The followed jobs without a readable shared event log: the watch asks what changed among them
-   * every WATCH_MS (the full condor_q stays at ReconcileMinutes). Counted from the followed jobs
-   * once per turn, and counted up by a create that adds one.
-   */
-  function polledJobs(f: Followed): LiveJob[] {
-    let polledLogs = 0;
-    for (const [log, count] of f.byLog) if (view.polled(log)) polledLogs += count;
-    if (polledLogs === 0) return [];
-    const out: LiveJob[] = [];
-    for (const j of f.jobs.values()) if (view.polled(j.eventLog)) out.push(j);
-    return out;
-  }
+  const polledJobs = (f: Followed) => watchedJobs(f, view.polled);
+  /** Counted from the followed jobs once per turn, and counted up by a create that adds one. */
   let polledCount = 0;
 
-  /**
-   * Puts the ads of the jobs asked about into the view (an asked job without an ad has left the
-   * queue), and does what they ask for. False when that failed (the caller asks again later).
-   */
-  async function merge(found: ReadonlyMap<string, JobAd>, at: number, asked: readonly LiveJob[]): Promise<boolean> {
-    const snap = current;
-    if (!snap) return true;
-    snap.checked ??= new Map();
-    const live = new Map<string, LiveJob>();
-    for (const j of asked) {
-      const id = `${j.cluster}.${j.proc}`;
-      const ad = found.get(id);
-      if (ad) snap.ads.set(id, ad);
-      else snap.ads.delete(id);
-      // The next full answer parses this job's ad again rather than keep the one it had.
-      last?.index.delete(id);
-      snap.checked.set(id, at);
-      live.set(id, j);
-    }
-    try {
-      await view.afterRefresh?.({ at, ads: snap.ads, checked: snap.checked }, live);
-    } catch (err) {
-      d.log.warn("acting on the queue's view failed; the next refresh tries again", { error: err instanceof Error ? err.message : String(err) });
-      return false;
-    }
-    return true;
-  }
-
+  const merge = (found: ReadonlyMap<string, JobAd>, at: number, asked: readonly LiveJob[]) =>
+    current ? mergeAsked(current, last, found, at, asked, view.afterRefresh, d.log) : Promise.resolve(true);
   const watch = createWatch({
-    condor: d.condor,
-    sidecarId: d.sidecarId,
-    now: d.now,
-    log: d.log,
+    ...d,
     attributes,
-    followed: () => followedJobs(),
+    followed: followedJobs,
     viewAd: (id) => current?.ads.get(id),
     merge,
-    answered() {
-      targetedFailed = false;
-      answered();
-    },
-    failed(err, at) {
-      targetedFailed = true;
-      failed(err, at);
-    },
+    answered: askedAnswered,
+    failed: askedFailed,
     kick: () => view.kick(),
   });
   /** When the next full condor_q is due: at start, after a gap (`kick`), then every ReconcileMinutes. */
@@ -393,13 +402,11 @@ export function createQueueView(d: QueueDeps): QueueView {
       try {
         ads = await d.condor.query({ constraint: idsConstraint(part), attributes: attributes() });
       } catch (err) {
-        targetedFailed = true;
-        failed(err, at);
+        askedFailed(err, at);
         d.log.warn("condor_q of the jobs the event log named failed; status leaves the followed pods out until it answers", { error: schedd.error });
         return false;
       }
-      targetedFailed = false;
-      answered();
+      askedAnswered();
       // Matched by the id the sidecar recorded, never by an attribute the job could rewrite.
       const found = new Map<string, JobAd>();
       for (const ad of ads) {

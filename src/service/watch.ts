@@ -66,6 +66,21 @@ export interface Watch {
 
 const ref = (j: LiveJob): JobRef => ({ cluster: j.cluster, proc: j.proc });
 
+/**
+ * The followed jobs from `oldest` on that the view holds as live (neither removed nor completed).
+ * A status that is no number (a job can chirp an expression into JobStatus) is not counted: the
+ * schedd's count would not match it either, and one such job must not look missing for ever.
+ */
+function liveInView(h: WatchHost, oldest: number): number {
+  let n = 0;
+  for (const [id, j] of h.followed().jobs) {
+    if (j.cluster < oldest) continue;
+    const st = h.viewAd(id)?.JobStatus;
+    if (typeof st === "number" && st !== 3 && st !== 4) n++;
+  }
+  return n;
+}
+
 export function createWatch(h: WatchHost): Watch {
   /** The start of the next window, in the schedd's seconds. */
   let since: number | undefined;
@@ -75,21 +90,6 @@ export function createWatch(h: WatchHost): Watch {
   let lastFull = -Infinity;
   /** Jobs that wrote an expression into their times: asked about by the reconciler only. */
   const quiet = new Map<string, JobRef>();
-
-  /**
-   * The followed jobs from `oldest` on that the view holds as live (neither removed nor completed).
-   * A status that is no number (a job can chirp an expression into JobStatus) is not counted: the
-   * schedd's count would not match it either, and one such job must not look missing for ever.
-   */
-  function liveInView(oldest: number): number {
-    let n = 0;
-    for (const [id, j] of h.followed().jobs) {
-      if (j.cluster < oldest) continue;
-      const st = h.viewAd(id)?.JobStatus;
-      if (typeof st === "number" && st !== 3 && st !== 4) n++;
-    }
-    return n;
-  }
 
   async function count(oldest: number): Promise<{ jobs: number; from: number | undefined } | undefined> {
     const at = h.now();
@@ -204,12 +204,12 @@ export function createWatch(h: WatchHost): Watch {
       lastCount = h.now();
       const live = await count(oldest);
       if (!live) return;
-      let expected = liveInView(oldest);
+      let expected = liveInView(h, oldest);
       // Short: a job changed status after the question above. If it is still in the queue, the
       // next question sees it, and only what that leaves unexplained has left unseen.
       if (live.jobs < expected) {
         if (!(await changes(oldest, polled))) return;
-        expected = liveInView(oldest);
+        expected = liveInView(h, oldest);
       }
       if (live.jobs >= expected) departedSince = live.from ?? departedSince;
       else await departed(oldest, expected - live.jobs);
