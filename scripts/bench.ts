@@ -8,7 +8,7 @@
  *                        [--emulator-nice 10] [--binary PATH] [--build] [--keep] [--out PATH]
  *                        [--followed 10000] [--big-followed 0] [--follow-seconds 300]
  *                        [--reconcile-minutes 5] [--only-eventlog]
- *                        [--operator-scale 1] [--skip-operator] [--spool-levels 100,10000]
+ *                        [--operator-scale 1] [--skip-operator]
  *
  * dist/htcondor-sidecar is built first when it is missing or older than src/ (--build: always).
  * --quick (levels 1,100, 3 s of status per row, 2 start-up runs, 20 creates per /create row) only
@@ -34,9 +34,7 @@
  *     row are deleted before the next), after 5 unreported warm-up creates per runtime. Every
  *     create is matched to its own condor_submit by the pod folder the tool ran in (a timing
  *     launcher, kit.ts timedSubmitBin): overhead = create latency − that condor_submit's wall time.
- *  5. spooled jobs beside the event log's (scripts/lib/spool-bench.ts) at `--spool-levels` followed
- *     pods (--quick: 20; an empty list leaves them out), each window `--follow-seconds` long;
- *  6. the HTCJob operator's rows (scripts/lib/operator-bench.ts) on a kube-apiserver of their own:
+ *  5. the HTCJob operator's rows (scripts/lib/operator-bench.ts) on a kube-apiserver of their own:
  *     `--operator-scale` multiplies their sizes (--quick: 0.05); `--skip-operator` leaves them out.
  *
  * minicondor's tools, and the schedd and jobs they start, run at `--emulator-nice` (default 10, 0:
@@ -52,7 +50,6 @@
 import { type BatchRow, batchRows } from "./lib/batch-bench.ts";
 import { eventLogRows } from "./lib/eventlog-bench.ts";
 import { operatorRows } from "./lib/operator-bench.ts";
-import { spoolRows } from "./lib/spool-bench.ts";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, release, tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
@@ -122,7 +119,6 @@ function parseFlags() {
         "only-eventlog": { type: "boolean", default: false },
         "operator-scale": { type: "string" },
         "skip-operator": { type: "boolean", default: false },
-        "spool-levels": { type: "string" },
         help: { type: "boolean", short: "h", default: false },
       },
       strict: true,
@@ -828,9 +824,6 @@ async function run(): Promise<Report> {
   rep.batch.push(
     ...(await eventLogRows(eventLogOptions())),
   );
-  // 7. spooled jobs (issue 27), each level beside the same jobs followed through the event log.
-  const spoolLevels = (flags["spool-levels"] ?? (quick ? "20" : "100,10000")).split(",").filter(Boolean).map((l) => num("spool-levels", l, 0));
-  rep.batch.push(...(await spoolRows({ ...eventLogOptions(), levels: spoolLevels, seconds: opts.followSeconds, holds: quick ? 5 : 20 })));
   const at1000 = rep.status.find((r) => r.flavour === "binary" && r.level === 1000);
   if (at1000) {
     rep.batch.push({

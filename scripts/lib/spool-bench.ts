@@ -16,8 +16,9 @@
  *   bun scripts/lib/spool-bench.ts [--levels 100,1000] [--seconds 300] [--reconcile-minutes 5]
  *                                  [--holds 20] [--emulator-nice 10] [--binary PATH]
  *
- * On its own it runs the sources on Bun unless --binary names an executable; `npm run bench` runs
- * it on the built binary with --spool-levels (default 100,10000).
+ * On its own it runs the sources on Bun unless --binary names an executable. `spoolBench` is the
+ * same rows as one of `npm run bench`'s benchmarks (scripts/bench.ts lists it in BENCHES), on the
+ * built binary, at --spool-levels (default 100,10000).
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
