@@ -301,8 +301,8 @@ async function track(c: Ctx, snap: Snapshot, live: ReadonlyMap<string, LiveJob>)
   }
   const done = await fetchOutputs(c, completed.map(([r]) => r));
   for (const r of done) observeEnded(c, r, completed.find(([e]) => e.uid === r.uid)![1]);
-  // A fetch to try again: no new status comes to say when (a spooled job is watched for changes only).
-  for (const [r] of completed) if (!done.includes(r)) c.queue.recheck(jid(r), c.now() + FETCH_RETRY_MS);
+  // A fetch to try again when it is due: no new status comes to say when (a spooled job is watched for changes only).
+  for (const [r] of completed) if (!done.includes(r)) c.queue.recheck(jid(r), (c.lastFetch.get(r.uid) ?? c.now()) + FETCH_RETRY_MS);
   if (gone.length > 0) await trackGone(c, gone);
 }
 
