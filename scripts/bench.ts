@@ -65,9 +65,10 @@ import { BINARY, ROOT } from "./lib/kit.ts";
 import { operatorBench } from "./lib/operator-bench.ts";
 import { scheddsBench } from "./lib/schedds-bench.ts";
 import { sidecarBench } from "./lib/sidecar-bench.ts";
+import { spoolBench } from "./lib/spool-bench.ts";
 
 /** The benchmarks, in the order they run. A new one is a scripts/lib/*-bench.ts module exporting a Bench (bench-kit.ts), and a line here. */
-const BENCHES: readonly Bench[] = [sidecarBench, batchBench, eventLogBench, burstBench, operatorBench, scheddsBench];
+const BENCHES: readonly Bench[] = [sidecarBench, batchBench, eventLogBench, spoolBench, burstBench, operatorBench, scheddsBench];
 
 const DRIVER_FLAGS: Record<string, FlagSpec> = {
   quick: { type: "boolean", default: false },

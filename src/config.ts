@@ -201,10 +201,10 @@ export const Schema = z.object({
     .describe("Timeout of `condor_q`, `condor_history`, `condor_rm`, `condor_status` and `condor_tail`"),
   StatusCacheSeconds: z
     .number()
-    .min(1, "must be at least 1: the background refresh runs a condor_q this often while pods are followed")
+    .min(1, "must be at least 1: a failed condor_q of changed jobs is retried this often")
     .default(2)
     .describe(
-      "While pods whose jobs have no shared event log are followed (spooled jobs, jobs queued before an upgrade, a log in a format the sidecar does not read), one `condor_q` for all followed jobs runs this often in the background; also how often a failed `condor_q` of changed jobs is retried",
+      "How often a failed `condor_q` of changed jobs is retried, a job between the queue and the history is asked about again, and (at first) a removed job still in the queue; the sidecar asks what changed among jobs with no shared event log (spooled jobs) every second regardless, the operator polls such clusters this often",
     ),
   ReconcileMinutes: z
     .number()

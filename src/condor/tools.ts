@@ -18,6 +18,7 @@ import {
   parseJsonAds,
   parseRmLine,
   parseTerseSubmit,
+  parseTotals,
   type RmOutcome,
   sliceJsonAds,
   submitRefusal,
@@ -66,6 +67,11 @@ export interface Condor {
    * only what changed), read into `into` (or a larger buffer when it does not fit).
    */
   querySlices(opts: { constraint: string; attributes: readonly string[]; into: Uint8Array }): Promise<JsonAdSlices>;
+  /**
+   * condor_q -json -totals: how many of the caller's jobs match, and the schedd's clock, from the
+   * one summary ad; the schedd sends no job ad (docs/htcondor.md#counting-without-ads).
+   */
+  totals(constraint: string): Promise<{ jobs: number; serverTime: number | undefined }>;
   /** condor_history -json for ids and/or a constraint (newest first); no scanLimit: the whole history. */
   history(opts: { ids?: readonly JobId[]; constraint?: string; attributes: readonly string[]; limit: number; scanLimit?: number }): Promise<JobAd[]>;
   /**
@@ -218,6 +224,16 @@ export function createCondor(o: CondorOptions): Condor {
         return sliceJsonAds(r.stdoutBytes ?? into.subarray(0, 0));
       } catch (err) {
         throw new SidecarError("unavailable", `Cannot parse condor_q -json output: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    },
+
+    async totals(constraint) {
+      const r = await run("condor_q", ["-json", "-totals", "-constraint", constraint], { timeoutMs: o.queryTimeoutMs });
+      if (r.code !== 0) fail("condor_q", r, `Cannot query HTCondor`);
+      try {
+        return parseTotals(r.stdout);
+      } catch (err) {
+        throw new SidecarError("unavailable", `Cannot parse condor_q -totals output: ${err instanceof Error ? err.message : String(err)}`);
       }
     },
 

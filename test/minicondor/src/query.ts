@@ -25,6 +25,8 @@ import {
   VERSION,
   wrappedText,
 } from "./common.ts";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { dynamicSlotAd, freeResources, machineAd } from "./machine.ts";
 import { maybeEnsureSchedd } from "./schedd.ts";
 
@@ -280,11 +282,15 @@ function printfFormat(fmt: string, ad: Ad, attr: string): string {
 function writeAds(ads: Ad[], q: QArgs, opts: { serverTime: boolean; emptyJsonBrackets: boolean }): string {
   const st = nowSec();
   const attrs = q.attrs;
+  // queue.cpp asks the schedd to stamp every ad with ServerTime for -long, -json and -xml (or when
+  // -attributes names it), and prints it when there is no -attributes or it names ServerTime; the
+  // schedd's stamp replaces an attribute of that name in the job's own ad (classad_oldnew.cpp).
+  const stamp = opts.serverTime && (!attrs || attrs.some((a) => a.toLowerCase() === "servertime"));
   switch (q.fmt.kind) {
     case "json": {
       if (!ads.length) return opts.emptyJsonBrackets ? "[\n]\n" : "";
       const parts = ads.map((ad) => {
-        if (opts.serverTime && !attrs) {
+        if (stamp) {
           ad = ad.clone();
           ad.set("ServerTime", st);
         }
@@ -297,7 +303,7 @@ function writeAds(ads: Ad[], q: QArgs, opts: { serverTime: boolean; emptyJsonBra
     case "long":
     case "xml":
       return ads.map((ad) => {
-        if (opts.serverTime && !attrs) {
+        if (stamp) {
           ad = ad.clone();
           ad.set("ServerTime", st);
         }
@@ -404,6 +410,10 @@ function humanQueue(ads: Ad[], all: Ad[], q: QArgs, cfg: Config): string {
 function totalsAd(ads: Ad[], all: Ad[]): Ad {
   const t = new Ad();
   const n = summary(ads), m = summary(all.filter((a) => a.str("Owner") === ownerName())), u = summary(all);
+  // sendDone (schedd.cpp): the summary ad always carries the schedd's clock.
+  t.set("Owner", 0);
+  t.set("ErrorCode", 0);
+  t.set("ServerTime", nowSec());
   t.set("MyType", "Summary");
   const put = (prefix: string, x: typeof n) => {
     t.set(prefix + "Jobs", x.jobs);
@@ -418,6 +428,18 @@ function totalsAd(ads: Ad[], all: Ad[]): Ad {
   put("My", m);
   put("Allusers", u);
   return t;
+}
+
+/**
+ * One line per answer of condor_q and condor_history in `$MINICONDOR_HOME/answers.log`:
+ * `ISO-time tool ads JSON-argv`, the job ads the schedd sent (the summary ad of -totals counts as
+ * one). The benchmark and the tests count what each query of the sidecar cost with it; calls.log
+ * keeps its format.
+ */
+function noteAnswer(tool: string, ads: number, argv: readonly string[]): void {
+  try {
+    fs.appendFileSync(path.join(homeDir(), "answers.log"), `${new Date().toISOString()} ${tool} ${ads} ${JSON.stringify(argv)}\n`);
+  } catch { /* the log is for measuring only */ }
 }
 
 // ---------------------------------------------------------------- condor_q
@@ -463,6 +485,8 @@ export function condorQ(argv: string[]): number {
   let ads = all.filter(filter.ok);
   if (q.limit !== null && q.limit >= 0) ads = ads.slice(0, q.limit);
   if (q.totals) {
+    // fetch_SummaryOnly (queue.cpp): the schedd sends the summary ad and no job ad.
+    noteAnswer("condor_q", 1, argv);
     if (q.fmt.kind === "json") {
       out("[\n" + adToJson(totalsAd(ads, all)) + "\n]\n");
       return 0;
@@ -474,6 +498,7 @@ export function condorQ(argv: string[]): number {
     out(humanQueue(ads, all, q, cfg));
     return 0;
   }
+  noteAnswer("condor_q", ads.length, argv);
   if (q.fmt.kind === "default") out(humanQueue(ads, all, q, cfg));
   else out(writeAds(ads, q, { serverTime: true, emptyJsonBrackets: false }));
   return 0;
@@ -540,6 +565,7 @@ export function condorHistory(argv: string[]): number {
       if (!remaining.size) break;
     }
   }
+  noteAnswer("condor_history", ads.length, argv);
   if (q.fmt.kind === "default") {
     if (!ads.length) return 0;
     let s = HISTORY_HEADER;
