@@ -56,11 +56,12 @@ if (values.step === undefined) {
       store.accept({ ...rec, containers: [{ name: "main", init: false, image: "docker://busybox:1.36" }], eventLog: log });
       store.recordJob(uid(i), 100 + Math.floor(i / 170), i % 170, 2);
     }
+    const sidecarId = "htcondor-sidecar-0123456789abcdef";
     const ads = Array.from({ length: pods }, (_, i) => ({
       ClusterId: 100 + Math.floor(i / 170),
       EnteredCurrentStatus: 1795880000,
       InterLinkPodUID: uid(i),
-      InterLinkSidecarId: "htcondor-sidecar-0123456789abcdef",
+      InterLinkSidecarId: sidecarId,
       JobStatus: 1,
       NumJobStarts: 0,
       ProcId: i % 170,
@@ -75,9 +76,10 @@ if (values.step === undefined) {
     const view = createQueueView({
       store,
       condor: { querySlices, query: () => Promise.resolve([]) } as unknown as Condor,
+      sidecarId,
       config: { StatusCacheSeconds: 2, ReconcileMinutes: 5 },
       now: () => Date.now(),
-      log: { warn() {} },
+      log: { warn() {}, info() {} },
       timer: () => () => {},
     });
     view.polled = (l) => l === undefined;

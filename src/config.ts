@@ -151,6 +151,22 @@ export const Schema = z.object({
   ShutdownGraceSeconds: seconds.default(10).describe(
     "On SIGTERM, how long requests in flight (and creates waiting on `condor_submit`) get before the sidecar exits",
   ),
+  Schedds: z
+    .array(
+      z.object({
+        Name: str.min(1).describe("The schedd's name as `-name` takes it: `name@host`, or a host name (which must resolve, as for `--schedd-name`)"),
+        Pool: str.default("").describe("Its collector (`-pool`); empty: `--collector-host`, else HTCondor's own configuration"),
+        Spool: z.enum(["auto", "always", "never"]).optional().describe("`Spool` for this schedd's jobs; absent: the top-level `Spool` (or `--spool`)"),
+        Weight: z.number().positive().default(1).describe("Its share of new pods: creates go where this sidecar has the fewest idle jobs per unit of weight"),
+        ExtraLines: extraLines.default({}).describe(
+          "Submit commands this schedd's jobs get after `Submit.ExtraLines` (e.g. its `accounting_group`)",
+        ),
+      }).strict(),
+    )
+    .default([])
+    .describe(
+      "Several schedds (docs/schedds.md): each create goes to one of those that answer, and each pod's job stays on its schedd. Empty, or one entry: one schedd, as with `--schedd-name` (or none); refused together with `--schedd-name`",
+    ),
   Spool: z
     .enum(["auto", "always", "never"])
     .default("auto")
@@ -185,10 +201,10 @@ export const Schema = z.object({
     .describe("Timeout of `condor_q`, `condor_history`, `condor_rm`, `condor_status` and `condor_tail`"),
   StatusCacheSeconds: z
     .number()
-    .min(1, "must be at least 1: the background refresh runs a condor_q this often while pods are followed")
+    .min(1, "must be at least 1: a failed condor_q of changed jobs is retried this often")
     .default(2)
     .describe(
-      "While pods whose jobs have no shared event log are followed (spooled jobs, jobs queued before an upgrade, a log in a format the sidecar does not read), one `condor_q` for all followed jobs runs this often in the background; also how often a failed `condor_q` of changed jobs is retried",
+      "How often a failed `condor_q` of changed jobs is retried, a job between the queue and the history is asked about again, and (at first) a removed job still in the queue; the sidecar asks what changed among jobs with no shared event log (spooled jobs) every second regardless, the operator polls such clusters this often",
     ),
   ReconcileMinutes: z
     .number()
@@ -365,6 +381,18 @@ export const Schema = z.object({
       ctx.addIssue({ code: "custom", path: ["DefaultFlavor"], message: `no flavor is named ${JSON.stringify(c.DefaultFlavor)}` });
     }
     const siteKeys = new Set(Object.keys(c.Submit.ExtraLines).map(lineKey));
+    const named = new Map<string, number>();
+    c.Schedds.forEach((sd, i) => {
+      // HTCondor compares daemon names without regard to case
+      const key = sd.Name.toLowerCase();
+      const first = named.get(key);
+      if (first !== undefined) {
+        ctx.addIssue({ code: "custom", path: ["Schedds", i, "Name"], message: `names the same schedd as Schedds.${first} (${JSON.stringify(sd.Name)})` });
+      } else named.set(key, i);
+      for (const k of Object.keys(sd.ExtraLines)) {
+        if (siteKeys.has(lineKey(k))) ctx.addIssue({ code: "custom", path: ["Schedds", i, "ExtraLines", k], message: "is also set by Submit.ExtraLines" });
+      }
+    });
     for (const [name, f] of Object.entries(c.Flavors)) {
       for (const k of Object.keys(f.ExtraLines)) {
         if (siteKeys.has(lineKey(k))) ctx.addIssue({ code: "custom", path: ["Flavors", name, "ExtraLines", k], message: "is also set by Submit.ExtraLines" });

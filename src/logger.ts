@@ -34,6 +34,16 @@ export function createLogger(opts: { level: LogLevel; format: LogFormat; write: 
   };
 }
 
+/** A logger whose every line also carries `fields` (e.g. the schedd a service talks to). */
+export function withFields(log: Logger, fields: Fields): Logger {
+  return {
+    debug: (m, f) => log.debug(m, { ...fields, ...f }),
+    info: (m, f) => log.info(m, { ...fields, ...f }),
+    warn: (m, f) => log.warn(m, { ...fields, ...f }),
+    error: (m, f) => log.error(m, { ...fields, ...f }),
+  };
+}
+
 /** A logger that keeps lines in memory (tests). */
 export function memoryLogger(): Logger & { lines: Fields[] } {
   const lines: Fields[] = [];

@@ -42,6 +42,17 @@ export function parseJsonAds(stdout: string): JobAd[] {
 }
 
 /**
+ * `Jobs` (the jobs that matched the constraint) and `ServerTime` of the one summary ad that
+ * `condor_q -json -totals` prints (docs/htcondor.md#counting-without-ads).
+ */
+export function parseTotals(stdout: string): { jobs: number; serverTime: number | undefined } {
+  const summary = parseJsonAds(stdout).find((a) => a.MyType === "Summary");
+  const jobs = summary ? adNumber(summary, "Jobs") : undefined;
+  if (jobs === undefined) throw new Error("condor_q -totals printed no summary ad with Jobs");
+  return { jobs, serverTime: adNumber(summary!, "ServerTime") };
+}
+
+/**
  * A `-json` answer as its bytes, and where each ad's text lies in them: ad `i` is
  * `bytes[bounds[2i] .. bounds[2i+1])`. Nothing is decoded until an ad is parsed, so that the
  * refresher can tell an ad that did not change from its bytes alone, without a string per ad.

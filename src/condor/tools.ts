@@ -18,6 +18,7 @@ import {
   parseJsonAds,
   parseRmLine,
   parseTerseSubmit,
+  parseTotals,
   type RmOutcome,
   sliceJsonAds,
   submitRefusal,
@@ -66,6 +67,11 @@ export interface Condor {
    * only what changed), read into `into` (or a larger buffer when it does not fit).
    */
   querySlices(opts: { constraint: string; attributes: readonly string[]; into: Uint8Array }): Promise<JsonAdSlices>;
+  /**
+   * condor_q -json -totals: how many of the caller's jobs match, and the schedd's clock, from the
+   * one summary ad; the schedd sends no job ad (docs/htcondor.md#counting-without-ads).
+   */
+  totals(constraint: string): Promise<{ jobs: number; serverTime: number | undefined }>;
   /** condor_history -json for ids and/or a constraint (newest first); no scanLimit: the whole history. */
   history(opts: { ids?: readonly JobId[]; constraint?: string; attributes: readonly string[]; limit: number; scanLimit?: number }): Promise<JobAd[]>;
   /**
@@ -221,11 +227,24 @@ export function createCondor(o: CondorOptions): Condor {
       }
     },
 
+    async totals(constraint) {
+      const r = await run("condor_q", ["-json", "-totals", "-constraint", constraint], { timeoutMs: o.queryTimeoutMs });
+      if (r.code !== 0) fail("condor_q", r, `Cannot query HTCondor`);
+      try {
+        return parseTotals(r.stdout);
+      } catch (err) {
+        throw new SidecarError("unavailable", `Cannot parse condor_q -totals output: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    },
+
     async history({ ids = [], constraint, attributes, limit, scanLimit }) {
       const args = [...ids.map((id) => jobArg("condor_history", id)), "-json", "-attributes", attributes.join(","), "-limit", String(limit)];
       if (scanLimit !== undefined) args.push("-scanlimit", String(scanLimit));
       if (constraint) args.push("-constraint", constraint);
       const r = await run("condor_history", args, { timeoutMs: o.queryTimeoutMs });
+      // A schedd that is down: exit 0 and no ads, yet nothing was asked
+      // (docs/htcondor.md#several-schedds-in-one-pool); never "no such job".
+      if (r.code === 0 && /^Unable to locate remote schedd/m.test(r.stderr)) fail("condor_history", r, "Cannot query HTCondor");
       return ads("condor_history", r);
     },
 

@@ -135,6 +135,8 @@ export interface MetricsView {
   snapshotAgeSeconds: number;
   /** condor_submit allowed at once now (core/concurrency.ts), once the service runs. */
   submitConcurrency?: number;
+  /** With several schedds (docs/schedds.md): each one, and whether new pods go to it (it answers). */
+  schedds?: readonly { name: string; up: boolean }[];
   /** Resident memory of the process, bytes. */
   rss: number;
   /** When the process started, epoch seconds. */
@@ -144,8 +146,8 @@ export interface MetricsView {
 export interface SidecarMetrics {
   /** A request has ended (the HTTP adapter's record). */
   request(r: { path: string; status: number; durationMs: number }): void;
-  /** A condor tool has ended: `ok` (exit 0), `error` or `timeout`. */
-  command(tool: string, outcome: "ok" | "error" | "timeout", seconds: number): void;
+  /** A condor tool has ended: `ok` (exit 0), `error` or `timeout`; `schedd` with several schedds (its label). */
+  command(tool: string, outcome: "ok" | "error" | "timeout", seconds: number, schedd?: string): void;
   /** A condor_submit started with this many pods. */
   submitBatch(size: number): void;
   render(): string;
@@ -212,6 +214,11 @@ export function createSidecarMetrics(view: () => MetricsView): SidecarMetrics {
       return n === undefined ? [] : [{ value: n }];
     },
   );
+  r.gauge(
+    "htcondor_sidecar_schedd_up",
+    "With several schedds: 1 while the schedd answers and takes new pods, 0 while it does not (its pods keep their last state); absent with one schedd.",
+    () => (view().schedds ?? []).map((s) => ({ labels: { schedd: s.name }, value: s.up ? 1 : 0 })),
+  );
   r.gauge("process_resident_memory_bytes", "Resident memory size in bytes.", () => [{ value: view().rss }]);
   r.gauge("process_start_time_seconds", "Start time of the process since the Unix epoch in seconds.", () => [{ value: view().startTime }]);
   return {
@@ -220,9 +227,10 @@ export function createSidecarMetrics(view: () => MetricsView): SidecarMetrics {
       requests.inc({ route, code: String(q.status) });
       requestSeconds.observe({ route }, q.durationMs / 1000);
     },
-    command(tool, outcome, seconds) {
-      commands.inc({ tool, outcome });
-      commandSeconds.observe({ tool }, seconds);
+    command(tool, outcome, seconds, schedd) {
+      const by: Record<string, string> = schedd === undefined ? {} : { schedd };
+      commands.inc({ tool, outcome, ...by });
+      commandSeconds.observe({ tool, ...by }, seconds);
     },
     submitBatch: (size) => batches.observe({}, size),
     render: () => r.render(),

@@ -136,6 +136,8 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
   // Not the sidecar's idtokens/: both may share DataRootFolder with tokens of their own.
   const prepared = prepare(runtime, o, io, "operator-idtokens");
   const { config, log, env, spool, dataRoot } = prepared;
+  // One HTCJob's procs are one cluster, and its cluster ids mean something on one schedd only (docs/schedds.md#the-htcjob-operator).
+  if (config.Schedds.length > 0) log.warn("Schedds lists the sidecar's schedds; the operator submits to one schedd, the one --schedd-name names");
   if (!prepared.access.remoteSchedd) {
     log.warn(
       "the schedd is local: HTCJob procs run as this operator's user, and Apptainer binds /tmp and the working directory by default, " +

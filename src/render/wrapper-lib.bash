@@ -146,13 +146,18 @@ state_line() {
   fi
 }
 
-# write_state <key> <attr> <line>: atomic file update, then chirp.
+# write_state <key> <attr> <line>: atomic file update, then chirp the line and, after it, the
+# time of the change: a chirp changes no status time, and a sidecar that cannot read the job's
+# event log (a spooled job) asks the schedd for the jobs whose InterLinkStateTime is recent
+# (docs/status.md#following-spooled-jobs).
 write_state() {
-  local tmp=$RUN_DIR/state.$1.$BASHPID
+  local tmp=$RUN_DIR/state.$1.$BASHPID t
   if printf '%s\n' "$3" >"$tmp" && mv -f -- "$tmp" "$STATE_DIR/$1"; then :; else
     wlog "cannot write $STATE_DIR/$1"
   fi
   chirp_attr "$2" "\"$3\""
+  printf -v t '%(%s)T' -1
+  chirp_attr InterLinkStateTime "$t"
 }
 
 report() {

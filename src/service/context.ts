@@ -63,6 +63,8 @@ export interface Ctx extends ServiceDeps {
   inflight: Map<string, Promise<CreateAnswer>>;
   /** When condor_transfer_data last ran for a pod (spooled output, retried at intervals). */
   lastFetch: Map<string, number>;
+  /** When a job was first seen removed but still in the queue, by job id (asked about again, less often as it stays). */
+  removedSeen: Map<string, number>;
   /** Whether reconcile has succeeded once (the reaper retries it until then). */
   reconciled: boolean;
   /** The job event log follower (follow.ts), set up by createService. */
@@ -73,11 +75,12 @@ export function createContext(d: ServiceDeps): Ctx {
   const c: Ctx = {
     ...d,
     sidecarConstraint: `InterLinkSidecarId == ${classAdString(d.planConfig.sidecarId)}`,
-    queue: createQueueView({ ...d, timer: d.timer ?? realTimer }),
+    queue: createQueueView({ ...d, sidecarId: d.planConfig.sidecarId, timer: d.timer ?? realTimer }),
     remove: () => Promise.reject(new Error("the remover is not set up")),
     submitLimit: createSubmitLimit({ cap: d.config.MaxConcurrentSubmits, now: d.now, log: d.log }),
     inflight: new Map(),
     lastFetch: new Map(),
+    removedSeen: new Map(),
     reconciled: false,
   };
   c.remove = createRemover(c);

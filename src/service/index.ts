@@ -31,6 +31,15 @@ export interface Service extends Api {
   refresh(): Promise<void>;
   /** Stops the refresher and waits (up to `deadlineMs`) for creates, a refresh and a reaper pass still running. */
   drain(deadlineMs: number): Promise<void>;
+  /**
+   * This sidecar's jobs the schedd has not started yet, as far as the view knows (a job whose ad
+   * the view has not seen yet counts): what placement over several schedds compares (schedds.ts).
+   */
+  idleJobs(): number;
+  /** Whether the last condor_q of the view failed (the schedd does not answer now). */
+  scheddFailing(): boolean;
+  /** One condor_q of nothing: whether the schedd answers (counted in its streak, as the ping's). */
+  probe(): Promise<boolean>;
 }
 
 export function createService(d: ServiceDeps): Service {
@@ -59,6 +68,14 @@ export function createService(d: ServiceDeps): Service {
       return reaping;
     },
     refresh: () => c.queue.refreshNow(),
+    idleJobs() {
+      const ads = c.queue.current()?.ads;
+      let n = 0;
+      for (const j of c.store.liveJobs()) if ((ads?.get(`${j.cluster}.${j.proc}`)?.JobStatus ?? 1) === 1) n++;
+      return n;
+    },
+    scheddFailing: () => c.queue.schedd.failures > 0,
+    probe: () => c.queue.probe().then(() => true, () => false),
     async drain(deadlineMs) {
       const work = Promise.allSettled([...c.inflight.values(), reaping, c.follower?.stop(), c.queue.stop()]);
       let timer: ReturnType<typeof setTimeout> | undefined;

@@ -1,13 +1,14 @@
 /**
  * The view of this sidecar's jobs in the schedd's queue (docs/status.md#what-drives-status).
- * Two kinds of query keep it:
+ * Three kinds of query keep it:
  * - the full one, one condor_q of every followed job: at start, when the event log follower finds
- *   a gap it cannot explain (`kick`), and every ReconcileMinutes (the reconciler); every
- *   StatusCacheSeconds instead while some followed job has no readable shared event log (spooled
- *   jobs, jobs queued before the upgrade, a log in another format: the refresher as it was);
+ *   a gap it cannot explain (`kick`), and every ReconcileMinutes (the reconciler);
  * - the targeted one (`refreshIds`), one condor_q of exactly the jobs whose events the follower
- *   read, merged into the view.
- * After either, `afterRefresh` does what the new ads ask for (jobs that left, holds, spooled
+ *   read, merged into the view;
+ * - the watch (watch.ts), while some followed job has no readable shared event log (spooled jobs,
+ *   jobs queued before the upgrade, a log in another format): every second, what changed since
+ *   the last answer, and now and then a count of the live jobs, merged into the view.
+ * After each, `afterRefresh` does what the new ads ask for (jobs that left, holds, spooled
  * output). A status request reads the latest view and never waits on a condor tool, except for
  * the first refresh after start. With nothing to follow the loop sleeps, and a new job wakes it.
  */
@@ -17,6 +18,7 @@ import { SidecarError } from "../core/errors.ts";
 import { blamesHTCondor, recordSuccess, type Streak } from "../core/health.ts";
 import { stateAttrName } from "../core/types.ts";
 import type { LiveJob, Store } from "../store/store.ts";
+import { createWatch, WATCH_MS } from "./watch.ts";
 
 /** Attributes the status path asks condor_q/condor_history for (never the whole ad). */
 const BASE_ATTRS = [
@@ -137,9 +139,11 @@ export interface QueueView {
 interface QueueDeps {
   store: Store;
   condor: Condor;
+  /** This sidecar's id (InterLinkSidecarId): the watch's count and history search select by it. */
+  sidecarId: string;
   config: { StatusCacheSeconds: number; ReconcileMinutes: number };
   now: () => number;
-  log: { warn(msg: string, fields?: Record<string, unknown>): void };
+  log: { warn(msg: string, fields?: Record<string, unknown>): void; info(msg: string, fields?: Record<string, unknown>): void };
   timer: SetTimer;
   /** Whether the sidecar was starved of CPU since a time (service/starvation.ts); never, without it. */
   starved?: (since: number) => boolean;
@@ -231,6 +235,53 @@ function idsConstraint(jobs: readonly LiveJob[]): string {
   return [...byCluster].map(([cl, procs]) => `(ClusterId == ${cl} && (${procs.map((p) => `ProcId == ${p}`).join(" || ")}))`).join(" || ");
 }
 
+/**
+ * The followed jobs without a readable shared event log (`polled` says which logs those are): the
+ * watch asks what changed among them every WATCH_MS (the full condor_q stays at ReconcileMinutes).
+ */
+function watchedJobs(f: Followed, polled: (eventLog: string | undefined) => boolean): LiveJob[] {
+  let polledLogs = 0;
+  for (const [log, count] of f.byLog) if (polled(log)) polledLogs += count;
+  if (polledLogs === 0) return [];
+  const out: LiveJob[] = [];
+  for (const j of f.jobs.values()) if (polled(j.eventLog)) out.push(j);
+  return out;
+}
+
+/**
+ * Puts the ads of the jobs asked about into the view (an asked job without an ad has left the
+ * queue), and does what they ask for. False when that failed (the caller asks again later).
+ */
+async function mergeAsked(
+  snap: Snapshot,
+  last: ParsedAnswer | undefined,
+  found: ReadonlyMap<string, JobAd>,
+  at: number,
+  asked: readonly LiveJob[],
+  afterRefresh: QueueView["afterRefresh"],
+  log: QueueDeps["log"],
+): Promise<boolean> {
+  snap.checked ??= new Map();
+  const live = new Map<string, LiveJob>();
+  for (const j of asked) {
+    const id = `${j.cluster}.${j.proc}`;
+    const ad = found.get(id);
+    if (ad) snap.ads.set(id, ad);
+    else snap.ads.delete(id);
+    // The next full answer parses this job's ad again rather than keep the one it had.
+    last?.index.delete(id);
+    snap.checked.set(id, at);
+    live.set(id, j);
+  }
+  try {
+    await afterRefresh?.({ at, ads: snap.ads, checked: snap.checked }, live);
+  } catch (err) {
+    log.warn("acting on the queue's view failed; the next refresh tries again", { error: err instanceof Error ? err.message : String(err) });
+    return false;
+  }
+  return true;
+}
+
 export function createQueueView(d: QueueDeps): QueueView {
   const periodMs = d.config.StatusCacheSeconds * 1000;
   const reconcileMs = d.config.ReconcileMinutes * 60_000;
@@ -258,7 +309,7 @@ export function createQueueView(d: QueueDeps): QueueView {
    * decoded again (no string per ad, no new object).
    */
   let last: ParsedAnswer | undefined;
-  /** The buffer the next answer is read into: the one before the last, while full queries come every period (else a copy of every ad, kept for minutes). */
+  /** The buffer the next answer is read into: the one before the last while full queries come every period (the watch not ready), else none. */
   let spare: Uint8Array = new Uint8Array(0);
   let failing = false;
   let cycle: Promise<void> | undefined;
@@ -304,7 +355,7 @@ export function createQueueView(d: QueueDeps): QueueView {
     if (schedd.failures === 0) schedd.since = now;
     schedd.failures++;
   }
-  /** Whether the last targeted condor_q failed: a probe that answers does not make the view fresh again. */
+  /** Whether the last targeted condor_q (or the watch's) failed: a probe that answers does not make the view fresh again. */
   let targetedFailed = false;
   function answered(): void {
     if (!targetedFailed) failing = false;
@@ -313,23 +364,33 @@ export function createQueueView(d: QueueDeps): QueueView {
     lastCounted = -Infinity;
     recordSuccess(schedd);
   }
+  function askedAnswered(): void {
+    targetedFailed = false;
+    answered();
+  }
+  function askedFailed(err: unknown, at: number): void {
+    targetedFailed = true;
+    failed(err, at);
+  }
 
   const followedJobs = followedJobsReader(d.store);
 
-  /**
-   * The followed jobs without a readable shared event log: they are asked about every
-   * StatusCacheSeconds, by id (the full condor_q stays at ReconcileMinutes). Counted from the
-   * followed jobs once per period, and counted up by a create that adds one.
-   */
-  function polledIds(f: Followed): string[] {
-    let polledLogs = 0;
-    for (const [log, count] of f.byLog) if (view.polled(log)) polledLogs += count;
-    if (polledLogs === 0) return [];
-    const out: string[] = [];
-    for (const [id, j] of f.jobs) if (view.polled(j.eventLog)) out.push(id);
-    return out;
-  }
+  const polledJobs = (f: Followed) => watchedJobs(f, view.polled);
+  /** Counted from the followed jobs once per turn, and counted up by a create that adds one. */
   let polledCount = 0;
+
+  const merge = (found: ReadonlyMap<string, JobAd>, at: number, asked: readonly LiveJob[]) =>
+    current ? mergeAsked(current, last, found, at, asked, view.afterRefresh, d.log) : Promise.resolve(true);
+  const watch = createWatch({
+    ...d,
+    attributes,
+    followed: followedJobs,
+    viewAd: (id) => current?.ads.get(id),
+    merge,
+    answered: askedAnswered,
+    failed: askedFailed,
+    kick: () => view.kick(),
+  });
   /** When the next full condor_q is due: at start, after a gap (`kick`), then every ReconcileMinutes. */
   let nextFullAt = -Infinity;
 
@@ -348,39 +409,19 @@ export function createQueueView(d: QueueDeps): QueueView {
       try {
         ads = await d.condor.query({ constraint: idsConstraint(part), attributes: attributes() });
       } catch (err) {
-        targetedFailed = true;
-        failed(err, at);
+        askedFailed(err, at);
         d.log.warn("condor_q of the jobs the event log named failed; status leaves the followed pods out until it answers", { error: schedd.error });
         return false;
       }
-      targetedFailed = false;
-      answered();
+      askedAnswered();
       // Matched by the id the sidecar recorded, never by an attribute the job could rewrite.
       const found = new Map<string, JobAd>();
       for (const ad of ads) {
         const id = typeof ad.ClusterId === "number" && typeof ad.ProcId === "number" ? f.ids.get(ad.ClusterId)?.get(ad.ProcId) : undefined;
         if (id !== undefined) found.set(id, ad);
       }
-      const snap = current;
-      snap.checked ??= new Map();
-      const live = new Map<string, LiveJob>();
-      for (const j of part) {
-        const id = `${j.cluster}.${j.proc}`;
-        const ad = found.get(id);
-        if (ad) snap.ads.set(id, ad);
-        else snap.ads.delete(id);
-        // The next full answer parses this job's ad again rather than keep the one it had.
-        last?.index.delete(id);
-        snap.checked.set(id, at);
-        live.set(id, j);
-      }
-      try {
-        await view.afterRefresh?.({ at, ads: snap.ads, checked: snap.checked }, live);
-      } catch (err) {
-        // False, so that the follower keeps its offset and asks about these jobs again.
-        d.log.warn("acting on the queue's view failed; the next refresh tries again", { error: err instanceof Error ? err.message : String(err) });
-        return false;
-      }
+      // False, so that the follower keeps its offset and asks about these jobs again.
+      if (!(await merge(found, at, part))) return false;
     }
     return true;
   }
@@ -394,9 +435,16 @@ export function createQueueView(d: QueueDeps): QueueView {
     // (ClusterId cannot change either); the view keeps the recorded ids alone. Not a constraint
     // on InterLinkSidecarId, which a job can rewrite to hide, nor a list of ids, which costs the
     // schedd one comparison per id for every job it holds.
+    // With jobs to watch, the schedd's clock too (it starts the watch's window); otherwise not,
+    // so that an ad whose job did not change keeps its bytes and is not parsed again.
+    const clock = polledJobs(f).length > 0;
     let answer: JsonAdSlices;
     try {
-      answer = await d.condor.querySlices({ constraint: `ClusterId >= ${f.oldest}`, attributes: attributes(), into: spare });
+      answer = await d.condor.querySlices({
+        constraint: `ClusterId >= ${f.oldest}`,
+        attributes: clock ? [...attributes(), "ServerTime"] : attributes(),
+        into: spare,
+      });
     } catch (err) {
       failed(err, at);
       d.log.warn("condor_q failed; status leaves the followed pods out, so interLink keeps their last state", { error: schedd.error });
@@ -405,7 +453,8 @@ export function createQueueView(d: QueueDeps): QueueView {
     targetedFailed = false;
     answered();
     const next = await followedAds(answer, f, last);
-    spare = last && polledCount > TARGETED_BATCH_MAX ? new Uint8Array(last.answer.bytes.buffer) : new Uint8Array(0);
+    if (clock) watch.noteFull(next.ads.size > 0 ? [...next.ads.values()] : adCount(answer) > 0 ? [parseAd(answer, 0)] : [], d.now() - at);
+    spare = last && clock && !watch.ready() ? new Uint8Array(last.answer.bytes.buffer) : new Uint8Array(0);
     last = next;
     current = { at, ads: next.ads, checked: new Map() };
     try {
@@ -432,24 +481,24 @@ export function createQueueView(d: QueueDeps): QueueView {
     looping = true;
     nextAt = Infinity;
     const started = d.now();
-    const polled = polledIds(followedJobs());
-    // Many polled jobs cost the schedd less as one query by cluster than as a list of ids.
-    const full = started >= nextFullAt || polled.length > TARGETED_BATCH_MAX;
+    const polled = polledJobs(followedJobs());
+    // The watch's window starts at a full condor_q's answer (its ServerTime).
+    const full = started >= nextFullAt || (polled.length > 0 && !watch.ready());
     if (full) nextFullAt = started + reconcileMs;
-    const run = full ? runCycle() : serial(() => refreshTargeted(polled)).then(() => {});
+    const run = full ? runCycle() : serial(() => watch.tick(polled));
     void run.then(() => {
       if (stopped || followedJobs().jobs.size === 0) {
         looping = false;
         return;
       }
-      polledCount = polledIds(followedJobs()).length;
-      schedule(polledCount > 0 ? Math.min(started + periodMs, nextFullAt) : nextFullAt);
+      polledCount = polledJobs(followedJobs()).length;
+      schedule(polledCount > 0 ? Math.min(started + WATCH_MS, nextFullAt) : nextFullAt);
     });
   }
-  /** A job that must be polled joined jobs that were only reconciled: the next poll comes within a period. */
+  /** A job that must be watched joined jobs that were only reconciled: the next turn comes within WATCH_MS. */
   function pollSooner(): void {
     if (!looping) return loop();
-    if (nextAt !== Infinity && nextAt - d.now() > periodMs) schedule(d.now() + periodMs);
+    if (nextAt !== Infinity && nextAt - d.now() > WATCH_MS) schedule(d.now() + WATCH_MS);
   }
   function schedule(at: number): void {
     cancelTimer?.();

@@ -90,6 +90,7 @@ function finalize(c: Ctx, r: PodRecord, status: PodStatus): void {
   // A delete may have moved the record on meanwhile: then it is the delete's to finish.
   if (c.store.finish(r.uid, JSON.stringify(status), c.now())) removeFiles(r.dir, secretPaths(r));
   c.lastFetch.delete(r.uid);
+  c.removedSeen.delete(jid(r));
 }
 
 /**
@@ -265,8 +266,9 @@ async function trackGone(c: Ctx, gone: readonly LiveJob[]): Promise<void> {
       else finalize(c, r, podStatus(identity(r), { kind: "lost", message: `Job ${jid(r)} is in neither the queue nor the history` }));
     }
   }
-  for (const r of await fetchOutputs(c, ended.map(([r]) => r))) {
-    const ad = ended.find(([e]) => e.uid === r.uid)![1];
+  // No fetch: a spooled job's sandbox leaves the schedd with the job (docs/htcondor.md#condor_transfer_data),
+  // so condor_transfer_data could only say it fetched nothing, ten times over.
+  for (const [r, ad] of ended) {
     const forged = tampered(c, r.uid, ad);
     if (forged) await observeTampered(c, r, false, forged);
     else observeEnded(c, r, ad);
@@ -288,13 +290,30 @@ async function track(c: Ctx, snap: Snapshot, live: ReadonlyMap<string, LiveJob>)
     const js = adNumber(ad, "JobStatus");
     // Released: a later hold gets its own grace period.
     if (js !== 5 && j.heldSince !== undefined) c.store.update(j.uid, { heldSince: undefined }, c.now());
+    if (js !== 3) c.removedSeen.delete(id);
     const forged = tampered(c, j.uid, ad);
     const r = forged || js === 4 ? c.store.get(j.uid) : undefined;
     if (forged && r) await observeTampered(c, r, true, forged);
     else if (js === 5) await observeHeld(c, j, ad);
     // Completed but still in the queue: a spooled job waits there until its output is fetched.
     else if (js === 4 && r) completed.push([r, ad]);
+    else if (js === 3) recheckRemoved(c, id);
   }
-  for (const r of await fetchOutputs(c, completed.map(([r]) => r))) observeEnded(c, r, completed.find(([e]) => e.uid === r.uid)![1]);
+  const done = await fetchOutputs(c, completed.map(([r]) => r));
+  for (const r of done) observeEnded(c, r, completed.find(([e]) => e.uid === r.uid)![1]);
+  // A fetch to try again when it is due: no new status comes to say when (a spooled job is watched for changes only).
+  for (const [r] of completed) if (!done.includes(r)) c.queue.recheck(jid(r), (c.lastFetch.get(r.uid) ?? c.now()) + FETCH_RETRY_MS);
   if (gone.length > 0) await trackGone(c, gone);
+}
+
+/**
+ * A removed job still in the queue (its shadow exiting) leaves with no new status for the watch
+ * to see: it is asked about again, after StatusCacheSeconds at first and less often the longer it
+ * stays (a job that wrote JobStatus itself may stay for ever), at most a minute apart.
+ */
+function recheckRemoved(c: Ctx, id: string): void {
+  const now = c.now();
+  const since = c.removedSeen.get(id) ?? now;
+  c.removedSeen.set(id, since);
+  c.queue.recheck(id, now + Math.min(60_000, Math.max(c.config.StatusCacheSeconds * 1000, (now - since) / 2)));
 }

@@ -26,11 +26,18 @@ function condor(sc: Sidecar, tool: string, ...args: string[]): string {
   return r.stdout.toString() + r.stderr.toString();
 }
 
-/** condor_q calls of the sidecar: full ones (every followed job) and targeted ones (named ids). */
-function queries(sc: Sidecar): { full: number; targeted: number } {
+/**
+ * condor_q calls of the sidecar: full ones (every followed job), targeted ones (named ids), and
+ * the watch's questions of what changed (docs/status.md#following-spooled-jobs).
+ */
+function queries(sc: Sidecar): { full: number; targeted: number; watch: number } {
   const path = join(sc.home, "calls.log");
   const lines = existsSync(path) ? readFileSync(path, "utf8").split("\n").filter((l) => l.split(" ")[1] === "condor_q") : [];
-  return { full: lines.filter((l) => l.includes("ClusterId >=")).length, targeted: lines.filter((l) => l.includes("ClusterId ==")).length };
+  return {
+    full: lines.filter((l) => /"ClusterId >= \d+"/.test(l)).length,
+    targeted: lines.filter((l) => l.includes('"(ClusterId ==')).length,
+    watch: lines.filter((l) => l.includes("EnteredCurrentStatus >=")).length,
+  };
 }
 
 async function create(sc: Sidecar, req: Json): Promise<string> {
@@ -241,7 +248,7 @@ test("a restart in the middle of a burst of events loses no change and submits n
   expect(readFileSync(log, "utf8").endsWith("...\n")).toBe(true);
 }, 180_000);
 
-test("a log in a format the sidecar does not read (XML) falls back to polling the queue", async () => {
+test("a log in a format the sidecar does not read (XML) falls back to watching the queue", async () => {
   const sc = await start();
   writeFileSync(join(sc.home, "config.json"), JSON.stringify({ userlogFormatOptions: "XML" }));
   const req = pod("xml", "sleep 2; exit 3");
@@ -253,24 +260,24 @@ test("a log in a format the sidecar does not read (XML) falls back to polling th
       return main(s)?.terminated ? s : undefined;
     },
     30_000,
-    "the job's end, found by polling",
+    "the job's end, found by the watch",
   );
   expect(main(st).terminated.exitCode).toBe(3);
   expect(sc.log()).toContain("format the sidecar does not read (xml)");
-  // Polled by id every StatusCacheSeconds (docs/status.md#what-drives-status); the full condor_q
+  // Watched for changes every second (docs/status.md#following-spooled-jobs); the full condor_q
   // runs at start and for gaps only, not every period.
-  expect(queries(sc).targeted).toBeGreaterThan(2);
+  expect(queries(sc).watch).toBeGreaterThan(0);
   expect(queries(sc).full).toBeLessThanOrEqual(3);
 }, 90_000);
 
-test("a spooled job keeps its own job.log and is polled as before", async () => {
+test("a spooled job keeps its own job.log and is watched for changes", async () => {
   const sc = await start({ args: ["--spool", "always"] });
   const req = pod("spooled", "sleep 1; exit 0");
   await create(sc, req);
   expect(eventLogs(sc)).toEqual([]);
   await eventually(async () => (main(await statusOf(sc, req))?.terminated ? true : undefined), 60_000, "the spooled job's end");
-  // Polled by id every StatusCacheSeconds; the full condor_q stays at start (ReconcileMinutes is 60).
-  expect(queries(sc).targeted).toBeGreaterThan(2);
+  // The full condor_q stays at start (ReconcileMinutes is 60); test/e2e/spool-watch.test.ts has the rest.
+  expect(queries(sc).watch).toBeGreaterThan(0);
   expect(queries(sc).full).toBeLessThanOrEqual(2);
 }, 120_000);
 

@@ -203,7 +203,9 @@ describe("tools that fail, hang or warn", () => {
       expect(st.status).toBe(200);
       expect(JSON.parse(st.body)).toEqual([]);
       expect(String(st.headers["x-sidecar-stale"])).toMatch(/condor_q failing since .*Could not find the local condor_schedd/);
-      expect(sc.log()).toContain("interLink keeps their last state");
+      // Whichever condor_q of the view failed first (the probe, or a targeted one for an event the
+      // job's wrapper wrote) says the pods are left out.
+      expect(sc.log()).toMatch(/interLink keeps their last state|status leaves the followed pods out/);
       faults(sc, {});
       const back = await eventually(async () => await statusOf(sc, r.pod), 10_000, "the pod back in the answer");
       expect(back.containers[0].state.running).toBeDefined();

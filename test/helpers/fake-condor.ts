@@ -8,7 +8,7 @@ import { type JobAd, type JobId, jobIdString, type RmOutcome, sliceJsonAds } fro
 import { SidecarError } from "../../src/core/errors.ts";
 import type { SpawnResult } from "../../src/runtime/types.ts";
 
-export type Tool = "submit" | "query" | "history" | "remove" | "transferData" | "tail" | "machines";
+export type Tool = "submit" | "query" | "totals" | "history" | "remove" | "transferData" | "tail" | "machines";
 
 export interface FakeCondor extends Condor {
   /** Jobs in the queue, by `cluster.proc`. */
@@ -76,8 +76,31 @@ export function fakeCondor(opts: { readSubmitFile: (path: string) => string; now
         }
         return [...f.queued.entries()].filter(([k]) => want.has(k)).map(([, ad]) => project(ad, attributes));
       }
+      // The watch's question of what changed (core/watch.ts changedSince): every job from that
+      // cluster on, as if each had changed (more than a schedd sends, never less), stamped with
+      // the schedd's clock; a job's EnteredCurrentStatus, when the test set none, is the window's start.
+      const w = /^ClusterId >= (\d+) && \(\(EnteredCurrentStatus >= (\d+) /.exec(constraint);
+      if (w) {
+        const serverTime = Math.floor(opts.now() / 1000);
+        return [...f.queued.values()].filter((ad) => (ad.ClusterId as number) >= Number(w[1])).map((ad) =>
+          project({ EnteredCurrentStatus: Number(w[2]), ...ad, ServerTime: serverTime }, attributes)
+        );
+      }
       if (!m) return [];
-      return [...f.queued.values()].filter((ad) => (ad.ClusterId as number) >= Number(m[1])).map((ad) => project(ad, attributes));
+      return [...f.queued.values()].filter((ad) => (ad.ClusterId as number) >= Number(m[1])).map((ad) =>
+        project({ ...ad, ServerTime: Math.floor(opts.now() / 1000) }, attributes)
+      );
+    },
+    async totals(constraint) {
+      call("totals", constraint);
+      // The watch's count (core/watch.ts liveCount): this sidecar's live jobs from that cluster on.
+      const m = /InterLinkSidecarId == "([^"]*)" && ClusterId >= (\d+) && JobStatus != 3 && JobStatus != 4$/.exec(constraint);
+      if (!m) throw new Error(`fake condor: a count it does not know: ${constraint}`);
+      const jobs =
+        [...f.queued.values()].filter((ad) =>
+          ad.InterLinkSidecarId === m[1] && (ad.ClusterId as number) >= Number(m[2]) && ad.JobStatus !== 3 && ad.JobStatus !== 4
+        ).length;
+      return { jobs, serverTime: Math.floor(opts.now() / 1000) };
     },
     async querySlices(q) {
       // The refresher's query, as condor_q -json writes it.

@@ -463,6 +463,45 @@ describe("condor_q / condor_history output (docs/htcondor.md#condor_q, docs/htco
     expect((await run("condor_rm", [String(c)])).code).toBe(0);
   }, 30_000);
   test(
+    "what changed since a time: ServerTime when -attributes names it, EnteredCurrentStatus set by a status change, time() in a constraint, -totals with ServerTime (docs/htcondor.md#what-changed-since, docs/htcondor.md#counting-without-ads)",
+    async () => {
+      // The released job runs and stays live (it sleeps) while the test counts it.
+      const c = await submit('executable = /bin/sleep\narguments = 300\nhold = true\nMY.Mark = "watch"\nqueue 2\n');
+      const attrs = ["-attributes", "ClusterId,ProcId,JobStatus,EnteredCurrentStatus,ServerTime"];
+      // queue.cpp: -json asks the schedd for ServerTime; printed when -attributes names it.
+      const named = JSON.parse((await run("condor_q", ["-json", ...attrs, String(c)])).stdout);
+      expect(named.map((a: Record<string, number>) => Object.keys(a))).toEqual([
+        ["ClusterId", "EnteredCurrentStatus", "JobStatus", "ProcId", "ServerTime"],
+        ["ClusterId", "EnteredCurrentStatus", "JobStatus", "ProcId", "ServerTime"],
+      ]);
+      const t0 = named[0].ServerTime as number;
+      expect(Math.abs(t0 - Date.now() / 1000)).toBeLessThan(60);
+      expect(named[0].EnteredCurrentStatus).toBeLessThanOrEqual(t0);
+      // A status change moves EnteredCurrentStatus (schedd.cpp releaseJob); the window finds it and nothing else.
+      await new Promise((r) => setTimeout(r, 1100));
+      const since = Math.floor(Date.now() / 1000);
+      expect((await run("condor_release", [`${c}.1`])).code).toBe(0);
+      const window =
+        `Mark == "watch" && ((EnteredCurrentStatus >= ${since} && EnteredCurrentStatus <= time()) || (InterLinkStateTime >= ${since} && InterLinkStateTime <= time()))`;
+      const changed = JSON.parse((await run("condor_q", ["-json", ...attrs, "-constraint", window])).stdout);
+      expect(changed.map((a: Record<string, number>) => `${a.ClusterId}.${a.ProcId}`)).toEqual([`${c}.1`]);
+      expect(changed[0].EnteredCurrentStatus).toBeGreaterThanOrEqual(since);
+      // Nothing changed since: no ad, and nothing printed (docs/htcondor.md#json-output).
+      const later = window.replaceAll(String(since), String(since + 3600));
+      expect((await run("condor_q", ["-json", ...attrs, "-constraint", later])).stdout).toBe("");
+      // -totals: the summary ad alone, with the schedd's clock (schedd.cpp sendDone).
+      const tot = JSON.parse((await run("condor_q", ["-json", "-totals", "-constraint", `Mark == "watch" && JobStatus != 3 && JobStatus != 4`])).stdout);
+      expect(tot).toHaveLength(1);
+      expect(tot[0]).toMatchObject({ MyType: "Summary", Jobs: 2, ErrorCode: 0 });
+      expect(typeof tot[0].ServerTime).toBe("number");
+      // answers.log: the ads each answer sent (the summary counts as one).
+      const answers = fs.readFileSync(path.join(home, "answers.log"), "utf8").trim().split("\n").slice(-3);
+      expect(answers.map((l) => l.split(" ").slice(1, 3).join(" "))).toEqual(["condor_q 1", "condor_q 0", "condor_q 1"]);
+      expect((await run("condor_rm", [String(c)])).code).toBe(0);
+    },
+    30_000,
+  );
+  test(
     "condor_history: newest first, -forwards, -limit, -match, -scanlimit, -jsonl (docs/htcondor.md#condor_history, docs/htcondor.md#transcript-more hist-af)",
     async () => {
       const c = await submit("executable = /bin/true\nqueue 3\n");

@@ -106,6 +106,11 @@ export class FakeSchedd implements Condor {
     return this.calls.filter((c) => c.tool === tool).length;
   }
 
+  /** The sidecar's watch counts with it (service/watch.ts); the operator never does. */
+  async totals(): Promise<{ jobs: number; serverTime: number | undefined }> {
+    throw new Error("fake schedd: the operator does not count jobs");
+  }
+
   private call(tool: string, arg?: unknown) {
     this.calls.push({ tool, arg });
     if (this.failing.has(tool)) throw new SidecarError("unavailable", `fake ${tool}: the schedd does not answer`);

@@ -836,12 +836,16 @@ describe("a pod runs as one job", () => {
     expect(seen[0]).toBe("waiting");
     expect(seen.at(-1)).toBe("terminated");
     expect(seen).toContain("running");
-    const calls = chirpCalls(condor);
-    for (const c of calls) {
-      expect(c[0]).toBe("set_job_attr");
-      expect(c[1]).toMatch(/^InterLink(Init|Ctr)\d+State$/);
-      expect(c[2]).toMatch(/^"1 [A-Za-z0-9_.: -]+"$/);
+    const all = chirpCalls(condor);
+    // Each state is followed by the time of the change (docs/status.md#following-spooled-jobs).
+    for (let i = 0; i < all.length; i += 2) {
+      expect(all[i]![0]).toBe("set_job_attr");
+      expect(all[i]![1]).toMatch(/^InterLink(Init|Ctr)\d+State$/);
+      expect(all[i]![2]).toMatch(/^"1 [A-Za-z0-9_.: -]+"$/);
+      expect(all[i + 1]?.slice(0, 2)).toEqual(["set_job_attr", "InterLinkStateTime"]);
+      expect(Math.abs(Number(all[i + 1]![2]) - Date.now() / 1000)).toBeLessThan(3600);
     }
+    const calls = all.filter((c) => c[1] !== "InterLinkStateTime");
     const last = (attr: string) => calls.filter((c) => c[1] === attr).at(-1)?.[2];
     expect(last("InterLinkCtr1State")).toBe(`"${file(o, "podstate/c.b").trim()}"`);
     expect(last("InterLinkInit0State")).toBe(`"${file(o, "podstate/i.one").trim()}"`);
@@ -850,7 +854,7 @@ describe("a pod runs as one job", () => {
   test("a run chirps every container's fresh state at setup, replacing what a previous run left in the job ad", async () => {
     const o = await rerun;
     expect(o.code).toBe(0);
-    const calls = chirpCalls(rerunCondor);
+    const calls = chirpCalls(rerunCondor).filter((c) => c[1] !== "InterLinkStateTime");
     const mark = calls.findIndex((c) => c[0] === "MARK");
     expect(mark).toBeGreaterThan(0);
     const early = calls.slice(0, mark);

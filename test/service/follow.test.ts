@@ -48,7 +48,7 @@ const ev = (type: number, jid: string, first: string, body = "") => {
   return `${String(type).padStart(3, "0")} (${c}.${p}.000) 2026-11-23 12:00:00 ${first}\n${body}...\n`;
 };
 
-async function setup(config = "") {
+async function setup(config = "", spool = false) {
   const dir = mkdtempSync(join(tmpdir(), "follow-test-"));
   dirs.push(dir);
   const dataRoot = join(dir, "data");
@@ -63,7 +63,7 @@ async function setup(config = "") {
     config: cfg,
     planConfig: planConfig(cfg, false),
     dataRoot,
-    spool: false,
+    spool,
     log: memoryLogger(),
     now: () => now,
     version: "test",
@@ -458,5 +458,58 @@ describe("review of issue 22: what the log cannot be trusted to say", () => {
     s.condor.failing.delete("query");
     await s.c.queue.probe();
     expect(await s.status(pod)).toBeUndefined();
+  });
+});
+
+describe("a removed job still in the queue (docs/status.md#what-drives-status)", () => {
+  test("is asked about again, less often the longer it stays, until its end is in the history", async () => {
+    const s = await setup("StatusCacheSeconds: 2\n");
+    const { pod, jid } = await s.create("leaving");
+    await s.c.queue.refreshNow();
+    await s.follower.tick();
+    // condor_rm of a running job: status 3 while its shadow stops; the 009 comes now, and no event
+    // follows when the job leaves the queue later.
+    Object.assign(s.condor.queued.get(jid)!, { JobStatus: 3, RemoveReason: "via condor_rm" });
+    appendFileSync(s.logPath(), ev(9, jid, "Job was aborted.", "\tvia condor_rm\n"));
+    await s.follower.tick();
+    const asked = () => s.targeted().length;
+    const first = asked();
+    // Within StatusCacheSeconds: not yet; after it: once more.
+    s.advance(1_500);
+    await s.follower.tick();
+    expect(asked()).toBe(first);
+    s.advance(600);
+    await s.follower.tick();
+    expect(asked()).toBe(first + 1);
+    // Staying: the next one waits half as long as it has stayed (22.1 s in: 11 s).
+    s.advance(20_000);
+    await s.follower.tick();
+    expect(asked()).toBe(first + 2);
+    s.advance(9_000);
+    await s.follower.tick();
+    expect(asked()).toBe(first + 2);
+    // It left: the next question misses it, and the history gives its end.
+    s.condor.end(jid, { JobStatus: 3 });
+    s.advance(2_100);
+    await s.follower.tick();
+    expect(asked()).toBe(first + 3);
+    expect(s.condor.count("history")).toBe(1);
+    expect((await s.status(pod)).containers[0].state.terminated).toMatchObject({ reason: "JobRemoved", exitCode: 137 });
+  });
+});
+
+describe("a spooled job whose output did not come back (docs/status.md#following-spooled-jobs)", () => {
+  test("is asked about again 10 s later, and the fetch tried again, though no status changed", async () => {
+    const s = await setup("", true);
+    const { jid } = await s.create("spooled");
+    Object.assign(s.condor.queued.get(jid)!, { JobStatus: 4, ExitCode: 0, ExitBySignal: false });
+    await s.c.queue.refreshNow();
+    expect(s.condor.count("transferData")).toBe(1);
+    s.advance(9_000);
+    await s.follower.tick();
+    expect(s.condor.count("transferData")).toBe(1);
+    s.advance(1_100);
+    await s.follower.tick();
+    expect(s.condor.count("transferData")).toBe(2);
   });
 });

@@ -12,6 +12,7 @@ import {
   parseJsonAds,
   parseRmLine,
   parseTerseSubmit,
+  parseTotals,
   type RmOutcome,
   type SubmitFailure,
   submitRefusal,
@@ -38,6 +39,17 @@ describe("parseJsonAds (docs/htcondor.md#json-output, docs/htcondor.md#condor_hi
     expect(adNumber(ads[0]!, "JobStatus")).toBe(2);
     expect(adString(ads[0]!, "RequestDisk")).toBeUndefined();
     expect(adNumber(ads[0]!, "RequestDisk")).toBeUndefined();
+  });
+});
+
+describe("parseTotals: the summary ad of condor_q -json -totals (docs/htcondor.md#counting-without-ads)", () => {
+  test("Jobs and ServerTime", () => {
+    const out = '[\n{\n  "AllusersJobs": 9,\n  "ErrorCode": 0,\n  "Jobs": 3,\n  "MyType": "Summary",\n  "Owner": 0,\n  "ServerTime": 1795332741\n}\n]\n';
+    expect(parseTotals(out)).toEqual({ jobs: 3, serverTime: 1795332741 });
+  });
+  test("no summary ad is an error, never zero jobs", () => {
+    expect(() => parseTotals("")).toThrow("condor_q -totals printed no summary ad with Jobs");
+    expect(() => parseTotals('[\n{\n  "ClusterId": 1\n}\n]\n')).toThrow("no summary ad");
   });
 });
 

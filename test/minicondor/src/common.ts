@@ -80,6 +80,10 @@ export function nowSec(): number {
 
 // ---------------------------------------------------------------- config
 export type Config = {
+  /** The name of the schedd of this home: the host for the pool's first schedd, `<local>@<host>` for the others. */
+  scheddName: string;
+  /** The pool's other schedds (config.json `schedds`, local names): each has a home of its own, `schedds/<local>`. */
+  schedds: string[];
   host: string;
   cpus: number;
   memory: number; // MiB
@@ -117,7 +121,10 @@ function readJson(file: string): Record<string, unknown> {
 
 export function loadConfig(home = homeDir()): Config {
   const e = process.env;
-  const f = readJson(path.join(home, "config.json"));
+  // a second schedd of the pool shares its machine's configuration; its own config.json may add to it
+  const pool = poolHomeOf(home);
+  const f = { ...(pool === home ? {} : readJson(path.join(pool, "config.json"))), ...readJson(path.join(home, "config.json")) };
+  const host: string = f.host !== undefined ? f.host as string : e.MINICONDOR_HOST || os.hostname().split(".")[0] || "localhost";
   const pick = <T>(k: string, envName: string | null, def: T): T => {
     if (f[k] !== undefined) return f[k] as T;
     if (envName === null) return def;
@@ -130,7 +137,9 @@ export function loadConfig(home = homeDir()): Config {
     return def;
   };
   return {
-    host: pick("host", "MINICONDOR_HOST", os.hostname().split(".")[0] || "localhost"),
+    host,
+    scheddName: pool === home ? host : `${path.basename(home)}@${host}`,
+    schedds: Array.isArray(f.schedds) ? (f.schedds as unknown[]).map(String) : [],
     cpus: pick("cpus", "MINICONDOR_CPUS", 64),
     memory: pick("memory", "MINICONDOR_MEMORY", 65536),
     gpus: pick("gpus", "MINICONDOR_GPUS", 0),
@@ -171,8 +180,43 @@ function localNames(cfg: Config): string[] {
   return [cfg.host, "localhost", "127.0.0.1", ...(process.env.MINICONDOR_SCHEDD_NAMES ?? "").split(",")].map((x) => x.trim().toLowerCase()).filter(Boolean);
 }
 
+// ---------------------------------------------------------------- several schedds in one pool
+/**
+ * The pool's home for any schedd's home: a second schedd lives in `<pool home>/schedds/<local>`, as a
+ * real second schedd has a SPOOL, a queue and a job id counter of its own under one master
+ * (docs/htcondor.md#several-schedds-in-one-pool).
+ */
+export function poolHomeOf(home: string): string {
+  const up = path.dirname(home);
+  return path.basename(up) === "schedds" ? path.dirname(up) : home;
+}
+
+export function scheddHome(poolHome: string, local: string): string {
+  return path.join(poolHome, "schedds", local);
+}
+
+/** The local name of one of the pool's other schedds that `-name` names (`second@<host>`), if any. */
+export function otherScheddOf(name: string, cfg: Config): string | undefined {
+  const n = name.toLowerCase();
+  const at = n.indexOf("@");
+  if (at <= 0) return undefined;
+  const local = n.slice(0, at);
+  const host = n.slice(at + 1);
+  const ok = localNames(cfg);
+  if (!ok.includes(host) && !ok.some((h) => host.startsWith(h + "."))) return undefined;
+  return cfg.schedds.find((s) => s.toLowerCase() === local);
+}
+
+/**
+ * Whether the schedd this call talks to is stopped (faults.json `stopped` in its home, written by
+ * testkit's stopSchedd): its master took it off, so the collector has no ad for it and `-name` cannot
+ * find it, while the collector and the other schedds answer.
+ */
+export const selection = { stopped: false };
+
 /** -name: this machine's schedd (host, name@host, a sinful string or host:port); anything else is not in the pool. */
 export function acceptableSchedd(name: string, cfg: Config): boolean {
+  if (selection.stopped) return false;
   const n = name.toLowerCase();
   if (n.includes(":") || n.startsWith("<")) return true;
   const ok = localNames(cfg);
@@ -218,12 +262,15 @@ export function acceptablePool(pool: string, cfg: Config): boolean {
 }
 
 export function scheddAddr(cfg: Config): string {
-  return `<127.0.0.1:9618?addrs=127.0.0.1-9618&alias=${cfg.host}&noUDP&sock=schedd_1_1>`;
+  const sock = cfg.scheddName === cfg.host ? "schedd_1_1" : `schedd_${cfg.scheddName.replace(/@.*/, "")}`;
+  return `<127.0.0.1:9618?addrs=127.0.0.1-9618&alias=${cfg.host}&noUDP&sock=${sock}>`;
 }
 
 // ---------------------------------------------------------------- faults
 export type Faults = {
   scheddDown?: boolean;
+  /** This home's schedd alone is off (the pool, its collector and its other schedds answer). */
+  stopped?: boolean;
   tools?: Record<string, string>;
   holdOnStart?: { code: number; subCode?: number; reason?: string; constraint?: string };
 };

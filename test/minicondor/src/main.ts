@@ -1,7 +1,21 @@
 // Entry point: `bun main.ts <tool> [args...]`. Logs every call to $MINICONDOR_HOME/calls.log and applies faults.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { err, homeDir, loadConfig, loadFaults, out, parentPid, pidAlive, PLATFORM, scheddAddr, VERSION } from "./common.ts";
+import {
+  err,
+  homeDir,
+  loadConfig,
+  loadFaults,
+  otherScheddOf,
+  out,
+  parentPid,
+  pidAlive,
+  PLATFORM,
+  scheddAddr,
+  scheddHome,
+  selection,
+  VERSION,
+} from "./common.ts";
 
 const t0 = performance.now();
 const tool = process.argv[2] ?? "";
@@ -59,6 +73,25 @@ function failText(addr: string): Record<string, [string, string, number]> {
   };
 }
 
+/**
+ * `-name <local>@<host>` of one of the pool's other schedds (config.json `schedds`): the call works on
+ * that schedd's home, with its own queue, history, job ids and spool. Whether `-name` was given.
+ */
+function selectSchedd(): boolean {
+  if (tool === "condor_status" || tool === "condor_version" || tool === "condor_chirp") return false;
+  const i = argv.indexOf("-name");
+  const name = i >= 0 ? argv[i + 1] : undefined;
+  if (name === undefined) return false;
+  const local = otherScheddOf(name, loadConfig());
+  if (local !== undefined) {
+    const home = scheddHome(homeDir(), local);
+    fs.mkdirSync(home, { recursive: true });
+    process.env.MINICONDOR_HOME = home;
+  }
+  selection.stopped = loadFaults(homeDir(), false).stopped === true;
+  return true;
+}
+
 async function main(): Promise<number> {
   if (tool === "__schedd") {
     const { scheddMain } = await import("./schedd.ts");
@@ -71,6 +104,7 @@ async function main(): Promise<number> {
     const c = readChirpConfig();
     if (c) process.env.MINICONDOR_HOME = c.home;
   }
+  const named = selectSchedd();
   const faults = loadFaults();
   const mode = faults.tools?.[tool] ?? faults.tools?.["all"] ?? "";
   if (mode === "hang") await waitUntil(() => false, 250);
@@ -84,6 +118,14 @@ async function main(): Promise<number> {
   // slowcommit:<ms> (condor_submit): the session holds the queue that much longer, so the next condor_submit
   // waits for it as on a schedd that serves one submit at a time (docs/htcondor.md#one-submit-at-a-time)
   const holdMs = tool === "condor_submit" && mode.startsWith("slowcommit:") ? Number(mode.slice(11)) || 0 : 0;
+  // A stopped schedd: named, it is not in the collector, and each tool says so as for a name it never
+  // knew (the tools' own checks, through selection.stopped); the local one, unnamed, as when the pool is down.
+  // condor_status asks the collector, which still answers.
+  if (faults.stopped && !named && tool !== "condor_status" && DOWN[tool]) {
+    const [text, code] = DOWN[tool]!;
+    err(text);
+    return code;
+  }
   if (faults.scheddDown && DOWN[tool]) {
     const [text, code] = DOWN[tool]!;
     err(text);

@@ -8,8 +8,10 @@ import {
   allRuns,
   type Config,
   err,
+  homeDir,
   isOpt,
   loadConfig,
+  loadFaults,
   nowSec,
   openDb,
   out,
@@ -17,10 +19,14 @@ import {
   PLATFORM,
   rowAd,
   scheddAddr,
+  scheddHome,
+  selection,
   unresolvableHost,
   VERSION,
   wrappedText,
 } from "./common.ts";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { dynamicSlotAd, freeResources, machineAd } from "./machine.ts";
 import { maybeEnsureSchedd } from "./schedd.ts";
 
@@ -276,11 +282,15 @@ function printfFormat(fmt: string, ad: Ad, attr: string): string {
 function writeAds(ads: Ad[], q: QArgs, opts: { serverTime: boolean; emptyJsonBrackets: boolean }): string {
   const st = nowSec();
   const attrs = q.attrs;
+  // queue.cpp asks the schedd to stamp every ad with ServerTime for -long, -json and -xml (or when
+  // -attributes names it), and prints it when there is no -attributes or it names ServerTime; the
+  // schedd's stamp replaces an attribute of that name in the job's own ad (classad_oldnew.cpp).
+  const stamp = opts.serverTime && (!attrs || attrs.some((a) => a.toLowerCase() === "servertime"));
   switch (q.fmt.kind) {
     case "json": {
       if (!ads.length) return opts.emptyJsonBrackets ? "[\n]\n" : "";
       const parts = ads.map((ad) => {
-        if (opts.serverTime && !attrs) {
+        if (stamp) {
           ad = ad.clone();
           ad.set("ServerTime", st);
         }
@@ -293,7 +303,7 @@ function writeAds(ads: Ad[], q: QArgs, opts: { serverTime: boolean; emptyJsonBra
     case "long":
     case "xml":
       return ads.map((ad) => {
-        if (opts.serverTime && !attrs) {
+        if (stamp) {
           ad = ad.clone();
           ad.set("ServerTime", st);
         }
@@ -356,7 +366,7 @@ function sumLine(label: string, ads: Ad[]): string {
 function humanQueue(ads: Ad[], all: Ad[], q: QArgs, cfg: Config): string {
   const d = new Date();
   const stamp = `${p2(d.getMonth() + 1)}/${p2(d.getDate())}/${p2(d.getFullYear() % 100)} ${p2(d.getHours())}:${p2(d.getMinutes())}:${p2(d.getSeconds())}`;
-  let s = `\n\n-- Schedd: ${cfg.host} : ${scheddAddr(cfg).replace(/\?.*$/, "?...")} @ ${stamp}\n`;
+  let s = `\n\n-- Schedd: ${cfg.scheddName} : ${scheddAddr(cfg).replace(/\?.*$/, "?...")} @ ${stamp}\n`;
   if (!q.totals) {
     if (q.nobatch || q.statusFilter !== null) {
       s += ` ID      OWNER            SUBMITTED     RUN_TIME ST PRI SIZE CMD\n`;
@@ -400,6 +410,10 @@ function humanQueue(ads: Ad[], all: Ad[], q: QArgs, cfg: Config): string {
 function totalsAd(ads: Ad[], all: Ad[]): Ad {
   const t = new Ad();
   const n = summary(ads), m = summary(all.filter((a) => a.str("Owner") === ownerName())), u = summary(all);
+  // sendDone (schedd.cpp): the summary ad always carries the schedd's clock.
+  t.set("Owner", 0);
+  t.set("ErrorCode", 0);
+  t.set("ServerTime", nowSec());
   t.set("MyType", "Summary");
   const put = (prefix: string, x: typeof n) => {
     t.set(prefix + "Jobs", x.jobs);
@@ -414,6 +428,18 @@ function totalsAd(ads: Ad[], all: Ad[]): Ad {
   put("My", m);
   put("Allusers", u);
   return t;
+}
+
+/**
+ * One line per answer of condor_q and condor_history in `$MINICONDOR_HOME/answers.log`:
+ * `ISO-time tool ads JSON-argv`, the job ads the schedd sent (the summary ad of -totals counts as
+ * one). The benchmark and the tests count what each query of the sidecar cost with it; calls.log
+ * keeps its format.
+ */
+function noteAnswer(tool: string, ads: number, argv: readonly string[]): void {
+  try {
+    fs.appendFileSync(path.join(homeDir(), "answers.log"), `${new Date().toISOString()} ${tool} ${ads} ${JSON.stringify(argv)}\n`);
+  } catch { /* the log is for measuring only */ }
 }
 
 // ---------------------------------------------------------------- condor_q
@@ -459,6 +485,8 @@ export function condorQ(argv: string[]): number {
   let ads = all.filter(filter.ok);
   if (q.limit !== null && q.limit >= 0) ads = ads.slice(0, q.limit);
   if (q.totals) {
+    // fetch_SummaryOnly (queue.cpp): the schedd sends the summary ad and no job ad.
+    noteAnswer("condor_q", 1, argv);
     if (q.fmt.kind === "json") {
       out("[\n" + adToJson(totalsAd(ads, all)) + "\n]\n");
       return 0;
@@ -470,12 +498,15 @@ export function condorQ(argv: string[]): number {
     out(humanQueue(ads, all, q, cfg));
     return 0;
   }
+  noteAnswer("condor_q", ads.length, argv);
   if (q.fmt.kind === "default") out(humanQueue(ads, all, q, cfg));
   else out(writeAds(ads, q, { serverTime: true, emptyJsonBrackets: false }));
   return 0;
 }
 
 // ---------------------------------------------------------------- condor_history
+const HISTORY_HEADER = ` ID     OWNER          SUBMITTED   RUN_TIME     ST COMPLETED   CMD\n`;
+
 export function condorHistory(argv: string[]): number {
   let q: QArgs;
   let filter: ReturnType<typeof buildFilter>;
@@ -495,7 +526,14 @@ export function condorHistory(argv: string[]): number {
     }
     throw e;
   }
-  // history.cpp: g_name and g_pool are std::strings, so an absent -pool prints as nothing
+  // history.cpp: g_name and g_pool are std::strings, so an absent -pool prints as nothing. A schedd its
+  // master stopped: the same line, then the (empty) table's header, and exit 0
+  // (docs/htcondor.md#several-schedds-in-one-pool): nothing was reached, yet nothing says it failed.
+  if (q.name !== null && selection.stopped) {
+    err(`Unable to locate remote schedd (name=${q.name}, pool=${q.pool ?? ""}).\n`);
+    if (q.fmt.kind === "default") out(HISTORY_HEADER);
+    return 0;
+  }
   if ((q.name !== null || q.pool !== null) && ((q.name !== null && !acceptableSchedd(q.name, cfg)) || (q.pool !== null && !acceptablePool(q.pool, cfg)))) {
     err(`Unable to locate remote schedd (name=${q.name ?? ""}, pool=${q.pool ?? ""}).\n`);
     return 1;
@@ -527,9 +565,10 @@ export function condorHistory(argv: string[]): number {
       if (!remaining.size) break;
     }
   }
+  noteAnswer("condor_history", ads.length, argv);
   if (q.fmt.kind === "default") {
     if (!ads.length) return 0;
-    let s = ` ID     OWNER          SUBMITTED   RUN_TIME     ST COMPLETED   CMD\n`;
+    let s = HISTORY_HEADER;
     for (const a of ads) {
       const id = `${a.num("ClusterId")}.${a.num("ProcId")}`;
       const st = a.num("JobStatus") ?? 0;
@@ -546,6 +585,22 @@ export function condorHistory(argv: string[]): number {
 }
 
 // ---------------------------------------------------------------- condor_status
+function scheddAd(cfg: Config, db: ReturnType<typeof openDb>): Ad {
+  const s = new Ad();
+  const jobs = allJobs(db);
+  const n = summary(jobs);
+  s.set("MyType", "Scheduler");
+  s.set("Name", cfg.scheddName);
+  s.set("Machine", cfg.host);
+  s.set("MyAddress", scheddAddr(cfg));
+  s.set("CondorVersion", VERSION);
+  s.set("TotalRunningJobs", n.r);
+  s.set("TotalIdleJobs", n.i);
+  s.set("TotalHeldJobs", n.h);
+  s.set("TotalJobAds", jobs.length);
+  return s;
+}
+
 export function condorStatus(argv: string[]): number {
   const cfg = loadConfig();
   let q: QArgs;
@@ -579,19 +634,9 @@ export function condorStatus(argv: string[]): number {
   ) owners.set(`${j.cluster}.${j.proc}`, j.owner);
   let ads: Ad[];
   if (q.schedd) {
-    const s = new Ad();
-    const jobs = allJobs(db);
-    const n = summary(jobs);
-    s.set("MyType", "Scheduler");
-    s.set("Name", cfg.host);
-    s.set("Machine", cfg.host);
-    s.set("MyAddress", scheddAddr(cfg));
-    s.set("CondorVersion", VERSION);
-    s.set("TotalRunningJobs", n.r);
-    s.set("TotalIdleJobs", n.i);
-    s.set("TotalHeldJobs", n.h);
-    s.set("TotalJobAds", jobs.length);
-    ads = [s];
+    // every schedd of the pool whose master has not stopped it: a stopped one has no ad in the collector
+    const homes = [homeDir(), ...cfg.schedds.map((l) => scheddHome(homeDir(), l))].filter((h) => !loadFaults(h, false).stopped);
+    ads = homes.map((h) => scheddAd(loadConfig(h), h === homeDir() ? db : openDb(h)));
   } else {
     ads = [machineAd(cfg, freeResources(cfg, runs), runs), ...runs.map((r) => dynamicSlotAd(cfg, r, owners.get(`${r.cluster}.${r.proc}`) ?? ownerName()))];
   }

@@ -48,7 +48,9 @@ function isScheddPid(pid: number, home: string): boolean {
   if (!pidAlive(pid)) return false;
   try {
     const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
-    return cmd.includes("__schedd") && cmd.includes(home);
+    // the argument itself: a second schedd's home lies inside the pool's
+    const args = cmd.split("\0");
+    return args.includes("__schedd") && args.includes(home);
   } catch {
     return false;
   }
@@ -289,7 +291,8 @@ export async function scheddMain(home: string): Promise<void> {
 }
 
 function hasStartable(db: Database, cfg: Config): boolean {
-  if (loadFaults(homeDir(), false).scheddDown) return false;
+  const f = loadFaults(homeDir(), false);
+  if (f.scheddDown || f.stopped) return false;
   const rows = db.query("SELECT ad FROM jobs WHERE status = 1 ORDER BY cluster, proc LIMIT 200").all() as { ad: string }[];
   if (!rows.length) return false;
   const runs = allRuns(db);
@@ -444,7 +447,7 @@ async function pass(db: Database, cfg: Config, children: Map<string, Child>, log
     }
   }
   // 4. match idle jobs
-  if (faults.scheddDown) return;
+  if (faults.scheddDown || faults.stopped) return;
   const claimed: ({ ad: Ad; run: RunRow; hold?: undefined } | { ad: Ad; run?: undefined; hold: Hold })[] = [];
   tx(db, () => {
     const rows = db.query("SELECT ad FROM jobs WHERE status = 1 ORDER BY cluster, proc").all() as { ad: string }[];

@@ -781,7 +781,7 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   ad.set("QDate", c.qdate);
   ad.set("EnteredCurrentStatus", c.qdate);
   ad.set("JobStatus", 1);
-  ad.set("GlobalJobId", `${cfg.host}#${c.cluster}.${c.proc}#${c.qdate}`);
+  ad.set("GlobalJobId", `${cfg.scheddName}#${c.cluster}.${c.proc}#${c.qdate}`);
   ad.set("JobUniverse", universes[universeRaw]!);
   if (cmd) ad.set("Cmd", cmd);
   ad.set("Iwd", iwd);

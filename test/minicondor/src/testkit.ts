@@ -41,6 +41,8 @@ export type HomeOptions = {
   protectedJobAttrs?: string | string[];
   /** the authentication the schedd asks of the tools (src/security.ts) */
   security?: Security;
+  /** the pool's other schedds, by local name: `-name <local>@<host>` reaches each (README: Several schedds) */
+  schedds?: string[];
 };
 
 /** An IDTOKEN as condor_token_create signs it (HS256 with the named key), for a home's `security.signingKeys`. */
@@ -96,6 +98,23 @@ export async function runTool(
 export function setFaults(home: string, faults: Record<string, unknown>): void {
   fs.writeFileSync(path.join(home, "faults.json"), JSON.stringify(faults));
 }
+/** The home of one of the pool's other schedds (`local`), or the pool's own for its first schedd (`undefined`). */
+export function scheddHomeOf(home: string, local?: string): string {
+  const h = local === undefined ? home : path.join(home, "schedds", local);
+  fs.mkdirSync(h, { recursive: true });
+  return h;
+}
+
+/** Stops one schedd as its master's condor_off does (`local` of a second one, none for the first); the others keep answering. */
+export function stopSchedd(home: string, local?: string): void {
+  fs.writeFileSync(path.join(scheddHomeOf(home, local), "faults.json"), JSON.stringify({ stopped: true }));
+}
+
+/** Brings a stopped schedd back (condor_on), with its queue. */
+export function startSchedd(home: string, local?: string): void {
+  fs.rmSync(path.join(scheddHomeOf(home, local), "faults.json"), { force: true });
+}
+
 export function setConfig(home: string, cfg: HomeOptions): void {
   fs.writeFileSync(path.join(home, "config.json"), JSON.stringify(cfg));
 }
@@ -104,8 +123,16 @@ export function setConfig(home: string, cfg: HomeOptions): void {
  * Pids of every process belonging to this home: the schedd, the job trees, and any tool still running
  * with MINICONDOR_HOME=<home> (a hung tool orphaned by a killed caller). Never this process or its ancestors.
  */
+function scheddHomes(home: string): string[] {
+  let others: string[] = [];
+  try {
+    others = fs.readdirSync(path.join(home, "schedds")).map((l) => path.join(home, "schedds", l));
+  } catch { /* none */ }
+  return [home, ...others];
+}
+
 export function homePids(home: string): number[] {
-  const byEnv = pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).filter(pidAlive);
+  const byEnv = scheddHomes(home).flatMap((h) => pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(h, "execute")}`)).filter(pidAlive);
   const tools = pidsWithEnvEntry(`MINICONDOR_HOME=${home}`).filter(pidAlive);
   const sched: number[] = [];
   for (const e of fs.readdirSync("/proc")) {
@@ -127,7 +154,7 @@ export function cleanup(home: string, removeDir = false): void {
     } catch { /* gone */ }
   }
   for (const pid of homePids(home)) killGroup(pid, "SIGKILL");
-  killByEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`);
+  for (const h of scheddHomes(home)) killByEnv(`_CONDOR_SCRATCH_DIR=${path.join(h, "execute")}`);
   for (let i = 0; i < 50 && homePids(home).length; i++) Bun.sleepSync(20);
   if (removeDir) fs.rmSync(home, { recursive: true, force: true });
 }

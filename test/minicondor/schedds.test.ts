@@ -1,0 +1,86 @@
+// Several schedds in one pool, each stoppable on its own: the fidelity of minicondor against what a real
+// HTCondor 25.0 printed (docs/htcondor.md#several-schedds-in-one-pool).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { cleanup, createHome, runTool, startSchedd, stopSchedd, waitFor } from "./src/testkit.ts";
+
+const ENV = { MINICONDOR_ALLOW_ROOT: "1" };
+let home = "";
+const HOST = "localhost";
+const SECOND = `second@${HOST}`;
+const run = (tool: string, args: string[]) => runTool(home, tool, args, { env: ENV });
+
+beforeAll(() => {
+  home = createHome({ host: HOST, schedds: ["second", "third"], scheddIdleExitMs: 1500, pollMs: 50 });
+  fs.writeFileSync(path.join(home, "e.sub"), "executable = /bin/sleep\narguments = 30\nqueue\n");
+});
+afterAll(() => cleanup(home, true));
+
+const submit = (name?: string) => run("condor_submit", [...(name ? ["-name", name] : []), "-terse", path.join(home, "e.sub")]);
+const clusters = async (name?: string) => (await run("condor_q", [...(name ? ["-name", name] : []), "-af", "ClusterId", "GlobalJobId"])).stdout;
+
+describe("several schedds in one pool (docs/htcondor.md#several-schedds-in-one-pool)", () => {
+  test("each schedd hands out its own cluster ids and keeps its own queue", async () => {
+    expect(await submit()).toEqual({ code: 0, stdout: "1.0 - 1.0\n", stderr: "" });
+    expect(await submit(SECOND)).toEqual({ code: 0, stdout: "1.0 - 1.0\n", stderr: "" });
+    expect(await submit(SECOND)).toEqual({ code: 0, stdout: "2.0 - 2.0\n", stderr: "" });
+    expect(await clusters()).toMatch(/^1 localhost#1\.0#\d+\n$/);
+    expect(await clusters(SECOND)).toMatch(/^1 second@localhost#1\.0#\d+\n2 second@localhost#2\.0#\d+\n$/);
+    expect(await clusters(`third@${HOST}`)).toBe("");
+    // the same id on two schedds: removing it on one leaves the other's
+    expect((await run("condor_rm", ["-name", SECOND, "1.0"])).code).toBe(0);
+    expect(await clusters()).toMatch(/^1 /);
+    await waitFor(async () => (await run("condor_history", ["-name", SECOND, "1.0", "-af", "JobStatus"])).stdout === "3\n");
+    expect((await run("condor_history", ["1.0", "-af", "JobStatus"])).stdout).toBe("");
+  });
+
+  test("condor_status -schedd lists every schedd that runs", async () => {
+    expect((await run("condor_status", ["-schedd", "-af", "Name"])).stdout).toBe("localhost\nsecond@localhost\nthird@localhost\n");
+  });
+
+  test("a stopped schedd: each tool prints what the real one printed; the others and the collector answer", async () => {
+    stopSchedd(home, "second");
+    try {
+      expect(await submit(SECOND)).toEqual({ code: 1, stdout: "", stderr: "\nERROR: Can't find address of schedd second@localhost\n" });
+      expect(await run("condor_q", ["-name", SECOND, "-af", "ClusterId"])).toEqual({
+        code: 1,
+        stdout: "",
+        stderr: "Error: Collector has no record of schedd/submitter\n",
+      });
+      expect(await run("condor_rm", ["-name", SECOND, "2.0"])).toEqual({ code: 1, stdout: "", stderr: "Error: cannot get address of schedd localhost\n" });
+      // exit 0 although no schedd was reached
+      expect(await run("condor_history", ["-name", SECOND, "-limit", "1"])).toEqual({
+        code: 0,
+        stdout: " ID     OWNER          SUBMITTED   RUN_TIME     ST COMPLETED   CMD\n",
+        stderr: "Unable to locate remote schedd (name=second@localhost, pool=).\n",
+      });
+      expect((await run("condor_status", ["-schedd", "-af", "Name"])).stdout).toBe("localhost\nthird@localhost\n");
+      expect((await submit(`third@${HOST}`)).code).toBe(0);
+      expect((await submit()).code).toBe(0);
+    } finally {
+      startSchedd(home, "second");
+    }
+    // back, with its queue
+    expect(await clusters(SECOND)).toMatch(/^2 second@localhost#2\.0#\d+\n$/);
+  });
+
+  test("the first schedd stopped: unnamed calls fail as for a local schedd that is down, named ones as for an unknown schedd", async () => {
+    stopSchedd(home);
+    try {
+      expect(await run("condor_q", ["-af", "ClusterId"])).toMatchObject({
+        code: 1,
+        stderr: expect.stringMatching(/^Error: Could not find the local condor_schedd/),
+      });
+      expect(await run("condor_q", ["-name", HOST, "-af", "ClusterId"])).toEqual({
+        code: 1,
+        stdout: "",
+        stderr: "Error: Collector has no record of schedd/submitter\n",
+      });
+      expect((await run("condor_status", ["-schedd", "-af", "Name"])).stdout).toBe("second@localhost\nthird@localhost\n");
+      expect((await submit(SECOND)).code).toBe(0);
+    } finally {
+      startSchedd(home);
+    }
+  });
+});
