@@ -268,6 +268,154 @@ async function mergeAsked(
   return true;
 }
 
+export function createQueueView(d: QueueDeps): QueueView {
+  const periodMs = d.config.StatusCacheSeconds * 1000;
+  const reconcileMs = d.config.ReconcileMinutes * 60_000;
+  /** Every condor_q of the view runs after the one before: a targeted merge never races a full one. */
+  let lock: Promise<unknown> = Promise.resolve();
+  function serial<T>(fn: () => Promise<T>): Promise<T> {
+    const p = lock.then(fn);
+    lock = p.catch(() => {});
+    return p;
+  }
+  /** How long the view may go without hearing from the schedd before a status call has it probed. */
+  const aliveMs = periodMs * ALIVE_PERIODS;
+  let current: Snapshot | undefined;
+  /**
+   * The last answer's bytes, where each followed job's ad was in them, and what it parsed to:
+   * most ads do not change between refreshes, and an ad whose bytes did not change is not
+   * decoded again (no string per ad, no new object).
+   */
+  let last: ParsedAnswer | undefined;
+  /** The buffer the next answer is read into: the one before the last answer's (two in turn, nothing new per refresh). */
+  let spare: Uint8Array = new Uint8Array(0);
+  let cycle: Promise<void> | undefined;
+  let first: Promise<void> | undefined;
+  const health = createQueueHealth(d);
+  const { schedd, failed, askedAnswered, askedFailed } = health;
+  const { attributes, noteWidth } = createWidth(d);
+
+  const followedJobs = followedJobsReader(d.store);
+
+  const polledJobs = (f: Followed) => watchedJobs(f, view.polled);
+
+  const merge = (found: ReadonlyMap<string, JobAd>, at: number, asked: readonly LiveJob[]) =>
+    current ? mergeAsked(current, last, found, at, asked, view.afterRefresh, d.log) : Promise.resolve(true);
+  const watch = createWatch({
+    ...d,
+    attributes,
+    followed: followedJobs,
+    viewAd: (id) => current?.ads.get(id),
+    merge,
+    answered: askedAnswered,
+    failed: askedFailed,
+    kick: () => view.kick(),
+  });
+
+  /** One refresh: condor_q of the followed jobs by their cluster ids, then what the view asks for. */
+  async function refresh(): Promise<void> {
+    const at = d.now();
+    const f = followedJobs();
+    if (f.jobs.size === 0) return;
+    // The caller's own jobs (Owner, which no job can change) from the oldest followed cluster on
+    // (ClusterId cannot change either); the view keeps the recorded ids alone. Not a constraint
+    // on InterLinkSidecarId, which a job can rewrite to hide, nor a list of ids, which costs the
+    // schedd one comparison per id for every job it holds.
+    // With jobs to watch, the schedd's clock too (it starts the watch's window); otherwise not,
+    // so that an ad whose job did not change keeps its bytes and is not parsed again.
+    const clock = polledJobs(f).length > 0;
+    let answer: JsonAdSlices;
+    try {
+      answer = await d.condor.querySlices({
+        constraint: `ClusterId >= ${f.oldest}`,
+        attributes: clock ? [...attributes(), "ServerTime"] : attributes(),
+        into: spare,
+      });
+    } catch (err) {
+      failed(err, at);
+      d.log.warn("condor_q failed; status leaves the followed pods out, so interLink keeps their last state", { error: schedd.error });
+      return;
+    }
+    // A full answer covers the jobs a targeted condor_q failed to ask about.
+    askedAnswered();
+    const next = await followedAds(answer, f.ids, last);
+    if (clock) watch.noteFull(next.ads.size > 0 ? [...next.ads.values()] : adCount(answer) > 0 ? [parseAd(answer, 0)] : [], d.now() - at);
+    if (last) spare = new Uint8Array(last.answer.bytes.buffer);
+    last = next;
+    current = { at, ads: next.ads, checked: new Map() };
+    try {
+      await view.afterRefresh?.(current, f.jobs);
+    } catch (err) {
+      d.log.warn("acting on the queue's view failed; the next refresh tries again", { error: err instanceof Error ? err.message : String(err) });
+    }
+  }
+
+  function runCycle(): Promise<void> {
+    cycle ??= serial(refresh).finally(() => {
+      cycle = undefined;
+    });
+    return cycle;
+  }
+
+  const loop = createRefreshLoop({
+    d,
+    reconcileMs,
+    runCycle,
+    serial,
+    watch,
+    followedJobs,
+    polledJobs,
+    polled: (eventLog) => view.polled(eventLog),
+    cycle: () => cycle,
+  });
+
+  const view: QueueView = {
+    current: () => current,
+    failing: health.failing,
+    async ready() {
+      if (!current && !health.failing()) await (first ??= runCycle());
+      return current;
+    },
+    wake: loop.wake,
+    follows: (id) => followedJobs().jobs.has(id),
+    pollingChanged: loop.pollingChanged,
+    kick: loop.kick,
+    refreshIds: (ids) =>
+      serial(() =>
+        refreshTargeted(
+          { d, followedJobs, current: () => current, failing: health.failing, refresh, attributes, merge, schedd, askedFailed, askedAnswered },
+          ids,
+        )
+      ),
+    ...createRechecks(),
+    polled: (eventLog) => eventLog === undefined,
+    heardWithin: health.heardWithin,
+    lastAnswer: health.lastAnswer,
+    probe: health.probe,
+    async refreshNow() {
+      // A refresh that started before the caller asked may have read the queue too early.
+      await cycle;
+      await runCycle();
+    },
+    checkAlive() {
+      if (loop.stopped() || view.heardWithin(aliveMs)) return;
+      view.probe().catch(() =>
+        d.log.warn("condor_q failed; status leaves the followed pods out, so interLink keeps their last state", { error: schedd.error })
+      );
+    },
+    running: loop.running,
+    attributes,
+    noteWidth,
+    schedd,
+    async stop() {
+      loop.stop();
+      await cycle;
+      await lock;
+    },
+  };
+  return view;
+}
+
 /** What a targeted condor_q needs of the view (QueueView.refreshIds). */
 interface TargetedDeps {
   d: Pick<QueueDeps, "now" | "condor" | "log">;
@@ -466,152 +614,4 @@ function createRefreshLoop(l: LoopDeps): RefreshLoop {
       cancelTimer = undefined;
     },
   };
-}
-
-export function createQueueView(d: QueueDeps): QueueView {
-  const periodMs = d.config.StatusCacheSeconds * 1000;
-  const reconcileMs = d.config.ReconcileMinutes * 60_000;
-  /** Every condor_q of the view runs after the one before: a targeted merge never races a full one. */
-  let lock: Promise<unknown> = Promise.resolve();
-  function serial<T>(fn: () => Promise<T>): Promise<T> {
-    const p = lock.then(fn);
-    lock = p.catch(() => {});
-    return p;
-  }
-  /** How long the view may go without hearing from the schedd before a status call has it probed. */
-  const aliveMs = periodMs * ALIVE_PERIODS;
-  let current: Snapshot | undefined;
-  /**
-   * The last answer's bytes, where each followed job's ad was in them, and what it parsed to:
-   * most ads do not change between refreshes, and an ad whose bytes did not change is not
-   * decoded again (no string per ad, no new object).
-   */
-  let last: ParsedAnswer | undefined;
-  /** The buffer the next answer is read into: the one before the last answer's (two in turn, nothing new per refresh). */
-  let spare: Uint8Array = new Uint8Array(0);
-  let cycle: Promise<void> | undefined;
-  let first: Promise<void> | undefined;
-  const health = createQueueHealth(d);
-  const { schedd, failed, askedAnswered, askedFailed } = health;
-  const { attributes, noteWidth } = createWidth(d);
-
-  const followedJobs = followedJobsReader(d.store);
-
-  const polledJobs = (f: Followed) => watchedJobs(f, view.polled);
-
-  const merge = (found: ReadonlyMap<string, JobAd>, at: number, asked: readonly LiveJob[]) =>
-    current ? mergeAsked(current, last, found, at, asked, view.afterRefresh, d.log) : Promise.resolve(true);
-  const watch = createWatch({
-    ...d,
-    attributes,
-    followed: followedJobs,
-    viewAd: (id) => current?.ads.get(id),
-    merge,
-    answered: askedAnswered,
-    failed: askedFailed,
-    kick: () => view.kick(),
-  });
-
-  /** One refresh: condor_q of the followed jobs by their cluster ids, then what the view asks for. */
-  async function refresh(): Promise<void> {
-    const at = d.now();
-    const f = followedJobs();
-    if (f.jobs.size === 0) return;
-    // The caller's own jobs (Owner, which no job can change) from the oldest followed cluster on
-    // (ClusterId cannot change either); the view keeps the recorded ids alone. Not a constraint
-    // on InterLinkSidecarId, which a job can rewrite to hide, nor a list of ids, which costs the
-    // schedd one comparison per id for every job it holds.
-    // With jobs to watch, the schedd's clock too (it starts the watch's window); otherwise not,
-    // so that an ad whose job did not change keeps its bytes and is not parsed again.
-    const clock = polledJobs(f).length > 0;
-    let answer: JsonAdSlices;
-    try {
-      answer = await d.condor.querySlices({
-        constraint: `ClusterId >= ${f.oldest}`,
-        attributes: clock ? [...attributes(), "ServerTime"] : attributes(),
-        into: spare,
-      });
-    } catch (err) {
-      failed(err, at);
-      d.log.warn("condor_q failed; status leaves the followed pods out, so interLink keeps their last state", { error: schedd.error });
-      return;
-    }
-    // A full answer covers the jobs a targeted condor_q failed to ask about.
-    askedAnswered();
-    const next = await followedAds(answer, f.ids, last);
-    if (clock) watch.noteFull(next.ads.size > 0 ? [...next.ads.values()] : adCount(answer) > 0 ? [parseAd(answer, 0)] : [], d.now() - at);
-    if (last) spare = new Uint8Array(last.answer.bytes.buffer);
-    last = next;
-    current = { at, ads: next.ads, checked: new Map() };
-    try {
-      await view.afterRefresh?.(current, f.jobs);
-    } catch (err) {
-      d.log.warn("acting on the queue's view failed; the next refresh tries again", { error: err instanceof Error ? err.message : String(err) });
-    }
-  }
-
-  function runCycle(): Promise<void> {
-    cycle ??= serial(refresh).finally(() => {
-      cycle = undefined;
-    });
-    return cycle;
-  }
-
-  const loop = createRefreshLoop({
-    d,
-    reconcileMs,
-    runCycle,
-    serial,
-    watch,
-    followedJobs,
-    polledJobs,
-    polled: (eventLog) => view.polled(eventLog),
-    cycle: () => cycle,
-  });
-
-  const view: QueueView = {
-    current: () => current,
-    failing: health.failing,
-    async ready() {
-      if (!current && !health.failing()) await (first ??= runCycle());
-      return current;
-    },
-    wake: loop.wake,
-    follows: (id) => followedJobs().jobs.has(id),
-    pollingChanged: loop.pollingChanged,
-    kick: loop.kick,
-    refreshIds: (ids) =>
-      serial(() =>
-        refreshTargeted(
-          { d, followedJobs, current: () => current, failing: health.failing, refresh, attributes, merge, schedd, askedFailed, askedAnswered },
-          ids,
-        )
-      ),
-    ...createRechecks(),
-    polled: (eventLog) => eventLog === undefined,
-    heardWithin: health.heardWithin,
-    lastAnswer: health.lastAnswer,
-    probe: health.probe,
-    async refreshNow() {
-      // A refresh that started before the caller asked may have read the queue too early.
-      await cycle;
-      await runCycle();
-    },
-    checkAlive() {
-      if (loop.stopped() || view.heardWithin(aliveMs)) return;
-      view.probe().catch(() =>
-        d.log.warn("condor_q failed; status leaves the followed pods out, so interLink keeps their last state", { error: schedd.error })
-      );
-    },
-    running: loop.running,
-    attributes,
-    noteWidth,
-    schedd,
-    async stop() {
-      loop.stop();
-      await cycle;
-      await lock;
-    },
-  };
-  return view;
 }
