@@ -22,7 +22,12 @@ export interface QueueHealth {
   failing(): boolean;
   /** A condor_q that started at `startedAt` failed. */
   failed(err: unknown, startedAt: number): void;
-  /** The probe answered. */
+  /**
+   * Whether the last targeted condor_q (or the watch's) failed: a probe that answers does not
+   * make the view fresh again. A full condor_q's answer does: its caller clears this first.
+   */
+  targetedFailed: boolean;
+  /** A full condor_q or the probe answered. */
   answered(): void;
   /** A targeted condor_q (the watch's, or a full one) answered. */
   askedAnswered(): void;
@@ -67,26 +72,25 @@ export function createQueueHealth(d: QueueHealthDeps): QueueHealth {
     if (schedd.failures === 0) schedd.since = now;
     schedd.failures++;
   }
-  /** Whether the last targeted condor_q (or the watch's) failed: a probe that answers does not make the view fresh again. */
-  let targetedFailed = false;
   function answered(): void {
-    if (!targetedFailed) failing = false;
+    if (!h.targetedFailed) failing = false;
     lastHeard = d.now();
     lastAnswerAt = lastHeard;
     lastCounted = -Infinity;
     recordSuccess(schedd);
   }
   function askedAnswered(): void {
-    targetedFailed = false;
+    h.targetedFailed = false;
     answered();
   }
   function askedFailed(err: unknown, at: number): void {
-    targetedFailed = true;
+    h.targetedFailed = true;
     failed(err, at);
   }
 
-  return {
+  const h: QueueHealth = {
     schedd,
+    targetedFailed: false,
     failing: () => failing,
     failed,
     answered,
@@ -106,4 +110,5 @@ export function createQueueHealth(d: QueueHealthDeps): QueueHealth {
       return probing;
     },
   };
+  return h;
 }

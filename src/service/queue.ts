@@ -292,7 +292,7 @@ export function createQueueView(d: QueueDeps): QueueView {
   let cycle: Promise<void> | undefined;
   let first: Promise<void> | undefined;
   const health = createQueueHealth(d);
-  const { schedd, failed, askedAnswered, askedFailed } = health;
+  const { schedd, failed, answered, askedAnswered, askedFailed } = health;
   const { attributes, noteWidth } = createWidth(d);
 
   const followedJobs = followedJobsReader(d.store);
@@ -336,8 +336,8 @@ export function createQueueView(d: QueueDeps): QueueView {
       d.log.warn("condor_q failed; status leaves the followed pods out, so interLink keeps their last state", { error: schedd.error });
       return;
     }
-    // A full answer covers the jobs a targeted condor_q failed to ask about.
-    askedAnswered();
+    health.targetedFailed = false;
+    answered();
     const next = await followedAds(answer, f.ids, last);
     if (clock) watch.noteFull(next.ads.size > 0 ? [...next.ads.values()] : adCount(answer) > 0 ? [parseAd(answer, 0)] : [], d.now() - at);
     if (last) spare = new Uint8Array(last.answer.bytes.buffer);
