@@ -14,11 +14,11 @@
  */
 import { adCount, type JobAd, type JsonAdSlices, parseAd, sameAd, sliceJobNumber } from "../condor/parse.ts";
 import type { Condor } from "../condor/tools.ts";
-import { SidecarError } from "../core/errors.ts";
-import { blamesHTCondor, recordSuccess, type Streak } from "../core/health.ts";
+import type { Streak } from "../core/health.ts";
 import { stateAttrName } from "../core/types.ts";
 import type { LiveJob, Store } from "../store/store.ts";
-import { createWatch, WATCH_MS } from "./watch.ts";
+import { createQueueHealth } from "./queue-health.ts";
+import { createWatch, type Watch, WATCH_MS } from "./watch.ts";
 
 /** Attributes the status path asks condor_q/condor_history for (never the whole ad). */
 const BASE_ATTRS = [
@@ -38,13 +38,6 @@ const BASE_ATTRS = [
   "EnteredCurrentStatus",
   "TerminationPending",
 ] as const;
-
-/**
- * A failed condor_q counts towards the schedd's failure streak at most once in this long: the
- * refresher runs every few seconds, and three failures in a row within seconds (a schedd busy
- * for a moment) must not make the node NotReady (core/health.ts).
- */
-const FAILURE_COUNT_INTERVAL_MS = 10_000;
 
 /** Ads handled between two yields to the event loop: a refresh of thousands must not hold up status calls. */
 const ADS_PER_SLICE = 500;
@@ -285,10 +278,6 @@ async function mergeAsked(
 export function createQueueView(d: QueueDeps): QueueView {
   const periodMs = d.config.StatusCacheSeconds * 1000;
   const reconcileMs = d.config.ReconcileMinutes * 60_000;
-  const schedd: Streak = { failures: 0 };
-  let lastCounted = -Infinity;
-  let lastHeard = -Infinity;
-  let lastAnswerAt: number | undefined;
   /** Every condor_q of the view runs after the one before: a targeted merge never races a full one. */
   let lock: Promise<unknown> = Promise.resolve();
   function serial<T>(fn: () => Promise<T>): Promise<T> {
@@ -296,12 +285,8 @@ export function createQueueView(d: QueueDeps): QueueView {
     lock = p.catch(() => {});
     return p;
   }
-  const rechecks = new Map<string, number>();
   /** How long the view may go without hearing from the schedd before a status call has it probed. */
   const aliveMs = periodMs * ALIVE_PERIODS;
-  let probing: Promise<void> | undefined;
-  /** When the loop's next full refresh is due (Infinity while none is scheduled). */
-  let nextAt = Infinity;
   let current: Snapshot | undefined;
   /**
    * The last answer's bytes, where each followed job's ad was in them, and what it parsed to:
@@ -311,73 +296,15 @@ export function createQueueView(d: QueueDeps): QueueView {
   let last: ParsedAnswer | undefined;
   /** The buffer the next answer is read into: the one before the last while full queries come every period (the watch not ready), else none. */
   let spare: Uint8Array = new Uint8Array(0);
-  let failing = false;
   let cycle: Promise<void> | undefined;
-  let cancelTimer: (() => void) | undefined;
   let first: Promise<void> | undefined;
-  let looping = false;
-  let stopped = false;
-
-  /**
-   * The widest pod (init containers, containers) is counted once from the store, then kept up to
-   * date on create (asking for an attribute no job has costs nothing).
-   */
-  let widest: { init: number; main: number } | undefined;
-  function noteWidth(containers: readonly { init: boolean }[]): { init: number; main: number } {
-    if (!widest) {
-      widest = { init: 0, main: 0 };
-      for (const r of d.store.list(["creating", "submitted"])) noteWidth(r.containers);
-    }
-    widest.init = Math.max(widest.init, containers.filter((c) => c.init).length);
-    widest.main = Math.max(widest.main, containers.filter((c) => !c.init).length);
-    return widest;
-  }
-  function attributes(): string[] {
-    const w = noteWidth([]);
-    const out: string[] = [...BASE_ATTRS];
-    for (let i = 0; i < w.init; i++) out.push(stateAttrName(i, true));
-    for (let i = 0; i < w.main; i++) out.push(stateAttrName(i, false));
-    return out;
-  }
-
-  function failed(err: unknown, startedAt: number): void {
-    failing = true;
-    lastHeard = d.now();
-    schedd.error = err instanceof Error ? err.message : String(err);
-    const timedOut = err instanceof SidecarError && err.kind === "timeout";
-    if (!blamesHTCondor({ timedOut, starved: timedOut && (d.starved?.(startedAt) ?? false) })) {
-      d.log.warn("condor_q timed out while the sidecar was starved of CPU: not counted as a failure of the schedd", { error: schedd.error });
-      return;
-    }
-    const now = d.now();
-    if (now - lastCounted < FAILURE_COUNT_INTERVAL_MS) return;
-    lastCounted = now;
-    if (schedd.failures === 0) schedd.since = now;
-    schedd.failures++;
-  }
-  /** Whether the last targeted condor_q (or the watch's) failed: a probe that answers does not make the view fresh again. */
-  let targetedFailed = false;
-  function answered(): void {
-    if (!targetedFailed) failing = false;
-    lastHeard = d.now();
-    lastAnswerAt = lastHeard;
-    lastCounted = -Infinity;
-    recordSuccess(schedd);
-  }
-  function askedAnswered(): void {
-    targetedFailed = false;
-    answered();
-  }
-  function askedFailed(err: unknown, at: number): void {
-    targetedFailed = true;
-    failed(err, at);
-  }
+  const health = createQueueHealth(d);
+  const { schedd, failed, answered, askedAnswered, askedFailed } = health;
+  const { attributes, noteWidth } = createWidth(d);
 
   const followedJobs = followedJobsReader(d.store);
 
   const polledJobs = (f: Followed) => watchedJobs(f, view.polled);
-  /** Counted from the followed jobs once per turn, and counted up by a create that adds one. */
-  let polledCount = 0;
 
   const merge = (found: ReadonlyMap<string, JobAd>, at: number, asked: readonly LiveJob[]) =>
     current ? mergeAsked(current, last, found, at, asked, view.afterRefresh, d.log) : Promise.resolve(true);
@@ -391,40 +318,6 @@ export function createQueueView(d: QueueDeps): QueueView {
     failed: askedFailed,
     kick: () => view.kick(),
   });
-  /** When the next full condor_q is due: at start, after a gap (`kick`), then every ReconcileMinutes. */
-  let nextFullAt = -Infinity;
-
-  async function refreshTargeted(ids: readonly string[]): Promise<boolean> {
-    const f = followedJobs();
-    const jobs = ids.flatMap((id) => f.jobs.get(id) ?? []);
-    if (jobs.length === 0) return true;
-    if (!current) {
-      await refresh();
-      return !failing;
-    }
-    for (let i = 0; i < jobs.length; i += TARGETED_BATCH_MAX) {
-      const part = jobs.slice(i, i + TARGETED_BATCH_MAX);
-      const at = d.now();
-      let ads: JobAd[];
-      try {
-        ads = await d.condor.query({ constraint: idsConstraint(part), attributes: attributes() });
-      } catch (err) {
-        askedFailed(err, at);
-        d.log.warn("condor_q of the jobs the event log named failed; status leaves the followed pods out until it answers", { error: schedd.error });
-        return false;
-      }
-      askedAnswered();
-      // Matched by the id the sidecar recorded, never by an attribute the job could rewrite.
-      const found = new Map<string, JobAd>();
-      for (const ad of ads) {
-        const id = typeof ad.ClusterId === "number" && typeof ad.ProcId === "number" ? f.ids.get(ad.ClusterId)?.get(ad.ProcId) : undefined;
-        if (id !== undefined) found.set(id, ad);
-      }
-      // False, so that the follower keeps its offset and asks about these jobs again.
-      if (!(await merge(found, at, part))) return false;
-    }
-    return true;
-  }
 
   /** One refresh: condor_q of the followed jobs by their cluster ids, then what the view asks for. */
   async function refresh(): Promise<void> {
@@ -450,7 +343,7 @@ export function createQueueView(d: QueueDeps): QueueView {
       d.log.warn("condor_q failed; status leaves the followed pods out, so interLink keeps their last state", { error: schedd.error });
       return;
     }
-    targetedFailed = false;
+    health.targetedFailed = false;
     answered();
     const next = await followedAds(answer, f, last);
     if (clock) watch.noteFull(next.ads.size > 0 ? [...next.ads.values()] : adCount(answer) > 0 ? [parseAd(answer, 0)] : [], d.now() - at);
@@ -470,6 +363,199 @@ export function createQueueView(d: QueueDeps): QueueView {
     });
     return cycle;
   }
+
+  const loop = createRefreshLoop({
+    d,
+    reconcileMs,
+    runCycle,
+    serial,
+    watch,
+    followedJobs,
+    polledJobs,
+    polled: (eventLog) => view.polled(eventLog),
+    cycle: () => cycle,
+  });
+
+  const view: QueueView = {
+    current: () => current,
+    failing: health.failing,
+    async ready() {
+      if (!current && !health.failing()) await (first ??= runCycle());
+      return current;
+    },
+    wake: loop.wake,
+    follows: (id) => followedJobs().jobs.has(id),
+    pollingChanged: loop.pollingChanged,
+    kick: loop.kick,
+    refreshIds: (ids) =>
+      serial(() =>
+        refreshTargeted(
+          { d, followedJobs, current: () => current, failing: health.failing, refresh, attributes, merge, schedd, askedFailed, askedAnswered },
+          ids,
+        )
+      ),
+    ...createRechecks(),
+    polled: (eventLog) => eventLog === undefined,
+    heardWithin: health.heardWithin,
+    lastAnswer: health.lastAnswer,
+    probe: health.probe,
+    async refreshNow() {
+      // A refresh that started before the caller asked may have read the queue too early.
+      await cycle;
+      await runCycle();
+    },
+    checkAlive() {
+      if (loop.stopped() || view.heardWithin(aliveMs)) return;
+      view.probe().catch(() =>
+        d.log.warn("condor_q failed; status leaves the followed pods out, so interLink keeps their last state", { error: schedd.error })
+      );
+    },
+    running: loop.running,
+    attributes,
+    noteWidth,
+    schedd,
+    async stop() {
+      loop.stop();
+      await cycle;
+      await lock;
+    },
+  };
+  return view;
+}
+
+/** What a targeted condor_q needs of the view (QueueView.refreshIds). */
+interface TargetedDeps {
+  d: Pick<QueueDeps, "now" | "condor" | "log">;
+  followedJobs: () => Followed;
+  current: () => Snapshot | undefined;
+  failing: () => boolean;
+  /** The full refresh: the targeted one runs it instead while the view has none yet. */
+  refresh: () => Promise<void>;
+  attributes: () => string[];
+  merge: (found: ReadonlyMap<string, JobAd>, at: number, asked: readonly LiveJob[]) => Promise<boolean>;
+  schedd: Streak;
+  askedFailed: (err: unknown, at: number) => void;
+  askedAnswered: () => void;
+}
+
+/**
+ * One condor_q of exactly these followed jobs, in batches of TARGETED_BATCH_MAX, each merged into
+ * the view; false when one failed.
+ */
+async function refreshTargeted(t: TargetedDeps, ids: readonly string[]): Promise<boolean> {
+  const { d, followedJobs, refresh, attributes, merge, schedd, askedFailed, askedAnswered } = t;
+  const f = followedJobs();
+  const jobs = ids.flatMap((id) => f.jobs.get(id) ?? []);
+  if (jobs.length === 0) return true;
+  if (!t.current()) {
+    await refresh();
+    return !t.failing();
+  }
+  for (let i = 0; i < jobs.length; i += TARGETED_BATCH_MAX) {
+    const part = jobs.slice(i, i + TARGETED_BATCH_MAX);
+    const at = d.now();
+    let ads: JobAd[];
+    try {
+      ads = await d.condor.query({ constraint: idsConstraint(part), attributes: attributes() });
+    } catch (err) {
+      askedFailed(err, at);
+      d.log.warn("condor_q of the jobs the event log named failed; status leaves the followed pods out until it answers", { error: schedd.error });
+      return false;
+    }
+    askedAnswered();
+    // Matched by the id the sidecar recorded, never by an attribute the job could rewrite.
+    const found = new Map<string, JobAd>();
+    for (const ad of ads) {
+      const id = typeof ad.ClusterId === "number" && typeof ad.ProcId === "number" ? f.ids.get(ad.ClusterId)?.get(ad.ProcId) : undefined;
+      if (id !== undefined) found.set(id, ad);
+    }
+    // False, so that the follower keeps its offset and asks about these jobs again.
+    if (!(await merge(found, at, part))) return false;
+  }
+  return true;
+}
+
+/** The attributes a job's status needs (QueueView.attributes), and the widest pod they are for. */
+function createWidth(d: Pick<QueueDeps, "store">): Pick<QueueView, "attributes" | "noteWidth"> {
+  /**
+   * The widest pod (init containers, containers) is counted once from the store, then kept up to
+   * date on create (asking for an attribute no job has costs nothing).
+   */
+  let widest: { init: number; main: number } | undefined;
+  function noteWidth(containers: readonly { init: boolean }[]): { init: number; main: number } {
+    if (!widest) {
+      widest = { init: 0, main: 0 };
+      for (const r of d.store.list(["creating", "submitted"])) noteWidth(r.containers);
+    }
+    widest.init = Math.max(widest.init, containers.filter((c) => c.init).length);
+    widest.main = Math.max(widest.main, containers.filter((c) => !c.init).length);
+    return widest;
+  }
+  function attributes(): string[] {
+    const w = noteWidth([]);
+    const out: string[] = [...BASE_ATTRS];
+    for (let i = 0; i < w.init; i++) out.push(stateAttrName(i, true));
+    for (let i = 0; i < w.main; i++) out.push(stateAttrName(i, false));
+    return out;
+  }
+  return { attributes, noteWidth };
+}
+
+/** The jobs to ask about again, and when (QueueView.recheck). */
+function createRechecks(): Pick<QueueView, "recheck" | "takeDue"> {
+  const rechecks = new Map<string, number>();
+  return {
+    recheck(id, atMs) {
+      const was = rechecks.get(id);
+      if (was === undefined || atMs < was) rechecks.set(id, atMs);
+    },
+    takeDue(nowMs) {
+      const out: string[] = [];
+      for (const [id, at] of rechecks) {
+        if (at <= nowMs) {
+          out.push(id);
+          rechecks.delete(id);
+        }
+      }
+      return out;
+    },
+  };
+}
+
+/** What the refresher's loop is given by the view: a full refresh, a turn of the watch, and what is followed. */
+interface LoopDeps {
+  d: Pick<QueueDeps, "now" | "timer">;
+  reconcileMs: number;
+  /** A full refresh (after the one running, if any). */
+  runCycle: () => Promise<void>;
+  /** Runs after every condor_q of the view before it. */
+  serial: <T>(fn: () => Promise<T>) => Promise<T>;
+  watch: Pick<Watch, "ready" | "tick">;
+  followedJobs: () => Followed;
+  polledJobs: (f: Followed) => LiveJob[];
+  polled: QueueView["polled"];
+  /** The full refresh running, if one runs. */
+  cycle: () => Promise<void> | undefined;
+}
+
+/** When the refresher runs: its loop, and what makes it run sooner. */
+interface RefreshLoop extends Pick<QueueView, "wake" | "pollingChanged" | "kick" | "running"> {
+  stopped(): boolean;
+  /** No turn runs after this one (shutdown). */
+  stop(): void;
+}
+
+function createRefreshLoop(l: LoopDeps): RefreshLoop {
+  const { d, reconcileMs, runCycle, serial, watch, followedJobs, polledJobs } = l;
+  /** When the loop's next full refresh is due (Infinity while none is scheduled). */
+  let nextAt = Infinity;
+  let cancelTimer: (() => void) | undefined;
+  let looping = false;
+  let stopped = false;
+  /** Counted from the followed jobs once per turn, and counted up by a create that adds one. */
+  let polledCount = 0;
+  /** When the next full condor_q is due: at start, after a gap (`kick`), then every ReconcileMinutes. */
+  let nextFullAt = -Infinity;
 
   /** The refresher's loop: a refresh every period while something is followed, then sleep. */
   function loop(): void {
@@ -506,21 +592,14 @@ export function createQueueView(d: QueueDeps): QueueView {
     cancelTimer = d.timer(loop, Math.max(0, at - d.now()));
   }
 
-  const view: QueueView = {
-    current: () => current,
-    failing: () => failing,
-    async ready() {
-      if (!current && !failing) await (first ??= runCycle());
-      return current;
-    },
+  return {
     wake(job) {
       if (stopped) return;
       if (!looping) return loop();
-      if (job && !view.polled(job.eventLog)) return;
+      if (job && !l.polled(job.eventLog)) return;
       polledCount++;
       pollSooner();
     },
-    follows: (id) => followedJobs().jobs.has(id),
     pollingChanged() {
       if (stopped) return;
       pollSooner();
@@ -531,60 +610,15 @@ export function createQueueView(d: QueueDeps): QueueView {
       if (!looping) return loop();
       if (nextAt !== Infinity) schedule(d.now());
       // A refresh runs: the loop schedules the next one when it ends, and that one comes now.
-      else void (cycle ?? Promise.resolve()).then(() => nextAt !== Infinity && schedule(d.now()));
-    },
-    refreshIds: (ids) => serial(() => refreshTargeted(ids)),
-    recheck(id, atMs) {
-      const was = rechecks.get(id);
-      if (was === undefined || atMs < was) rechecks.set(id, atMs);
-    },
-    takeDue(nowMs) {
-      const out: string[] = [];
-      for (const [id, at] of rechecks) {
-        if (at <= nowMs) {
-          out.push(id);
-          rechecks.delete(id);
-        }
-      }
-      return out;
-    },
-    polled: (eventLog) => eventLog === undefined,
-    heardWithin: (ms) => d.now() - lastHeard < ms,
-    lastAnswer: () => lastAnswerAt,
-    async refreshNow() {
-      // A refresh that started before the caller asked may have read the queue too early.
-      await cycle;
-      await runCycle();
-    },
-    probe() {
-      const at = d.now();
-      probing ??= d.condor.query({ constraint: "false", attributes: ["ClusterId"] }).then(
-        () => answered(),
-        (err: unknown) => {
-          failed(err, at);
-          throw err;
-        },
-      ).finally(() => (probing = undefined));
-      return probing;
-    },
-    checkAlive() {
-      if (stopped || view.heardWithin(aliveMs)) return;
-      view.probe().catch(() =>
-        d.log.warn("condor_q failed; status leaves the followed pods out, so interLink keeps their last state", { error: schedd.error })
-      );
+      else void (l.cycle() ?? Promise.resolve()).then(() => nextAt !== Infinity && schedule(d.now()));
     },
     running: () => looping,
-    attributes,
-    noteWidth,
-    schedd,
-    async stop() {
+    stopped: () => stopped,
+    stop() {
       stopped = true;
       looping = false;
       cancelTimer?.();
       cancelTimer = undefined;
-      await cycle;
-      await lock;
     },
   };
-  return view;
 }

@@ -127,37 +127,42 @@ function logName(ms: number, taken: (name: string) => boolean): string {
 
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
-export function createEventLogFollow(o: EventLogFollowOptions): EventLogFollow {
-  const w = o.words;
-  const dir = ensureEventsDir(o.root);
-  const logs = new Map<string, EventLogRecord>(o.books.eventLogs().map((r) => [r.name, r]));
+/** What the parts of a follower share: its options, its folder, and the logs' records and what is known of each. */
+interface FollowState {
+  o: EventLogFollowOptions;
+  w: EventLogWords;
+  dir: string;
+  logs: Map<string, EventLogRecord>;
   /**
    * Logs no longer read: in another format, or replaced or deleted while shadows keep writing to
    * the file they opened. Their jobs are polled until they are gone.
    */
-  const polledLogs = new Set<string>();
+  polledLogs: Set<string>;
   /** Whether the events folder passed its check on the last pass; while not, no log is read. */
-  let dirOk = true;
+  dirOk: boolean;
   /** Logs whose event at the offset is longer than READ_MAX: where the scan for its end stands. */
-  const skipping = new Map<string, { resume: number; atLineStart: boolean }>();
-  const rates = emptyRateWindow();
-  let lastGap = -Infinity;
-  let pendingGap: string | undefined;
-  let lastCleanup = -Infinity;
-  let sizeChecked = { at: -Infinity, size: 0 };
-  let running: Promise<void> | undefined;
-  let again = false;
-  let stopped = false;
+  skipping: Map<string, { resume: number; atLineStart: boolean }>;
+  rates: ReturnType<typeof emptyRateWindow>;
+  /** Why a gap waits for its full query. */
+  pendingGap: string | undefined;
+  /** Another pass runs at once (a log has more to read, or a tick came during the pass). */
+  again: boolean;
+}
 
-  function current(): EventLogRecord | undefined {
-    let newest: EventLogRecord | undefined;
-    for (const r of logs.values()) if (!newest || r.createdAt >= newest.createdAt) newest = r;
-    return newest;
-  }
+/** The log new jobs write to: the newest. */
+function current(logs: ReadonlyMap<string, EventLogRecord>): EventLogRecord | undefined {
+  let newest: EventLogRecord | undefined;
+  for (const r of logs.values()) if (!newest || r.createdAt >= newest.createdAt) newest = r;
+  return newest;
+}
+
+/** Reading the logs: each from its saved offset, the gaps it finds, and the logs it stops reading. */
+function createLogReader(s: FollowState): { readOne: (rec: EventLogRecord, ids: Set<string>, ends: Set<string>, now: number) => EventLogRecord | undefined } {
+  const { o, w, dir, polledLogs, skipping, rates } = s;
 
   function gap(why: string): void {
     o.log.warn(w.gap, { reason: why });
-    pendingGap = why;
+    s.pendingGap = why;
   }
 
   /** Stops reading a log: its jobs are polled until they are gone, and new jobs go to a new log. */
@@ -226,7 +231,7 @@ export function createEventLogFollow(o: EventLogFollowOptions): EventLogFollow {
       const scan = scanForBoundary(r.bytes, state.offset, true);
       skipping.set(rec.name, { resume: scan.resume, atLineStart: scan.atLineStart });
     }
-    if (r.bytes.length >= READ_MAX) again = true;
+    if (r.bytes.length >= READ_MAX) s.again = true;
     return { ...rec, offset: read.offset, inode: r.inode, size: r.size };
   }
 
@@ -235,74 +240,99 @@ export function createEventLogFollow(o: EventLogFollowOptions): EventLogFollow {
     const r = readEventLogBytes(path, skip.resume, READ_MAX);
     if (!r) return undefined;
     const scan = scanForBoundary(r.bytes, skip.resume, skip.atLineStart);
-    if (r.bytes.length >= READ_MAX) again = true;
+    if (r.bytes.length >= READ_MAX) s.again = true;
     if (scan.boundary === undefined) {
       skipping.set(rec.name, { resume: scan.resume, atLineStart: scan.atLineStart });
       return undefined;
     }
     skipping.delete(rec.name);
-    again = true;
+    s.again = true;
     gap(`event log ${rec.name} has an event longer than ${READ_MAX} bytes; it was skipped`);
     return { ...rec, offset: scan.boundary, inode: r.inode, size: r.size };
   }
 
-  function cleanup(now: number): void {
-    lastCleanup = now;
-    const users = o.books.eventLogUsers(now - LOG_KEEP_MS);
-    const cur = current();
-    for (const rec of [...logs.values()]) {
-      if (rec === cur || (users.get(rec.name) ?? 0) > 0) continue;
-      try {
-        removeEventLogFile(join(dir, rec.name));
-      } catch (err) {
-        o.log.warn(w.undeletable, { log: rec.name, error: errorText(err) });
-        continue;
-      }
-      o.books.removeEventLog(rec.name);
-      logs.delete(rec.name);
-      polledLogs.delete(rec.name);
-      skipping.delete(rec.name);
+  return { readOne };
+}
+
+/** Deletes the logs no job uses (but the current one), and the files no record names once old. */
+function cleanup(s: FollowState, now: number): void {
+  const { o, w, dir, logs, polledLogs, skipping } = s;
+  const users = o.books.eventLogUsers(now - LOG_KEEP_MS);
+  const cur = current(logs);
+  for (const rec of [...logs.values()]) {
+    if (rec === cur || (users.get(rec.name) ?? 0) > 0) continue;
+    try {
+      removeEventLogFile(join(dir, rec.name));
+    } catch (err) {
+      o.log.warn(w.undeletable, { log: rec.name, error: errorText(err) });
+      continue;
     }
-    // Files no record names: left by a lost store, or made again by the schedd after a delete.
-    for (const f of listEventLogFiles(dir)) {
-      if (logs.has(f.name) || now - f.mtimeMs < SWEEP_AGE_MS) continue;
-      try {
-        removeEventLogFile(join(dir, f.name));
-      } catch (err) {
-        o.log.warn("cannot delete an event log no record names", { log: f.name, error: errorText(err) });
-      }
+    o.books.removeEventLog(rec.name);
+    logs.delete(rec.name);
+    polledLogs.delete(rec.name);
+    skipping.delete(rec.name);
+  }
+  // Files no record names: left by a lost store, or made again by the schedd after a delete.
+  for (const f of listEventLogFiles(dir)) {
+    if (logs.has(f.name) || now - f.mtimeMs < SWEEP_AGE_MS) continue;
+    try {
+      removeEventLogFile(join(dir, f.name));
+    } catch (err) {
+      o.log.warn("cannot delete an event log no record names", { log: f.name, error: errorText(err) });
     }
   }
+}
+
+export function createEventLogFollow(o: EventLogFollowOptions): EventLogFollow {
+  const s: FollowState = {
+    o,
+    w: o.words,
+    dir: ensureEventsDir(o.root),
+    logs: new Map<string, EventLogRecord>(o.books.eventLogs().map((r) => [r.name, r])),
+    polledLogs: new Set<string>(),
+    dirOk: true,
+    skipping: new Map(),
+    rates: emptyRateWindow(),
+    pendingGap: undefined,
+    again: false,
+  };
+  const { w, dir, logs, polledLogs } = s;
+  const { readOne } = createLogReader(s);
+  let lastGap = -Infinity;
+  let lastCleanup = -Infinity;
+  let sizeChecked = { at: -Infinity, size: 0 };
+  let running: Promise<void> | undefined;
+  let stopped = false;
 
   function checkDir(): boolean {
     const bad = checkEventsDir(o.root);
-    if ((bad === undefined) !== dirOk) {
-      dirOk = bad === undefined;
+    if ((bad === undefined) !== s.dirOk) {
+      s.dirOk = bad === undefined;
       if (bad) {
         o.log.warn(w.untrusted, { reason: bad });
         o.pollingChanged?.();
       }
     }
-    return dirOk;
+    return s.dirOk;
   }
 
   function tick(): Promise<void> {
     if (stopped) return Promise.resolve();
     if (running) {
-      again = true;
+      s.again = true;
       return running;
     }
     running = (async () => {
       do {
-        again = false;
+        s.again = false;
         try {
           await o.pass();
         } catch (err) {
           o.log.warn(w.passFailed, { error: errorText(err) });
         }
         // Passes back to back (a log read READ_MAX at a time) leave room for HTTP between them.
-        if (o.breathe && again && !stopped) await new Promise<void>((r) => setTimeout(r, 0));
-      } while (again && !stopped);
+        if (o.breathe && s.again && !stopped) await new Promise<void>((r) => setTimeout(r, 0));
+      } while (s.again && !stopped);
     })().finally(() => (running = undefined));
     return running;
   }
@@ -312,7 +342,7 @@ export function createEventLogFollow(o: EventLogFollowOptions): EventLogFollow {
 
   return {
     dir,
-    polled: (log) => log === undefined || !dirOk || polledLogs.has(log),
+    polled: (log) => log === undefined || !s.dirOk || polledLogs.has(log),
     known: (log) => logs.has(log),
     read(ids, ends, now) {
       const saves: EventLogRecord[] = [];
@@ -333,15 +363,17 @@ export function createEventLogFollow(o: EventLogFollowOptions): EventLogFollow {
       }
     },
     cleanupIfDue(now) {
-      if (now - lastCleanup >= CLEANUP_MS) cleanup(now);
+      if (now - lastCleanup < CLEANUP_MS) return;
+      lastCleanup = now;
+      cleanup(s, now);
     },
-    gapDue: (now) => pendingGap !== undefined && now - lastGap >= GAP_MIN_MS,
+    gapDue: (now) => s.pendingGap !== undefined && now - lastGap >= GAP_MIN_MS,
     gapTaken(now) {
       lastGap = now;
-      pendingGap = undefined;
+      s.pendingGap = undefined;
     },
     logForNewJob(now) {
-      let cur = current();
+      let cur = current(logs);
       if (cur && now - sizeChecked.at >= 1000) sizeChecked = { at: now, size: statEventLog(join(dir, cur.name))?.size ?? 0 };
       // A log no longer read takes no new jobs: they would be polled too.
       if (!cur || now - cur.createdAt >= ROTATE_MS || sizeChecked.size >= ROTATE_BYTES || polledLogs.has(cur.name)) {
