@@ -6,7 +6,7 @@
  *                        [--build] [--keep] [--out PATH] [--only NAME,…] [--skip NAME,…]
  *     sidecar:   [--levels 1,100,1000,5000] [--interval 5] [--min-rate 50] [--status-seconds 8]
  *                [--slots 2] [--startup-runs 5] [--creates 300] [--fill-clients 10]
- *     eventlog:  [--followed 10000] [--big-followed 0] [--follow-seconds 300] [--reconcile-minutes 5]
+ *     eventlog:  [--followed 10000] [--big-followed 0] [--big-rate 2000] [--follow-seconds 300] [--reconcile-minutes 5]
  *     burst:     [--burst 2000]
  *     operator:  [--operator-scale 1]
  *     schedds:   [--schedds-creates 2000] [--schedds-pods 10000]

@@ -423,9 +423,7 @@ export const MAX_FUNCTION_LINES = 150;
  * grow past. Each is in a module that other work was rewriting when the rule came (issue 25):
  * split it there, then remove it here.
  */
-const LONG_FUNCTIONS: Readonly<Record<string, number>> = {
-  "src/store/store.ts#openStoreUnguarded": 164,
-};
+const LONG_FUNCTIONS: Readonly<Record<string, number>> = {};
 
 /** A function's name as a reader finds it: its own, the variable or property it is assigned to, else "(anonymous)". */
 function functionName(node: ts.FunctionLikeDeclaration): string {

@@ -62,8 +62,10 @@ export function serveHttp(opts: ServeOptions, handler: FetchHandler): Promise<Ht
   const server = createServer((req, res) => {
     inFlight++;
     const started = performance.now();
+    const scope = requestScope(res, shutdown.signal);
     res.on("close", () => {
       inFlight--;
+      scope.closed();
       const session = req.headers["interlink-http-session"];
       opts.onRequest?.({
         method: req.method ?? "",
@@ -75,7 +77,7 @@ export function serveHttp(opts: ServeOptions, handler: FetchHandler): Promise<Ht
       });
       if (inFlight === 0) drained?.();
     });
-    handle(req, res).catch((err) => {
+    handle(opts, handler, req, res, scope).catch((err) => {
       if (!res.headersSent) {
         res.writeHead(500, { "content-type": "text/plain; charset=utf-8" });
         res.end(`Internal error: ${err instanceof Error ? err.message : String(err)}\n`);
@@ -91,65 +93,6 @@ export function serveHttp(opts: ServeOptions, handler: FetchHandler): Promise<Ht
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
   });
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const declared = Number(req.headers["content-length"] ?? "0");
-    if (declared > opts.bodyLimitBytes) {
-      tooLarge(res, opts.bodyLimitBytes);
-      req.resume();
-      return;
-    }
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    for await (const chunk of req as AsyncIterable<Uint8Array>) {
-      size += chunk.byteLength;
-      if (size > opts.bodyLimitBytes) {
-        tooLarge(res, opts.bodyLimitBytes);
-        req.destroy();
-        return;
-      }
-      chunks.push(chunk);
-    }
-    const rawBody = concat(chunks, size);
-
-    const client = new AbortController();
-    res.on("close", () => client.abort());
-    const signal = AbortSignal.any([client.signal, shutdown.signal]);
-
-    const headers = new Headers();
-    for (const [k, v] of Object.entries(req.headers)) {
-      if (v === undefined) continue;
-      headers.set(k, Array.isArray(v) ? v.join(", ") : v);
-    }
-    // Only the path and query matter for routing; the Host header is kept in `headers`.
-    const request = new Request(new URL(req.url ?? "/", "http://sidecar").href, {
-      method: req.method,
-      headers,
-      signal,
-    });
-    const response = await handler(request, { rawBody, signal });
-    const outHeaders: Record<string, string> = {};
-    response.headers.forEach((v, k) => (outHeaders[k] = v));
-    res.writeHead(response.status, outHeaders);
-    if (!response.body) {
-      res.end();
-      return;
-    }
-    const reader = response.body.getReader();
-    const onAbort = () => reader.cancel().catch(() => {});
-    signal.addEventListener("abort", onAbort, { once: true });
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        // Streamed responses (log follow) must reach the client as they are written.
-        if (!res.write(value)) await new Promise<void>((r) => res.once("drain", () => r()));
-      }
-    } finally {
-      signal.removeEventListener("abort", onAbort);
-      res.end();
-    }
-  }
 
   return new Promise((resolve, reject) => {
     server.once("error", reject);
@@ -202,6 +145,136 @@ function removeStaleSocket(path: string): void {
 function tooLarge(res: ServerResponse, limit: number): void {
   res.writeHead(413, { "content-type": "text/plain; charset=utf-8", connection: "close" });
   res.end(`Request body exceeds the limit of ${limit} bytes (config BodyLimit)\n`);
+}
+
+/** One request: its body, the app's answer, and that answer written (streamed when it is a stream). */
+async function handle(opts: ServeOptions, handler: FetchHandler, req: IncomingMessage, res: ServerResponse, scope: RequestScope): Promise<void> {
+  const { extras, whenDone } = scope;
+  const declared = Number(req.headers["content-length"] ?? "0");
+  if (declared > opts.bodyLimitBytes) {
+    tooLarge(res, opts.bodyLimitBytes);
+    req.resume();
+    return;
+  }
+  const rawBody = await readBody(req, opts.bodyLimitBytes);
+  if (rawBody === undefined) {
+    tooLarge(res, opts.bodyLimitBytes);
+    req.destroy();
+    return;
+  }
+  extras.rawBody = rawBody;
+
+  const headers = new Headers();
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v === undefined) continue;
+    headers.set(k, Array.isArray(v) ? v.join(", ") : v);
+  }
+  // Only the path and query matter for routing; the Host header is kept in `headers`. No
+  // signal on the Request: the app takes it from `extras`, and only a log follow asks for it.
+  const request = new Request(new URL(req.url ?? "/", "http://sidecar").href, { method: req.method, headers });
+  const response = await handler(request, extras);
+  const outHeaders: Record<string, string> = {};
+  response.headers.forEach((v, k) => (outHeaders[k] = v));
+  res.writeHead(response.status, outHeaders);
+  // A JSON answer is whole, never a stream that must reach the client as it is written: read at
+  // once, it costs no stream and reader per call (status is called thousands of times a second).
+  if (outHeaders["content-type"]?.startsWith("application/json")) {
+    res.end(new Uint8Array(await response.arrayBuffer()));
+    return;
+  }
+  if (!response.body) {
+    res.end();
+    return;
+  }
+  const reader = response.body.getReader();
+  const undo = whenDone(() => void reader.cancel().catch(() => {}));
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      // Streamed responses (log follow) must reach the client as they are written.
+      if (!res.write(value)) await new Promise<void>((r) => res.once("drain", () => r()));
+    }
+  } finally {
+    undo();
+    res.end();
+  }
+}
+
+interface RequestScope {
+  extras: RequestExtras;
+  /** Runs `fn` once the client goes away or the server shuts down; returns its undo. */
+  whenDone(fn: () => void): () => void;
+  /** The response closed (ended, or the client went away). */
+  closed(): void;
+}
+
+/**
+ * What a request's handling needs to know of its end. The signal is made only when the app asks
+ * for it (a log follow): most requests never do, and an AbortSignal.any per status call is garbage
+ * thousands of times a second.
+ */
+function requestScope(res: ServerResponse, shutdown: AbortSignal): RequestScope {
+  let client: AbortController | undefined;
+  let closed = false;
+  let signal: AbortSignal | undefined;
+  return {
+    extras: {
+      rawBody: new Uint8Array(0),
+      get signal(): AbortSignal {
+        if (signal) return signal;
+        client = new AbortController();
+        if (closed) client.abort();
+        return signal = AbortSignal.any([client.signal, shutdown]);
+      },
+    },
+    closed() {
+      closed = true;
+      client?.abort();
+    },
+    // Through the app's signal when it made one (after the app's own listeners, so that a stream
+    // it closes on abort is closed before it is cancelled), else without making one.
+    whenDone(fn) {
+      if (signal) {
+        const s = signal;
+        s.addEventListener("abort", fn, { once: true });
+        if (s.aborted) fn();
+        return () => s.removeEventListener("abort", fn);
+      }
+      res.once("close", fn);
+      shutdown.addEventListener("abort", fn, { once: true });
+      if (closed || shutdown.aborted) fn();
+      return () => {
+        res.off("close", fn);
+        shutdown.removeEventListener("abort", fn);
+      };
+    },
+  };
+}
+
+/**
+ * The request body, or undefined once it exceeds `limit`. Read through the stream's events: an
+ * async iterator per request costs a status call more than the rest of the adapter.
+ */
+function readBody(req: IncomingMessage, limit: number): Promise<Uint8Array | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    const done = (v: Uint8Array | undefined, err?: unknown) => {
+      req.off("data", onData).off("end", onEnd).off("error", onError).off("close", onClose);
+      if (err) reject(err);
+      else resolve(v);
+    };
+    const onData = (chunk: Uint8Array) => {
+      size += chunk.byteLength;
+      if (size > limit) return done(undefined);
+      chunks.push(chunk);
+    };
+    const onEnd = () => done(concat(chunks, size));
+    const onError = (err: unknown) => done(undefined, err);
+    const onClose = () => done(undefined, new Error("The client closed the connection before the request body ended"));
+    req.on("data", onData).on("end", onEnd).on("error", onError).on("close", onClose);
+  });
 }
 
 function concat(chunks: Uint8Array[], size: number): Uint8Array {

@@ -190,7 +190,8 @@ interface ParsedAnswer {
  * whose bytes are the last answer's for the same job is not parsed again, and when no ad changed
  * the last map is kept. Yields to the event loop every ADS_PER_SLICE ads.
  */
-async function followedAds(answer: JsonAdSlices, ids: ReadonlyMap<number, ReadonlyMap<number, string>>, last: ParsedAnswer | undefined): Promise<ParsedAnswer> {
+async function followedAds(answer: JsonAdSlices, f: Followed, last: ParsedAnswer | undefined): Promise<ParsedAnswer> {
+  const ids = f.ids;
   const index = new Map<string, number>();
   /** The ads that are new or changed since the last answer. */
   const fresh = new Map<string, JobAd>();
@@ -202,7 +203,13 @@ async function followedAds(answer: JsonAdSlices, ids: ReadonlyMap<number, Readon
     if (id === undefined || index.has(id)) continue;
     index.set(id, i);
     const was = last?.index.get(id);
-    if (was === undefined || !sameAd(last!.answer, was, answer, i)) fresh.set(id, parseAd(answer, i));
+    if (was === undefined || !sameAd(last!.answer, was, answer, i)) {
+      const ad = parseAd(answer, i);
+      // The pod's UID is already kept by the followed job: one copy of it, not two per followed pod.
+      const uid = f.jobs.get(id)?.uid;
+      if (uid !== undefined && ad.InterLinkPodUID === uid) ad.InterLinkPodUID = uid;
+      fresh.set(id, ad);
+    }
   }
   // The same jobs with the same bytes: the view's map is kept as it was.
   let ads = last?.ads;
@@ -287,7 +294,7 @@ export function createQueueView(d: QueueDeps): QueueView {
    * decoded again (no string per ad, no new object).
    */
   let last: ParsedAnswer | undefined;
-  /** The buffer the next answer is read into: the one before the last answer's (two in turn, nothing new per refresh). */
+  /** The buffer the next answer is read into: the one before the last while full queries come every period (the watch not ready), else none. */
   let spare: Uint8Array = new Uint8Array(0);
   let cycle: Promise<void> | undefined;
   let first: Promise<void> | undefined;
@@ -338,9 +345,9 @@ export function createQueueView(d: QueueDeps): QueueView {
     }
     health.targetedFailed = false;
     answered();
-    const next = await followedAds(answer, f.ids, last);
+    const next = await followedAds(answer, f, last);
     if (clock) watch.noteFull(next.ads.size > 0 ? [...next.ads.values()] : adCount(answer) > 0 ? [parseAd(answer, 0)] : [], d.now() - at);
-    if (last) spare = new Uint8Array(last.answer.bytes.buffer);
+    spare = last && clock && !watch.ready() ? new Uint8Array(last.answer.bytes.buffer) : new Uint8Array(0);
     last = next;
     current = { at, ads: next.ads, checked: new Map() };
     try {

@@ -241,6 +241,30 @@ function fromPhases(name: TransitionName): { sql: string; params: string[] } {
   return { sql: `phase IN (${from.map(() => "?").join(", ")})`, params: from };
 }
 
+interface LiveRow {
+  uid: string;
+  cluster: number;
+  proc: number;
+  submitted_at: number | null;
+  held_since: number | null;
+  missing_since: number | null;
+  event_log: string | null;
+}
+
+function liveJobsOf(rows: readonly LiveRow[]): LiveJob[] {
+  // Thousands of jobs write to the same few logs: one string per log name, not one per job.
+  const names = new Map<string, string>();
+  return rows.map((r) => ({
+    uid: r.uid,
+    cluster: r.cluster,
+    proc: r.proc,
+    submittedAt: r.submitted_at ?? 0,
+    heldSince: r.held_since ?? undefined,
+    missingSince: r.missing_since ?? undefined,
+    eventLog: r.event_log === null ? undefined : names.get(r.event_log) ?? (names.set(r.event_log, r.event_log), r.event_log),
+  }));
+}
+
 function openStoreUnguarded(db: Sqlite): Store {
   let writes = 0;
   /** A transition from no record: an insert, refused when the UID has one. */
@@ -325,29 +349,11 @@ function openStoreUnguarded(db: Sqlite): Store {
       return r ? fromRow(r) : undefined;
     },
     liveJobs() {
-      return db
-        .all<
-          {
-            uid: string;
-            cluster: number;
-            proc: number;
-            submitted_at: number | null;
-            held_since: number | null;
-            missing_since: number | null;
-            event_log: string | null;
-          }
-        >(
+      return liveJobsOf(
+        db.all<LiveRow>(
           "SELECT uid, cluster, proc, submitted_at, held_since, missing_since, event_log FROM pods WHERE phase = 'submitted' AND cluster IS NOT NULL",
-        )
-        .map((r) => ({
-          uid: r.uid,
-          cluster: r.cluster,
-          proc: r.proc,
-          submittedAt: r.submitted_at ?? 0,
-          heldSince: r.held_since ?? undefined,
-          missingSince: r.missing_since ?? undefined,
-          eventLog: r.event_log ?? undefined,
-        }));
+        ),
+      );
     },
 
     accept: (rec) => insert("accept", rec),

@@ -292,6 +292,41 @@ export const contractCases: ContractCase[] = [
     },
   },
   {
+    name: "serve: a client that goes away mid-stream aborts the handler's signal (a log follow stops; docs/interlink.md#get-getlogs)",
+    async run() {
+      let aborted!: () => void;
+      const gone = new Promise<void>((r) => (aborted = r));
+      const handler: FetchHandler = (_req, extras) =>
+        new Response(
+          new ReadableStream<Uint8Array>({
+            start(c) {
+              c.enqueue(new TextEncoder().encode("first\n"));
+              extras.signal.addEventListener("abort", () => aborted());
+            },
+          }),
+        );
+      const server = await serveHttp({ target: { kind: "tcp", host: "127.0.0.1", port: 0 }, bodyLimitBytes: 100, keepAliveTimeoutMs: 125_000 }, handler);
+      try {
+        await new Promise<void>((resolve, reject) => {
+          const req = request({ host: "127.0.0.1", port: server.port!, method: "GET", path: "/getLogs", headers: { "content-length": 2 } }, (res) => {
+            res.once("data", () => {
+              req.destroy();
+              resolve();
+            });
+          });
+          req.on("error", () => {});
+          req.on("close", () => resolve());
+          req.once("error", reject);
+          req.end("{}");
+        });
+        // Waits for the abort itself: without it the case never ends and the runner's timeout fails it.
+        await gone;
+      } finally {
+        await server.close(1000);
+      }
+    },
+  },
+  {
     name: "httpClient: HTTPS with a client certificate, trusting the given CA (docs/operator.md#tls)",
     async run(rt) {
       const dir = mkdtempSync(join(tmpdir(), "contract-"));
