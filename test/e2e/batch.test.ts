@@ -7,7 +7,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -64,7 +64,7 @@ const start = async (o: Parameters<typeof startSidecar>[0] = {}) => {
 };
 afterAll(async () => {
   for (const s of started) await s.destroy();
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 describe("batched submission (issue 14; docs/htcondor.md#submitting-many-pods-at-once)", () => {
   test("a burst of 100 creates: a few condor_submit, each pod its own cluster.proc, every pod runs", async () => {

@@ -196,6 +196,14 @@ export function gatherStderr(proc: Bun.Subprocess<"ignore", "pipe", "pipe">): {
   };
 }
 
+/**
+ * The timeout of an afterAll that destroys a file's sidecars. One destroy takes milliseconds on an
+ * idle machine and seconds on a busy one (SIGTERM, then every process of its minicondor home
+ * killed and waited for): bun's 5 s default for a hook is too short for several. Nothing is
+ * asserted on the time; the bound only ends a teardown that hangs.
+ */
+export const TEARDOWN_TIMEOUT_MS = 120_000;
+
 /** Polls until fn returns a value (not undefined), or throws after timeoutMs. */
 export async function eventually<T>(fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000, what = "condition"): Promise<T> {
   const deadline = Date.now() + timeoutMs;
