@@ -80,13 +80,17 @@ describe("the event log drives status", () => {
     expect(text).toContain(`000 (${c!.padStart(3, "0")}.000.000)`);
     expect(text).toContain(`001 (${c!.padStart(3, "0")}.000.000)`);
     expect(existsSync(join(sc.dataRoot, "pods", req.pod.metadata.uid, "job.log"))).toBe(false);
-    // Followed through the log: the job's events bring targeted condor_q calls, and there is one
-    // full condor_q at start at most. On a busy machine the full one can see the job running
-    // before the follower has read its events: the targeted call is waited for, not expected.
-    const q = await eventually(() => {
-      const now = queries(sc);
-      return now.targeted > 0 ? now : undefined;
-    }, 30_000, "a targeted condor_q");
+    // Followed through the log: the job's events bring targeted condor_q calls; the full ones
+    // are the start's. On a busy machine the first events can come before the start's view
+    // exists, and a full condor_q answers them: the targeted calls come later, and are waited for.
+    const q = await eventually(
+      () => {
+        const now = queries(sc);
+        return now.targeted > 0 ? now : undefined;
+      },
+      30_000,
+      "a targeted condor_q",
+    );
     expect(q.full).toBeLessThanOrEqual(2);
   }, 60_000);
 
