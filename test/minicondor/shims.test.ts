@@ -638,22 +638,31 @@ describe("values never on a command line", () => {
     const strace = (check as { strace: string }).strace;
     const secret = (what: string) => `s3cret-${what}-${uniq}`;
     const trace = path.join(work, "argv.trace");
-    const traced = (args: string[], o: RunOpts = {}) => run([strace, ...STRACE_EXECVE, "-o", `${trace}.${args[0]}.${Math.random()}`, APPTAINER, ...args], o);
+    const tracedArgv = (args: string[]) => [strace, ...STRACE_EXECVE, "-o", `${trace}.${args[0]}.${Math.random()}`, APPTAINER, ...args];
+    const traced = (args: string[], o: RunOpts = {}) => run(tracedArgv(args), o);
     const name = `${uniq}-argv`;
-    const results = [
+    const before = [
       // --cleanenv and --no-eval, as the job wrapper calls it
       await traced(["exec", "--cleanenv", "--no-eval", "docker://busybox", "printenv", "A"], { env: { APPTAINERENV_A: secret("injected") } }),
       // the host's environment passing through
       await traced(["exec", "docker://busybox", "printenv", "H"], { env: { H: secret("host") } }),
       // without --no-eval, the evaluation helper
       await traced(["run", "docker://busybox", "printenv", "E"], { env: { APPTAINERENV_E: secret("evaluated") } }),
-      // an instance, and an exec into it
-      await traced(["instance", "start", "--cleanenv", "--no-eval", "docker://busybox", name], { env: { APPTAINERENV_S: secret("start") } }),
+    ];
+    // An instance, and an exec into it. strace -f follows the instance's own processes, so the
+    // traced start ends only with the instance: go on once the shim has written that it started
+    // (its instance folder's `started`), and collect the start after the stop.
+    const starting = spawn(tracedArgv(["instance", "start", "--cleanenv", "--no-eval", "docker://busybox", name]), {
+      env: { APPTAINERENV_S: secret("start") },
+    });
+    await waitFor(() => fs.existsSync(path.join(mcHome, "instances", name, "started")), CALL_GUARD_MS);
+    const after = [
       await traced(["exec", "--cleanenv", "--no-eval", `instance://${name}`, "printenv", "X"], { env: { APPTAINERENV_X: secret("instance") } }),
       // started with SIGINT ignored: the shim starts itself again
       await traced(["exec", "--cleanenv", "docker://busybox", "printenv", "R"], { env: { APPTAINERENV_R: secret("reexec") }, ignoreInt: true }),
     ];
     await app(["instance", "stop", "-t", "1", name]);
+    const results = [...before, await finish(starting), ...after];
     expect(results.map((r) => r.stdout)).toEqual([
       `${secret("injected")}\n`,
       `${secret("host")}\n`,
