@@ -2,11 +2,10 @@
 // docs/interlink.md#check-15): kill -9 during a burst of creates, a lost store file, a restart
 // between delete and removal.
 import { afterAll, expect, test } from "bun:test";
-import { readFileSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
-import { pidsWithEnvEntry } from "../minicondor/src/common.ts";
+import { eventually, type Sidecar, startSidecar, toolsRunning } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -123,22 +122,6 @@ test("kill -9 during a delete: after the restart the job is removed and the pod'
   expect(JSON.parse((await sc.call("GET", "/status", [r.pod])).body)).toEqual([]);
   expect((await sc.call("POST", "/create", r)).status).toBe(409);
 }, 120_000);
-
-/**
- * Waits until `n` calls of `tool` for this home are running: the sidecar's calls in flight, the
- * moment these tests kill it in. A fixed sleep guessed it, too early on a busy machine.
- */
-function toolsRunning(home: string, tool: string, n: number): Promise<true> {
-  const running = () =>
-    pidsWithEnvEntry(`MINICONDOR_HOME=${home}`).filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes(tool);
-      } catch {
-        return false;
-      }
-    }).length;
-  return eventually(() => (running() >= n ? true : undefined), 30_000, `${n} ${tool} running`);
-}
 
 function jobsInQueue(home: string, uid: string): number {
   const r = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-af", "InterLinkPodUID"], {

@@ -2,10 +2,11 @@
  * Starts the real sidecar (from the sources, as a separate process) against minicondor and
  * talks to it over real HTTP, as interLink does: GET requests with JSON bodies included.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { pidsWithEnvEntry } from "../minicondor/src/common.ts";
 import { cleanup } from "../minicondor/src/testkit.ts";
 
 export const ROOT = resolve(import.meta.dir, "../..");
@@ -203,6 +204,24 @@ export function gatherStderr(proc: Bun.Subprocess<"ignore", "pipe", "pipe">): {
  * asserted on the time; the bound only ends a teardown that hangs.
  */
 export const TEARDOWN_TIMEOUT_MS = 120_000;
+
+/**
+ * Waits until `n` processes of minicondor's `tool` (whose arguments `match` accepts) run for the
+ * home `home`: a sidecar's calls in flight, the moment a test kills the sidecar in, or sends what
+ * must find them running. A fixed sleep guessed it, too early on a busy machine.
+ */
+export function toolsRunning(home: string, tool: string, n = 1, match: (argv: string[]) => boolean = () => true): Promise<true> {
+  const running = () =>
+    pidsWithEnvEntry(`MINICONDOR_HOME=${home}`).filter((pid) => {
+      try {
+        const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+        return argv.includes(tool) && match(argv);
+      } catch {
+        return false;
+      }
+    }).length;
+  return eventually(() => (running() >= n ? true : undefined), 30_000, `${n} ${tool} running`);
+}
 
 /** Polls until fn returns a value (not undefined), or throws after timeoutMs. */
 export async function eventually<T>(fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000, what = "condition"): Promise<T> {
