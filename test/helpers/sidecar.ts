@@ -205,22 +205,25 @@ export function gatherStderr(proc: Bun.Subprocess<"ignore", "pipe", "pipe">): {
  */
 export const TEARDOWN_TIMEOUT_MS = 120_000;
 
+/** How many processes of minicondor's `tool` (whose arguments `match` accepts) run for the home `home`. */
+export function runningTools(home: string, tool: string, match: (argv: string[]) => boolean = () => true): number {
+  return pidsWithEnvEntry(`MINICONDOR_HOME=${home}`).filter((pid) => {
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      return argv.includes(tool) && match(argv);
+    } catch {
+      return false;
+    }
+  }).length;
+}
+
 /**
- * Waits until `n` processes of minicondor's `tool` (whose arguments `match` accepts) run for the
- * home `home`: a sidecar's calls in flight, the moment a test kills the sidecar in, or sends what
- * must find them running. A fixed sleep guessed it, too early on a busy machine.
+ * Waits until `n` processes of `tool` run for `home` (runningTools): a sidecar's calls in flight,
+ * the moment a test kills the sidecar in, or sends what must find them running. A fixed sleep
+ * guessed it, too early on a busy machine.
  */
-export function toolsRunning(home: string, tool: string, n = 1, match: (argv: string[]) => boolean = () => true): Promise<true> {
-  const running = () =>
-    pidsWithEnvEntry(`MINICONDOR_HOME=${home}`).filter((pid) => {
-      try {
-        const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-        return argv.includes(tool) && match(argv);
-      } catch {
-        return false;
-      }
-    }).length;
-  return eventually(() => (running() >= n ? true : undefined), 30_000, `${n} ${tool} running`);
+export function toolsRunning(home: string, tool: string, n = 1, match?: (argv: string[]) => boolean): Promise<true> {
+  return eventually(() => (runningTools(home, tool, match) >= n ? true : undefined), 30_000, `${n} ${tool} running`);
 }
 
 /** Polls until fn returns a value (not undefined), or throws after timeoutMs. */
