@@ -471,6 +471,11 @@ probe_loop() {
   WHO="$C_KEY $kind"
   now_ms
   while ((NOW_MS < STARTED_MS + delay * 1000)); do nap "$TICK"; now_ms; done
+  # The kubelet runs postStart inside the start of the container and probes only a container it
+  # has seen running after that (docs/pod-to-job.md#probes-and-hooks): no probe while the hook runs.
+  if ((${#C_POST_START[@]})); then
+    until [[ -e $RUN_DIR/$C_KEY.poststart-done ]]; do nap "$TICK"; done
+  fi
   if [[ $kind != startup ]] && ((${#C_STARTUP_PROBE[@]})); then
     until [[ -e $RUN_DIR/$C_KEY.startup-ok ]]; do nap "$TICK"; done
   fi
@@ -964,7 +969,7 @@ stop_main() {
 run_once() {
   local pids=() v p stopflags=(-t 2)
   rm -f -- "$RUN_DIR/$C_KEY".startup-ok "$RUN_DIR/$C_KEY".startup-failed "$RUN_DIR/$C_KEY".liveness-failed \
-    "$RUN_DIR/$C_KEY".ready "$RUN_DIR/$C_KEY".poststart-failed
+    "$RUN_DIR/$C_KEY".ready "$RUN_DIR/$C_KEY".poststart-failed "$RUN_DIR/$C_KEY".poststart-done
   KILL_REASON='' SENT_SIGNAL='' END_REASON='' RC=0 S_MESSAGE='' START_WHY=''
   if [[ $C_IMAGE_KIND != host ]]; then
     if ! prepare_binds; then
@@ -1007,6 +1012,7 @@ run_once() {
       rc=$?
       if ((rc == 0)); then
         WHO=$C_KEY wlog "postStart: done"
+        : >"$RUN_DIR/$C_KEY.poststart-done"
       else
         for ((v = 0; v < 20; v++)); do [[ -e $out.done ]] && break; nap 0.1; done
         handler_not_started "$rc" "$out" "${C_POST_START[@]}" && WHO=$C_KEY wlog "postStart: cannot start: $WHY"

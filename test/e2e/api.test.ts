@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { configMapObject, dataEntry, makeCreateRequest, secretObject } from "../fixtures/pods.ts";
-import { eventually, http, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, http, type Sidecar, startSidecar, toolsRunning } from "../helpers/sidecar.ts";
 import { PING_ANSWER_KEEP_MS } from "../../src/core/health.ts";
 
 let sc: Sidecar;
@@ -425,12 +425,14 @@ describe("server basics (issue: foundation)", () => {
     const own = await startSidecar();
     try {
       writeFileSync(join(own.home, "faults.json"), JSON.stringify({ tools: { condor_status: "slow:1500" } }));
-      const ping = own.call("GET", "/status", []);
-      await Bun.sleep(500);
+      let answered = false;
+      const ping = own.call("GET", "/status", []).finally(() => (answered = true));
+      // In flight: its condor_status runs (for 1.5 s).
+      await toolsRunning(own.home, "condor_status");
       own.proc.kill("SIGTERM");
-      await Bun.sleep(200);
-      const refused = await own.call("GET", "/status", []).then(() => false, () => true);
-      expect(refused).toBe(true);
+      // A new connection is refused once the listener has closed, while the ping still runs.
+      await eventually(() => own.call("GET", "/status", []).then(() => undefined, () => true), 10_000, "a new connection refused");
+      expect(answered).toBe(false);
       expect((await ping).status).toBe(200);
       expect(await own.proc.exited).toBe(0);
       expect(own.log()).toContain("shutting down");

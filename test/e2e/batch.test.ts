@@ -7,7 +7,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS, toolsRunning } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -64,7 +64,7 @@ const start = async (o: Parameters<typeof startSidecar>[0] = {}) => {
 };
 afterAll(async () => {
   for (const s of started) await s.destroy();
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 describe("batched submission (issue 14; docs/htcondor.md#submitting-many-pods-at-once)", () => {
   test("a burst of 100 creates: a few condor_submit, each pod its own cluster.proc, every pod runs", async () => {
@@ -103,7 +103,7 @@ describe("batched submission (issue 14; docs/htcondor.md#submitting-many-pods-at
     const plain = Array.from({ length: 4 }, (_, i) => pod(`plain-${i}`));
     const ranked = Array.from({ length: 4 }, (_, i) => pod(`ranked-${i}`, "rank = Memory"));
     const lone = sc.call("POST", "/create", first);
-    await Bun.sleep(200);
+    await toolsRunning(sc.home, "condor_submit");
     const answers = await Promise.all([...plain, ...ranked].map((r) => sc.call("POST", "/create", r)));
     await lone;
     const cluster = (a: { body: string }) => JSON.parse(a.body).PodJID.split(".")[0];
@@ -119,7 +119,7 @@ describe("batched submission (issue 14; docs/htcondor.md#submitting-many-pods-at
     // All with a rank, so that they share one description; one rank does not parse.
     const reqs = Array.from({ length: 40 }, (_, i) => pod(`mixed-${i}`, i === 17 ? "rank = (1 +" : "rank = Memory"));
     const lead = sc.call("POST", "/create", pod("lead", "rank = Memory"));
-    await Bun.sleep(200);
+    await toolsRunning(sc.home, "condor_submit");
     const answers = await Promise.all(reqs.map((r) => sc.call("POST", "/create", r)));
     await lead;
     faults(sc, {});
@@ -141,7 +141,7 @@ describe("batched submission (issue 14; docs/htcondor.md#submitting-many-pods-at
     const sc = await start();
     faults(sc, { tools: { condor_submit: "slow:800" } });
     const lead = sc.call("POST", "/create", pod("lead"));
-    await Bun.sleep(200);
+    await toolsRunning(sc.home, "condor_submit");
     faults(sc, { scheddDown: true });
     const reqs = Array.from({ length: 10 }, (_, i) => pod(`down-${i}`));
     const answers = await Promise.all(reqs.map((r) => sc.call("POST", "/create", r)));
@@ -160,7 +160,7 @@ describe("batched submission (issue 14; docs/htcondor.md#submitting-many-pods-at
     const lead = pod("lead");
     const reqs = Array.from({ length: 20 }, (_, i) => pod(`late-${i}`));
     const first = sc.call("POST", "/create", lead);
-    await Bun.sleep(300);
+    await toolsRunning(sc.home, "condor_submit");
     const answers = await Promise.all(reqs.map((r) => sc.call("POST", "/create", r)));
     expect((await first).status).toBe(200);
     expect(answers.map((a) => a.status)).toEqual(reqs.map(() => 200));
@@ -182,11 +182,12 @@ describe("batched submission (issue 14; docs/htcondor.md#submitting-many-pods-at
     const lead = pod("lead");
     const reqs = Array.from({ length: 20 }, (_, i) => pod(`killed-${i}`));
     const pending = [first.call("POST", "/create", lead).catch(() => undefined)];
-    await Bun.sleep(300);
+    await toolsRunning(first.home, "condor_submit");
     pending.push(...reqs.map((r) => first.call("POST", "/create", r).catch(() => undefined)));
     // The lead's submit is running; the batch starts when it ends. Kill the sidecar in the batch.
     await eventually(() => (calls(first, "condor_submit").length >= 1 ? true : undefined), 20_000, "the lead's submit to end");
-    await Bun.sleep(500);
+    // The batch's own submit file (a lone pod's is its job.sub).
+    await toolsRunning(first.home, "condor_submit", 1, (argv) => argv.some((a) => a.endsWith(".sub") && !a.endsWith("job.sub")));
     await first.kill9();
     await Promise.all(pending);
     // The orphaned condor_submit goes on and queues the batch.

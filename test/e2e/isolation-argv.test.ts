@@ -26,7 +26,13 @@ let trace = "";
 let final: Json;
 
 const exec = (script: string) => ({ exec: { command: ["sh", "-c", script] } });
-const probe = (script: string) => ({ ...exec(script), periodSeconds: 1, failureThreshold: 30 });
+// Each probe that finds the values leaves a line in `file`, and a container ends once its probes
+// have done so `n` times, not after a fixed time: the trace must hold several execs into the
+// instance however slowly a busy machine runs them (and probes begin only once postStart has
+// returned, docs/pod-to-job.md#probes-and-hooks). Under strace an exec takes seconds: the probes'
+// own timeout (1 s by default) is not what this test is about.
+const probe = (script: string, file: string) => ({ ...exec(`${script} && echo >> ${file}`), periodSeconds: 1, timeoutSeconds: 60, failureThreshold: 30 });
+const probedTimes = (file: string, n: number) => `until [ -e ${file} ] && [ "$(wc -l < ${file})" -ge ${n} ]; do sleep 0.2; done`;
 const env = [
   { name: "PASSWORD", valueFrom: { secretKeyRef: { name: "db", key: "password" } } },
   { name: "LEVEL", valueFrom: { configMapKeyRef: { name: "cfg", key: "level" } } },
@@ -54,21 +60,22 @@ beforeAll(async () => {
           name: "main",
           image: "busybox:1.36",
           // bash: dash drops variables whose names are not identifiers before printenv sees them.
-          command: ["bash", "-c", `${checks} && [ "$(printenv odd.name)" = ${LITERAL_ODD} ] && sleep 4`],
+          command: ["bash", "-c", `${checks} && [ "$(printenv odd.name)" = ${LITERAL_ODD} ] && ${probedTimes("/tmp/probed", 3)}`],
           env: [...env, { name: "odd.name", value: LITERAL_ODD }],
           envFrom: [{ secretRef: { name: "db" } }],
-          readinessProbe: probe(checks),
-          livenessProbe: probe(checks),
+          readinessProbe: probe(checks, "/tmp/probed"),
+          livenessProbe: probe(checks, "/tmp/probed"),
           lifecycle: { postStart: exec(checks), preStop: exec(checks) },
           resources: {},
         },
         {
           name: "onhost",
           image: "host",
-          command: ["/bin/sh", "-c", `${checks} && sleep 4`],
+          // A host container runs, and is probed, in the sandbox: a relative file is the same for both.
+          command: ["/bin/sh", "-c", `${checks} && ${probedTimes("onhost.probed", 2)}`],
           env,
           envFrom: [{ secretRef: { name: "db" } }],
-          readinessProbe: probe(checks),
+          readinessProbe: probe(checks, "onhost.probed"),
           resources: {},
         },
       ],
@@ -96,7 +103,8 @@ afterAll(async () => {
 describe("argv audit (strace -f -e trace=execve)", () => {
   test.skipIf("problem" in check)("the pod ran, its values arrived, probes and hooks ran", () => {
     for (const c of final.containers) expect([c.name, c.state.terminated]).toMatchObject([c.name, { exitCode: 0, reason: "Completed" }]);
-    // The trace covers the job: the runtime's instance start, execs into it, the host container.
+    // The trace covers the job: the runtime's instance start, execs into it (the main process, the
+    // postStart hook, three probes), the host container (its process and two probes).
     expect(execsWith(trace, "instance").length).toBeGreaterThan(3);
     expect(execsWith(trace, "instance://").length).toBeGreaterThan(3);
     expect(execsWith(trace, "exec_with_env").length).toBeGreaterThanOrEqual(2);

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -47,7 +47,7 @@ const start = async (o: Parameters<typeof startSidecar>[0] = {}) => {
 };
 afterAll(async () => {
   for (const s of started) await s.destroy();
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 async function create(sc: Sidecar, r: Json): Promise<string> {
   const res = await sc.call("POST", "/create", r);

@@ -4,7 +4,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, runningTools, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
 
 const PINGS = 200;
 let sc: Sidecar | undefined;
@@ -26,8 +26,13 @@ describe("parallel pings share their HTCondor queries (docs/status.md#the-ping)"
       expect(a.status).toBe(200);
       expect(JSON.parse(a.body).status).toBe("ok");
     }
-    // A condor_q still running when the pings answered is logged when it ends.
-    await Bun.sleep(1000);
+    // A condor_q still running when the pings answered is logged when it ends: waited for, until
+    // none of the home's condor_status or condor_q runs any more.
+    await eventually(
+      () => (calls(s, "condor_q") > before.q && runningTools(s.home, "condor_status") + runningTools(s.home, "condor_q") === 0 ? true : undefined),
+      30_000,
+      "the pings' condor_status and condor_q to end",
+    );
     expect(calls(s, "condor_status") - before.status).toBe(1);
     expect(calls(s, "condor_q") - before.q).toBe(1);
   }, 120_000);

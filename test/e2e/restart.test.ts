@@ -5,7 +5,7 @@ import { afterAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, type Sidecar, startSidecar, toolsRunning } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -111,7 +111,7 @@ test("kill -9 during a delete: after the restart the job is removed and the pod'
   const { writeFileSync, existsSync } = await import("node:fs");
   writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ tools: { condor_rm: "hang" } }));
   const pending = sc.call("POST", "/delete", r.pod).catch(() => undefined);
-  await Bun.sleep(700);
+  await toolsRunning(sc.home, "condor_rm", 1);
   await sc.kill9();
   await pending;
   writeFileSync(join(sc.home, "faults.json"), "{}");
@@ -185,7 +185,7 @@ test("kill -9 mid-create, restarted while the schedd is down: reconcile runs whe
   const a = pod(400, "sleep 300");
   const b = pod(401, "sleep 300");
   const pending = [a, b].map((r) => sc!.call("POST", "/create", r).catch(() => undefined));
-  await Bun.sleep(800);
+  await toolsRunning(sc.home, "condor_submit", 2);
   await sc.kill9();
   await Promise.all(pending);
   // The orphaned condor_submit processes go on and queue both jobs; then the schedd goes down.

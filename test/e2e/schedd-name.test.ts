@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { cleanup } from "../minicondor/src/testkit.ts";
-import { CONDOR_BIN, ROOT, SHIM, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, ROOT, SHIM, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 
 const started: Sidecar[] = [];
 const dirs: string[] = [];
@@ -17,7 +17,7 @@ afterAll(async () => {
     await cleanup(join(d, "minicondor"), true);
     rmSync(d, { recursive: true, force: true });
   }
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 const ping = async (s: Sidecar) => JSON.parse((await s.call("GET", "/status", [])).body).status as string;
 

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, ROOT, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, ROOT, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -46,7 +46,7 @@ const dirs: string[] = [];
 afterAll(async () => {
   for (const s of started) await s.destroy();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 /** Starts the sidecar with `config` and checks that it exits 2 saying `message`, having made nothing. */
 function expectRefusedAtStart(config: string, message: string): void {

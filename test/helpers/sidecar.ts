@@ -2,10 +2,11 @@
  * Starts the real sidecar (from the sources, as a separate process) against minicondor and
  * talks to it over real HTTP, as interLink does: GET requests with JSON bodies included.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { pidsWithEnvEntry } from "../minicondor/src/common.ts";
 import { cleanup } from "../minicondor/src/testkit.ts";
 
 export const ROOT = resolve(import.meta.dir, "../..");
@@ -76,6 +77,30 @@ export interface SidecarOptions {
   dir?: string;
 }
 
+/**
+ * How long a start may take before the helper gives up on it: START_FACTOR times the median start
+ * this test process has measured, and never under START_FLOOR_MS. A start takes many times longer
+ * on a busy machine, and longer again right after a kill -9 mid-burst, when the burst's jobs start
+ * beside it and it reconciles the interrupted creates: 15 times a plain start on an idle machine,
+ * 5 times under `npm run test:loaded`. A constant is too short there, or too long to catch a hang
+ * on a quick machine; the median keeps one slow start from stretching every later deadline.
+ * Before the first start nothing is measured: the time the same entry takes to print its version
+ * (its modules loaded under the load of the moment) stands in.
+ */
+const START_FLOOR_MS = 20_000;
+const START_FACTOR = 50;
+const startsMs: number[] = [];
+
+async function startDeadlineMs(): Promise<number> {
+  if (startsMs.length === 0) {
+    const t0 = performance.now();
+    await Bun.spawn([process.execPath, join(ROOT, "src", "main.bun.ts"), "--version"], { stdout: "ignore", stderr: "ignore" }).exited;
+    return Math.max(START_FLOOR_MS, START_FACTOR * (performance.now() - t0));
+  }
+  const sorted = [...startsMs].sort((a, b) => a - b);
+  return Math.max(START_FLOOR_MS, START_FACTOR * sorted[(sorted.length - 1) >> 1]!);
+}
+
 export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), "sidecar-e2e-"));
   const home = join(dir, "minicondor");
@@ -92,6 +117,8 @@ export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
     "Restart:\n  BackoffInitialSeconds: 1\n  BackoffMaxSeconds: 2",
   ].filter((line) => !new RegExp(`^${line.split(":")[0]}:`, "m").test(extra));
   writeFileSync(configPath, [...defaults, extra].join("\n"));
+  const allowMs = await startDeadlineMs();
+  const t0 = performance.now();
   const proc = Bun.spawn(
     [process.execPath, join(ROOT, "src", "main.bun.ts"), "--config", configPath, "--condor-bin", CONDOR_BIN, "--port", "0", ...(o.args ?? [])],
     {
@@ -102,8 +129,7 @@ export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
   );
   const { log, stop, kill9 } = gatherStderr(proc);
   let port: number | undefined;
-  const deadline = Date.now() + 20_000;
-  while (port === undefined && Date.now() < deadline) {
+  while (port === undefined && performance.now() - t0 < allowMs) {
     const m = /"url":"http:\/\/127\.0\.0\.1:(\d+)"/.exec(log());
     if (m) port = Number(m[1]);
     else await Bun.sleep(25);
@@ -111,8 +137,10 @@ export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
   }
   if (port === undefined) {
     proc.kill("SIGKILL");
-    throw new Error(`sidecar did not start:\n${log()}`);
+    const why = proc.exitCode !== null ? `it exited with ${proc.exitCode}` : `not listening after ${Math.round(allowMs)} ms`;
+    throw new Error(`Starting the sidecar failed: ${why} (${START_FACTOR} times the median of ${startsMs.length} starts measured here):\n${log()}`);
   }
+  startsMs.push(performance.now() - t0);
   const p = port;
   return {
     port: p,
@@ -167,6 +195,35 @@ export function gatherStderr(proc: Bun.Subprocess<"ignore", "pipe", "pipe">): {
       await pump.catch(() => {});
     },
   };
+}
+
+/**
+ * The timeout of an afterAll that destroys a file's sidecars. One destroy takes milliseconds on an
+ * idle machine and seconds on a busy one (SIGTERM, then every process of its minicondor home
+ * killed and waited for): bun's 5 s default for a hook is too short for several. Nothing is
+ * asserted on the time; the bound only ends a teardown that hangs.
+ */
+export const TEARDOWN_TIMEOUT_MS = 120_000;
+
+/** How many processes of minicondor's `tool` (whose arguments `match` accepts) run for the home `home`. */
+export function runningTools(home: string, tool: string, match: (argv: string[]) => boolean = () => true): number {
+  return pidsWithEnvEntry(`MINICONDOR_HOME=${home}`).filter((pid) => {
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      return argv.includes(tool) && match(argv);
+    } catch {
+      return false;
+    }
+  }).length;
+}
+
+/**
+ * Waits until `n` processes of `tool` run for `home` (runningTools): a sidecar's calls in flight,
+ * the moment a test kills the sidecar in, or sends what must find them running. A fixed sleep
+ * guessed it, too early on a busy machine.
+ */
+export function toolsRunning(home: string, tool: string, n = 1, match?: (argv: string[]) => boolean): Promise<true> {
+  return eventually(() => (runningTools(home, tool, match) >= n ? true : undefined), 30_000, `${n} ${tool} running`);
 }
 
 /** Polls until fn returns a value (not undefined), or throws after timeoutMs. */

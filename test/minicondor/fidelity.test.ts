@@ -916,10 +916,13 @@ describe("condor_tail (docs/htcondor.md#condor_tail, docs/htcondor.md#transcript
       "executable = sleeper.sh\noutput = tail.out\nerror = tail.err\ntransfer_output_files = ok.txt\nshould_transfer_files = YES\nqueue\n",
     );
     await waitQ(`${c}.0`, ["JobStatus"], "2");
-    await Bun.sleep(700);
-    let r = await run("condor_tail", [`${c}.0`]);
+    // Running (JobStatus 2) comes before the job has printed anything: the tail is asked again
+    // until it shows the first lines, instead of 700 ms later.
+    let r: RunResult = await waitFor(async () => {
+      const t = await run("condor_tail", [`${c}.0`]);
+      return /^sleeper start\ntick 1\n/.test(t.stdout) ? t : undefined;
+    }, 15_000) as RunResult;
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^sleeper start\ntick 1\n/);
     r = await run("condor_tail", ["-no-stdout", "-stderr", String(c)]);
     expect(r).toEqual({ code: 0, stdout: "stderr line\n", stderr: "" });
     r = await run("condor_tail", ["-maxbytes", "7", `${c}.0`]);

@@ -8,8 +8,12 @@ import { STRACE_EXECVE, straceCheck } from "../render/harness.ts";
 import { commandFlags, flagUsages, type RuntimeCommand, type RuntimeFlavour } from "../../src/core/runtime-flags.ts";
 import { SHIM_FLAGS_PATH, shimFlagsFile } from "./shims/gen-runtime-flags.ts";
 
-// Several shim calls per test: on a loaded machine they take seconds each.
-setDefaultTimeout(60_000);
+// Several shim calls per test: on a loaded machine they take seconds each (one `instance stop`
+// took more than 15 s under `npm run test:loaded`). How long a call takes is not what these tests
+// check: a call that hangs is killed just before its test would time out, so that nothing is left.
+const TEST_TIMEOUT_MS = 60_000;
+const CALL_GUARD_MS = TEST_TIMEOUT_MS - 5_000;
+setDefaultTimeout(TEST_TIMEOUT_MS);
 
 const SHIMS = path.join(import.meta.dir, "shims");
 const APPTAINER = path.join(SHIMS, "apptainer");
@@ -49,7 +53,7 @@ function spawn(argv: string[], o: RunOpts = {}) {
     stderr: "pipe",
   });
 }
-async function finish(p: ReturnType<typeof spawn>, timeoutMs = 15000): Promise<Result> {
+async function finish(p: ReturnType<typeof spawn>, timeoutMs = CALL_GUARD_MS): Promise<Result> {
   const timer = setTimeout(() => p.kill("SIGKILL"), timeoutMs);
   const [stdout, stderr] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
   await p.exited;
@@ -339,7 +343,7 @@ describe("bind mounts", () => {
         "-c",
         script,
       ],
-      { timeoutMs: 20000 },
+      { timeoutMs: CALL_GUARD_MS },
     );
     expect(r.stderr).toBe("");
     expect(r.stdout).toBe(["payload", "payload", "one file", "read-only", tmpName, "system-dirs-ok", ""].join("\n"));
@@ -612,7 +616,14 @@ describe("signals", () => {
   });
 
   test("a shim started with SIGINT ignored (background job of a script) still forwards it", async () => {
-    const r = await run(["bash", "-c", `${APPTAINER} exec docker://busybox sleep 30 & sleep 0.5; kill -INT $!; wait $!; echo "rc=$?"`]);
+    // SIGINT once the container runs (it marks the working folder, which the shim binds), not after
+    // 0.5 s: on a busy machine the shim had not yet started itself again to stop ignoring it.
+    const ready = `int-ready-${uniq}`;
+    const r = await run([
+      "bash",
+      "-c",
+      `${APPTAINER} exec docker://busybox sh -c 'touch ${ready}; exec sleep 30' & until [ -e ${ready} ]; do sleep 0.1; done; kill -INT $!; wait $!; echo "rc=$?"`,
+    ]);
     expect(r.stdout).toBe("rc=130\n");
   });
 });
@@ -627,22 +638,31 @@ describe("values never on a command line", () => {
     const strace = (check as { strace: string }).strace;
     const secret = (what: string) => `s3cret-${what}-${uniq}`;
     const trace = path.join(work, "argv.trace");
-    const traced = (args: string[], o: RunOpts = {}) => run([strace, ...STRACE_EXECVE, "-o", `${trace}.${args[0]}.${Math.random()}`, APPTAINER, ...args], o);
+    const tracedArgv = (args: string[]) => [strace, ...STRACE_EXECVE, "-o", `${trace}.${args[0]}.${Math.random()}`, APPTAINER, ...args];
+    const traced = (args: string[], o: RunOpts = {}) => run(tracedArgv(args), o);
     const name = `${uniq}-argv`;
-    const results = [
+    const before = [
       // --cleanenv and --no-eval, as the job wrapper calls it
       await traced(["exec", "--cleanenv", "--no-eval", "docker://busybox", "printenv", "A"], { env: { APPTAINERENV_A: secret("injected") } }),
       // the host's environment passing through
       await traced(["exec", "docker://busybox", "printenv", "H"], { env: { H: secret("host") } }),
       // without --no-eval, the evaluation helper
       await traced(["run", "docker://busybox", "printenv", "E"], { env: { APPTAINERENV_E: secret("evaluated") } }),
-      // an instance, and an exec into it
-      await traced(["instance", "start", "--cleanenv", "--no-eval", "docker://busybox", name], { env: { APPTAINERENV_S: secret("start") } }),
+    ];
+    // An instance, and an exec into it. strace -f follows the instance's own processes, so the
+    // traced start ends only with the instance: go on once the shim has written that it started
+    // (its instance folder's `started`), and collect the start after the stop.
+    const starting = spawn(tracedArgv(["instance", "start", "--cleanenv", "--no-eval", "docker://busybox", name]), {
+      env: { APPTAINERENV_S: secret("start") },
+    });
+    await waitFor(() => fs.existsSync(path.join(mcHome, "instances", name, "started")), CALL_GUARD_MS);
+    const after = [
       await traced(["exec", "--cleanenv", "--no-eval", `instance://${name}`, "printenv", "X"], { env: { APPTAINERENV_X: secret("instance") } }),
       // started with SIGINT ignored: the shim starts itself again
       await traced(["exec", "--cleanenv", "docker://busybox", "printenv", "R"], { env: { APPTAINERENV_R: secret("reexec") }, ignoreInt: true }),
     ];
     await app(["instance", "stop", "-t", "1", name]);
+    const results = [...before, await finish(starting), ...after];
     expect(results.map((r) => r.stdout)).toEqual([
       `${secret("injected")}\n`,
       `${secret("host")}\n`,

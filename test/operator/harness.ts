@@ -34,6 +34,12 @@ export interface Site {
   /** condor_q -json of every job in the minicondor queue (all owners' attributes that tests read). */
   queue(): Promise<Record<string, unknown>[]>;
   history(): Promise<Record<string, unknown>[]>;
+  /**
+   * Every job of the site once: the queue, then the history. A job that leaves the queue between
+   * the two reads (a removed or finished job moves to the history when its shadow has gone, later
+   * on a busy machine) is in both; it counts once, as the history has it.
+   */
+  jobs(): Promise<Record<string, unknown>[]>;
   destroy(): void;
 }
 
@@ -65,6 +71,11 @@ export function makeSite(extraConfig = ""): Site {
     configPath,
     queue: () => ads("condor_q"),
     history: () => ads("condor_history"),
+    async jobs() {
+      const byId = new Map<string, Record<string, unknown>>();
+      for (const a of [...(await ads("condor_q")), ...(await ads("condor_history"))]) byId.set(`${a.ClusterId}.${a.ProcId}`, a);
+      return [...byId.values()];
+    },
     destroy() {
       cleanup(home, true);
       rmSync(dir, { recursive: true, force: true });
@@ -208,8 +219,7 @@ export function until<T>(what: string, fn: () => Promise<T | undefined>, timeout
 
 /** The distinct clusters in queue and history that carry `uid`. */
 export async function clustersOf(site: Site, uid: string): Promise<Set<number>> {
-  const ads = [...(await site.queue()), ...(await site.history())];
-  return new Set(ads.filter((a) => a.HTCJobUID === uid).map((a) => a.ClusterId as number));
+  return new Set((await site.jobs()).filter((a) => a.HTCJobUID === uid).map((a) => a.ClusterId as number));
 }
 
 /**
@@ -279,7 +289,7 @@ export async function deleteRunning(
   const runningBefore = (await e2e.site.queue()).filter((a) => a.HTCJobUID === uid && a.JobStatus === 2).length;
   await ok(e2e.kube.kubectl(["delete", "htcjob", "-n", "default", name, "--wait=true", "--timeout=90s"]));
   const after = await getHTCJob(e2e.kube, "default", name);
-  const ads = [...(await e2e.site.queue()), ...(await e2e.site.history())].filter((a) => a.HTCJobUID === uid);
+  const ads = (await e2e.site.jobs()).filter((a) => a.HTCJobUID === uid);
   return { runningBefore, after, ads };
 }
 

@@ -76,7 +76,7 @@ describeKube("HTCJob operator", () => {
 
   // docs/operator.md#htcopts: a key outside HTCJob.SubmitOptions submits nothing; condition and Event name it.
   test("a forbidden htcopts key submits nothing, and the condition and an Event name the key", async () => {
-    const before = (await e2e.site.queue()).length + (await e2e.site.history()).length;
+    const before = (await e2e.site.jobs()).length;
     await ok(e2e.kube.kubectl(["apply", "-n", NS, "-f", "-"], {
       stdin: htcjobYaml("sneaky", { queue: 2, source: "echo hi\n", htcopts: '+JobFlavour = "espresso"\ntransfer_input_files = /etc/passwd\n' }),
     }));
@@ -90,7 +90,7 @@ describeKube("HTCJob operator", () => {
       return e.length > 0 ? e : undefined;
     });
     expect(evs[0]!.type).toBe("Warning");
-    const ads = [...(await e2e.site.queue()), ...(await e2e.site.history())];
+    const ads = await e2e.site.jobs();
     expect(ads.filter((a) => a.HTCJobUID === j.metadata.uid)).toEqual([]);
     expect(ads.length).toBe(before);
   });

@@ -263,6 +263,10 @@ const always = scenario(
   }),
 );
 
+// Run 1 turns unhealthy once its postStart has made it healthy (waiting for the hook's file, not
+// for a time), run 2 stays healthy and ends. The hook is slower than failureThreshold probe periods:
+// a kubelet probes only after postStart has returned (docs/pod-to-job.md#probes-and-hooks), so run 2
+// is never killed, however slowly the hook runs on a busy machine.
 const liveness = scenario(
   plan({
     restartPolicy: "OnFailure",
@@ -270,9 +274,9 @@ const liveness = scenario(
       sh(
         "live",
         'n=$(cat /shared/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /shared/n; echo "run $n"; ' +
-          "if [ $n -eq 1 ]; then sleep 0.5; rm -f /tmp/healthy; exec sleep 30; fi; sleep 1.5; exit 0",
+          "until [ -e /tmp/healthy ]; do sleep 0.1; done; if [ $n -eq 1 ]; then rm -f /tmp/healthy; exec sleep 30; fi; sleep 1.5; exit 0",
         {
-          postStart: { kind: "exec", command: ["bash", "-c", "touch /tmp/healthy"] },
+          postStart: { kind: "exec", command: ["bash", "-c", "sleep 2.5; touch /tmp/healthy"] },
           livenessProbe: {
             handler: { kind: "exec", command: ["test", "-e", "/tmp/healthy"] },
             initialDelaySeconds: 0,

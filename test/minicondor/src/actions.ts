@@ -249,7 +249,13 @@ function rmMain(tool: string, argv: string[]): number {
 
   const why = `${reason ?? (mode === "forcex" ? "via condor_rm -forcex" : `via ${tool}`)} (by user ${ownerName()})`;
   const db = openDb();
+  // The events of a change go to the log before its transaction commits: the schedd writes 012,
+  // 013 and 009 as it changes the job (docs/htcondor.md#who-writes-an-event-and-when), before it
+  // can match a released job again, and our schedd is another process that acts on the commit.
   const logs: (() => void)[] = [];
+  const writeLogs = () => {
+    for (const l of logs.splice(0)) l();
+  };
   const totalsLine = (n: { ok: number; notFound: number; bad: number; already: number }) =>
     `${n.ok} Succeeded, 0 Failed, ${n.notFound} Not Found, ${n.bad} Bad Status, ${n.already} Already Done, 0 Permission Denied\n`;
   let acted = 0;
@@ -289,6 +295,7 @@ function rmMain(tool: string, argv: string[]): number {
         }
       }
       bumpGen(db);
+      writeLogs();
     });
     acted += n.ok;
     if (totals) out(totalsLine(n));
@@ -342,6 +349,7 @@ function rmMain(tool: string, argv: string[]): number {
         else n.bad++;
       }
       bumpGen(db);
+      writeLogs();
     });
     acted += n.ok;
     if (totals) out(totalsLine(n));
@@ -353,7 +361,6 @@ function rmMain(tool: string, argv: string[]): number {
     }
   }
   void dashLong;
-  for (const l of logs) l();
   if (acted) ensureSchedd(db);
   return hadError ? 1 : 0;
 }
