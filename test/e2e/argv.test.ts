@@ -9,7 +9,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { configMapObject, dataEntry, type Json, makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, type HttpResult, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, type HttpResult, jobsByUid, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
 
 /** What the table drives through every call: option spellings of the tools (`-name x`: one argument with a space). */
 const NAMES = ["-rf", "--version", "-append", "-name x"];
@@ -29,7 +29,7 @@ afterAll(async () => {
  */
 const OPTIONS: Record<string, Record<string, number>> = {
   condor_submit: { "-terse": 0, "-spool": 0 },
-  condor_q: { "-json": 0, "-attributes": 1, "-constraint": 1 },
+  condor_q: { "-json": 0, "-totals": 0, "-attributes": 1, "-constraint": 1 },
   condor_history: { "-json": 0, "-attributes": 1, "-constraint": 1, "-limit": 1, "-scanlimit": 1 },
   condor_rm: { "-reason": 1 },
   condor_transfer_data: {},
@@ -91,20 +91,6 @@ async function burst(sc: Sidecar, lead: Json, first: Json, rest: Json[]): Promis
 
 const jid = (a: HttpResult) => JSON.parse(a.body).PodJID as string;
 const cluster = (a: HttpResult) => jid(a).split(".")[0];
-
-/** Every job id the schedd has (queue and history) for each pod UID. */
-function jobsByUid(sc: Sidecar): Map<string, string[]> {
-  const env = { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" };
-  const out = new Map<string, Set<string>>();
-  for (const [tool, args] of [["condor_q", ["-allusers"]], ["condor_history", []]] as const) {
-    const r = Bun.spawnSync([join(CONDOR_BIN, tool), ...args, "-af", "ClusterId", "ProcId", "InterLinkPodUID"], { env });
-    for (const line of r.stdout.toString().split("\n")) {
-      const [c, p, u] = line.trim().split(" ");
-      if (u && u !== "undefined") out.set(u, (out.get(u) ?? new Set()).add(`${c}.${p}`));
-    }
-  }
-  return new Map([...out].map(([u, ids]) => [u, [...ids]]));
-}
 
 describe("a pod UID that starts with '-' (issue 25; docs/htcondor.md#condor_submit-options)", () => {
   test("a burst whose first pod has UID -rf: all nine pods answer 200, each with a job of its own", async () => {

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS, toolsRunning } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, jobsByUid, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS, toolsRunning } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -25,20 +25,6 @@ function pod(name: string, submitOptions?: string) {
 const calls = (sc: Sidecar, tool: string) =>
   existsSync(join(sc.home, "calls.log")) ? readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").filter((l) => l.split(" ")[1] === tool) : [];
 const faults = (sc: Sidecar, f: unknown) => writeFileSync(join(sc.home, "faults.json"), JSON.stringify(f));
-
-/** Every job id the schedd has (queue and history) for each pod UID (a job moving between the two is counted once). */
-function jobsByUid(sc: Sidecar): Map<string, string[]> {
-  const env = { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" };
-  const out = new Map<string, Set<string>>();
-  for (const [tool, args] of [["condor_q", ["-allusers"]], ["condor_history", []]] as const) {
-    const r = Bun.spawnSync([join(CONDOR_BIN, tool), ...args, "-af", "ClusterId", "ProcId", "InterLinkPodUID"], { env });
-    for (const line of r.stdout.toString().split("\n")) {
-      const [c, p, u] = line.trim().split(" ");
-      if (u && u !== "undefined") out.set(u, (out.get(u) ?? new Set()).add(`${c}.${p}`));
-    }
-  }
-  return new Map([...out].map(([u, ids]) => [u, [...ids]]));
-}
 
 async function statuses(sc: Sidecar, pods: Json[]): Promise<Json[]> {
   return JSON.parse((await sc.call("GET", "/status", pods)).body) as Json[];
@@ -232,6 +218,8 @@ describe("batched removal (issue 14; docs/htcondor.md#submitting-many-pods-at-on
     const queued = () =>
       Bun.spawnSync([join(CONDOR_BIN, "condor_q"), "-allusers", "-af", "InterLinkPodUID"], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } })
         .stdout.toString();
-    await eventually(() => (reqs.every((r) => !queued().includes(r.pod.metadata.uid)) ? true : undefined), 30_000, "every job to leave the queue");
-  }, 120_000);
+    // Each removal stops a running wrapper and its containers: seconds alone, far more when the
+    // machine is busy, so the bound only catches jobs that never leave.
+    await eventually(() => (reqs.every((r) => !queued().includes(r.pod.metadata.uid)) ? true : undefined), 120_000, "every job to leave the queue");
+  }, 240_000);
 });

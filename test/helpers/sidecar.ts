@@ -241,3 +241,17 @@ export async function eventually<T>(fn: () => Promise<T | undefined> | T | undef
     await Bun.sleep(200);
   }
 }
+
+/** Every job id the schedd has (queue and history) for each pod UID (a job moving between the two is counted once). */
+export function jobsByUid(sc: Sidecar): Map<string, string[]> {
+  const env = { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" };
+  const out = new Map<string, Set<string>>();
+  for (const [tool, args] of [["condor_q", ["-allusers"]], ["condor_history", []]] as const) {
+    const r = Bun.spawnSync([join(CONDOR_BIN, tool), ...args, "-af", "ClusterId", "ProcId", "InterLinkPodUID"], { env });
+    for (const line of r.stdout.toString().split("\n")) {
+      const [c, p, u] = line.trim().split(" ");
+      if (u && u !== "undefined") out.set(u, (out.get(u) ?? new Set()).add(`${c}.${p}`));
+    }
+  }
+  return new Map([...out].map(([u, ids]) => [u, [...ids]]));
+}
