@@ -180,7 +180,9 @@ async function makeCerts(dir: string) {
     "-subj",
     "/CN=htcondor-sidecar-test-ca",
   ]);
-  const leaf = async (name: string, subj: string, ext: string) => {
+  // Each leaf gets its own serial: -CAcreateserial would have the two signings, which run side by
+  // side, read and write one ca.srl at once ("Unable to load number from ca.srl" on a busy machine).
+  const leaf = async (name: string, serial: number, subj: string, ext: string) => {
     writeFileSync(c(`${name}.ext`), `basicConstraints = CA:FALSE\nkeyUsage = critical,digitalSignature\n${ext}\n`);
     await openssl(dir, ["req", "-new", "-config", "openssl.cnf", ...ec, "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", subj]);
     await openssl(dir, [
@@ -192,7 +194,8 @@ async function makeCerts(dir: string) {
       "ca.crt",
       "-CAkey",
       "ca.key",
-      "-CAcreateserial",
+      "-set_serial",
+      String(serial),
       "-days",
       "2",
       "-extfile",
@@ -202,8 +205,8 @@ async function makeCerts(dir: string) {
     ]);
   };
   await Promise.all([
-    leaf("serving", "/CN=kube-apiserver", "extendedKeyUsage = serverAuth\nsubjectAltName = IP:127.0.0.1,DNS:localhost"),
-    leaf("admin", "/O=system:masters/CN=htcondor-sidecar-test-admin", "extendedKeyUsage = clientAuth"),
+    leaf("serving", 2, "/CN=kube-apiserver", "extendedKeyUsage = serverAuth\nsubjectAltName = IP:127.0.0.1,DNS:localhost"),
+    leaf("admin", 3, "/O=system:masters/CN=htcondor-sidecar-test-admin", "extendedKeyUsage = clientAuth"),
     openssl(dir, ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "sa.key"]),
   ]);
   await openssl(dir, ["pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub"]);
