@@ -1707,6 +1707,18 @@ describe("hung tools do not outlive their caller (issue 3: no stray processes)",
     await held.exited;
     expect(homePids(h3)).toEqual([]);
   }, 20_000);
+
+  test("gate:<name> holds a call until the file exists in the home, then it answers as usual", async () => {
+    const h = newHome();
+    let done = false;
+    const q = run("condor_q", ["-af", "ClusterId"], { home: h, env: { MINICONDOR_FAULT_CONDOR_Q: "gate:go" } }).finally(() => (done = true));
+    await waitFor(() => homePids(h).length > 0, 15_000, 50);
+    // A whole call without the fault, start to end, while the held one waits.
+    expect(await run("condor_q", ["-af", "ClusterId"], { home: h })).toEqual({ code: 0, stdout: "", stderr: "" });
+    expect(done).toBe(false);
+    fs.writeFileSync(path.join(h, "go"), "");
+    expect(await q).toEqual({ code: 0, stdout: "", stderr: "" });
+  }, 30_000);
 });
 
 // ---------------------------------------------------------------------------------------------
