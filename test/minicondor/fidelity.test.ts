@@ -6,7 +6,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { cleanup, createHome, homePids, type RunResult, runTool, setConfig, setFaults, toolPath, waitFor } from "./src/testkit.ts";
-import { Ad, adToJson, afValue, evalExpr } from "./src/classad.ts";
+import { Ad, adToJson, afValue, evalExpr, parse } from "./src/classad.ts";
+import { leastCluster } from "./src/query.ts";
 import { pidAlive, pidsWithEnv, pidsWithEnvEntry } from "./src/common.ts";
 
 const ENV = { MINICONDOR_ALLOW_ROOT: "1" };
@@ -108,6 +109,36 @@ describe("docs/htcondor.md#conventions-of-every-tool conventions", () => {
     expect((await run("condor_version", ["-version"])).code).toBe(1);
     expect(await run("condor_version", ["-arch"])).toEqual({ code: 0, stdout: "X86_64\n", stderr: "" });
   });
+});
+
+describe("condor_q reads only the rows a constraint's ClusterId bound allows (speed only: the answer is the same)", () => {
+  test.each([
+    ["ClusterId >= 7 && JobStatus == 1", 7],
+    ['(ClusterId > 7) && (Owner == "a" || ClusterId == 2)', 8],
+    ["JobStatus == 1 && MY.ClusterId == 4", 4],
+    ["ClusterId >= 7 || JobStatus == 1", 0],
+    ["!(ClusterId < 7)", 0],
+    ["ClusterId >= 7.5", 0],
+    ["TARGET.ClusterId >= 7", 0],
+    ["false", Infinity],
+    ["JobStatus == 1 && false", Infinity],
+  ])("%p: from cluster %p", (c, want) => {
+    expect(leastCluster([parse(c)])).toBe(want);
+  });
+  test("with two constraints the larger bound holds", () => {
+    expect(leastCluster([parse("ClusterId >= 3"), parse("ClusterId >= 9 && true")])).toBe(9);
+  });
+  test("-json with a bound answers what a full read answers; -totals still counts every job", async () => {
+    const h = newHome();
+    const sub = path.join(h, "s.sub");
+    fs.writeFileSync(sub, "executable = /bin/true\nhold = true\nqueue 1\n");
+    for (let i = 0; i < 4; i++) expect((await run("condor_submit", ["-terse", sub], { home: h })).code).toBe(0);
+    const bounded = await run("condor_q", ["-af", "ClusterId", "-constraint", "ClusterId >= 3 && JobStatus == 5"], { home: h });
+    expect(bounded).toEqual({ code: 0, stdout: "3\n4\n", stderr: "" });
+    const totals = await run("condor_q", ["-totals", "-constraint", "ClusterId >= 3"], { home: h });
+    expect(totals.stdout).toContain("Total for query: 2 jobs;");
+    expect(totals.stdout).toMatch(/Total for \w+: 4 jobs;/);
+  }, 30_000);
 });
 
 describe("ClassAd evaluator (docs/htcondor.md#conventions-of-every-tool constraint syntax)", () => {

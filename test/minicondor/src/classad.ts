@@ -378,39 +378,59 @@ export function tryParse(src: string, oldEscapes = false): Node | null {
 
 // ---------------------------------------------------------------- ads
 export class Ad {
-  private m = new Map<string, [string, string]>(); // lower -> [Name, text]
+  // An ad read from the queue keeps the object it came as until it is changed or asked for a name
+  // spelled otherwise: a tool reads every ad of the queue to test a constraint, and building the
+  // case-insensitive index of each was most of a condor_q's time at 20,000 jobs.
+  private raw: Record<string, string> | null = null;
+  private index: Map<string, [string, string]> | null = null; // lower -> [Name, text]
+  private get m(): Map<string, [string, string]> {
+    if (!this.index) {
+      this.index = new Map();
+      if (this.raw) for (const k in this.raw) this.index.set(k.toLowerCase(), [k, this.raw[k]!]);
+    }
+    return this.index;
+  }
   static fromObject(o: Record<string, string>): Ad {
     const a = new Ad();
-    for (const [k, v] of Object.entries(o)) a.m.set(k.toLowerCase(), [k, v]);
+    a.raw = o;
     return a;
   }
   toObject(): Record<string, string> {
+    if (this.raw) return { ...this.raw };
     const o: Record<string, string> = {};
     for (const [n, t] of this.m.values()) o[n] = t;
     return o;
   }
   get(name: string): string | undefined {
+    if (this.raw && Object.hasOwn(this.raw, name)) return this.raw[name];
     return this.m.get(name.toLowerCase())?.[1];
   }
   has(name: string): boolean {
+    if (this.raw && Object.hasOwn(this.raw, name)) return true;
     return this.m.has(name.toLowerCase());
   }
   name(name: string): string | undefined {
+    if (this.raw && Object.hasOwn(this.raw, name)) return name;
     return this.m.get(name.toLowerCase())?.[0];
   }
   /** set the ClassAd text of an attribute (keeps the original spelling if present) */
   setText(name: string, text: string): void {
+    const m = this.m;
+    this.raw = null;
     const lw = name.toLowerCase();
-    const old = this.m.get(lw);
-    this.m.set(lw, [old ? old[0] : name, text]);
+    const old = m.get(lw);
+    m.set(lw, [old ? old[0] : name, text]);
   }
   set(name: string, v: Val | string | number | boolean | null): void {
     this.setText(name, literalText(v));
   }
   delete(name: string): void {
-    this.m.delete(name.toLowerCase());
+    const m = this.m;
+    this.raw = null;
+    m.delete(name.toLowerCase());
   }
   names(): string[] {
+    if (this.raw) return Object.keys(this.raw);
     return [...this.m.values()].map((x) => x[0]);
   }
   /** evaluate an attribute of this ad */

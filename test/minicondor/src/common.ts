@@ -390,6 +390,11 @@ export function getJob(db: Database, c: number, p: number): Ad | null {
 export function allJobs(db: Database): Ad[] {
   return (db.query("SELECT ad FROM jobs ORDER BY cluster, proc").all() as { ad: string }[]).map(rowAd);
 }
+/** The jobs of cluster `from` and later (condor_q's reading of a constraint's ClusterId bound). */
+export function jobsFrom(db: Database, from: number): Ad[] {
+  if (!Number.isFinite(from)) return [];
+  return (db.query("SELECT ad FROM jobs WHERE cluster >= ? ORDER BY cluster, proc").all(from) as { ad: string }[]).map(rowAd);
+}
 /**
  * `status` is the schedd's own view of the job (the `status` column), which is the ad's JobStatus except
  * when a job chirped another JobStatus into its ad: the real schedd accepts that (qmgmt.cpp SetAttribute

@@ -293,12 +293,31 @@ export async function scheddMain(home: string): Promise<void> {
 function hasStartable(db: Database, cfg: Config): boolean {
   const f = loadFaults(homeDir(), false);
   if (f.scheddDown || f.stopped) return false;
-  const rows = db.query("SELECT ad FROM jobs WHERE status = 1 ORDER BY cluster, proc LIMIT 200").all() as { ad: string }[];
+  const rows = db.query(`SELECT cluster, proc, ${REQUESTS} FROM jobs WHERE status = 1 ORDER BY cluster, proc LIMIT 200`).all() as IdleRow[];
   if (!rows.length) return false;
   const runs = allRuns(db);
   const free = freeResources(cfg, runs);
   const m = machineAd(cfg, free, runs);
-  return rows.some((r) => fits(rowAd(r), free, m));
+  const adOf = db.query("SELECT ad FROM jobs WHERE cluster = ? AND proc = ?");
+  return rows.some((r) => !outOfReach(r, free) && fits(rowAd(adOf.get(r.cluster, r.proc) as { ad: string }), free, m));
+}
+
+// An idle job's requests as the ad spells them after condor_submit (its JSON keys keep the
+// attribute's spelling): read without reading the rest of the ad.
+const REQUESTS = "json_extract(ad, '$.RequestCpus') AS cpus, json_extract(ad, '$.RequestMemory') AS memory";
+type IdleRow = { cluster: number; proc: number; cpus: unknown; memory: unknown };
+const PLAIN_NUMBER = /^\d+(\.\d+)?$/;
+
+/**
+ * A job whose CPU or memory request is a plain number larger than what is free cannot fit (fits()
+ * checks the requests before anything else), so its ad need not be read. At 50,000 idle jobs,
+ * reading every ad on every pass held the queue's lock for seconds and a condor_submit waiting on
+ * it timed out; a negotiator likewise rejects a whole autocluster of identical requests at once.
+ * A request that is an expression, or spelled otherwise, is left to fits().
+ */
+function outOfReach(r: IdleRow, free: ReturnType<typeof freeResources>): boolean {
+  const over = (v: unknown, left: number) => typeof v === "string" && PLAIN_NUMBER.test(v) && Number(v) > left;
+  return over(r.cpus, free.cpus) || over(r.memory, free.memory);
 }
 
 function fits(ad: Ad, free: ReturnType<typeof freeResources>, m: Ad): boolean {
@@ -450,15 +469,17 @@ async function pass(db: Database, cfg: Config, children: Map<string, Child>, log
   if (faults.scheddDown || faults.stopped) return;
   const claimed: ({ ad: Ad; run: RunRow; hold?: undefined } | { ad: Ad; run?: undefined; hold: Hold })[] = [];
   tx(db, () => {
-    const rows = db.query("SELECT ad FROM jobs WHERE status = 1 ORDER BY cluster, proc").all() as { ad: string }[];
+    const rows = db.query(`SELECT cluster, proc, ${REQUESTS} FROM jobs WHERE status = 1 ORDER BY cluster, proc`).all() as IdleRow[];
     if (!rows.length) return;
     const runs = allRuns(db);
     const free = freeResources(cfg, runs);
     const usedSlots = new Set(runs.map((r) => r.slot));
     const busy = new Set(runs.map((r) => `${r.cluster}.${r.proc}`));
+    const adOf = db.query("SELECT ad FROM jobs WHERE cluster = ? AND proc = ?");
     for (const r of rows) {
       if (free.cpus <= 0 && free.memory <= 0) break;
-      const ad = rowAd(r);
+      if (outOfReach(r, free)) continue;
+      const ad = rowAd(adOf.get(r.cluster, r.proc) as { ad: string });
       if (busy.has(`${ad.num("ClusterId")}.${ad.num("ProcId")}`) || children.has(`${ad.num("ClusterId")}.${ad.num("ProcId")}`)) continue; // still being killed
       const m = machineAd(cfg, free, runs);
       if (!fits(ad, free, m)) continue;
