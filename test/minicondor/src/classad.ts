@@ -386,7 +386,7 @@ export class Ad {
   private get m(): Map<string, [string, string]> {
     if (!this.index) {
       this.index = new Map();
-      if (this.raw) for (const k in this.raw) this.index.set(k.toLowerCase(), [k, this.raw[k]!]);
+      if (this.raw) { for (const k in this.raw) this.index.set(k.toLowerCase(), [k, this.raw[k]!]); }
     }
     return this.index;
   }

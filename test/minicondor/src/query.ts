@@ -5,12 +5,12 @@ import {
   acceptablePool,
   acceptableSchedd,
   allJobs,
-  jobsFrom,
   allRuns,
   type Config,
   err,
   homeDir,
   isOpt,
+  jobsFrom,
   loadConfig,
   loadFaults,
   nowSec,
@@ -718,8 +718,7 @@ export function condorStatus(argv: string[]): number {
  * every ad of 50,000 made each of them take seconds. 0 when there is no bound.
  */
 export function leastCluster(nodes: Node[]): number {
-  const terms = (n: Node): Node[] =>
-    n.k === "paren" ? terms(n.a) : n.k === "bin" && n.op === "&&" ? [...terms(n.a), ...terms(n.b)] : [n];
+  const terms = (n: Node): Node[] => n.k === "paren" ? terms(n.a) : n.k === "bin" && n.op === "&&" ? [...terms(n.a), ...terms(n.b)] : [n];
   let least = 0;
   for (const t of nodes.flatMap(terms)) {
     if (t.k === "lit" && t.v.t === "b" && !t.v.v) return Infinity;
