@@ -298,8 +298,12 @@ function hasStartable(db: Database, cfg: Config): boolean {
   const runs = allRuns(db);
   const free = freeResources(cfg, runs);
   const m = machineAd(cfg, free, runs);
-  const adOf = db.query("SELECT ad FROM jobs WHERE cluster = ? AND proc = ?");
-  return rows.some((r) => !outOfReach(r, free) && fits(rowAd(adOf.get(r.cluster, r.proc) as { ad: string }), free, m));
+  // Not in a transaction: a job may have left the queue since the rows were read.
+  return rows.some((r) => {
+    if (outOfReach(r, free)) return false;
+    const ad = getJob(db, r.cluster, r.proc);
+    return ad !== null && fits(ad, free, m);
+  });
 }
 
 // An idle job's requests as the ad spells them after condor_submit (its JSON keys keep the
@@ -475,11 +479,10 @@ async function pass(db: Database, cfg: Config, children: Map<string, Child>, log
     const free = freeResources(cfg, runs);
     const usedSlots = new Set(runs.map((r) => r.slot));
     const busy = new Set(runs.map((r) => `${r.cluster}.${r.proc}`));
-    const adOf = db.query("SELECT ad FROM jobs WHERE cluster = ? AND proc = ?");
     for (const r of rows) {
       if (free.cpus <= 0 && free.memory <= 0) break;
       if (outOfReach(r, free)) continue;
-      const ad = rowAd(adOf.get(r.cluster, r.proc) as { ad: string });
+      const ad = getJob(db, r.cluster, r.proc)!; // read in this transaction: still queued
       if (busy.has(`${ad.num("ClusterId")}.${ad.num("ProcId")}`) || children.has(`${ad.num("ClusterId")}.${ad.num("ProcId")}`)) continue; // still being killed
       const m = machineAd(cfg, free, runs);
       if (!fits(ad, free, m)) continue;
