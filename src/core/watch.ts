@@ -43,14 +43,20 @@ export function changedSince(o: { oldest: number; since: number; quiet?: readonl
   return `ClusterId >= ${o.oldest} && ((${inWindow("EnteredCurrentStatus")}) || (${inWindow(STATE_TIME_ATTR)}))${quiet}`;
 }
 
-/** This sidecar's jobs from cluster `oldest` on that are neither removed (3) nor completed (4): what `condor_q -totals` counts. */
-export function liveCount(o: { sidecarId: string; oldest: number }): string {
-  return `InterLinkSidecarId == ${classAdString(o.sidecarId)} && ClusterId >= ${o.oldest} && JobStatus != 3 && JobStatus != 4`;
+/** The clause that selects one sidecar's jobs (the watch's `mine`): they carry its id. */
+export const sidecarJobs = (sidecarId: string) => `InterLinkSidecarId == ${classAdString(sidecarId)}`;
+
+/** The clause that selects one operator's procs (the watch's `mine`): they carry its id. */
+export const operatorJobs = (operatorId: string) => `HTCJobOperatorId == ${classAdString(operatorId)}`;
+
+/** The caller's jobs (`mine`) from cluster `oldest` on that are neither removed (3) nor completed (4): what `condor_q -totals` counts. */
+export function liveCount(o: { mine: string; oldest: number }): string {
+  return `${o.mine} && ClusterId >= ${o.oldest} && JobStatus != 3 && JobStatus != 4`;
 }
 
-/** This sidecar's jobs from cluster `oldest` on whose last status change is at `since` or later: what left the queue is searched in the history with it. */
-export function leftSince(o: { sidecarId: string; oldest: number; since: number }): string {
-  return `InterLinkSidecarId == ${classAdString(o.sidecarId)} && ClusterId >= ${o.oldest} && EnteredCurrentStatus >= ${o.since}`;
+/** The caller's jobs (`mine`) from cluster `oldest` on whose last status change is at `since` or later: what left the queue is searched in the history with it. */
+export function leftSince(o: { mine: string; oldest: number; since: number }): string {
+  return `${o.mine} && ClusterId >= ${o.oldest} && EnteredCurrentStatus >= ${o.since}`;
 }
 
 /**

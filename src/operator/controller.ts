@@ -65,7 +65,13 @@ export function createController(d: ControllerDeps) {
     if (rec) await writeStatus(c, obj, rec);
   }
 
-  return { reconcile, follow: tracker.follow, sweep: async (watchedNamespace: string | undefined) => sweep(c, watchedNamespace), views: c.views };
+  return {
+    reconcile,
+    follow: tracker.follow,
+    jobStatus: tracker.jobStatus,
+    sweep: async (watchedNamespace: string | undefined) => sweep(c, watchedNamespace),
+    views: c.views,
+  };
 }
 
 export type Controller = ReturnType<typeof createController>;

@@ -10,15 +10,24 @@
  * The full follow (every live cluster) runs at start, after a gap the log cannot explain
  * (truncated, replaced or rewritten file, malformed event, event cap hit, a format this reader
  * does not read), and every ReconcileMinutes. Clusters the log does not cover (spooled, adopted,
- * submitted before the operator read logs, or whose log is unreadable) are asked about every
- * StatusCacheSeconds, as before. An offset is saved only after the pass that acted on its events.
- * The reading, the log files and the passes are the engine the sidecar shares (store/eventlog-follow.ts).
+ * submitted before the operator read logs, or whose log is unreadable) are followed by the watch
+ * the sidecar's spooled pods have (condor/watch.ts): every WATCH_MS one condor_q of what changed
+ * since the schedd's last answer, and a count; they are read whole every StatusCacheSeconds only
+ * until an answer has given the watch its window's start. An offset is saved only after the pass
+ * that acted on its events. The reading, the log files and the passes are the engine the sidecar
+ * shares (store/eventlog-follow.ts).
  */
 import { join } from "node:path";
+import type { JobAd } from "../condor/parse.ts";
+import type { Condor } from "../condor/tools.ts";
+import { createWatch, WATCH_MS } from "../condor/watch.ts";
+import type { JobRef } from "../core/watch.ts";
+import { operatorJobs } from "../core/watch.ts";
 import type { Logger } from "../logger.ts";
 import { eventsDir } from "../store/eventlog-file.ts";
 import { createEventLogFollow, SETTLE_DELAYS_MS } from "../store/eventlog-follow.ts";
 import type { HTCJobRecord, HTCJobStore } from "./store.ts";
+import { PROC_ATTRIBUTES } from "./status.ts";
 import type { FollowResult, FollowScope } from "./track.ts";
 
 /** The operator's data folder: its HTCJobs' folders, and `events/` with its job event logs (apart from a sidecar's in the same DataRootFolder). */
@@ -32,6 +41,11 @@ export interface EventDriverDeps {
   follow(scope?: FollowScope): Promise<FollowResult>;
   statusCacheMs: number;
   reconcileMs: number;
+  /** The watch of the polled clusters asks the schedd itself (what changed, the count), and selects the operator's procs by its id. */
+  condor: Condor;
+  operatorId: string;
+  /** The JobStatus of a proc's last ad, as the tracker saw it. */
+  jobStatus(id: string): number | undefined;
   log: Logger;
   now(): number;
   watchFolder?: (dir: string, onChange: () => void) => () => void;
@@ -82,6 +96,7 @@ export function createEventDriver(d: EventDriverDeps): EventDriver {
     },
     log: d.log,
   });
+  const watch = createProcWatch(d, (r) => polled(r), () => void (nextPoll = -Infinity));
   /** Procs to ask about at a time: recorded clusters, failed passes, the tracker's waits, races with the schedd. */
   const due = new Map<string, number>();
   /** Procs named by an event that ends a run, with how many rechecks they had. */
@@ -108,12 +123,19 @@ export function createEventDriver(d: EventDriverDeps): EventDriver {
     const { saves, readable } = engine.read(ids, ends, now);
     const gapDue = engine.gapDue(now);
     const full = now >= nextFull || gapDue;
+    // The polled clusters are read whole until the watch has its window's start, or when it asks.
     const poll = now >= nextPoll;
-    if (!full && !poll && ids.size === 0) return commit(saves, now, readable);
+    const watching = !full && !poll && watch.due(now);
+    if (!full && !poll && !watching && ids.size === 0) return commit(saves, now, readable);
     let result: FollowResult;
     try {
-      // One pass, one condor_q: the full one, or the named procs and the polled clusters together.
-      result = await d.follow(full ? {} : { ids, records: poll ? polled : undefined });
+      // One pass, one condor_q: the full one, or the named procs and the polled clusters together;
+      // with the schedd's clock, which starts the watch's window.
+      const clock = full || poll ? (since: number) => watch.startAt(since) : undefined;
+      result = ids.size > 0 || full || poll
+        ? await d.follow(full ? { clock } : { ids, records: poll ? polled : undefined, clock })
+        : { running: new Set(), recheck: new Map() };
+      if (watching) await watch.tick(now, result);
     } catch (err) {
       // Nothing is saved: these events are read again after a restart; the procs are asked about again.
       const retry = d.now() + d.statusCacheMs;
@@ -128,7 +150,8 @@ export function createEventDriver(d: EventDriverDeps): EventDriver {
       nextFull = now + d.reconcileMs;
       if (gapDue) engine.gapTaken(now);
     }
-    if (full || poll) nextPoll = now + d.statusCacheMs;
+    // Read whole every StatusCacheSeconds while the watch has no window; after that, only when it asks (a failure, a job that left unseen).
+    if (full || poll) nextPoll = watch.ready() ? Infinity : now + d.statusCacheMs;
     for (const [id, at] of result.recheck) later(id, at);
     // A run ended by the log's account but the ad still says running: the schedd has not committed it yet.
     for (const id of ends) if (!ending.has(id)) ending.set(id, 0);
@@ -167,5 +190,78 @@ export function createEventDriver(d: EventDriverDeps): EventDriver {
       });
     },
     stop: engine.stop,
+  };
+}
+
+/**
+ * The watch (condor/watch.ts) of the polled clusters' unsettled procs: what changed since the
+ * schedd's last answer, every WATCH_MS, and a count; what changed is acted on by the tracker's
+ * pass with the ads the watch read. `readWhole`: the watch asks for the polled clusters to be
+ * read whole (a question failed, a proc left the queue and the history does not say which).
+ */
+function createProcWatch(d: EventDriverDeps, polled: (r: HTCJobRecord) => boolean, readWhole: () => void) {
+  /** The unsettled procs of the polled clusters, by `cluster.proc` and by cluster and proc. */
+  function watched(): { jobs: Map<string, JobRef>; ids: Map<number, Map<number, string>> } {
+    const jobs = new Map<string, JobRef>();
+    const ids = new Map<number, Map<number, string>>();
+    for (const r of d.store.list(["submitted"])) {
+      if (r.cluster === undefined || !polled(r)) continue;
+      const procs = new Map<number, string>();
+      r.outcomes.forEach((o, proc) => {
+        if (o !== null) return;
+        const id = `${r.cluster}.${proc}`;
+        jobs.set(id, { cluster: r.cluster!, proc });
+        procs.set(proc, id);
+      });
+      if (procs.size > 0) ids.set(r.cluster, procs);
+    }
+    return { jobs, ids };
+  }
+  /** Built once per turn. */
+  let followed: ReturnType<typeof watched> | undefined;
+  /** What the merges of the turn running found. */
+  let merged: FollowResult[] = [];
+  let nextTurn = -Infinity;
+  const watch = createWatch<JobRef>({
+    condor: d.condor,
+    mine: operatorJobs(d.operatorId),
+    now: d.now,
+    log: d.log,
+    attributes: () => [...PROC_ATTRIBUTES, "Owner"],
+    followed: () => (followed ??= watched()),
+    viewStatus: d.jobStatus,
+    async merge(ads: ReadonlyMap<string, JobAd>, _at: number, asked: readonly JobRef[]) {
+      try {
+        merged.push(await d.follow({ ids: new Set(asked.map((j) => `${j.cluster}.${j.proc}`)), seen: ads }));
+        return true;
+      } catch (err) {
+        d.log.warn("acting on what changed among the polled procs failed; they are read whole next", {
+          error: err instanceof Error ? err.message : String(err),
+        });
+        readWhole();
+        return false;
+      }
+    },
+    answered: () => {},
+    // The watch logs its own failures.
+    failed: readWhole,
+    kick: readWhole,
+  });
+  return {
+    startAt: watch.startAt,
+    ready: watch.ready,
+    /** Whether a turn is due: the watch has its window's start, and WATCH_MS went by since the last turn. */
+    due: (now: number) => watch.ready() && now >= nextTurn,
+    /** One turn; what the tracker's passes found is added to `result`. */
+    async tick(now: number, result: FollowResult): Promise<void> {
+      nextTurn = now + WATCH_MS;
+      merged = [];
+      followed = undefined;
+      await watch.tick([...(followed ??= watched()).jobs.values()]);
+      for (const m of merged) {
+        for (const id of m.running) result.running.add(id);
+        for (const [id, at] of m.recheck) result.recheck.set(id, Math.min(at, result.recheck.get(id) ?? Infinity));
+      }
+    },
   };
 }

@@ -7,6 +7,7 @@
 import { adNumber, type JobAd, type JobId, jobIdString } from "../condor/parse.ts";
 import type { Condor } from "../condor/tools.ts";
 import { classAdString } from "../core/classad.ts";
+import { nextSince } from "../core/watch.ts";
 import { PROC_ATTRIBUTES, type ProcAd } from "./status.ts";
 
 /** The most terms (a cluster, or one proc) in one constraint: condor_q's argument list stays short. */
@@ -29,6 +30,18 @@ function toProcAd(ad: JobAd): ProcAd | undefined {
   return out;
 }
 
+/** What a pass already knows, or wants to know besides the procs' ads. */
+export interface SightOptions {
+  /**
+   * The queue's ads of the wanted procs, read already (the watch's answer of what changed): no
+   * condor_q runs, and a wanted proc without an ad here has left the queue (the history is asked).
+   */
+  seen?: ReadonlyMap<string, JobAd>;
+  /** Ask the schedd's clock too: told where a window of what changed may start after this read (core/watch.ts nextSince). */
+  clock?: (since: number) => void;
+  now?: () => number;
+}
+
 /** What HTCondor says of some procs: in the queue, in the history, or in neither. */
 export interface ProcSighting {
   ad?: ProcAd;
@@ -47,18 +60,34 @@ export async function sightProcs(
   onOwner?: (owner: string) => void,
   /** Clusters asked about by their wanted ProcIds only (a few procs a job event log named), not whole. */
   exact?: ReadonlySet<number>,
+  o: SightOptions = {},
 ): Promise<Map<string, ProcSighting>> {
   const out = new Map<string, ProcSighting>();
-  const terms = [...wanted].flatMap(([c, procs]) => exact?.has(c) ? procs.map((p) => `ClusterId == ${c} && ProcId == ${p}`) : [`ClusterId == ${c}`]);
   const inQueue = new Map<string, ProcAd>();
-  for (let i = 0; i < terms.length; i += CLUSTERS_PER_QUERY) {
-    const constraint = terms.slice(i, i + CLUSTERS_PER_QUERY).join(" || ");
-    for (const ad of await condor.query({ constraint, attributes: [...PROC_ATTRIBUTES, "Owner"] })) {
-      if (typeof ad.Owner === "string") onOwner?.(ad.Owner);
-      const c = adNumber(ad, "ClusterId");
-      const p = toProcAd(ad);
-      if (c !== undefined && p) inQueue.set(`${c}.${p.proc}`, p);
+  const take = (ad: JobAd) => {
+    if (typeof ad.Owner === "string") onOwner?.(ad.Owner);
+    const c = adNumber(ad, "ClusterId");
+    const p = toProcAd(ad);
+    if (c !== undefined && p) inQueue.set(`${c}.${p.proc}`, p);
+  };
+  if (o.seen) {
+    // Matched by the recorded ids: an ad of a proc not wanted is not taken.
+    for (const ad of o.seen.values()) if (wanted.get(adNumber(ad, "ClusterId") ?? -1)?.includes(adNumber(ad, "ProcId") ?? -1)) take(ad);
+  } else {
+    const terms = [...wanted].flatMap(([c, procs]) => exact?.has(c) ? procs.map((p) => `ClusterId == ${c} && ProcId == ${p}`) : [`ClusterId == ${c}`]);
+    const attributes = o.clock ? [...PROC_ATTRIBUTES, "Owner", "ServerTime"] : [...PROC_ATTRIBUTES, "Owner"];
+    const now = o.now ?? Date.now;
+    let since: number | undefined;
+    for (let i = 0; i < terms.length; i += CLUSTERS_PER_QUERY) {
+      const constraint = terms.slice(i, i + CLUSTERS_PER_QUERY).join(" || ");
+      const at = now();
+      const ads = await condor.query({ constraint, attributes });
+      for (const ad of ads) take(ad);
+      // The earliest of the calls' windows: a change after any of them is asked about.
+      const next = o.clock ? nextSince(ads, now() - at) : undefined;
+      if (next !== undefined) since = Math.min(next, since ?? next);
     }
+    if (since !== undefined) o.clock?.(since);
   }
   const missing: JobId[] = [];
   for (const [cluster, procs] of wanted) {

@@ -5,6 +5,7 @@
  * ARE comes only from condor_q and condor_history, matched by the ids recorded at submit.
  */
 import { join } from "node:path";
+import type { JobAd } from "../condor/parse.ts";
 import { jobFileSize } from "../store/files.ts";
 import type { ControllerDeps } from "./controller/context.ts";
 import { sightProcs } from "./follow.ts";
@@ -25,6 +26,10 @@ export interface FollowScope {
   ids?: ReadonlySet<string>;
   /** ...and every unsettled proc of the records for which this holds. */
   records?: (r: HTCJobRecord) => boolean;
+  /** The queue's ads of the `ids`, read already by the watch: no condor_q; an id without an ad has left the queue (follow.ts SightOptions). */
+  seen?: ReadonlyMap<string, JobAd>;
+  /** Ask the schedd's clock too, and tell where the watch's window may start (follow.ts SightOptions). */
+  clock?: (since: number) => void;
 }
 
 export interface FollowResult {
@@ -48,6 +53,8 @@ export function createTracker(d: TrackerDeps, views: Map<string, ProcState[]>) {
   const terminalHeldSince = new Map<string, number>();
   /** Fetches of spooled output that did not bring it back, by `cluster.proc`. */
   const fetchAttempts = new Map<string, number>();
+  /** The JobStatus of each unsettled proc's last ad (the watch's count compares with it). */
+  const statuses = new Map<string, number>();
 
   /**
    * One pass: one condor_q (and one condor_history) of the procs in scope; outcomes that became
@@ -72,9 +79,11 @@ export function createTracker(d: TrackerDeps, views: Map<string, ProcState[]>) {
       wanted.set(r.cluster!, procs);
       if (!whole) exact.add(r.cluster!);
     }
+    // A full pass sees every unsettled proc: the statuses of the others (deleted HTCJobs) go.
+    if (everything) { for (const id of statuses.keys()) if (!wanted.get(Number(id.split(".")[0]))?.includes(Number(id.split(".")[1]))) statuses.delete(id); }
     if (live.length === 0) return result;
     let owner: string | undefined;
-    const sightings = await sightProcs(d.condor, wanted, (o) => (owner = o), exact);
+    const sightings = await sightProcs(d.condor, wanted, (o) => (owner = o), exact, { seen: scope.seen, clock: scope.clock, now: d.now });
     if (owner !== undefined && owner !== d.store.owner()) d.store.setOwner(owner);
     const now = d.now();
     for (const r of live) {
@@ -88,6 +97,7 @@ export function createTracker(d: TrackerDeps, views: Map<string, ProcState[]>) {
         const seen = sightings.get(id);
         let s: ProcState = views.get(r.uid)?.[p] ?? UNSEEN;
         if (seen?.ad) {
+          statuses.set(id, seen.ad.jobStatus);
           missingSince.delete(id);
           s = procState(seen.ad, d.terminalHoldCodes);
           if (seen.ad.jobStatus === 5 && isFinal(s)) {
@@ -110,6 +120,7 @@ export function createTracker(d: TrackerDeps, views: Map<string, ProcState[]>) {
         } else if (seen?.where === "unknown") later(id, now + RETRY_MS);
         if (isFinal(s)) {
           outcomes[p] = s;
+          statuses.delete(id);
           missingSince.delete(id);
           terminalHeldSince.delete(id);
         }
@@ -182,5 +193,5 @@ export function createTracker(d: TrackerDeps, views: Map<string, ProcState[]>) {
     return result;
   }
 
-  return { follow };
+  return { follow, jobStatus: (id: string) => statuses.get(id) };
 }

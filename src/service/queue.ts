@@ -5,7 +5,7 @@
  *   a gap it cannot explain (`kick`), and every ReconcileMinutes (the reconciler);
  * - the targeted one (`refreshIds`), one condor_q of exactly the jobs whose events the follower
  *   read, merged into the view;
- * - the watch (watch.ts), while some followed job has no readable shared event log (spooled jobs,
+ * - the watch (condor/watch.ts), while some followed job has no readable shared event log (spooled jobs,
  *   jobs queued before the upgrade, a log in another format): every second, what changed since
  *   the last answer, and now and then a count of the live jobs, merged into the view.
  * After each, `afterRefresh` does what the new ads ask for (jobs that left, holds, spooled
@@ -14,11 +14,12 @@
  */
 import { adCount, type JobAd, type JsonAdSlices, parseAd, sameAd, sliceJobNumber } from "../condor/parse.ts";
 import type { Condor } from "../condor/tools.ts";
+import { createWatch, type Watch, WATCH_MS } from "../condor/watch.ts";
 import type { Streak } from "../core/health.ts";
+import { sidecarJobs } from "../core/watch.ts";
 import { stateAttrName } from "../core/types.ts";
 import type { LiveJob, Store } from "../store/store.ts";
 import { createQueueHealth } from "./queue-health.ts";
-import { createWatch, type Watch, WATCH_MS } from "./watch.ts";
 
 /** Attributes the status path asks condor_q/condor_history for (never the whole ad). */
 const BASE_ATTRS = [
@@ -308,11 +309,12 @@ export function createQueueView(d: QueueDeps): QueueView {
 
   const merge = (found: ReadonlyMap<string, JobAd>, at: number, asked: readonly LiveJob[]) =>
     current ? mergeAsked(current, last, found, at, asked, view.afterRefresh, d.log) : Promise.resolve(true);
-  const watch = createWatch({
+  const watch = createWatch<LiveJob>({
     ...d,
+    mine: sidecarJobs(d.sidecarId),
     attributes,
     followed: followedJobs,
-    viewAd: (id) => current?.ads.get(id),
+    viewStatus: (id) => current?.ads.get(id)?.JobStatus,
     merge,
     answered: askedAnswered,
     failed: askedFailed,
@@ -530,7 +532,7 @@ interface LoopDeps {
   runCycle: () => Promise<void>;
   /** Runs after every condor_q of the view before it. */
   serial: <T>(fn: () => Promise<T>) => Promise<T>;
-  watch: Pick<Watch, "ready" | "tick">;
+  watch: Pick<Watch<LiveJob>, "ready" | "tick">;
   followedJobs: () => Followed;
   polledJobs: (f: Followed) => LiveJob[];
   polled: QueueView["polled"];

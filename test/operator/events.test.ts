@@ -1,9 +1,10 @@
 // The operator follows its procs from its job event log (docs/operator.md#following-the-procs):
 // the log says WHICH procs to ask about, one condor_q of exactly those says WHAT they are; the
 // full follow is the reconciler. Against the in-memory schedd and API server of fakes.ts.
-import { afterEach, expect, test } from "bun:test";
-import { appendFileSync, readFileSync, truncateSync } from "node:fs";
+import { afterEach, describe, expect, test } from "bun:test";
+import { appendFileSync, mkdirSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { COUNT_MS, WATCH_MS } from "../../src/condor/watch.ts";
 import type { Logger } from "../../src/logger.ts";
 import type { ControllerDeps } from "../../src/operator/controller.ts";
 import { createEventDriver, type EventDriver, operatorEventsDir } from "../../src/operator/events.ts";
@@ -19,6 +20,8 @@ afterEach(async () => {
 });
 
 const STATUS_CACHE_MS = 2000;
+/** The watch's question of what changed (core/watch.ts changedSince), from the operator's first cluster on. */
+const WHAT_CHANGED = /^ClusterId >= 100 && \(\(EnteredCurrentStatus >= \d+ && EnteredCurrentStatus <= time\(\)\)/;
 const RECONCILE_MS = 300_000;
 
 function setup(over: Partial<ControllerDeps> = {}): void {
@@ -31,6 +34,9 @@ function newDriver(): EventDriver {
     store: w.store,
     dataRoot: w.dir,
     follow: (scope) => w.controller.follow(scope),
+    jobStatus: (id) => w.controller.jobStatus(id),
+    condor: w.schedd,
+    operatorId: "op-1",
     statusCacheMs: STATUS_CACHE_MS,
     reconcileMs: RECONCILE_MS,
     log: { debug() {}, info() {}, warn: (m: string, f?: object) => void w.logs.push(`warn ${m} ${JSON.stringify(f ?? {})}`), error() {} } as unknown as Logger,
@@ -170,7 +176,7 @@ test("a truncated log is a gap: one full follow of every live cluster (docs/oper
   expect(w.logs.some((l) => /cannot say what changed.*truncated/.test(l))).toBe(true);
 });
 
-test("a malformed event and a log in another format are gaps; a JSON log's clusters are polled (docs/operator.md#following-the-procs)", async () => {
+test("a malformed event and a log in another format are gaps; a JSON log's clusters are watched (docs/operator.md#following-the-procs)", async () => {
   setup();
   await driver.tick();
   const rec = await submitted();
@@ -183,35 +189,107 @@ test("a malformed event and a log in another format are gaps; a JSON log's clust
   appendFileSync(logPath(), '{"MyType":"ExecuteEvent","Cluster":100,"Proc":0}\n');
   await driver.tick();
   expect(driver.polled(w.store.get(rec.uid)!)).toBe(true);
+  // The full follow's answer gave the watch its window: what changed since is asked, not the cluster whole.
   before = queries().length;
-  w.clock.t += STATUS_CACHE_MS;
+  w.clock.t += WATCH_MS;
   await driver.tick();
-  expect(queries().slice(before)).toEqual(["ClusterId == 100"]);
+  expect(queries().slice(before)).toEqual([expect.stringMatching(WHAT_CHANGED)]);
 });
 
-test("the full follow runs every ReconcileMinutes; spooled clusters are polled every StatusCacheSeconds (docs/operator.md#following-the-procs)", async () => {
+test("the full follow runs every ReconcileMinutes (docs/operator.md#following-the-procs)", async () => {
   setup();
   await driver.tick();
   await submitted();
-  let before = queries().length;
+  const before = queries().length;
   w.clock.t += RECONCILE_MS - 1;
   await driver.tick();
   expect(queries().length).toBe(before);
   w.clock.t += 1;
   await driver.tick();
   expect(queries().slice(before)).toEqual(["ClusterId == 100"]);
-  await driver.stop();
-  w.destroy();
+});
 
-  setup({ spool: true });
-  await driver.tick();
-  await submitted();
-  before = queries().length;
-  w.clock.t += STATUS_CACHE_MS;
-  await driver.tick();
-  w.clock.t += STATUS_CACHE_MS;
-  await driver.tick();
-  expect(queries().slice(before)).toEqual(["ClusterId == 100", "ClusterId == 100"]);
+describe("spooled clusters are followed by the watch the sidecar's spooled pods have (docs/operator.md#following-the-procs)", () => {
+  const calls = (from: number) =>
+    w.schedd.calls.slice(from).map((c) => c.tool === "query" || c.tool === "totals" || c.tool === "history" ? `${c.tool} ${c.arg}` : c.tool);
+  const changed = expect.stringMatching(new RegExp(`^query ${WHAT_CHANGED.source.slice(1)}`));
+  /** The count of live procs (every COUNT_MS): no ad. */
+  const COUNT = 'totals HTCJobOperatorId == "op-1" && ClusterId >= 100 && JobStatus != 3 && JobStatus != 4';
+
+  test("until an answer gave the schedd's clock they are read whole; then a quiet second costs one question of what changed, and no ad", async () => {
+    setup({ spool: true });
+    // No ServerTime comes back (an older schedd's answer without it): the cluster is read whole every StatusCacheSeconds.
+    const query = w.schedd.query.bind(w.schedd);
+    w.schedd.query = async (o) => (await query(o)).map(({ ServerTime: _, ...ad }) => ad);
+    await driver.tick();
+    await submitted();
+    let from = w.schedd.calls.length;
+    for (let i = 0; i < 2; i++) {
+      w.clock.t += STATUS_CACHE_MS;
+      await driver.tick();
+    }
+    expect(calls(from)).toEqual(["query ClusterId == 100", "query ClusterId == 100"]);
+
+    w.schedd.query = query;
+    w.clock.t += STATUS_CACHE_MS;
+    await driver.tick();
+    from = w.schedd.calls.length;
+    for (let i = 0; i < 4; i++) {
+      w.clock.t += WATCH_MS;
+      await driver.tick();
+    }
+    expect(calls(from).filter((c) => c !== COUNT)).toEqual(Array(4).fill(changed));
+    // A pass sooner than WATCH_MS asks nothing.
+    from = w.schedd.calls.length;
+    w.clock.t += WATCH_MS / 2;
+    await driver.tick();
+    expect(calls(from)).toEqual([]);
+  });
+
+  test("a proc that completes is read from the answer of what changed: its output fetched, the status follows", async () => {
+    setup({ spool: true });
+    await driver.tick();
+    const rec = await submitted();
+    w.schedd.onTransfer = (ids) => {
+      for (const i of ids) {
+        mkdirSync(join(rec.dir, "procs", String(i.proc), "podstate"), { recursive: true });
+        writeFileSync(join(rec.dir, "procs", String(i.proc), "podstate", "c.htcjob"), "0 terminated Completed\n");
+      }
+    };
+    // The cluster read whole once, with the schedd's clock: the watch's window starts there.
+    w.clock.t += STATUS_CACHE_MS;
+    await driver.tick();
+    const from = w.schedd.calls.length;
+    Object.assign(w.schedd.queued.get("100.1")!, { JobStatus: 4, ExitCode: 0 });
+    w.clock.t += WATCH_MS;
+    await driver.tick();
+    expect(calls(from).filter((c) => c !== COUNT)).toEqual([changed, "transferData"]);
+    expect(w.schedd.calls.find((c, i) => i >= from && c.tool === "transferData")!.arg).toEqual(["100.1"]);
+    await w.controller.reconcile("default/q");
+    expect(status().succeeded).toBe(1);
+    expect(status().active).toBe(1);
+  });
+
+  test("a proc that leaves the queue unseen (removed while idle) is found by the count and the history", async () => {
+    setup({ spool: true });
+    await driver.tick();
+    await submitted();
+    w.clock.t += STATUS_CACHE_MS;
+    await driver.tick();
+    // Removed by someone else between two questions: it leaves at once, with no ad left to send.
+    w.schedd.end("100.0", { JobStatus: 3, RemoveReason: "by the site" });
+    const from = w.schedd.calls.length;
+    for (let i = 0; i < COUNT_MS / WATCH_MS; i++) {
+      w.clock.t += WATCH_MS;
+      await driver.tick();
+    }
+    const seen = calls(from);
+    expect(seen.filter((c) => c.startsWith("totals"))).toEqual([COUNT]);
+    expect(seen.some((c) => /^history HTCJobOperatorId == "op-1" && ClusterId >= 100 && EnteredCurrentStatus >= \d+$/.test(c))).toBe(true);
+    expect(seen.some((c) => c.startsWith("query ClusterId == 100"))).toBe(false);
+    expect(w.store.get("uid-1")!.outcomes[0]?.state).toBe("failed");
+    expect(w.store.get("uid-1")!.outcomes[1]).toBeNull();
+  });
 });
 
 test("a terminal event ahead of the schedd's commit: the proc is asked about again until its ad says so (docs/operator.md#following-the-procs)", async () => {

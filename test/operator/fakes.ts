@@ -96,6 +96,8 @@ export class FakeSchedd implements Condor {
   /** The operator's HTCondor identity: condor_q shows only its jobs. */
   owner = "operator";
   nextCluster = 100;
+  /** The JobStatus each queued ad had when last looked at (its EnteredCurrentStatus is when that changed). */
+  private statusSeen = new Map<string, unknown>();
   /** What condor_submit does instead of queueing (e.g. throw). */
   onSubmit?: (file: string) => void;
   onTransfer?: (ids: readonly JobId[]) => void;
@@ -106,9 +108,30 @@ export class FakeSchedd implements Condor {
     return this.calls.filter((c) => c.tool === tool).length;
   }
 
-  /** The sidecar's watch counts with it (service/watch.ts); the operator never does. */
-  async totals(): Promise<{ jobs: number; serverTime: number | undefined }> {
-    throw new Error("fake schedd: the operator does not count jobs");
+  /** The watch's count (condor/watch.ts): the caller's own jobs that match, and the schedd's clock. */
+  async totals(constraint: string): Promise<{ jobs: number; serverTime: number | undefined }> {
+    this.call("totals", constraint);
+    return { jobs: this.mine().filter((ad) => matches(constraint, ad, this.seconds())).length, serverTime: this.seconds() };
+  }
+
+  private seconds(): number {
+    return Math.floor(this.now() / 1000);
+  }
+
+  /**
+   * The caller's queued ads, each with the EnteredCurrentStatus the schedd would give it: the
+   * time a test's change of its JobStatus was first seen (tests set JobStatus on the ad).
+   */
+  private mine(): JobAd[] {
+    const out: JobAd[] = [];
+    for (const [id, ad] of this.queued) {
+      if (this.statusSeen.get(id) !== ad.JobStatus) {
+        this.statusSeen.set(id, ad.JobStatus);
+        ad.EnteredCurrentStatus = this.seconds();
+      }
+      if (ad.Owner === this.owner) out.push(ad);
+    }
+    return out;
   }
 
   private call(tool: string, arg?: unknown) {
@@ -120,7 +143,9 @@ export class FakeSchedd implements Condor {
   queue(procs: number, attrs: JobAd): number {
     const c = this.nextCluster++;
     for (let p = 0; p < procs; p++) {
-      this.queued.set(`${c}.${p}`, { ClusterId: c, ProcId: p, JobStatus: 1, QDate: Math.floor(this.now() / 1000), Owner: this.owner, ...attrs });
+      const now = this.seconds();
+      this.queued.set(`${c}.${p}`, { ClusterId: c, ProcId: p, JobStatus: 1, QDate: now, EnteredCurrentStatus: now, Owner: this.owner, ...attrs });
+      this.statusSeen.set(`${c}.${p}`, 1);
     }
     return c;
   }
@@ -129,7 +154,7 @@ export class FakeSchedd implements Condor {
     const ad = this.queued.get(id);
     if (!ad) throw new Error(`fake schedd: ${id} is not queued`);
     this.queued.delete(id);
-    this.left.set(id, { ...ad, ...final });
+    this.left.set(id, { ...ad, EnteredCurrentStatus: this.seconds(), ...final });
   }
 
   async submit(file: string, opts: { count: number }): Promise<JobId[]> {
@@ -146,8 +171,9 @@ export class FakeSchedd implements Condor {
 
   async query(o: { constraint: string; attributes: readonly string[] }): Promise<JobAd[]> {
     this.call("query", o.constraint);
-    // condor_q shows only the caller's own jobs.
-    return [...this.queued.values()].filter((ad) => ad.Owner === this.owner && matches(o.constraint, ad)).map((ad) => project(ad, o.attributes));
+    // condor_q shows only the caller's own jobs; ServerTime is the schedd's clock when the ad is sent.
+    const now = this.seconds();
+    return this.mine().filter((ad) => matches(o.constraint, ad, now)).map((ad) => project({ ...ad, ServerTime: now }, o.attributes));
   }
 
   querySlices(): never {
@@ -158,7 +184,9 @@ export class FakeSchedd implements Condor {
     this.call("history", o.ids ?? o.constraint);
     const want = o.ids ? new Set(o.ids.map((i) => `${i.cluster}.${i.proc}`)) : undefined;
     // condor_history shows every owner's jobs.
-    return [...this.left.entries()].filter(([k, ad]) => (want ? want.has(k) : matches(o.constraint!, ad))).map(([, ad]) => project(ad, o.attributes));
+    return [...this.left.entries()].filter(([k, ad]) => (want ? want.has(k) : matches(o.constraint!, ad, this.seconds()))).map(([, ad]) =>
+      project(ad, o.attributes)
+    );
   }
 
   async remove(ids: readonly JobId[]): Promise<Map<string, RmOutcome>> {
@@ -189,19 +217,73 @@ export class FakeSchedd implements Condor {
 }
 
 /**
- * The constraints the operator writes: `A == "x"`, `A == 3`, `A >= 3`, joined by `&&` and `||`
- * (no parentheses but around a whole `||` group).
+ * The constraints the operator writes, evaluated as the schedd would for these values: names,
+ * whole numbers, strings, `time()`, `== != >= <= > <`, `!`, `&&`, `||` and parentheses. A
+ * comparison with an attribute the ad lacks is false (UNDEFINED is not true).
  */
-function matches(constraint: string, ad: JobAd): boolean {
-  const c = constraint.trim().replace(/^\((.*)\)$/s, "$1");
-  if (c.includes("||")) return c.split("||").some((part) => matches(part, ad));
-  return c.split("&&").every((term) => {
-    const m = /^\s*(\w+)\s*(==|>=)\s*(".*"|-?\d+)\s*$/s.exec(term);
-    if (!m) throw new Error(`fake schedd: cannot read the constraint term ${JSON.stringify(term)}`);
-    const v = ad[m[1]!];
-    const want = m[3]!.startsWith('"') ? JSON.parse(m[3]!) : Number(m[3]);
-    return m[2] === "==" ? v === want : typeof v === "number" && v >= want;
-  });
+function matches(constraint: string, ad: JobAd, now: number): boolean {
+  const tokens = constraint.match(/"(?:[^"\\]|\\.)*"|-?\d+|time\(\)|[A-Za-z_]\w*|==|!=|>=|<=|&&|\|\||[<>!()]|\S/g) ?? [];
+  let i = 0;
+  const peek = () => tokens[i];
+  const value = (): unknown => {
+    const t = tokens[i++];
+    if (t === undefined) throw new Error(`fake schedd: the constraint ${JSON.stringify(constraint)} ends early`);
+    if (t.startsWith('"')) return JSON.parse(t);
+    if (/^-?\d+$/.test(t)) return Number(t);
+    if (t === "time()") return now;
+    if (/^[A-Za-z_]/.test(t)) return ad[t];
+    throw new Error(`fake schedd: cannot read ${JSON.stringify(t)} in ${JSON.stringify(constraint)}`);
+  };
+  const compare = (): boolean => {
+    if (peek() === "!") {
+      i++;
+      return !compare();
+    }
+    if (peek() === "(") {
+      i++;
+      const v = or();
+      if (tokens[i++] !== ")") throw new Error(`fake schedd: unbalanced ${JSON.stringify(constraint)}`);
+      return v;
+    }
+    const a = value();
+    const op = tokens[i++]!;
+    const b = value();
+    if (a === undefined || b === undefined) return false;
+    switch (op) {
+      case "==":
+        return a === b;
+      case "!=":
+        return a !== b;
+      case ">=":
+        return (a as number) >= (b as number);
+      case "<=":
+        return (a as number) <= (b as number);
+      case ">":
+        return (a as number) > (b as number);
+      case "<":
+        return (a as number) < (b as number);
+    }
+    throw new Error(`fake schedd: cannot read the operator ${JSON.stringify(op)} in ${JSON.stringify(constraint)}`);
+  };
+  const and = (): boolean => {
+    let v = compare();
+    while (peek() === "&&") {
+      i++;
+      v = compare() && v;
+    }
+    return v;
+  };
+  const or = (): boolean => {
+    let v = and();
+    while (peek() === "||") {
+      i++;
+      v = and() || v;
+    }
+    return v;
+  };
+  const v = or();
+  if (i !== tokens.length) throw new Error(`fake schedd: cannot read ${JSON.stringify(constraint)} past ${JSON.stringify(tokens[i])}`);
+  return v;
 }
 
 function project(ad: JobAd, attributes: readonly string[]): JobAd {

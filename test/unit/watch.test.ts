@@ -1,7 +1,7 @@
 // The watch's questions and how it reads their answers (src/core/watch.ts;
 // docs/status.md#following-spooled-jobs, docs/htcondor.md#what-changed-since).
 import { describe, expect, test } from "bun:test";
-import { changedSince, leftSince, liveCount, nextSince, timeForged } from "../../src/core/watch.ts";
+import { changedSince, leftSince, liveCount, nextSince, operatorJobs, sidecarJobs, timeForged } from "../../src/core/watch.ts";
 
 describe("the constraints", () => {
   test("what changed: either time in the window, neither later than the schedd's time(); jobs that wrote an expression left out", () => {
@@ -12,9 +12,12 @@ describe("the constraints", () => {
       "ClusterId >= 12 && ((EnteredCurrentStatus >= 5 && EnteredCurrentStatus <= time()) || (InterLinkStateTime >= 5 && InterLinkStateTime <= time())) && !((ClusterId == 12 && ProcId == 3) || (ClusterId == 14 && ProcId == 0))",
     );
   });
-  test("the count and the history search select this sidecar's jobs, its id quoted as a ClassAd string", () => {
-    expect(liveCount({ sidecarId: 'a"b\\c', oldest: 7 })).toBe('InterLinkSidecarId == "a\\"b\\\\c" && ClusterId >= 7 && JobStatus != 3 && JobStatus != 4');
-    expect(leftSince({ sidecarId: "sc", oldest: 7, since: 99 })).toBe('InterLinkSidecarId == "sc" && ClusterId >= 7 && EnteredCurrentStatus >= 99');
+  test("the count and the history search select the caller's jobs (a sidecar's, an operator's), its id quoted as a ClassAd string", () => {
+    expect(liveCount({ mine: sidecarJobs('a"b\\c'), oldest: 7 })).toBe(
+      'InterLinkSidecarId == "a\\"b\\\\c" && ClusterId >= 7 && JobStatus != 3 && JobStatus != 4',
+    );
+    expect(leftSince({ mine: sidecarJobs("sc"), oldest: 7, since: 99 })).toBe('InterLinkSidecarId == "sc" && ClusterId >= 7 && EnteredCurrentStatus >= 99');
+    expect(liveCount({ mine: operatorJobs("op-1"), oldest: 3 })).toBe('HTCJobOperatorId == "op-1" && ClusterId >= 3 && JobStatus != 3 && JobStatus != 4');
   });
 });
 

@@ -1,7 +1,8 @@
 /**
- * Following the jobs that write no event log the sidecar can read: spooled jobs (every remote
- * schedd), and the few others without one (docs/status.md#following-spooled-jobs). Instead of
- * reading every such job's ad every few seconds, the sidecar asks the schedd only what changed:
+ * Following the jobs that write no event log their reader can read: spooled jobs (every remote
+ * schedd), and the few others without one (docs/status.md#following-spooled-jobs). The sidecar's
+ * queue view and the operator's procs share it: instead of reading every such job's ad every few
+ * seconds, the caller asks the schedd only what changed:
  *
  * - every WATCH_MS, one condor_q of the jobs whose status changed (EnteredCurrentStatus) or that
  *   chirped a new state (the wrapper's InterLinkStateTime) since the previous answer, timed by
@@ -12,15 +13,15 @@
  *   or held job leaves at once): the history since the last count that missed none says which,
  *   and a full condor_q when it cannot.
  *
- * The full condor_q of every followed job stays the reconciler's (ReconcileMinutes), and gives the
- * first window its start. What comes back is matched to pods by the recorded job id alone; the
- * times only decide which ads to read (docs/threat-model.md#4-a-job-forges-another-pods-status).
+ * The full condor_q of every followed job stays the caller's reconciler's (ReconcileMinutes), and
+ * gives the first window its start. What comes back is matched to pods (or procs) by the recorded
+ * job id alone; the times only decide which ads to read
+ * (docs/threat-model.md#4-a-job-forges-another-pods-status).
  */
-import type { JobAd } from "../condor/parse.ts";
-import type { Condor } from "../condor/tools.ts";
 import { changedSince, type JobRef, leftSince, liveCount, nextSince, STATE_TIME_ATTR, timeForged } from "../core/watch.ts";
 import type { Logger } from "../logger.ts";
-import type { LiveJob } from "../store/store.ts";
+import type { JobAd } from "./parse.ts";
+import type { Condor } from "./tools.ts";
 
 /** How often what changed is asked (a hold reaches /status within about this long). */
 export const WATCH_MS = 1000;
@@ -31,23 +32,28 @@ const HISTORY_SCAN = 10_000;
 /** A deficit the history cannot explain runs the full condor_q, at most this often. */
 const FULL_MIN_MS = 60_000;
 
-/** What the queue's view lends the watch: the followed jobs, the view, and how to merge into it. */
-export interface WatchHost {
+/** What the caller (the sidecar's queue view, the operator's tracker) lends the watch: the followed jobs, its view, and how to merge into it. */
+export interface WatchHost<J extends JobRef> {
   condor: Condor;
-  sidecarId: string;
+  /**
+   * The clause that selects the caller's own jobs for the count and the history search
+   * (`InterLinkSidecarId == "…"`, `HTCJobOperatorId == "…"`): it only narrows what is counted,
+   * never says which job an ad is.
+   */
+  mine: string;
   now(): number;
   log: Pick<Logger, "warn" | "info">;
   /** The attributes a job's status needs (queue.ts). */
   attributes(): string[];
   /** The followed jobs by id, and the same ids by cluster and proc. */
-  followed(): { jobs: ReadonlyMap<string, LiveJob>; ids: ReadonlyMap<number, ReadonlyMap<number, string>> };
-  /** The view's ad of a job, if it is in the view. */
-  viewAd(id: string): JobAd | undefined;
+  followed(): { jobs: ReadonlyMap<string, J>; ids: ReadonlyMap<number, ReadonlyMap<number, string>> };
+  /** The JobStatus the caller's view holds for a job, if it holds one. */
+  viewStatus(id: string): unknown;
   /**
    * Puts the ads into the view and acts on them for `asked` (an asked job without an ad has left
    * the queue); false when acting failed.
    */
-  merge(ads: ReadonlyMap<string, JobAd>, at: number, asked: readonly LiveJob[]): Promise<boolean>;
+  merge(ads: ReadonlyMap<string, JobAd>, at: number, asked: readonly J[]): Promise<boolean>;
   answered(): void;
   /** A query of the view failed: the view is stale until one answers. */
   failed(err: unknown, at: number): void;
@@ -55,33 +61,35 @@ export interface WatchHost {
   kick(): void;
 }
 
-export interface Watch {
+export interface Watch<J extends JobRef> {
   /** Whether a window has a start (a full condor_q with a ServerTime ran); until then the full one runs. */
   ready(): boolean;
   /** What the full condor_q's answer says of the schedd's clock: its ServerTimes and how long it took. */
   noteFull(ads: readonly JobAd[], callMs: number): void;
+  /** The same, for a caller that read the followed jobs in several calls: the earliest of their windows' starts (core/watch.ts nextSince). */
+  startAt(since: number): void;
   /** One turn: what changed among the polled jobs, then the count when it is due. */
-  tick(polled: readonly LiveJob[]): Promise<void>;
+  tick(polled: readonly J[]): Promise<void>;
 }
 
-const ref = (j: LiveJob): JobRef => ({ cluster: j.cluster, proc: j.proc });
+const ref = (j: JobRef): JobRef => ({ cluster: j.cluster, proc: j.proc });
 
 /**
  * The followed jobs from `oldest` on that the view holds as live (neither removed nor completed).
  * A status that is no number (a job can chirp an expression into JobStatus) is not counted: the
  * schedd's count would not match it either, and one such job must not look missing for ever.
  */
-function liveInView(h: WatchHost, oldest: number): number {
+function liveInView<J extends JobRef>(h: WatchHost<J>, oldest: number): number {
   let n = 0;
   for (const [id, j] of h.followed().jobs) {
     if (j.cluster < oldest) continue;
-    const st = h.viewAd(id)?.JobStatus;
+    const st = h.viewStatus(id);
     if (typeof st === "number" && st !== 3 && st !== 4) n++;
   }
   return n;
 }
 
-export function createWatch(h: WatchHost): Watch {
+export function createWatch<J extends JobRef>(h: WatchHost<J>): Watch<J> {
   /** The start of the next window, in the schedd's seconds. */
   let since: number | undefined;
   /** Since when every job that left unseen must have had its last status change (the last count that missed none). */
@@ -94,7 +102,7 @@ export function createWatch(h: WatchHost): Watch {
   async function count(oldest: number): Promise<{ jobs: number; from: number | undefined } | undefined> {
     const at = h.now();
     try {
-      const c = await h.condor.totals(liveCount({ sidecarId: h.sidecarId, oldest }));
+      const c = await h.condor.totals(liveCount({ mine: h.mine, oldest }));
       h.answered();
       const from = c.serverTime === undefined ? undefined : c.serverTime - Math.max(1, Math.ceil((h.now() - at) / 1000));
       // The schedd's clock went back (a step of its time service): the window follows it, or
@@ -111,7 +119,7 @@ export function createWatch(h: WatchHost): Watch {
   }
 
   /** What changed since the window's start; false when the query failed. */
-  async function changes(oldest: number, polled: readonly LiveJob[]): Promise<boolean> {
+  async function changes(oldest: number, polled: readonly J[]): Promise<boolean> {
     const f = h.followed();
     for (const id of quiet.keys()) if (!f.jobs.has(id)) quiet.delete(id);
     const from = since!;
@@ -132,7 +140,7 @@ export function createWatch(h: WatchHost): Watch {
     h.answered();
     const next = nextSince(ads, h.now() - at);
     const found = new Map<string, JobAd>();
-    const asked: LiveJob[] = [];
+    const asked: J[] = [];
     const polledIds = new Set(polled.map((j) => `${j.cluster}.${j.proc}`));
     for (const ad of ads) {
       // By the recorded id alone: the times only chose which ads to send.
@@ -159,7 +167,7 @@ export function createWatch(h: WatchHost): Watch {
     let ads: JobAd[] = [];
     try {
       ads = await h.condor.history({
-        constraint: leftSince({ sidecarId: h.sidecarId, oldest, since: departedSince ?? since! }),
+        constraint: leftSince({ mine: h.mine, oldest, since: departedSince ?? since! }),
         attributes: h.attributes(),
         limit: HISTORY_SCAN,
         scanLimit: HISTORY_SCAN,
@@ -170,10 +178,10 @@ export function createWatch(h: WatchHost): Watch {
       });
       return;
     }
-    const gone: LiveJob[] = [];
+    const gone: J[] = [];
     for (const ad of ads) {
       const id = typeof ad.ClusterId === "number" && typeof ad.ProcId === "number" ? f.ids.get(ad.ClusterId)?.get(ad.ProcId) : undefined;
-      const st = id === undefined ? undefined : h.viewAd(id)?.JobStatus;
+      const st = id === undefined ? undefined : h.viewStatus(id);
       if (id !== undefined && typeof st === "number" && st !== 3 && st !== 4) gone.push(f.jobs.get(id)!);
     }
     // An empty map: every job asked about has left the queue, and the status path reads its end.
@@ -187,15 +195,19 @@ export function createWatch(h: WatchHost): Watch {
     }
   }
 
+  function startAt(next: number): void {
+    since = next;
+    // The view was read whole: a job that leaves from now on changes its status from now on.
+    departedSince = next;
+  }
+
   return {
     ready: () => since !== undefined,
     noteFull(ads, callMs) {
       const next = nextSince(ads, callMs);
-      if (next === undefined) return;
-      since = next;
-      // The view was read whole: a job that leaves from now on changes its status from now on.
-      departedSince = next;
+      if (next !== undefined) startAt(next);
     },
+    startAt,
     async tick(polled) {
       if (polled.length === 0 || since === undefined) return;
       let oldest = Infinity;
