@@ -9,6 +9,7 @@
  *     eventlog:  [--followed 10000] [--big-followed 0] [--big-rate 2000] [--follow-seconds 300] [--reconcile-minutes 5]
  *     burst:     [--burst 2000]
  *     operator:  [--operator-scale 1]
+ *     operator-spool: [--operator-spool-scale 1]
  *     schedds:   [--schedds-creates 2000] [--schedds-pods 10000]
  *
  * dist/htcondor-sidecar is built first when it is missing or older than src/ (--build: always).
@@ -25,6 +26,8 @@
  *   burst      100 and `--burst` creates at once: condor_submit counted, and how many ran side by
  *              side (burst-bench.ts);
  *   operator   the HTCJob operator on a kube-apiserver of its own (operator-bench.ts);
+ *   operator-spool  the same on a spooled schedd: ads read in a quiet minute, a proc's end to
+ *              status.succeeded (operator-bench.ts);
  *   schedds    several schedds: `--schedds-creates` creates at once over 1, 2 and 3 schedds, /status
  *              of `--schedds-pods` pods over 3, and creates while a schedd stops (schedds-bench.ts).
  * `--only eventlog` runs only the named ones, `--skip operator` all but those (`--only-eventlog`,
@@ -62,13 +65,13 @@ import {
 } from "./lib/bench-kit.ts";
 import { eventLogBench } from "./lib/eventlog-bench.ts";
 import { BINARY, ROOT } from "./lib/kit.ts";
-import { operatorBench } from "./lib/operator-bench.ts";
+import { operatorBench, operatorSpoolBench } from "./lib/operator-bench.ts";
 import { scheddsBench } from "./lib/schedds-bench.ts";
 import { sidecarBench } from "./lib/sidecar-bench.ts";
 import { spoolBench } from "./lib/spool-bench.ts";
 
 /** The benchmarks, in the order they run. A new one is a scripts/lib/*-bench.ts module exporting a Bench (bench-kit.ts), and a line here. */
-const BENCHES: readonly Bench[] = [sidecarBench, batchBench, eventLogBench, spoolBench, burstBench, operatorBench, scheddsBench];
+const BENCHES: readonly Bench[] = [sidecarBench, batchBench, eventLogBench, spoolBench, burstBench, operatorBench, operatorSpoolBench, scheddsBench];
 
 const DRIVER_FLAGS: Record<string, FlagSpec> = {
   quick: { type: "boolean", default: false },

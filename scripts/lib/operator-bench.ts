@@ -23,6 +23,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { type Kube, kubeAvailable, startKube } from "../../test/helpers/kube.ts";
 import { type BenchRow, rowsBench, rowsTable } from "./bench-kit.ts";
+import { answered } from "./spool-bench.ts";
 import { BINARY, BUN, cleanupHome, createHome, emulatorBin, fmtMiB, freePort, pool, readCalls, ROOT, rssKiB, SHIM } from "./kit.ts";
 
 export interface OperatorBenchOptions {
@@ -45,7 +46,7 @@ const GROUP_PATH = "/apis/htc.cern.ch/v1alpha1";
 
 interface HTCJobObj {
   metadata: { name: string; uid: string };
-  status?: { jobid?: string[] };
+  status?: { jobid?: string[]; running?: number; succeeded?: number };
 }
 
 /** The API server, as its admin: certificate, key and CA from the test helper's files. */
@@ -63,12 +64,12 @@ function api(kube: Kube) {
     return JSON.parse(text) as T;
   };
   return {
-    create: (name: string, queue: number) =>
+    create: (name: string, queue: number, source = "sleep 86400\n") =>
       call<HTCJobObj>("POST", `${GROUP_PATH}/namespaces/${NS}/htcjobs`, {
         apiVersion: "htc.cern.ch/v1alpha1",
         kind: "HTCJob",
         metadata: { name },
-        spec: { queue, script: { image: "centos", command: "bash", source: "sleep 86400\n" } },
+        spec: { queue, script: { image: "centos", command: "bash", source } },
       }),
     get: (name: string) => call<HTCJobObj>("GET", `${GROUP_PATH}/namespaces/${NS}/htcjobs/${name}`),
     list: () => call<{ items: HTCJobObj[] }>("GET", `${GROUP_PATH}/namespaces/${NS}/htcjobs`),
@@ -83,11 +84,18 @@ interface RunningOperator {
   stop(): Promise<void>;
 }
 
-async function startOperator(o: OperatorBenchOptions, kube: Kube, home: string, dir: string): Promise<RunningOperator> {
+async function startOperator(o: OperatorBenchOptions, kube: Kube, home: string, dir: string, spool = false): Promise<RunningOperator> {
   const config = join(dir, "SidecarConfig.yaml");
   writeFileSync(
     config,
-    ["DataRootFolder: ./data", `ContainerRuntime: ${SHIM}`, `HTCJob:`, `  MaxQueue: ${Math.max(1000, Math.ceil(100 * o.scale))}`, ""].join("\n"),
+    [
+      "DataRootFolder: ./data",
+      `ContainerRuntime: ${SHIM}`,
+      ...(spool ? ["Spool: always"] : []),
+      `HTCJob:`,
+      `  MaxQueue: ${Math.max(1000, Math.ceil(100 * o.scale))}`,
+      "",
+    ].join("\n"),
   );
   const port = await freePort();
   const logPath = join(dir, "operator.log");
@@ -225,20 +233,10 @@ export async function operatorRows(o: OperatorBenchOptions): Promise<BenchRow[]>
 
     // 3. `many` HTCJobs of 10 procs each, created by 10 clients at once.
     o.say(`operator: ${many} HTCJobs of ${PROCS_PER_HTCJOB} procs`);
-    const t1 = performance.now();
-    await pool(Array.from({ length: many }, (_, i) => `bench-${i}`), 10, (name) => k.create(name, PROCS_PER_HTCJOB));
-    let full = 0;
-    for (;;) {
-      const items = (await k.list()).items;
-      full = items.filter((j) => (j.status?.jobid?.length ?? 0) === PROCS_PER_HTCJOB).length;
-      if (full === many) break;
-      if (performance.now() - t1 > 3_600_000) break;
-      await Bun.sleep(2000);
-    }
-    const manyMs = performance.now() - t1;
+    const made = await createMany(k, many, 3_600_000);
     rows.push({
       row: `${many} HTCJobs × ${PROCS_PER_HTCJOB} procs created at once: until every status.jobid is full`,
-      value: `${fmtS(manyMs)}${full < many ? ` (only ${full} full: gave up)` : ""}`,
+      value: `${fmtS(made.ms)}${made.full < many ? ` (only ${made.full} full: gave up)` : ""}`,
       target: "reported",
     });
     await settle(op, 6000, 120_000);
@@ -269,6 +267,100 @@ export async function operatorRows(o: OperatorBenchOptions): Promise<BenchRow[]>
   }
 }
 
+/** Creates `many` HTCJobs of 10 procs, 10 clients at once; how long until every status.jobid is full, and how many are. */
+async function createMany(k: ReturnType<typeof api>, many: number, limitMs: number): Promise<{ ms: number; full: number }> {
+  const t0 = performance.now();
+  await pool(Array.from({ length: many }, (_, i) => `bench-${i}`), 10, (name) => k.create(name, PROCS_PER_HTCJOB));
+  let full = 0;
+  for (;;) {
+    const items = (await k.list()).items;
+    full = items.filter((j) => (j.status?.jobid?.length ?? 0) === PROCS_PER_HTCJOB).length;
+    if (full >= many || performance.now() - t0 > limitMs) break;
+    await Bun.sleep(2000);
+  }
+  return { ms: performance.now() - t0, full };
+}
+
+/**
+ * The spooled rows (`Spool: always`, as the operator's Deployment submits to a remote schedd):
+ * `many` HTCJobs of 10 procs queued and followed; the job ads the schedd sent in a quiet window
+ * (from minicondor's answers.log: every condor_q and condor_history answer, a -totals summary
+ * counting as one); then a proc that was waiting for a file finishes, and the time from the
+ * file's creation to the first read (every 50 ms) of its HTCJob whose status.succeeded is 1.
+ * The proc ends within milliseconds of the file (it looks every 0.1 s); its output comes back
+ * by condor_transfer_data before the operator counts it.
+ */
+export async function operatorSpoolRows(o: OperatorBenchOptions): Promise<BenchRow[]> {
+  if (!kubeAvailable) {
+    return [{ row: "spooled HTCJob operator rows", value: "skipped: no kube-apiserver (scripts/kube-apiserver.sh provides it)", target: "–" }];
+  }
+  const many = Math.max(1, Math.round(1000 * o.scale));
+  const rows: BenchRow[] = [];
+  o.say(`operator (spooled): starting etcd and kube-apiserver`);
+  const kube = await startKube();
+  const home = createHome({ cpus: 2 }, o.root);
+  const dir = mkdtempSync(join(o.root, "operator-spool-"));
+  const flag = join(dir, "finish-now");
+  let op: RunningOperator | undefined;
+  try {
+    const crd = await kube.kubectl(["apply", "-f", join(ROOT, "deploy", "htcjob-crd.yaml")]);
+    if (crd.code !== 0) throw new Error(`kubectl apply of the CRD failed: ${crd.stderr}`);
+    await kube.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd/htcjobs.htc.cern.ch"]);
+    const k = api(kube);
+    op = await startOperator(o, kube, home, dir, true);
+    // The proc that will finish: first, so that it has one of the two slots.
+    await k.create("bench-finisher", 1, `while [ ! -e ${flag} ]; do sleep 0.1; done\necho done\n`);
+    for (const t0 = Date.now(); (await k.get("bench-finisher")).status?.running !== 1;) {
+      if (Date.now() - t0 > 120_000) throw new Error("the finisher HTCJob did not run within 120 s");
+      await Bun.sleep(200);
+    }
+    o.say(`operator (spooled): ${many} HTCJobs of ${PROCS_PER_HTCJOB} procs`);
+    const made = await createMany(k, many, 3_600_000);
+    rows.push({
+      row: `spooled: ${many} HTCJobs × ${PROCS_PER_HTCJOB} procs created at once: until every status.jobid is full`,
+      value: `${fmtS(made.ms)}${made.full < many ? ` (only ${made.full} full: gave up)` : ""}`,
+      target: "reported",
+    });
+    await settle(op, 6000, 120_000);
+    o.say(`operator (spooled): a quiet window of ${o.steadySeconds} s with ${many * PROCS_PER_HTCJOB + 1} procs followed`);
+    const from = answered(home).lines;
+    const s = await steady(op, home, o.steadySeconds);
+    const ads = answered(home, from);
+    rows.push({
+      row: `spooled: ads read per minute, ${many * PROCS_PER_HTCJOB + 1} procs that do not change`,
+      value: `${((ads.ads * 60) / o.steadySeconds).toFixed(0)} (${ads.ads} ads in ${ads.lines - from} answers in ${o.steadySeconds} s; meanwhile ${s.tools})`,
+      target: "reported",
+    });
+    writeFileSync(flag, "");
+    const t0 = performance.now();
+    let reads = 0;
+    for (;;) {
+      reads++;
+      if ((await k.get("bench-finisher")).status?.succeeded === 1) break;
+      if (performance.now() - t0 > 120_000) throw new Error("the finisher's status.succeeded did not change within 120 s");
+      await Bun.sleep(50);
+    }
+    rows.push({
+      row: "spooled: a proc finishes → its HTCJob's status.succeeded is 1",
+      value: `${fmtS(performance.now() - t0)} (${reads} reads 50 ms apart)`,
+      target: "reported",
+    });
+    return rows;
+  } finally {
+    await op?.stop();
+    await kube.stop();
+    cleanupHome(home, true);
+  }
+}
+
+export const operatorSpoolBench = rowsBench("operator-spool", { "operator-spool-scale": { type: "string" } }, (b) => {
+  const scale = b.number("operator-spool-scale", b.quick ? 0.05 : 1);
+  return {
+    title: "The HTCJob operator on a spooled schedd (`Spool: always`): a kube-apiserver of its own, minicondor with 2 slots, every proc but one `sleep 86400`",
+    run: () => operatorSpoolRows({ root: b.root, argv: [b.binary], scale, steadySeconds: b.quick ? 10 : 60, emulatorNice: b.emulatorNice, say: b.say }),
+  };
+});
+
 export const operatorBench = rowsBench("operator", { "operator-scale": { type: "string" } }, (b) => {
   const scale = b.number("operator-scale", b.quick ? 0.05 : 1);
   return {
@@ -285,6 +377,7 @@ if (import.meta.main) {
       "steady-seconds": { type: "string", default: "60" },
       "emulator-nice": { type: "string", default: "10" },
       binary: { type: "string" },
+      spooled: { type: "boolean", default: false },
     },
     strict: true,
   });
@@ -299,7 +392,7 @@ if (import.meta.main) {
   const root = mkdtempSync(join(tmpdir(), "operator-bench-"));
   const t0 = performance.now();
   try {
-    const rows = await operatorRows({
+    const rows = await (values.spooled ? operatorSpoolRows : operatorRows)({
       root,
       argv: binary ? [binary] : [BUN, join(ROOT, "src", "main.bun.ts")],
       scale,

@@ -71,7 +71,7 @@ type Sidecar = Awaited<ReturnType<typeof startSidecar>>;
 const fmt = (ms: number | undefined) => (ms === undefined ? "–" : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(0)} ms`);
 
 /** Ads each answer of condor_q/condor_history sent, from minicondor's answers.log (`time tool ads argv`), from line `from` on. */
-function answered(home: string, from = 0): { ads: number; lines: number } {
+export function answered(home: string, from = 0): { ads: number; lines: number } {
   const path = join(home, "answers.log");
   if (!existsSync(path)) return { ads: 0, lines: 0 };
   const lines = readFileSync(path, "utf8").split("\n").filter(Boolean);
