@@ -204,7 +204,7 @@ export const Schema = z.object({
     .min(1, "must be at least 1: a failed condor_q of changed jobs is retried this often")
     .default(2)
     .describe(
-      "How often a failed `condor_q` of changed jobs is retried, a job between the queue and the history is asked about again, and (at first) a removed job still in the queue; the sidecar asks what changed among jobs with no shared event log (spooled jobs) every second regardless, the operator polls such clusters this often",
+      "How often a failed `condor_q` of changed jobs is retried, a job between the queue and the history is asked about again, and (at first) a removed job still in the queue; the sidecar asks what changed among jobs with no shared event log (spooled jobs) every second regardless, and so does the operator, which reads such clusters whole this often only until an answer gives the schedd's clock",
     ),
   ReconcileMinutes: z
     .number()
