@@ -300,7 +300,9 @@ export async function operatorSpoolRows(o: OperatorBenchOptions): Promise<BenchR
   const kube = await startKube();
   const home = createHome({ cpus: 2 }, o.root);
   const dir = mkdtempSync(join(o.root, "operator-spool-"));
-  const flag = join(dir, "finish-now");
+  // Not under /tmp: a container sees its sandbox's tmp there (wrapper-lib.bash prepare_binds), and the proc looks for this file.
+  const flagDir = mkdtempSync("/var/tmp/operator-spool-");
+  const flag = join(flagDir, "finish-now");
   let op: RunningOperator | undefined;
   try {
     const crd = await kube.kubectl(["apply", "-f", join(ROOT, "deploy", "htcjob-crd.yaml")]);
@@ -350,6 +352,7 @@ export async function operatorSpoolRows(o: OperatorBenchOptions): Promise<BenchR
     await op?.stop();
     await kube.stop();
     cleanupHome(home, true);
+    rmSync(flagDir, { recursive: true, force: true });
   }
 }
 
