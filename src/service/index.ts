@@ -12,6 +12,7 @@ import { createReconcileService } from "./reconcile.ts";
 import { createStatusService } from "./status.ts";
 import { createSubmitter } from "./submitter.ts";
 import { createFollower } from "./follow.ts";
+import { createForgetService } from "./forgotten.ts";
 
 import type { ServiceView } from "./health.ts";
 
@@ -44,6 +45,7 @@ export interface Service extends Api {
 
 export function createService(d: ServiceDeps): Service {
   const c = createContext(d);
+  c.forget = createForgetService(c);
   const status = createStatusService(c);
   const deletes = createDeleteService(c);
   const background = createReconcileService(c, deletes);
@@ -64,7 +66,8 @@ export function createService(d: ServiceDeps): Service {
     logs: logs.logs,
     reconcile: background.reconcile,
     reap() {
-      reaping ??= background.reap().finally(() => (reaping = undefined));
+      // Pods interLink forgot are logged, and removed when due, on the same beat.
+      reaping ??= Promise.all([background.reap(), c.forget!.sweep()]).then(() => {}).finally(() => (reaping = undefined));
       return reaping;
     },
     refresh: () => c.queue.refreshNow(),

@@ -249,6 +249,8 @@ async function pingAll<M extends { m: ScheddMember }>(
   };
   const resources = sumResources(healthy.map((x) => ({ pool: x.s.m.pool, resources: body(x.a).resources })), node);
   if (resources) out.resources = resources;
+  const forgotten = answers.flatMap((x) => (body(x.a) as { forgotten?: { count: number; pods: unknown[] } }).forgotten ?? []);
+  if (forgotten.length) out.forgotten = { count: forgotten.reduce((n, f) => n + f.count, 0), pods: forgotten.flatMap((f) => f.pods).slice(0, 50) };
   const taints = body(answers[0]!.a).taints;
   if (taints) out.taints = taints;
   return { healthy: healthy.length > 0, body: out };
@@ -267,6 +269,7 @@ function sumViews(views: readonly ServiceView[]): ServiceView {
     credentialExpiry: expiries.length ? Math.min(...expiries) : undefined,
     snapshotAgeSeconds: Math.max(...views.map((v) => v.snapshotAgeSeconds)),
     submitConcurrency: concurrency.length ? concurrency.reduce((a, b) => a + b, 0) : undefined,
+    forgottenPods: views.reduce((n, v) => n + (v.forgottenPods ?? 0), 0),
   };
 }
 
