@@ -240,7 +240,9 @@ export const Schema = z.object({
         .int()
         .min(1)
         .default(300)
-        .describe("Seconds of status activity (calls naming other pods) without a call naming a pod whose job is queued or running before it is reported forgotten"),
+        .describe(
+          "Seconds of status activity (calls naming other pods) without a call naming a pod whose job is queued or running before it is reported forgotten",
+        ),
       Rounds: z
         .number()
         .int()

@@ -19,7 +19,6 @@ import { watchStarvation } from "./service/starvation.ts";
 import { certificateNotAfter, credentialFileKind, type Io, openCondor, type Outcome, prepare, type Prepared, serveMetrics } from "./startup.ts";
 import { ensureDir } from "./store/files.ts";
 import { openStore } from "./store/store.ts";
-import { newActivity } from "./core/forgotten.ts";
 
 export interface Started {
   server: HttpServer;
@@ -179,8 +178,6 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
   }
   const starvation = watchStarvation({ now: () => Date.now() });
   const basePlan = planConfig(config, o.dummyJob);
-  // One activity clock for the sidecar: a call about a pod on one schedd is activity for all.
-  const activity = newActivity();
   const services = members.map((m, i) =>
     createService({
       store: stores[i]!,
@@ -203,7 +200,6 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
       onSubmitBatch: (size) => metrics.submitBatch(size),
       watchFolder: runtime.watchFolder,
       starved: starvation.starvedSince,
-      activity,
     })
   );
   router = many

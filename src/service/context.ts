@@ -45,8 +45,6 @@ export interface ServiceDeps {
   watchFolder?: (dir: string, onChange: () => void) => () => void;
   /** Whether the sidecar was starved of CPU since a time (service/starvation.ts): such timeouts are not HTCondor's. */
   starved?: (since: number) => boolean;
-  /** The status calls seen (core/forgotten.ts): one for the whole sidecar, shared by its schedds' services. */
-  activity?: StatusActivity;
 }
 
 /** What /create answers. */
@@ -89,7 +87,7 @@ export function createContext(d: ServiceDeps): Ctx {
     lastFetch: new Map(),
     removedSeen: new Map(),
     reconciled: false,
-    activity: d.activity ?? newActivity(),
+    activity: newActivity(),
   };
   c.remove = createRemover(c);
   return c;

@@ -98,7 +98,9 @@ export function createForgetService(c: Ctx): ForgetService {
       for (const [uid, pod] of reported) {
         if (next.has(uid)) continue;
         const r = c.store.get(uid);
-        if (r?.phase === "submitted" && marks.has(uid)) c.log.info("interLink asks about a forgotten pod again: remembered", { uid, pod: pod.pod, jid: pod.job });
+        if (r?.phase === "submitted" && marks.has(uid)) {
+          c.log.info("interLink asks about a forgotten pod again: remembered", { uid, pod: pod.pod, jid: pod.job });
+        }
         removing.delete(uid);
       }
       reported = next;

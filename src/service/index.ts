@@ -15,6 +15,7 @@ import { createFollower } from "./follow.ts";
 import { createForgetService } from "./forgotten.ts";
 
 import type { ServiceView } from "./health.ts";
+import type { StatusActivity } from "../core/forgotten.ts";
 
 export type { ServiceDeps } from "./context.ts";
 
@@ -41,6 +42,11 @@ export interface Service extends Api {
   scheddFailing(): boolean;
   /** One condor_q of nothing: whether the schedd answers (counted in its streak, as the ping's). */
   probe(): Promise<boolean>;
+  /**
+   * Counts status calls on this clock from now on (core/forgotten.ts): several schedds' services
+   * share one, so that a call about a pod on one schedd is activity for all (schedds.ts).
+   */
+  shareActivity?(activity: StatusActivity): void;
 }
 
 export function createService(d: ServiceDeps): Service {
@@ -79,6 +85,7 @@ export function createService(d: ServiceDeps): Service {
     },
     scheddFailing: () => c.queue.schedd.failures > 0,
     probe: () => c.queue.probe().then(() => true, () => false),
+    shareActivity: (a) => void (c.activity = a),
     async drain(deadlineMs) {
       const work = Promise.allSettled([...c.inflight.values(), reaping, c.follower?.stop(), c.queue.stop()]);
       let timer: ReturnType<typeof setTimeout> | undefined;

@@ -20,6 +20,7 @@ import type { Logger } from "../logger.ts";
 import type { Store } from "../store/store.ts";
 import type { ServiceView } from "./health.ts";
 import type { Service } from "./index.ts";
+import { newActivity } from "../core/forgotten.ts";
 
 export interface ScheddMember {
   /** The schedd's name as configured (`Schedds[].Name`). */
@@ -62,6 +63,9 @@ export function createScheddRouter(members: readonly ScheddMember[], o: { log: L
   type Member = (typeof state)[number];
   const creating = new Map<string, Promise<{ PodUID: string; PodJID: string }>>();
   let prober: ReturnType<typeof setInterval> | undefined;
+  // One clock of status calls (docs/status.md#pods-interlink-forgot): a call about a pod on one schedd is activity for all.
+  const activity = newActivity();
+  for (const m of members) m.service.shareActivity?.(activity);
 
   const holder = (uid: string): Member | undefined => state.find((s) => s.m.store.get(uid) !== undefined);
   const up = (s: Member) => !s.down && !s.m.service.scheddFailing();

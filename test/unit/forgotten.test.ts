@@ -64,7 +64,7 @@ describe("judgeForgotten", () => {
     expect(a.activeMs).toBeLessThan(100);
     expect(judgeForgotten(pods, marks, a, RULES)).toEqual([]);
     // pings (calls naming no pod) are silence too
-    for (let i = 0; i < 1000; i++) noteNamed(a, [], (t += 5_000), RULES.maxGapMs);
+    for (let i = 0; i < 1000; i++) noteNamed(a, [], t += 5_000, RULES.maxGapMs);
     expect(judgeForgotten(pods, marks, a, RULES)).toEqual([]);
   });
 
