@@ -63,9 +63,10 @@ export function createForgetService(c: Ctx): ForgetService {
     return out;
   }
 
-  function judge(): { pod: ForgottenPod; remove: boolean }[] {
+  /** The forgotten pods now; undefined while the schedd does not answer (nothing is judged then). */
+  function judge(): { pod: ForgottenPod; remove: boolean }[] | undefined {
     const uids = candidates();
-    if (!uids) return [];
+    if (!uids) return undefined;
     return judgeForgotten(uids, marks, c.activity, forgetRules(c)).flatMap((f) => {
       const r = c.store.get(f.uid);
       if (!r || r.phase !== "submitted") return [];
@@ -80,9 +81,11 @@ export function createForgetService(c: Ctx): ForgetService {
       const m = markOf(c.activity);
       for (const uid of uids) marks.set(uid, m);
     },
-    list: () => judge().map((f) => f.pod),
+    list: () => judge()?.map((f) => f.pod) ?? [],
     async sweep() {
       const now = judge();
+      // A schedd that does not answer: what was reported stays reported, and nothing is removed.
+      if (!now) return;
       const next = new Map(now.map((f) => [f.pod.uid, f.pod]));
       for (const { pod } of now) {
         if (!reported.has(pod.uid)) {

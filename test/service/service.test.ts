@@ -368,11 +368,16 @@ describe("pods interLink forgot (docs/status.md#pods-interlink-forgot)", () => {
     await rounds(2);
     expect(await forgotten()).toEqual(["default/c"]);
     expect(s.service.view().forgottenPods).toBe(1);
-    // condor_q fails: whether c's job still runs is unknown, so it does not count
+    await s.service.reap();
+    const said = (msg: string) => s.log.lines.filter((l) => l.msg.includes(msg) && l.pod === "default/c").length;
+    expect(said("forgotten")).toBe(1);
+    // condor_q fails: whether c's job still runs is unknown, so it does not count, and is not "remembered" either
     s.condor.failing.add("query");
     await rounds(3);
     expect(await forgotten()).toEqual([]);
     expect(s.service.view().forgottenPods).toBe(0);
+    await s.service.reap();
+    expect(said("remembered")).toBe(0);
     s.condor.failing.delete("query");
     await rounds(1);
     expect(await forgotten()).toEqual(["default/c"]);
