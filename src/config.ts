@@ -233,6 +233,38 @@ export const Schema = z.object({
     .min(1)
     .default(30)
     .describe("How often pending removals, and a reconcile with the schedd that failed, are retried"),
+  ForgottenPods: z
+    .object({
+      AfterSeconds: z
+        .number()
+        .int()
+        .min(1)
+        .default(300)
+        .describe(
+          "Seconds of status activity (calls naming other pods) without a call naming a pod whose job is queued or running before it is reported forgotten",
+        ),
+      Rounds: z
+        .number()
+        .int()
+        .min(1)
+        .default(10)
+        .describe("Rounds of interLink's status loop, at least, that must pass without the pod named before it is reported forgotten"),
+      SilenceSeconds: z
+        .number()
+        .int()
+        .min(1)
+        .default(60)
+        .describe("A gap longer than this between two status calls naming pods is silence: it does not count as activity"),
+      RemoveAfterSeconds: seconds
+        .default(3600)
+        .describe("Seconds of status activity without the pod named after which its job is removed (`condor_rm`); 0: only reported, never removed"),
+    })
+    .refine((f) => f.RemoveAfterSeconds === 0 || f.RemoveAfterSeconds >= f.AfterSeconds, {
+      message: "RemoveAfterSeconds must be 0 (never) or at least AfterSeconds",
+      path: ["RemoveAfterSeconds"],
+    })
+    .default({ AfterSeconds: 300, Rounds: 10, SilenceSeconds: 60, RemoveAfterSeconds: 3600 })
+    .describe("Pods that interLink no longer asks about while their jobs run (docs/status.md#pods-interlink-forgot)"),
   MetricsListen: str
     .default("")
     .refine((v) => v === "" || validListen(v), "must be ADDR:PORT (e.g. 127.0.0.1:9100 or [::1]:9100), or empty for off")

@@ -126,7 +126,7 @@ export const FLAGS = {
     group: "htcondor",
     arg: "LIST",
     description:
-      "Sets `_condor_SEC_CLIENT_AUTHENTICATION_METHODS=LIST`, upper-cased (e.g. `SCITOKENS,SSL,IDTOKENS`); a name HTCondor does not know is a usage error. `GSI` was removed from HTCondor: it is dropped with a warning",
+      "Sets `_condor_SEC_CLIENT_AUTHENTICATION_METHODS=LIST`, upper-cased (e.g. `SCITOKENS,SSL,IDTOKENS`); a name HTCondor does not know is a usage error. `GSI` was removed from HTCondor: it is dropped with a warning. With `IDTOKENS` and neither `--token-file` nor `--token-dir`, the start says which folder the tools will look in (`SEC_TOKEN_DIRECTORY` from the environment, else `~/.condor/tokens.d`, or for root `/etc/condor/tokens.d`)",
   },
   proxy: {
     type: "string",
@@ -140,7 +140,7 @@ export const FLAGS = {
     group: "htcondor",
     arg: "PATH",
     description:
-      "An IDTOKEN file (what `condor_token_fetch` writes, or a Kubernetes Secret's key). HTCondor reads IDTOKENS only from a directory, and only files its user owns that nobody else may read: the sidecar keeps a 0600 copy in a 0700 folder of its own under `DataRootFolder` (`idtokens/`, the operator's `operator-idtokens/`), copied again before a tool runs whenever the file changed, and sets `_condor_SEC_TOKEN_DIRECTORY` to that folder. Needs `IDTOKENS` in `--auth-method` when that is given. The ping fails while the file is missing, holds no IDTOKEN, or every token in it has expired",
+      "An IDTOKEN file (what `condor_token_fetch` writes, or a Kubernetes Secret's key). HTCondor reads IDTOKENS only from a directory, and only files its user owns that nobody else may read: the sidecar keeps a 0600 copy in a 0700 folder of its own under `DataRootFolder` (`idtokens/`, the operator's `operator-idtokens/`), copied again before a tool runs whenever the file changed, and sets `_condor_SEC_TOKEN_DIRECTORY` to that folder. Needs `IDTOKENS` in `--auth-method` when that is given. The ping fails while the file is missing, cannot be read by the sidecar's user (reported as such, not as missing), holds no IDTOKEN, or every token in it has expired",
   },
   "token-dir": {
     type: "string",

@@ -11,6 +11,7 @@ import { readCredential } from "./condor/credentials.ts";
 import { type Condor, CONDOR_TOOLS, type CondorTool, createCondor } from "./condor/tools.ts";
 import { ConfigError, type FileConfig, parseConfig } from "./config.ts";
 import { credentialKind, type CredentialSource, credentialState } from "./core/credentials.ts";
+import { defaultTokenDirectory } from "./core/idtokens.ts";
 import { METRICS_CONTENT_TYPE } from "./core/metrics.ts";
 import { type CliOptions, type CondorAccess, condorAccess, UsageError } from "./flags.ts";
 import { createLogger, type Logger } from "./logger.ts";
@@ -150,6 +151,21 @@ export function warnCredentials(credentials: readonly CredentialSource[], uid: n
   }
 }
 
+/**
+ * `--auth-method` with IDTOKENS and no token named (--token-file, --token-dir): the tools look in
+ * HTCondor's default token folder, which the site may not know of. Said once, at start.
+ */
+function noteDefaultTokenDirectory(o: CliOptions, access: CondorAccess, env: Record<string, string>, uid: number, log: Logger): void {
+  const methods = (access.env._condor_SEC_CLIENT_AUTHENTICATION_METHODS ?? "").split(",");
+  if (o.tokenFile || o.tokenDir || !methods.some((m) => ["IDTOKENS", "IDTOKEN", "TOKEN", "TOKENS"].includes(m))) return;
+  const { dir, rule } = defaultTokenDirectory(env, uid);
+  log.warn(
+    `--auth-method ${
+      methods.join(",")
+    } without --token-file or --token-dir: the tools look for IDTOKENS in ${dir} (${rule}; the HTCondor configuration may set SEC_TOKEN_DIRECTORY otherwise)`,
+  );
+}
+
 /** The notAfter time (epoch ms) of the first certificate in a PEM text, if it has one. */
 export function certificateNotAfter(pem: string): number | undefined {
   try {
@@ -193,6 +209,7 @@ export function prepare(runtime: Runtime, o: CliOptions, io: Io, tokenCopies: st
   const access = condorAccess(o, runtime.hostname(), o.proxy ? credentialFileKind(o.proxy) : undefined, join(dataRoot, tokenCopies));
   for (const w of access.warnings) log.warn(w);
   warnCredentials(access.credentials, runtime.uid(), log);
+  noteDefaultTokenDirectory(o, access, env, runtime.uid(), log);
   const spoolMode = o.given.has("spool") ? o.spool : config.Spool;
   const spool = spoolMode === "always" || (spoolMode === "auto" && access.remoteSchedd);
   return { config, log, env, bin, access, spoolMode, spool, dataRoot };

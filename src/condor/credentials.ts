@@ -16,9 +16,22 @@ function readText(path: string): string | undefined {
   }
 }
 
+/** The text of a file, or why it cannot be read when it is there (undefined `unreadable`: it is not there). */
+function readFile(path: string): { text?: string; unreadable?: string } {
+  try {
+    return { text: readFileSync(path, "utf8") };
+  } catch (err) {
+    const code = err instanceof Error && "code" in err ? String((err as { code: unknown }).code) : undefined;
+    return code === "ENOENT" || code === "ENOTDIR" ? {} : { unreadable: code === "EISDIR" ? "EISDIR: a directory" : (code ?? String(err)) };
+  }
+}
+
 /** Reads what core/credentials.ts needs to judge a credential; `uid` is the tools' user. */
 export function readCredential(source: CredentialSource, uid: number): CredentialRead {
-  if (source.kind !== "idtoken-dir") return { kind: "file", text: readText(source.path) };
+  if (source.kind !== "idtoken-dir") {
+    const { text, unreadable } = readFile(source.path);
+    return unreadable === undefined ? { kind: "file", text } : { kind: "file", text, unreadable };
+  }
   let names: string[];
   try {
     names = readdirSync(source.path);
@@ -90,9 +103,20 @@ export function tokenCopier(copy: { from: string; dir: string }): () => void {
       copied = stamp;
     } catch (err) {
       const why = err instanceof Error && "code" in err ? String((err as { code: unknown }).code) : err instanceof Error ? err.message : String(err);
+      // Reading the file is the sidecar's side of the copy; say which side failed.
+      if (!readable(copy.from)) throw new Error(`cannot read the IDTOKEN file ${copy.from} (${why}) to copy it into ${copy.dir}`);
       throw new Error(`cannot copy the IDTOKEN file ${copy.from} into ${copy.dir}: ${why}`);
     }
   };
+}
+
+function readable(path: string): boolean {
+  try {
+    readFileSync(path);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function lstatExists(path: string): boolean {

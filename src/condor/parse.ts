@@ -167,6 +167,28 @@ export function parseRmLine(id: string, stdout: string, stderr: string): RmOutco
   return "unknown";
 }
 
+/**
+ * Why a tool failed: its first meaningful line and, after it, the lines of HTCondor's error stack
+ * that name an authentication failure (`AUTHENTICATE:1003:…`, `AUTHENTICATE:1004:… using IDTOKENS`,
+ * docs/htcondor.md#what-each-tool-reads-for-each-method). The first line alone (`-- Failed to
+ * fetch ads from: …`, `ERROR: Failed to connect to queue manager …`) does not say that the schedd
+ * refused the credential. Anything shaped like a token in those lines is withheld, and each is bounded.
+ */
+export function toolErrorReason(stderr: string, stdout = ""): string {
+  const first = firstErrorLine(stderr, stdout);
+  const causes = [
+    ...new Set(
+      stderr.split("\n").map((l) => l.trim()).filter((l) => /^AUTHENTICATE:\d+:/.test(l) && l !== first).map((l) => withholdTokens(l).slice(0, 200)),
+    ),
+  ];
+  return [first, ...causes].join("; ");
+}
+
+/** A JWT (three base64url parts) or a long base64 run anywhere in an error-stack line: never echoed. */
+function withholdTokens(line: string): string {
+  return line.replace(/[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, "[token withheld]").replace(/[A-Za-z0-9+/_-]{64,}={0,2}/g, "[withheld]");
+}
+
 /** The first meaningful line a failed tool printed (they start with empty lines and `ERROR:`). */
 export function firstErrorLine(stderr: string, stdout = ""): string {
   const line = `${stderr}\n${stdout}`

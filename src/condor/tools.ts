@@ -10,7 +10,6 @@ import type { Logger } from "../logger.ts";
 import type { Runtime, SpawnResult } from "../runtime/types.ts";
 import {
   classifySubmitFailure,
-  firstErrorLine,
   type JobAd,
   type JobId,
   jobIdString,
@@ -22,6 +21,7 @@ import {
   type RmOutcome,
   sliceJsonAds,
   submitRefusal,
+  toolErrorReason,
 } from "./parse.ts";
 
 export const CONDOR_TOOLS = [
@@ -173,7 +173,7 @@ export function createCondor(o: CondorOptions): Condor {
   }
 
   function fail(tool: CondorTool, r: SpawnResult, what: string): never {
-    throw new SidecarError("unavailable", `${what}: ${tool} exited with ${r.code ?? r.signal}: ${firstErrorLine(r.stderr, r.stdout)}`);
+    throw new SidecarError("unavailable", `${what}: ${tool} exited with ${r.code ?? r.signal}: ${toolErrorReason(r.stderr, r.stdout)}`);
   }
 
   function ads(tool: CondorTool, r: SpawnResult): JobAd[] {
@@ -196,7 +196,7 @@ export function createCondor(o: CondorOptions): Condor {
         // A description that condor_submit refused is the pod's to fix only when the pod wrote
         // part of it: the sidecar's own lines and the site's are the same for every pod.
         if (classifySubmitFailure(r.stderr) === "description") throw new SubmitRefused(submitRefusal(r.stderr), podOptions, r.code ?? r.signal);
-        const line = firstErrorLine(r.stderr, r.stdout);
+        const line = toolErrorReason(r.stderr, r.stdout);
         // Only a refusal that names root gets the advice; other failures say what they are.
         const refusedRoot = r.stderr.split("\n").some((l) => /\broot\b/i.test(l) && /\b(owner|submitter|user)\b/i.test(l));
         const hint = refusedRoot ? " (the sidecar runs as root and HTCondor refuses jobs owned by root: run it as an ordinary submit user)" : "";

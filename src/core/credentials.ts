@@ -37,9 +37,12 @@ export type CredentialSource =
   | { kind: "idtoken-file"; path: string }
   | { kind: "idtoken-dir"; path: string };
 
-/** What was read of it: a file's text (undefined when missing), or a directory's entries. */
+/**
+ * What was read of it: a file's text (undefined when missing, or when it is there but cannot be
+ * read: `unreadable` then says why, e.g. `EACCES`), or a directory's entries.
+ */
 export type CredentialRead =
-  | { kind: "file"; text: string | undefined }
+  | { kind: "file"; text: string | undefined; unreadable?: string }
   | { kind: "dir"; uid: number; entries: TokenDirEntry[] | undefined };
 
 export interface CredentialState {
@@ -76,7 +79,11 @@ export function credentialState(
     );
   }
   const text = read.kind === "file" ? read.text : undefined;
-  if (text === undefined) return { problem: `credential file ${source.path} is missing` };
+  if (text === undefined) {
+    // A file the sidecar's user may not read is there: "missing" would send the operator looking in the wrong place.
+    const why = read.kind === "file" ? read.unreadable : undefined;
+    return { problem: why === undefined ? `credential file ${source.path} is missing` : `credential file ${source.path} cannot be read (${why})` };
+  }
   if (source.kind === "idtoken-file") {
     return idTokenState(
       candidateIdTokens([{ name: source.path, tokens: idTokensInText(text) }]),

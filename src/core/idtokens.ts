@@ -116,3 +116,25 @@ export function candidateIdTokens(files: readonly TokenFile[]): IdToken[] {
   }
   return [...out];
 }
+
+/**
+ * Where the tools look for IDTOKENS when the sidecar names no token (neither --token-file nor
+ * --token-dir), by HTCondor's rule (docs/htcondor.md#what-each-tool-reads-for-each-method):
+ * `SEC_TOKEN_DIRECTORY` when the environment sets it (`_condor_` in any case); otherwise
+ * `~/.condor/tokens.d` for an ordinary user, and for root (a process that can switch users, to
+ * which find_user_file gives no home folder) `SEC_TOKEN_SYSTEM_DIRECTORY`, `$(ETC)/tokens.d`:
+ * `/etc/condor/tokens.d` in HTCondor's packages. The HTCondor configuration may set either knob:
+ * the sidecar cannot read it, and says so.
+ */
+export function defaultTokenDirectory(env: Readonly<Record<string, string | undefined>>, uid: number): { dir: string; rule: string } {
+  const knob = (name: string) => Object.entries(env).find(([k, v]) => k.toLowerCase() === `_condor_${name}`.toLowerCase() && v)?.[1];
+  const set = knob("SEC_TOKEN_DIRECTORY");
+  if (set) return { dir: set, rule: "SEC_TOKEN_DIRECTORY, set in the environment" };
+  if (uid === 0) {
+    const system = knob("SEC_TOKEN_SYSTEM_DIRECTORY");
+    if (system) return { dir: system, rule: "running as root: SEC_TOKEN_SYSTEM_DIRECTORY, set in the environment" };
+    return { dir: "/etc/condor/tokens.d", rule: "running as root: SEC_TOKEN_SYSTEM_DIRECTORY, $(ETC)/tokens.d by default" };
+  }
+  const home = env.HOME;
+  return { dir: home ? `${home.replace(/\/+$/, "")}/.condor/tokens.d` : "~/.condor/tokens.d", rule: "SEC_TOKEN_DIRECTORY's default for a user" };
+}

@@ -135,6 +135,8 @@ export interface MetricsView {
   snapshotAgeSeconds: number;
   /** condor_submit allowed at once now (core/concurrency.ts), once the service runs. */
   submitConcurrency?: number;
+  /** Pods interLink no longer asks about while their jobs run (docs/status.md#pods-interlink-forgot). */
+  forgottenPods?: number;
   /** With several schedds (docs/schedds.md): each one, and whether new pods go to it (it answers). */
   schedds?: readonly { name: string; up: boolean }[];
   /** Resident memory of the process, bytes. */
@@ -218,6 +220,11 @@ export function createSidecarMetrics(view: () => MetricsView): SidecarMetrics {
     "htcondor_sidecar_schedd_up",
     "With several schedds: 1 while the schedd answers and takes new pods, 0 while it does not (its pods keep their last state); absent with one schedd.",
     () => (view().schedds ?? []).map((s) => ({ labels: { schedd: s.name }, value: s.up ? 1 : 0 })),
+  );
+  r.gauge(
+    "htcondor_sidecar_forgotten_pods",
+    "Pods whose job is queued or running but that interLink no longer asks about while it asks about others (docs/status.md#pods-interlink-forgot).",
+    () => [{ value: view().forgottenPods ?? 0 }],
   );
   r.gauge("process_resident_memory_bytes", "Resident memory size in bytes.", () => [{ value: view().rss }]);
   r.gauge("process_start_time_seconds", "Start time of the process since the Unix epoch in seconds.", () => [{ value: view().startTime }]);

@@ -17,6 +17,8 @@ import { createQueueView, type QueueView, realTimer, type SetTimer } from "./que
 import { createRemover, type Remover } from "./remover.ts";
 import { createSubmitLimit, type SubmitLimit } from "./submit-limit.ts";
 import type { Follower } from "./follow.ts";
+import type { ForgetService } from "./forgotten.ts";
+import { newActivity, type StatusActivity } from "../core/forgotten.ts";
 
 export interface ServiceDeps {
   store: Store;
@@ -69,6 +71,9 @@ export interface Ctx extends ServiceDeps {
   reconciled: boolean;
   /** The job event log follower (follow.ts), set up by createService. */
   follower?: Follower;
+  activity: StatusActivity;
+  /** Pods interLink forgot (forgotten.ts), set up by createService. */
+  forget?: ForgetService;
 }
 
 export function createContext(d: ServiceDeps): Ctx {
@@ -82,6 +87,7 @@ export function createContext(d: ServiceDeps): Ctx {
     lastFetch: new Map(),
     removedSeen: new Map(),
     reconciled: false,
+    activity: newActivity(),
   };
   c.remove = createRemover(c);
   return c;

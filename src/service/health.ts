@@ -13,6 +13,8 @@ import { type Ctx, errorText } from "./context.ts";
 const PING_SCHEDD_WAIT_MS = 5_000;
 /** A condor_q this recent tells the ping about the schedd (the reconciler alone runs only every few minutes). */
 const PING_HEARD_MS = 10_000;
+/** Forgotten pods the ping lists at most (the count is always whole). */
+const FORGOTTEN_LISTED = 50;
 
 /** What the service's gauges show (core/metrics.ts), read at scrape time. */
 export type ServiceView = Omit<MetricsView, "rss" | "startTime">;
@@ -100,7 +102,7 @@ export function createHealthService(c: Ctx): HealthService {
           new Promise<void>((r) => setTimeout(r, PING_SCHEDD_WAIT_MS).unref?.()),
         ]),
       ]);
-      return pingAnswer({
+      const answer = pingAnswer({
         credentialProblem: credential().problem,
         schedd: c.queue.schedd,
         collector,
@@ -108,6 +110,10 @@ export function createHealthService(c: Ctx): HealthService {
         machines: machines ?? lastMachines,
         node: c.config.Node,
       });
+      // Pods interLink forgot (docs/status.md#pods-interlink-forgot): reported, never a reason for a 503.
+      const forgotten = c.forget?.list() ?? [];
+      if (forgotten.length > 0) answer.body.forgotten = { count: forgotten.length, pods: forgotten.slice(0, FORGOTTEN_LISTED) };
+      return answer;
     },
 
     view() {
@@ -120,6 +126,7 @@ export function createHealthService(c: Ctx): HealthService {
         credentialExpiry: credential().expiry,
         snapshotAgeSeconds: c.queue.running() && answered !== undefined ? Math.max(0, (c.now() - answered) / 1000) : 0,
         submitConcurrency: c.submitLimit.current(),
+        forgottenPods: c.forget?.list().length ?? 0,
       };
     },
 

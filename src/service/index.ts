@@ -12,8 +12,10 @@ import { createReconcileService } from "./reconcile.ts";
 import { createStatusService } from "./status.ts";
 import { createSubmitter } from "./submitter.ts";
 import { createFollower } from "./follow.ts";
+import { createForgetService } from "./forgotten.ts";
 
 import type { ServiceView } from "./health.ts";
+import type { StatusActivity } from "../core/forgotten.ts";
 
 export type { ServiceDeps } from "./context.ts";
 
@@ -40,10 +42,16 @@ export interface Service extends Api {
   scheddFailing(): boolean;
   /** One condor_q of nothing: whether the schedd answers (counted in its streak, as the ping's). */
   probe(): Promise<boolean>;
+  /**
+   * Counts status calls on this clock from now on (core/forgotten.ts): several schedds' services
+   * share one, so that a call about a pod on one schedd is activity for all (schedds.ts).
+   */
+  shareActivity?(activity: StatusActivity): void;
 }
 
 export function createService(d: ServiceDeps): Service {
   const c = createContext(d);
+  c.forget = createForgetService(c);
   const status = createStatusService(c);
   const deletes = createDeleteService(c);
   const background = createReconcileService(c, deletes);
@@ -64,7 +72,8 @@ export function createService(d: ServiceDeps): Service {
     logs: logs.logs,
     reconcile: background.reconcile,
     reap() {
-      reaping ??= background.reap().finally(() => (reaping = undefined));
+      // Pods interLink forgot are logged, and removed when due, on the same beat.
+      reaping ??= Promise.all([background.reap(), c.forget!.sweep()]).then(() => {}).finally(() => (reaping = undefined));
       return reaping;
     },
     refresh: () => c.queue.refreshNow(),
@@ -76,6 +85,7 @@ export function createService(d: ServiceDeps): Service {
     },
     scheddFailing: () => c.queue.schedd.failures > 0,
     probe: () => c.queue.probe().then(() => true, () => false),
+    shareActivity: (a) => void (c.activity = a),
     async drain(deadlineMs) {
       const work = Promise.allSettled([...c.inflight.values(), reaping, c.follower?.stop(), c.queue.stop()]);
       let timer: ReturnType<typeof setTimeout> | undefined;

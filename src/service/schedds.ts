@@ -20,6 +20,7 @@ import type { Logger } from "../logger.ts";
 import type { Store } from "../store/store.ts";
 import type { ServiceView } from "./health.ts";
 import type { Service } from "./index.ts";
+import { newActivity } from "../core/forgotten.ts";
 
 export interface ScheddMember {
   /** The schedd's name as configured (`Schedds[].Name`). */
@@ -62,6 +63,9 @@ export function createScheddRouter(members: readonly ScheddMember[], o: { log: L
   type Member = (typeof state)[number];
   const creating = new Map<string, Promise<{ PodUID: string; PodJID: string }>>();
   let prober: ReturnType<typeof setInterval> | undefined;
+  // One clock of status calls (docs/status.md#pods-interlink-forgot): a call about a pod on one schedd is activity for all.
+  const activity = newActivity();
+  for (const m of members) m.service.shareActivity?.(activity);
 
   const holder = (uid: string): Member | undefined => state.find((s) => s.m.store.get(uid) !== undefined);
   const up = (s: Member) => !s.down && !s.m.service.scheddFailing();
@@ -249,6 +253,8 @@ async function pingAll<M extends { m: ScheddMember }>(
   };
   const resources = sumResources(healthy.map((x) => ({ pool: x.s.m.pool, resources: body(x.a).resources })), node);
   if (resources) out.resources = resources;
+  const forgotten = answers.flatMap((x) => (body(x.a) as { forgotten?: { count: number; pods: unknown[] } }).forgotten ?? []);
+  if (forgotten.length) out.forgotten = { count: forgotten.reduce((n, f) => n + f.count, 0), pods: forgotten.flatMap((f) => f.pods).slice(0, 50) };
   const taints = body(answers[0]!.a).taints;
   if (taints) out.taints = taints;
   return { healthy: healthy.length > 0, body: out };
@@ -267,6 +273,7 @@ function sumViews(views: readonly ServiceView[]): ServiceView {
     credentialExpiry: expiries.length ? Math.min(...expiries) : undefined,
     snapshotAgeSeconds: Math.max(...views.map((v) => v.snapshotAgeSeconds)),
     submitConcurrency: concurrency.length ? concurrency.reduce((a, b) => a + b, 0) : undefined,
+    forgottenPods: views.reduce((n, v) => n + (v.forgottenPods ?? 0), 0),
   };
 }
 

@@ -38,6 +38,8 @@ export function createStatusService(c: Ctx): StatusService {
 }
 
 async function status(c: Ctx, pods: readonly PodRef[]): Promise<StatusAnswer> {
+  // Which pods interLink still asks about (docs/status.md#pods-interlink-forgot).
+  c.forget?.named(pods.map((p) => p.uid));
   const reported = () =>
     pods.flatMap((p) => {
       const r = c.store.get(p.uid);

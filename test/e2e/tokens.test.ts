@@ -47,12 +47,15 @@ function secretVolume(dir: string, value: string, generation: number): string {
 }
 
 /** A sidecar whose minicondor schedd asks for IDTOKENS. */
-async function tokenSidecar(args: string[], env: Record<string, string> = {}): Promise<Sidecar> {
+async function tokenSidecar(args: string[], env: Record<string, string> = {}, config?: string): Promise<Sidecar> {
   const dir = mkdtempSync(join(tmpdir(), "sidecar-e2e-"));
   mkdirSync(join(dir, "minicondor"));
   writeFileSync(join(dir, "minicondor", "config.json"), JSON.stringify({ security: SECURITY }));
-  return await startSidecar({ dir, args, env });
+  return await startSidecar({ dir, args, env, config });
 }
+
+/** What condor_q and condor_submit print after their first line when the schedd refuses the token (docs/htcondor.md#what-each-tool-reads-for-each-method). */
+const REFUSED = "AUTHENTICATE:1003:Failed to authenticate with any method; AUTHENTICATE:1004:Failed to authenticate using IDTOKENS";
 
 let uidN = 0;
 const podRequest = (name: string, script: string) =>
@@ -143,7 +146,7 @@ describe("--token-file on a schedd that asks for IDTOKENS", () => {
     const refused = await sc.call("POST", "/create", podRequest("while-expired", "true"));
     expect([refused.status, refused.body]).toEqual([
       503,
-      'Cannot submit job for pod "default/while-expired": condor_submit exited with 1: ERROR: Failed to connect to local queue manager\n',
+      'Cannot submit job for pod "default/while-expired": condor_submit exited with 1: ERROR: Failed to connect to local queue manager; ' + REFUSED + "\n",
     ]);
 
     secretVolume(vol, token(now() + 3600), 3);
@@ -160,13 +163,67 @@ test("SEC_TOKEN_DIRECTORY on the Secret itself (the old deployment.yaml) authent
   try {
     const r = await sc.call("POST", "/create", podRequest("no-token", "true"));
     expect(r.status).toBe(503);
-    // What the tools say past the first line, which the reason leaves out.
+    // The reason keeps what the tools say past the first line: the schedd refused the (absent) token.
+    expect(r.body).toEndWith(`ERROR: Failed to connect to local queue manager; ${REFUSED}\n`);
     const q = await runTool(sc.home, "condor_q", [], { env: { MINICONDOR_ALLOW_ROOT: "1", _condor_SEC_TOKEN_DIRECTORY: vol } });
-    expect(q.stderr).toEndWith("\nAUTHENTICATE:1003:Failed to authenticate with any method\n");
+    expect(q.stderr).toEndWith(`\n${REFUSED.replace("; ", "\n")}\n`);
+    // No token named: the start says where the tools look (docs/configuration.md#htcondor-flags).
+    expect(sc.log()).toContain(`without --token-file or --token-dir: the tools look for IDTOKENS in ${vol} (SEC_TOKEN_DIRECTORY, set in the environment;`);
   } finally {
     await sc.destroy();
   }
 }, 60_000);
+
+test("a token with a bad signature: the ping and the create's 503 say the schedd refused it, and never show the token", async () => {
+  const vol = mkdtempSync(join(tmpdir(), "secret-vol-"));
+  dirs.push(vol);
+  const forged = mintIdToken("not-the-pool-key", { iss: "pool.example", sub: "sidecar@pool.example", exp: now() + 3600 });
+  const file = secretVolume(vol, forged, 1);
+  const sc = await tokenSidecar(["--auth-method", "IDTOKENS", "--token-file", file], {}, "PingFailureThreshold: 1\n");
+  try {
+    const r = await sc.call("POST", "/create", podRequest("forged", "true"));
+    expect([r.status, r.body]).toEqual([
+      503,
+      `Cannot submit job for pod "default/forged": condor_submit exited with 1: ERROR: Failed to connect to local queue manager; ${REFUSED}\n`,
+    ]);
+    const p = await eventually(
+      async () => {
+        const x = await ping(sc);
+        return x.code === 503 ? x : undefined;
+      },
+      60_000,
+      "the ping to fail",
+    );
+    expect(p.status).toStartWith("unhealthy: HTCondor unreachable (schedd: Cannot query HTCondor: condor_q exited with 1: -- Failed to fetch ads from: <");
+    expect(p.status).toEndWith(`${REFUSED})`);
+    for (const text of [r.body, p.status, sc.log()]) for (const part of forged.split(".")) expect(text.includes(part)).toBe(false);
+  } finally {
+    await sc.destroy();
+  }
+}, 90_000);
+
+test(
+  "a token file the sidecar cannot read is reported as such everywhere, not as missing (a directory stands in: the tests run as root, who reads any file)",
+  async () => {
+    const where = mkdtempSync(join(tmpdir(), "unreadable-"));
+    dirs.push(where);
+    const file = join(where, "token");
+    mkdirSync(file);
+    const sc = await tokenSidecar(["--auth-method", "IDTOKENS", "--token-file", file]);
+    try {
+      const problem = `credential file ${file} cannot be read (EISDIR: a directory)`;
+      expect(sc.log()).toContain(`${problem}: the ping answers 503 until that changes`);
+      expect(await ping(sc)).toEqual({ code: 503, status: `unhealthy: ${problem}` });
+      const r = await sc.call("POST", "/create", podRequest("unreadable", "true"));
+      expect(r.status).toBe(503);
+      expect(r.body).toContain(`cannot read the IDTOKEN file ${file} (EISDIR)`);
+      expect(`${r.body}${sc.log()}`.includes("missing")).toBe(false);
+    } finally {
+      await sc.destroy();
+    }
+  },
+  60_000,
+);
 
 describe("combinations no method can use are refused at start, exit 2", () => {
   const refusedAtStart = async (args: string[], mode: string[] = []) => {

@@ -348,3 +348,42 @@ describe("the refresher's view", () => {
     expect(await s.status(b.pod)).toMatchObject({ UID: b.pod.metadata.uid });
   });
 });
+
+describe("pods interLink forgot (docs/status.md#pods-interlink-forgot)", () => {
+  test("a pod no call names while others are asked about is reported; while the schedd does not answer, none is", async () => {
+    const s = setup({ config: "ForgottenPods:\n  AfterSeconds: 10\n  Rounds: 3\n  SilenceSeconds: 10\n  RemoveAfterSeconds: 0\n" });
+    const [a, b, c] = [await s.create("a"), await s.create("b"), await s.create("c")];
+    await s.service.refresh();
+    const forgotten = async () => ((await s.service.ping()).body as Json).forgotten?.pods.map((p: Json) => p.pod) ?? [];
+    expect(await forgotten()).toEqual([]); // c is first seen now: its clock starts here
+    /** Rounds of the virtual kubelet's loop over a and b, 5 s apart. */
+    const rounds = async (k: number) => {
+      for (let i = 0; i < k; i++) {
+        s.advance(5_000);
+        for (const p of [a, b]) await s.status(p.pod);
+      }
+    };
+    await rounds(2);
+    expect(await forgotten()).toEqual([]);
+    await rounds(2);
+    expect(await forgotten()).toEqual(["default/c"]);
+    expect(s.service.view().forgottenPods).toBe(1);
+    await s.service.reap();
+    const said = (msg: string) => s.log.lines.filter((l) => l.msg.includes(msg) && l.pod === "default/c").length;
+    expect(said("forgotten")).toBe(1);
+    // condor_q fails: whether c's job still runs is unknown, so it does not count, and is not "remembered" either
+    s.condor.failing.add("query");
+    await rounds(3);
+    expect(await forgotten()).toEqual([]);
+    expect(s.service.view().forgottenPods).toBe(0);
+    await s.service.reap();
+    expect(said("remembered")).toBe(0);
+    s.condor.failing.delete("query");
+    await rounds(1);
+    expect(await forgotten()).toEqual(["default/c"]);
+    // its job ends: nothing to report
+    s.condor.end(c.jid, { JobStatus: 4, ExitCode: 0, ExitBySignal: false });
+    await rounds(1);
+    expect(await forgotten()).toEqual([]);
+  });
+});

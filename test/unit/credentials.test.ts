@@ -2,7 +2,7 @@
 // (docs/htcondor.md#idtokens-a-token-directory, docs/status.md#the-ping).
 import { describe, expect, test } from "bun:test";
 import { credentialState } from "../../src/core/credentials.ts";
-import { candidateIdTokens, decodeIdToken, idTokensInText, type TokenDirEntry, tokenDirFiles } from "../../src/core/idtokens.ts";
+import { candidateIdTokens, decodeIdToken, defaultTokenDirectory, idTokensInText, type TokenDirEntry, tokenDirFiles } from "../../src/core/idtokens.ts";
 
 const b64url = (v: unknown) => btoa(JSON.stringify(v)).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
 const jwt = (header: Record<string, unknown>, payload: Record<string, unknown>) => `${b64url({ alg: "HS256", ...header })}.${b64url(payload)}.c2lnbmF0dXJl`;
@@ -107,6 +107,14 @@ describe("credentialState: the ping's verdict and the expiry gauge", () => {
     ["an IDTOKEN file that is missing", { kind: "idtoken-file", path: "/t" }, { kind: "file", text: undefined }, {
       problem: "credential file /t is missing",
     }],
+    ["an IDTOKEN file the sidecar's user may not read: it is there, and said so", { kind: "idtoken-file", path: "/t" }, {
+      kind: "file",
+      text: undefined,
+      unreadable: "EACCES",
+    }, { problem: "credential file /t cannot be read (EACCES)" }],
+    ["a proxy file that is a directory", { kind: "proxy", path: "/p" }, { kind: "file", text: undefined, unreadable: "EISDIR: a directory" }, {
+      problem: "credential file /p cannot be read (EISDIR: a directory)",
+    }],
     ["an IDTOKEN file with no IDTOKEN", { kind: "idtoken-file", path: "/t" }, { kind: "file", text: "# empty\n" }, {
       problem: "credential file /t holds no IDTOKEN (a JWT with a kid, an iss and a sub)",
     }],
@@ -144,4 +152,15 @@ describe("credentialState: the ping's verdict and the expiry gauge", () => {
     const s = credentialState({ kind: "idtoken-file", path: "/t" }, { kind: "file", text: secret }, NOW, noCert);
     expect(JSON.stringify(s)).not.toContain(secret.split(".")[1]);
   });
+});
+
+describe("defaultTokenDirectory: where the tools look for IDTOKENS when no token is named (docs/htcondor.md#what-each-tool-reads-for-each-method)", () => {
+  const table: [string, Record<string, string>, number, string][] = [
+    ["a user: ~/.condor/tokens.d", { HOME: "/home/alice/" }, 1000, "/home/alice/.condor/tokens.d"],
+    ["root: SEC_TOKEN_SYSTEM_DIRECTORY's default, not root's home", { HOME: "/root" }, 0, "/etc/condor/tokens.d"],
+    ["root, the system directory set in the environment", { HOME: "/root", _condor_SEC_TOKEN_SYSTEM_DIRECTORY: "/srv/tokens" }, 0, "/srv/tokens"],
+    ["SEC_TOKEN_DIRECTORY set, in any case of the prefix, for anyone", { HOME: "/home/a", _CONDOR_sec_token_directory: "/run/t" }, 1000, "/run/t"],
+    ["SEC_TOKEN_DIRECTORY set, for root too", { _condor_SEC_TOKEN_DIRECTORY: "/run/t" }, 0, "/run/t"],
+  ];
+  for (const [name, env, uid, want] of table) test(name, () => expect(defaultTokenDirectory(env, uid).dir).toBe(want));
 });

@@ -16,6 +16,7 @@ import {
   type RmOutcome,
   type SubmitFailure,
   submitRefusal,
+  toolErrorReason,
 } from "../../src/condor/parse.ts";
 
 describe("parseTerseSubmit (docs/htcondor.md#what-condor_submit-prints)", () => {
@@ -68,6 +69,38 @@ describe("parseRmLine (docs/htcondor.md#job-ids-one-line-per-id, docs/htcondor.m
 test("firstErrorLine skips the empty lines and the Submitting prefix", () => {
   expect(firstErrorLine("\nERROR: Can't find address of local schedd\n", "Submitting job(s)")).toBe("ERROR: Can't find address of local schedd");
   expect(firstErrorLine("", "")).toBe("no output");
+});
+
+describe("toolErrorReason keeps the lines that say the schedd refused the credential (docs/htcondor.md#what-each-tool-reads-for-each-method)", () => {
+  const jwt = "eyJhbGciOiJIUzI1NiIsImtpZCI6IlBPT0wifQ.eyJpc3MiOiJwb29sLmV4YW1wbGUiLCJzdWIiOiJhIn0.c2lnbmF0dXJlc2lnbmF0dXJl";
+  const table: [string, string, string, string][] = [
+    [
+      "condor_q, no token or a bad signature",
+      "\n-- Failed to fetch ads from: <10.0.0.5:9618?addrs=10.0.0.5-9618> : localhost\nAUTHENTICATE:1003:Failed to authenticate with any method\nAUTHENTICATE:1004:Failed to authenticate using IDTOKENS\n",
+      "",
+      "-- Failed to fetch ads from: <10.0.0.5:9618?addrs=10.0.0.5-9618> : localhost; AUTHENTICATE:1003:Failed to authenticate with any method; AUTHENTICATE:1004:Failed to authenticate using IDTOKENS",
+    ],
+    [
+      "condor_submit, after its banner",
+      "\nERROR: Failed to connect to queue manager sched1@pool.example\nAUTHENTICATE:1003:Failed to authenticate with any method\nAUTHENTICATE:1004:Failed to authenticate using IDTOKENS\n",
+      "Submitting job(s)",
+      "ERROR: Failed to connect to queue manager sched1@pool.example; AUTHENTICATE:1003:Failed to authenticate with any method; AUTHENTICATE:1004:Failed to authenticate using IDTOKENS",
+    ],
+    [
+      "a connection refused says no more than before",
+      "\n-- Failed to fetch ads from: <127.0.0.1:9618> : h\nCEDAR:6001:Failed to connect to <127.0.0.1:9618>\n",
+      "",
+      "-- Failed to fetch ads from: <127.0.0.1:9618> : h",
+    ],
+    [
+      "a token in an error-stack line is withheld",
+      `\n-- Failed to fetch ads from: <a> : h\nAUTHENTICATE:1004:Failed to authenticate using IDTOKENS with ${jwt}\n`,
+      "",
+      "-- Failed to fetch ads from: <a> : h; AUTHENTICATE:1004:Failed to authenticate using IDTOKENS with [token withheld]",
+    ],
+    ["nothing printed", "", "", "no output"],
+  ];
+  for (const [name, stderr, stdout, want] of table) test(name, () => expect(toolErrorReason(stderr, stdout)).toBe(want));
 });
 
 test("classAdString escapes quotes and backslashes", () => {

@@ -148,8 +148,10 @@ function readable(file: string | undefined): boolean {
 /**
  * Authenticates this tool call with the schedd: undefined when it succeeds, else HTCondor's error
  * stack, newest first (CondorError::getFullText): one `Failed to authenticate using M` per method
- * tried, then `Failed to authenticate with any method`. A method the client has no credential for
- * is not tried (Condor_Auth_Passwd::should_try_auth drops IDTOKENS without a token).
+ * tried, then `Failed to authenticate with any method`. IDTOKENS counts as tried without a token
+ * too: a real 25.0 schedd that demands IDTOKENS, asked with no token or one with a bad signature,
+ * made condor_q print the same three lines (docs/htcondor.md#what-each-tool-reads-for-each-method),
+ * although Condor_Auth_Passwd::should_try_auth reads as if it skipped the method.
  */
 export function authenticate(sec: Security, tool: string): string | undefined {
   const client = methodList(knob("SEC_CLIENT_AUTHENTICATION_METHODS") ?? knob("SEC_DEFAULT_AUTHENTICATION_METHODS") ?? "FS,IDTOKENS,KERBEROS,SCITOKENS,SSL");
@@ -160,7 +162,6 @@ export function authenticate(sec: Security, tool: string): string | undefined {
   for (const m of client.filter((x) => server.includes(x))) {
     if (m === "FS") return undefined;
     if (m === "IDTOKENS") {
-      if (findToken(subsys, undefined, undefined) === undefined) continue;
       const token = findToken(subsys, sec.trustDomain, Object.keys(sec.signingKeys ?? {}));
       if (token !== undefined && serverAcceptsIdToken(sec, token)) return undefined;
       failed(m);
