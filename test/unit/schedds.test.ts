@@ -9,7 +9,7 @@ import { createSidecarMetrics } from "../../src/core/metrics.ts";
 import { condorAccess, parseCli } from "../../src/flags.ts";
 import { memoryLogger } from "../../src/logger.ts";
 import type { Runtime, SpawnResult } from "../../src/runtime/types.ts";
-import { scheddJid, sumResources } from "../../src/service/schedds.ts";
+import { sumResources } from "../../src/service/schedds.ts";
 
 describe("Schedds in SidecarConfig.yaml", () => {
   test("absent: an empty list, so a configuration from before loads as it did", () => {
@@ -51,11 +51,6 @@ describe("the ping over several schedds", () => {
       .toEqual(res(12, 150, 1));
     expect(sumResources([{ pool: "a", resources: res(8, 100, 1) }, { pool: "b", resources: res(4, 50, 2) }], { Cpu: "10", Gpus: 2 })).toEqual(res(10, 150, 2));
     expect(sumResources([{ pool: "a" }], {})).toBeUndefined();
-  });
-
-  test("a PodJID names the schedd, as a GlobalJobId begins", () => {
-    expect(scheddJid("second@h", "1.0")).toBe("second@h#1.0");
-    expect(scheddJid("second@h", "")).toBe("");
   });
 });
 
