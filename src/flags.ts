@@ -468,7 +468,7 @@ function checkAuthCombination(o: CliOptions, methods: readonly string[], proxyKi
  * takes the daemon's full host name from it), the whole name when it has none, and the address of a
  * sinful string (`<ip:port?…>`); a port is not part of it. That host is this one when it is
  * `localhost`, a loopback address, or this host's name, short or full
- * (docs/configuration.md#configuration-file, Spool).
+ * (docs/configuration.md#spool-auto-is-the-schedd-on-this-host).
  */
 export function isRemote(name: string | undefined, localHost: string): boolean {
   if (!name) return false;

@@ -119,7 +119,7 @@ describe("condor_history of a schedd that is down (docs/htcondor.md#several-sche
   });
 });
 
-// docs/configuration.md#configuration-file (Spool): `auto` spools when the schedd is on another
+// docs/configuration.md#spool-auto-is-the-schedd-on-this-host: `auto` spools when the schedd is on another
 // host, and the host is what HTCondor takes from a daemon's name: after the last "@"
 // (get_host_part), the whole name without one.
 describe("Spool auto: whether a schedd is on this host", () => {
