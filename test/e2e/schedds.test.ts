@@ -315,7 +315,7 @@ describe("Schedds at start (docs/schedds.md#configuration)", () => {
       code: 2,
       last: "htcondor-sidecar: SidecarConfig.yaml: Schedds: cannot be used together with --schedd-name localhost: list that schedd in Schedds",
     });
-  });
+  }, 60_000);
 
   test("a data folder keeps the schedd it holds the pods of: the first entry changed is refused", async () => {
     sc = await startSidecar({ dir: poolDir(1), config: scheddsConfig() });
@@ -323,7 +323,9 @@ describe("Schedds at start (docs/schedds.md#configuration)", () => {
     await sc.stop();
     const r = await refused(d, 'Schedds:\n  - Name: "third@localhost"\n  - Name: "localhost"\n');
     expect(r.code).toBe(2);
-    expect(r.last).toContain(`holds the pods of schedd "localhost", not of "third@localhost"`);
+    expect(r.last).toContain(
+      `holds the pods of schedd "localhost", not of schedd "third@localhost" (job ids are per schedd): keep "localhost" (the schedd of the data folder) first in Schedds and add "third@localhost" after it`,
+    );
   }, 60_000);
 });
 
