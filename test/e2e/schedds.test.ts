@@ -3,7 +3,7 @@
 // failed nor resubmitted, a delete for one waits until it is back; a restart, and a lost store,
 // find each job on its own schedd. Job ids are per schedd (docs/htcondor.md#several-schedds-in-one-pool).
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
@@ -414,4 +414,34 @@ describe("adding a schedd to a sidecar that ran with one (docs/schedds.md#each-d
     },
     400_000,
   );
+
+  test("a data folder from a version that wrote no claim: a list is refused until the sidecar has started once with its one schedd", async () => {
+    const dir = poolDir(64);
+    sc = await startSidecar({ dir, config: 'Schedds:\n  - Name: "localhost"\n' });
+    const res = await sc.call("POST", "/create", own(9), { timeoutMs: 120_000 });
+    expect([res.status, JSON.parse(res.body).PodJID]).toEqual([200, "1.0"]);
+    expect(await sc.stop()).toBe(0);
+    // as the versions before the claim left it
+    rmSync(join(dir, "data", "schedd"));
+    const list = 'Schedds:\n  - Name: "localhost"\n  - Name: "second@localhost"\n';
+    const refused = await startSidecar({ dir, config: list }).then(
+      async (s) => {
+        await s.stop();
+        return "started";
+      },
+      (err: Error) => err.message,
+    );
+    expect(refused).toContain("it exited with 2");
+    expect(refused).toContain(
+      "holds 1 pods of a version that did not record their schedd, which the list cannot tell: start once as before, with that schedd alone",
+    );
+    expect(existsSync(join(dir, "data", "schedd"))).toBe(false);
+    // once with the one schedd: the folder is recorded as its; then the list starts, the pod as it was
+    sc = await startSidecar({ dir, config: 'Schedds:\n  - Name: "localhost"\n' });
+    expect(await sc.stop()).toBe(0);
+    expect(readFileSync(join(dir, "data", "schedd"), "utf8")).toBe("localhost\n");
+    sc = await startSidecar({ dir, config: list });
+    const st: Json[] = JSON.parse((await sc.call("GET", "/status", [own(9).pod])).body);
+    expect(st.map((p) => p.JID)).toEqual(["1.0"]);
+  }, 300_000);
 });
