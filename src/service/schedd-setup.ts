@@ -93,7 +93,7 @@ export function claimDataRoot(m: Member, members: readonly Member[], records: nu
   const file = join(m.root, "schedd");
   const list = members.length > 1;
   if (!existsSync(file)) {
-    if (records > 0 && list && m.root === members[0]!.prepared.dataRoot) {
+    if (records > 0 && list && m === members[0]) {
       throw new ConfigError(
         `SidecarConfig.yaml: Schedds: the data folder ${m.root} holds ${records} pods of a version that did not record their schedd, which the list cannot tell: start once as before, with that schedd alone (--schedd-name, or neither for HTCondor's default schedd), which records it in ${file}; then list it first in Schedds and the others after it`,
       );
@@ -105,14 +105,16 @@ export function claimDataRoot(m: Member, members: readonly Member[], records: nu
   const holder = members.find((x) => sameSchedd(owner, x.name, localHost));
   const others = members.filter((x) => x !== holder).map((x) => `"${x.name}"`).join(", ");
   const how = !list
-    ? `start with that schedd as before (${owner === "" ? "no --schedd-name" : `--schedd-name ${owner}`}), or list it first in Schedds and "${m.name}" after it`
+    ? `start with that schedd as before (${owner === "" ? "no --schedd-name" : `--schedd-name ${owner}`})${
+      m.name === "" ? "" : `, or list it first in Schedds and "${m.name}" after it`
+    }`
     : holder
     ? `keep "${holder.name}" (the schedd of the data folder) first in Schedds and add ${others} after it`
     : `list that schedd first in Schedds and the others after it`;
   throw new ConfigError(
-    `${list ? "SidecarConfig.yaml: Schedds" : m.label}: the data folder ${m.root} holds the pods of ${describe(owner)}, not of ${
-      describe(m.name)
-    } (job ids are per schedd): ${how}; if both name the same schedd, write the new name into ${file}`,
+    `${list ? "SidecarConfig.yaml: Schedds" : m.name === "" ? "no --schedd-name" : m.label}: the data folder ${m.root} holds the pods of ${
+      describe(owner)
+    }, not of ${describe(m.name)} (job ids are per schedd): ${how}; if both name the same schedd, write the new name into ${file}`,
   );
 }
 

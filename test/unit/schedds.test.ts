@@ -209,10 +209,16 @@ describe("the data folder's schedd", () => {
       ["other.example.org"],
       'holds the pods of HTCondor\'s default schedd (no --schedd-name), not of schedd "other.example.org"',
     ],
+    [
+      "HTCondor's default schedd after a named one",
+      "a@h\n",
+      [""],
+      'no --schedd-name: the data folder ${root} holds the pods of schedd "a@h", not of HTCondor\'s default schedd (no --schedd-name) (job ids are per schedd): start with that schedd as before (--schedd-name a@h); if both',
+    ],
   ])("refused: %s", (_what, owner, names, message) => {
     const ms = membersOf(names);
     writeFileSync(join(ms[0]!.root, "schedd"), owner);
-    expect(() => claimDataRoot(ms[0]!, ms, 0, "node1")).toThrow(message);
+    expect(() => claimDataRoot(ms[0]!, ms, 0, "node1")).toThrow(message.replace("${root}", ms[0]!.root));
     expect(claim(ms[0]!)).toBe(owner);
   });
 
