@@ -461,9 +461,21 @@ function checkAuthCombination(o: CliOptions, methods: readonly string[], proxyKi
   return "x509";
 }
 
-function isRemote(host: string | undefined, localHost: string): boolean {
-  if (!host) return false;
-  const h = host.toLowerCase().replace(/:\d+$/, "");
+/**
+ * Whether a schedd named `name` (--schedd-name, `Schedds[].Name`, or the host of --schedd-host) runs
+ * on another host than this one, `localHost`. The host is what HTCondor takes from a daemon's name:
+ * the part after the last "@" (get_host_part, src/condor_utils/get_daemon_name.cpp; Daemon::getDaemonInfo
+ * takes the daemon's full host name from it), the whole name when it has none, and the address of a
+ * sinful string (`<ip:port?…>`); a port is not part of it. That host is this one when it is
+ * `localhost`, a loopback address, or this host's name, short or full
+ * (docs/configuration.md#spool-auto-is-the-schedd-on-this-host).
+ */
+export function isRemote(name: string | undefined, localHost: string): boolean {
+  if (!name) return false;
+  const sinful = /^<\[?([^\]>?]*?)\]?(?::\d+)?(?:\?[^>]*)?>$/.exec(name.trim());
+  const host = sinful ? sinful[1]! : name.slice(name.lastIndexOf("@") + 1);
+  const h = host.trim().toLowerCase().replace(/^\[(.*)\]$/, "$1").replace(/^([^:]*):\d+$/, "$1").replace(/\.$/, "");
   const local = localHost.toLowerCase();
-  return !(h === "localhost" || h === "127.0.0.1" || h === "::1" || h === local || h === local.split(".")[0] || local.startsWith(`${h}.`));
+  return !(h === "localhost" || h.startsWith("localhost.") || /^127\./.test(h) || h === "::1" || h === local || h === local.split(".")[0] ||
+    local.startsWith(`${h}.`));
 }

@@ -2,23 +2,20 @@
  * The sidecar's mode (the default one; main.ts picks it), and its composition root:
  * flags → config → store → condor → service → app → server.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { createApp } from "./app.ts";
 import { readCredential } from "./condor/credentials.ts";
 import { createSidecarMetrics } from "./core/metrics.ts";
-import { type CliOptions, condorAccess, listenAddress, parseCli, USAGE, UsageError, VERSION } from "./flags.ts";
-import type { Condor } from "./condor/tools.ts";
-import { ConfigError, type FileConfig, planConfig } from "./config.ts";
-import { type Logger, withFields } from "./logger.ts";
+import { type CliOptions, listenAddress, parseCli, USAGE, VERSION } from "./flags.ts";
+import { ConfigError, planConfig } from "./config.ts";
+import { withFields } from "./logger.ts";
 import { type HttpServer, serveHttp } from "./runtime/http.ts";
 import type { Runtime } from "./runtime/types.ts";
 import { createService, type Service } from "./service/index.ts";
+import { checkScheddName, openMemberStores, scheddMembers } from "./service/schedd-setup.ts";
 import { createScheddRouter, type ScheddRouter } from "./service/schedds.ts";
 import { watchStarvation } from "./service/starvation.ts";
-import { certificateNotAfter, credentialFileKind, type Io, openCondor, type Outcome, prepare, type Prepared, serveMetrics } from "./startup.ts";
-import { ensureDir } from "./store/files.ts";
-import { openStore } from "./store/store.ts";
+import { certificateNotAfter, type Io, openCondor, type Outcome, prepare, serveMetrics } from "./startup.ts";
 
 export interface Started {
   server: HttpServer;
@@ -39,96 +36,6 @@ export async function sidecarMode(runtime: Runtime, argv: readonly string[], io:
   return await start(runtime, parsed.options, io);
 }
 
-/**
- * With several schedds, each data root says whose it is: a store holds the jobs of one schedd, and a
- * reordered or renamed `Schedds` list must not hand them to another (job ids are per schedd). A data
- * root from before (no such file) belongs to the first schedd listed.
- */
-function claimDataRoot(root: string, schedd: string): void {
-  const file = join(root, "schedd");
-  if (!existsSync(file)) return writeFileSync(file, `${schedd}\n`, { mode: 0o600 });
-  const owner = readFileSync(file, "utf8").trim();
-  if (owner.toLowerCase() !== schedd.toLowerCase()) {
-    throw new ConfigError(
-      `SidecarConfig.yaml: Schedds: the data folder ${root} holds the pods of schedd "${owner}", not of "${schedd}": keep the first entry of Schedds as it was, or move the folder`,
-    );
-  }
-}
-
-/** One schedd the sidecar submits to: how to reach it, whether its jobs are spooled, and its data folder. */
-interface Member {
-  sd?: FileConfig["Schedds"][number];
-  /** Its name as configured ("" for HTCondor's own default schedd). */
-  name: string;
-  prepared: Prepared;
-  root: string;
-  /** How start-up errors name it. */
-  label: string;
-}
-
-/**
- * The schedds of `Schedds` (docs/schedds.md), or the one of --schedd-name (or none): with one, the
- * sidecar is exactly what it is without the list. Each has its own access (-name, -pool) and spool
- * mode; the first keeps DataRootFolder, the others get folders of their own.
- */
-function scheddMembers(runtime: Runtime, o: CliOptions, p: Prepared): Member[] {
-  if (p.config.Schedds.length > 0 && o.scheddName !== undefined) {
-    throw new ConfigError(`SidecarConfig.yaml: Schedds: cannot be used together with --schedd-name ${o.scheddName}: list that schedd in Schedds`);
-  }
-  if (p.config.Schedds.length === 0) return [{ name: o.scheddName ?? "", prepared: p, root: p.dataRoot, label: `--schedd-name ${o.scheddName}` }];
-  return p.config.Schedds.map((sd, i) => {
-    const access = condorAccess(
-      { ...o, scheddName: sd.Name, collectorHost: sd.Pool || o.collectorHost },
-      runtime.hostname(),
-      o.proxy ? credentialFileKind(o.proxy) : undefined,
-      p.access.tokenCopy?.dir ?? join(p.dataRoot, "idtokens"),
-    );
-    const spoolMode = sd.Spool ?? p.spoolMode;
-    const spool = spoolMode === "always" || (spoolMode === "auto" && access.remoteSchedd);
-    const root = i === 0 ? p.dataRoot : join(p.dataRoot, "schedds", sd.Name.replace(/[^A-Za-z0-9._@-]/g, "_"));
-    return { sd, name: sd.Name, prepared: { ...p, access, spoolMode, spool }, root, label: `SidecarConfig.yaml: Schedds.${i}.Name ${sd.Name}` };
-  });
-}
-
-/** How long a --schedd-name that does not resolve is retried at start before the sidecar gives up. */
-const SCHEDD_NAME_RESOLVE_MS = 30_000;
-
-/**
- * A --schedd-name without "@" is a host name that every condor tool resolves before it does
- * anything else (docs/htcondor.md#a-schedd-name-without--is-a-host-name): one that does not
- * resolve makes every call fail, so the sidecar refuses to start with it. condor_q itself is
- * asked, so that HTCondor's own resolver and configuration decide, and asked again for
- * SCHEDD_NAME_RESOLVE_MS (a name server may come up after the sidecar). Anything else condor_q
- * says, a collector or schedd that does not answer included, is the ping's business.
- */
-async function checkScheddName(condor: Condor, name: string, label: string, log: Logger): Promise<void> {
-  const deadline = Date.now() + SCHEDD_NAME_RESOLVE_MS;
-  for (let wait = 1_000;; wait = Math.min(2 * wait, 8_000)) {
-    let said: string | undefined;
-    try {
-      await condor.query({ constraint: "false", attributes: ["ClusterId"] });
-      return;
-    } catch (err) {
-      said = /condor_q exited with \S+: (.*\bunknown host\b.*)$/.exec(err instanceof Error ? err.message : String(err))?.[1];
-      if (said === undefined) return;
-    }
-    const left = deadline - Date.now();
-    if (left <= 0) {
-      throw new UsageError(
-        `${label}: condor_q says "${said}" (still after ${
-          SCHEDD_NAME_RESOLVE_MS / 1000
-        } s): a schedd name without "@" is a host name, and this one does not resolve; give a host name that does, or name@host`,
-      );
-    }
-    log.warn(`${label.replace(/ \S+$/, "")} does not resolve (yet); asking again`, {
-      scheddName: name,
-      condorQ: said,
-      retryInSeconds: Math.min(wait, left) / 1000,
-    });
-    await new Promise((r) => setTimeout(r, Math.min(wait, left)));
-  }
-}
-
 export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<Started> {
   const prepared = prepare(runtime, o, io, "idtokens");
   const { config, log } = prepared;
@@ -146,13 +53,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     }
   }
 
-  const stores = members.map((m) => {
-    ensureDir(m.root);
-    ensureDir(join(m.root, "pods"));
-    if (many) claimDataRoot(m.root, m.name);
-    const storePath = join(m.root, "state.db");
-    return openStore(runtime.openSqlite(storePath), storePath);
-  });
+  const stores = openMemberStores(runtime, members);
   const closeStores = () => stores.forEach((s) => s.close());
 
   const startTime = Math.floor(Date.now() / 1000);
@@ -200,6 +101,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
       onSubmitBatch: (size) => metrics.submitBatch(size),
       watchFolder: runtime.watchFolder,
       starved: starvation.starvedSince,
+      jidPrefix: m.jidPrefix,
     })
   );
   router = many

@@ -51,7 +51,7 @@ async function pool(o: ScheddsOptions, n: number): Promise<{ home: string; s: Ru
   };
 }
 
-/** The schedd a PodJID names; one schedd's PodJID names none. */
+/** The schedd a PodJID names; the PodJID of a job of the first schedd (DataRootFolder) names none (docs/schedds.md#job-ids). */
 const scheddOf = (jid: string) => (jid.includes("#") ? jid.slice(0, jid.lastIndexOf("#")) : HOST);
 const jidOf = (r: Reply) => {
   try {

@@ -45,6 +45,11 @@ export interface ServiceDeps {
   watchFolder?: (dir: string, onChange: () => void) => () => void;
   /** Whether the sidecar was starved of CPU since a time (service/starvation.ts): such timeouts are not HTCondor's. */
   starved?: (since: number) => boolean;
+  /**
+   * What the PodJIDs this service answers begin with (docs/schedds.md#job-ids): "" (the default)
+   * for the schedd of DataRootFolder, `<schedd>#` for another one of several.
+   */
+  jidPrefix?: string;
 }
 
 /** What /create answers. */

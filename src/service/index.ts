@@ -63,9 +63,9 @@ export function createService(d: ServiceDeps): Service {
   c.queue.wake();
 
   return {
-    create: createCreateService(c, createSubmitter(c, d.onSubmitBatch)).create,
+    create: withJidPrefix(d.jidPrefix, createCreateService(c, createSubmitter(c, d.onSubmitBatch)).create),
     remove: deletes.remove,
-    status: status.status,
+    status: statusWithJidPrefix(d.jidPrefix, status.status),
     ping: health.ping,
     systemInfo: health.systemInfo,
     view: health.view,
@@ -92,5 +92,27 @@ export function createService(d: ServiceDeps): Service {
       await Promise.race([work, new Promise<void>((r) => (timer = setTimeout(r, deadlineMs)))]);
       clearTimeout(timer);
     },
+  };
+}
+
+/** The create, its PodJID prefixed (docs/schedds.md#job-ids): with no prefix, the create itself. */
+function withJidPrefix(prefix: string | undefined, create: Service["create"]): Service["create"] {
+  if (!prefix) return create;
+  return async (req) => {
+    const a = await create(req);
+    return a.PodJID === "" ? a : { ...a, PodJID: prefix + a.PodJID };
+  };
+}
+
+/** The status, each pod's JID prefixed as its create answered it: with no prefix, the status itself. */
+function statusWithJidPrefix(prefix: string | undefined, status: Service["status"]): Service["status"] {
+  if (!prefix) return status;
+  return async (pods) => {
+    const a = await status(pods);
+    const withPrefix = (st: unknown) => {
+      const p = st as { JID?: unknown };
+      return typeof p.JID === "string" && p.JID !== "" ? { ...p, JID: prefix + p.JID } : st;
+    };
+    return { ...a, statuses: a.statuses.map(withPrefix) };
   };
 }

@@ -3,7 +3,9 @@
  * (its own store, pod folders, event log, queue view, submitter and remover), and this router in
  * front. Job ids are per schedd (docs/htcondor.md#several-schedds-in-one-pool), so a pod's job is
  * known by its schedd and its id: the service whose store holds the pod is the only one that ever
- * asks about it, removes it or reads its logs, and no schedd is asked about another's jobs.
+ * asks about it, removes it or reads its logs, and no schedd is asked about another's jobs. A
+ * request is routed by the pod's UID to the member whose store holds it, never by its JID: each
+ * member answers its pods' final JIDs itself (docs/schedds.md#job-ids), and the router passes them on.
  *
  * A create goes to the schedd with the fewest idle jobs of this sidecar per unit of weight among
  * those that answer. A submit that failed without queueing anything (the service dropped the pod's
@@ -54,9 +56,6 @@ interface NodeCaps {
 export const PROBE_INTERVAL_MS = 2_000;
 /** How long the idle counts placement compares are reused: a burst of creates must not run a query each. */
 const IDLE_COUNT_MS = 1_000;
-
-/** The PodJID of a pod on one of several schedds: the schedd's name, then the id, as HTCondor's GlobalJobId begins. */
-export const scheddJid = (schedd: string, jid: string): string => (jid === "" ? "" : `${schedd}#${jid}`);
 
 export function createScheddRouter(members: readonly ScheddMember[], o: { log: Logger; now: () => number; node: NodeCaps }): ScheddRouter {
   const state = members.map((m) => ({ m, down: false, inflight: 0, ended: 0, idle: 0, countedAt: -Infinity }));
@@ -116,20 +115,18 @@ export function createScheddRouter(members: readonly ScheddMember[], o: { log: L
     }
   }
 
-  const answer = (s: Member, a: { PodUID: string; PodJID: string }) => (members.length > 1 ? { ...a, PodJID: scheddJid(s.m.name, a.PodJID) } : a);
-
   async function place(req: CreateRequest): Promise<{ PodUID: string; PodJID: string }> {
     const uid = req.pod.metadata.uid;
     // A pod is on one schedd for good: a repeated create asks the one that holds it.
     const known = holder(uid);
-    if (known) return answer(known, await known.m.service.create(req));
+    if (known) return await known.m.service.create(req);
     const tried = new Set<Member>();
     let last: unknown;
     for (let s = pick(tried); s; s = pick(tried)) {
       tried.add(s);
       s.inflight++;
       try {
-        return answer(s, await s.m.service.create(req));
+        return await s.m.service.create(req);
       } catch (err) {
         // A failed submit with nothing left of the pod queued nothing: condor_submit exited non-zero
         // (it commits nothing then), or it timed out and the schedd, asked by the pod's UID at once
@@ -217,16 +214,11 @@ async function systemInfoAll(members: readonly ScheddMember[]): Promise<unknown>
   return { ...infos[0], status: healthy ? "healthy" : "unhealthy", schedds: infos };
 }
 
-/** The status answers of several schedds as one: each pod's JID with its schedd's name, each stale schedd named. */
+/** The status answers of several schedds as one, each stale schedd named; each pod's JID is its member's, unchanged. */
 function mergeStatus(parts: readonly { name: string; answer: StatusAnswer }[]): StatusAnswer {
   const stale = parts.flatMap(({ name, answer }) => (answer.stale ? [`schedd ${name}: ${answer.stale}`] : []));
-  // The job id of each pod as its create answered it
-  const withSchedd = (name: string, st: unknown) => {
-    const p = st as { JID?: unknown };
-    return typeof p.JID === "string" ? { ...p, JID: scheddJid(name, p.JID) } : st;
-  };
   return {
-    statuses: parts.flatMap(({ name, answer }) => answer.statuses.map((st) => withSchedd(name, st))),
+    statuses: parts.flatMap(({ answer }) => answer.statuses),
     stale: stale.length ? stale.join("; ") : undefined,
   };
 }

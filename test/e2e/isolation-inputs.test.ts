@@ -305,8 +305,9 @@ describe("after all of them", () => {
   test("nothing was submitted and nothing is left in the data folder but the state store", () => {
     expect(jobsKnown()).toBe("");
     // The folders the sidecar makes at start (pods/, and events/ for the shared job event log,
-    // docs/status.md#following-the-event-log) stay empty.
-    expect(readdirSync(sc.dataRoot).filter((e) => !/^state\.db(-wal|-shm|-journal)?$/.test(e) && e !== "pods" && e !== "events")).toEqual([]);
+    // docs/status.md#following-the-event-log) stay empty; the file `schedd` says whose pods the
+    // folder holds (docs/schedds.md#each-data-folder-holds-one-schedds-pods).
+    expect(readdirSync(sc.dataRoot).filter((e) => !/^state\.db(-wal|-shm|-journal)?$/.test(e) && !["pods", "events", "schedd"].includes(e))).toEqual([]);
     for (const folder of ["pods", "events"]) {
       const at = join(sc.dataRoot, folder);
       expect([folder, existsSync(at) ? readdirSync(at) : []]).toEqual([folder, []]);

@@ -3,7 +3,7 @@
 // failed nor resubmitted, a delete for one waits until it is back; a restart, and a lost store,
 // find each job on its own schedd. Job ids are per schedd (docs/htcondor.md#several-schedds-in-one-pool).
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
@@ -38,8 +38,11 @@ const pod = (tag: string, i: number, script = "sleep 600") =>
     spec: { containers: [{ name: "main", image: "busybox", command: ["sh", "-c", script], resources: {} }] },
   });
 
-/** The schedd a PodJID names (`<schedd>#<cluster>.<proc>`). */
-const scheddOf = (jid: string) => jid.slice(0, jid.lastIndexOf("#"));
+/**
+ * The schedd a PodJID names (`<schedd>#<cluster>.<proc>`); a plain `<cluster>.<proc>` is a job of the
+ * first schedd, which keeps DataRootFolder (docs/schedds.md#job-ids).
+ */
+const scheddOf = (jid: string) => (jid.includes("#") ? jid.slice(0, jid.lastIndexOf("#")) : SCHEDDS[0]!);
 
 /** Job ids by pod UID on one schedd of the pool, from its queue and its history. */
 function jobsOn(home: string, schedd: string): Map<string, string[]> {
@@ -82,7 +85,7 @@ describe("several schedds (docs/schedds.md)", () => {
       const mine = [...answers].filter(([, a]) => scheddOf(a.jid) === n);
       // each pod's job is on the schedd its PodJID names, once, with that id
       for (const [uid, a] of mine) expect(jobs.get(uid)).toEqual([a.jid.slice(a.jid.lastIndexOf("#") + 1)]);
-      const clusters = new Set(mine.map(([, a]) => a.jid.replace(/^.*#(\d+)\..*$/, "$1")));
+      const clusters = new Set(mine.map(([, a]) => a.jid.slice(a.jid.lastIndexOf("#") + 1).split(".")[0]));
       expect(clusters.size).toBeLessThan(mine.length / 4);
     }
   }, 400_000);
@@ -233,7 +236,7 @@ describe("a submit that timed out (docs/schedds.md#when-a-schedd-goes-away)", ()
     sc = await slowSecond("hang");
     const req = pod("tmo", 2);
     const res = await sc.call("POST", "/create", req, { timeoutMs: 60_000 });
-    expect([res.status, res.body]).toEqual([200, expect.stringContaining('"PodJID":"localhost#1.0"')]);
+    expect([res.status, res.body]).toEqual([200, expect.stringContaining('"PodJID":"1.0"')]);
     expect(jobsOn(sc.home, SCHEDDS[1]!).get(req.pod.metadata.uid)).toBeUndefined();
   }, 120_000);
 });
@@ -312,7 +315,7 @@ describe("Schedds at start (docs/schedds.md#configuration)", () => {
       code: 2,
       last: "htcondor-sidecar: SidecarConfig.yaml: Schedds: cannot be used together with --schedd-name localhost: list that schedd in Schedds",
     });
-  });
+  }, 60_000);
 
   test("a data folder keeps the schedd it holds the pods of: the first entry changed is refused", async () => {
     sc = await startSidecar({ dir: poolDir(1), config: scheddsConfig() });
@@ -320,6 +323,125 @@ describe("Schedds at start (docs/schedds.md#configuration)", () => {
     await sc.stop();
     const r = await refused(d, 'Schedds:\n  - Name: "third@localhost"\n  - Name: "localhost"\n');
     expect(r.code).toBe(2);
-    expect(r.last).toContain(`holds the pods of schedd "localhost", not of "third@localhost"`);
+    expect(r.last).toContain(
+      `holds the pods of schedd "localhost", not of schedd "third@localhost" (job ids are per schedd): keep "localhost" (the schedd of the data folder) first in Schedds and add "third@localhost" after it`,
+    );
   }, 60_000);
+});
+
+describe("adding a schedd to a sidecar that ran with one (docs/schedds.md#each-data-folder-holds-one-schedds-pods)", () => {
+  const HEXA = "ffff";
+  const own = (i: number) =>
+    makeCreateRequest({
+      metadata: { name: `add-${i}`, uid: `3333dddd-${HEXA}-4000-8000-${String(i).padStart(12, "0")}` },
+      spec: { containers: [{ name: "main", image: "busybox", command: ["sh", "-c", "sleep 600"], resources: {} }] },
+    });
+  const env = (home: string) => ({ MINICONDOR_HOME: home, MINICONDOR_ALLOW_ROOT: "1" });
+  /** Jobs some other user queued on a schedd, with the same ids as the sidecar's (ids are per schedd). */
+  function submitForeign(home: string, schedd: string, n: number): string[] {
+    const sub = join(home, "foreign.sub");
+    writeFileSync(sub, "executable = /bin/sleep\narguments = 600\nqueue\n");
+    return Array.from({ length: n }, () => {
+      const r = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_submit"), "-name", schedd, "-terse", sub], { env: env(home) });
+      expect(r.exitCode).toBe(0);
+      return r.stdout.toString().trim().replace(/ - .*$/, "");
+    });
+  }
+  /** The ids of the jobs in one schedd's queue. */
+  const queue = (home: string, schedd: string) =>
+    Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-name", schedd, "-af", "ClusterId", "ProcId"], { env: env(home) }).stdout
+      .toString().trim().split("\n").filter(Boolean).map((l) => l.replace(" ", ".")).sort();
+
+  test(
+    "with the new schedd first the start is refused and nothing is removed; after the existing one, the pods keep running, with their JIDs, and a delete removes only its own job",
+    async () => {
+      const dir = poolDir(64);
+      // one schedd (HTCondor's default, the pool's first), Spool auto
+      sc = await startSidecar({ dir });
+      const reqs = [0, 1, 2].map(own);
+      // one after the other: jobs 1.0, 2.0 and 3.0, as in the scenario this guards against
+      const jids = new Map<string, string>();
+      for (const r of reqs) {
+        const res = await sc.call("POST", "/create", r, { timeoutMs: 120_000 });
+        expect(res.status).toBe(200);
+        jids.set(r.pod.metadata.uid, JSON.parse(res.body).PodJID);
+      }
+      expect([...jids.values()]).toEqual(["1.0", "2.0", "3.0"]);
+      // the data folder says whose pods it holds, with one schedd too (an empty name: the default schedd)
+      expect(readFileSync(join(dir, "data", "schedd"), "utf8")).toBe("\n");
+      const running = async (s: Sidecar) => {
+        const st: Json[] = JSON.parse((await s.call("GET", "/status", reqs.map((q) => q.pod))).body);
+        return st.length === 3 && st.every((p) => p.containers?.[0]?.state?.running) ? st : undefined;
+      };
+      await eventually(() => running(sc!), 60_000, "the 3 pods to run");
+      expect(await sc.stop()).toBe(0);
+      const mine = queue(join(dir, "minicondor"), "localhost");
+      expect(mine).toHaveLength(3);
+      // another user's jobs on the new schedd, with the very ids of the sidecar's
+      const foreign = submitForeign(join(dir, "minicondor"), "second@localhost", 3).sort();
+      expect(foreign).toEqual(mine);
+
+      // the new schedd listed first: refused at start (a configuration error), with how to list them
+      const refused = await startSidecar({ dir, config: 'Schedds:\n  - Name: "second@localhost"\n  - Name: "localhost"\n' }).then(
+        async (s) => {
+          // (what the code before this rule did: it asked /status once, and took the other user's jobs for its pods')
+          await s.call("GET", "/status", reqs.map((q) => q.pod));
+          await s.stop();
+          return `started:\n${s.log()}`;
+        },
+        (err: Error) => err.message,
+      );
+      expect(queue(join(dir, "minicondor"), "localhost")).toEqual(mine);
+      expect(queue(join(dir, "minicondor"), "second@localhost")).toEqual(foreign);
+      expect(refused).toContain("it exited with 2");
+      expect(refused).toContain('keep "localhost" (the schedd of the data folder) first in Schedds and add "second@localhost" after it');
+
+      // the new schedd after the existing one: the pods are where they were, with the JIDs they had
+      sc = await startSidecar({ dir, config: 'Schedds:\n  - Name: "localhost"\n  - Name: "second@localhost"\n' });
+      // both schedds are on this host: Spool auto spools neither (docs/configuration.md#spool-auto-is-the-schedd-on-this-host)
+      expect(sc.log()).toContain('"spool":[false,false]');
+      const st = await eventually(() => running(sc!), 60_000, "the 3 pods to run again");
+      for (const p of st) expect(p.JID).toBe(jids.get(p.UID)!);
+      expect(queue(join(dir, "minicondor"), "second@localhost")).toEqual(foreign);
+      // a delete of each removes its own job, and no other
+      for (const [i, r] of reqs.entries()) {
+        expect((await sc.call("POST", "/delete", r.pod)).status).toBe(200);
+        const id = jids.get(r.pod.metadata.uid)!;
+        await eventually(() => (queue(join(dir, "minicondor"), "localhost").includes(id) ? undefined : true), 60_000, `pod ${i}'s job to leave the queue`);
+        expect(queue(join(dir, "minicondor"), "localhost")).toEqual(mine.filter((j) => !reqs.slice(0, i + 1).some((q) => jids.get(q.pod.metadata.uid) === j)));
+        expect(queue(join(dir, "minicondor"), "second@localhost")).toEqual(foreign);
+      }
+    },
+    400_000,
+  );
+
+  test("a data folder from a version that wrote no claim: a list is refused until the sidecar has started once with its one schedd", async () => {
+    const dir = poolDir(64);
+    sc = await startSidecar({ dir, config: 'Schedds:\n  - Name: "localhost"\n' });
+    const res = await sc.call("POST", "/create", own(9), { timeoutMs: 120_000 });
+    expect([res.status, JSON.parse(res.body).PodJID]).toEqual([200, "1.0"]);
+    expect(await sc.stop()).toBe(0);
+    // as the versions before the claim left it
+    rmSync(join(dir, "data", "schedd"));
+    const list = 'Schedds:\n  - Name: "localhost"\n  - Name: "second@localhost"\n';
+    const refused = await startSidecar({ dir, config: list }).then(
+      async (s) => {
+        await s.stop();
+        return "started";
+      },
+      (err: Error) => err.message,
+    );
+    expect(refused).toContain("it exited with 2");
+    expect(refused).toContain(
+      "holds 1 pods of a version that did not record their schedd, which the list cannot tell: start once as before, with that schedd alone",
+    );
+    expect(existsSync(join(dir, "data", "schedd"))).toBe(false);
+    // once with the one schedd: the folder is recorded as its; then the list starts, the pod as it was
+    sc = await startSidecar({ dir, config: 'Schedds:\n  - Name: "localhost"\n' });
+    expect(await sc.stop()).toBe(0);
+    expect(readFileSync(join(dir, "data", "schedd"), "utf8")).toBe("localhost\n");
+    sc = await startSidecar({ dir, config: list });
+    const st: Json[] = JSON.parse((await sc.call("GET", "/status", [own(9).pod])).body);
+    expect(st.map((p) => p.JID)).toEqual(["1.0"]);
+  }, 300_000);
 });
