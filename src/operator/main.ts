@@ -25,6 +25,7 @@ import { createLeaseLock, runLeaderElection } from "../kube/lease.ts";
 import { HTCJOBS } from "../kube/resources.ts";
 import type { Logger } from "../logger.ts";
 import type { HttpServer } from "../runtime/http.ts";
+import { sleep } from "../runtime/sleep.ts";
 import type { Runtime } from "../runtime/types.ts";
 import { dataRootOf, type Io, loadConfig, openCondor, type Outcome, prepare, serveMetrics } from "../startup.ts";
 import { ensureDir } from "../store/files.ts";
@@ -326,18 +327,6 @@ async function lead(w: Work, lease: AbortSignal): Promise<void> {
 function leaseName(operatorId: string): string {
   const n = operatorId.toLowerCase().replace(/[^a-z0-9.-]/g, "-").replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, "");
   return n === "" ? "htcjob-operator" : n;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((r) => {
-    const stop = () => {
-      clearTimeout(t);
-      signal.removeEventListener("abort", stop);
-      r();
-    };
-    const t = setTimeout(stop, ms);
-    signal.addEventListener("abort", stop, { once: true });
-  });
 }
 
 /** `htcjob logs NAMESPACE/NAME [--proc N] [--timestamps] [--config FILE]`; returns the exit code. */
