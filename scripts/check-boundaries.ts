@@ -57,13 +57,15 @@
  *             import each other, directly or through other modules of src/: what both need at
  *             start is in src/startup.ts, and only the entry (src/main.ts) knows both
  *             (docs/architecture.md#import-direction).
+ * layers      Nothing in src/core/ imports a module of src/ outside src/core/: core is the ground
+ *             floor that every other folder builds on (docs/architecture.md#import-direction).
  * length      No function in src/ is longer than MAX_FUNCTION_LINES lines, from its first line to
  *             its last, nested functions included: a closure that holds a module's worth of
  *             functions is split by use case instead (docs/architecture.md#house-style).
  *             LONG_FUNCTIONS names the few that are not split yet, each with the length it may
  *             not grow past.
  *
- * The first seven rules keep process APIs in their layers, the last two keep the code's shape.
+ * The first seven rules keep process APIs in their layers, the last three keep the code's shape.
  *
  * What a static check cannot see: code that reaches a Runtime through a dependency's reflection,
  * or a string split into an argv (`cmd.split(" ")`). Review covers those; this check covers the
@@ -75,7 +77,7 @@ import { lstatSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, extname, join, relative, resolve, sep } from "node:path";
 import ts from "typescript";
 
-export type Rule = "files" | "text" | "module" | "loader" | "process" | "runtime-global" | "code" | "spawn-call" | "shell" | "modes" | "length";
+export type Rule = "files" | "text" | "module" | "loader" | "process" | "runtime-global" | "code" | "spawn-call" | "shell" | "modes" | "layers" | "length";
 
 export interface Problem {
   /** Path relative to the repository root, with "/" separators. */
@@ -718,6 +720,16 @@ export function checkBoundaries(root: string): Problem[] {
     checkLengths(sf, rel, problems, longSeen);
   }
   checkModes(edges, problems);
+  for (const e of edges) {
+    if (e.from.startsWith("src/core/") && !e.to.startsWith("src/core/")) {
+      problems.push({
+        file: e.from,
+        line: e.line,
+        rule: "layers",
+        message: `imports ${JSON.stringify(e.spec)}: src/core/ is the ground floor and imports nothing else of src/`,
+      });
+    }
+  }
   for (const key of Object.keys(LONG_FUNCTIONS)) {
     const [file, name] = key.split("#") as [string, string];
     if (!longSeen.has(key) && files.some((f) => toRel(root, f) === file)) {
@@ -736,6 +748,6 @@ if (import.meta.main) {
     process.exit(1);
   }
   console.log(
-    `boundaries ok: process APIs only in src/runtime/, spawn calls only in src/condor/, no shell anywhere, the two modes apart, no function over ${MAX_FUNCTION_LINES} lines`,
+    `boundaries ok: process APIs only in src/runtime/, spawn calls only in src/condor/, no shell anywhere, the two modes apart, core/ at the bottom, no function over ${MAX_FUNCTION_LINES} lines`,
   );
 }

@@ -11,7 +11,6 @@ import type { Runtime, SpawnResult } from "../runtime/types.ts";
 import {
   classifySubmitFailure,
   firstErrorLine,
-  type JobAd,
   type JobId,
   jobIdString,
   type JsonAdSlices,
@@ -23,6 +22,7 @@ import {
   sliceJsonAds,
   submitRefusal,
 } from "./parse.ts";
+import type { JobAd } from "../core/classad.ts";
 
 export const CONDOR_TOOLS = [
   "condor_submit",

@@ -4,7 +4,8 @@
  */
 import type { CredentialRead, CredentialSource } from "../core/credentials.ts";
 import type { Condor } from "../condor/tools.ts";
-import { adNumber, type JobAd, type JobId, jobIdString } from "../condor/parse.ts";
+import { type JobId, jobIdString } from "../condor/parse.ts";
+import { adNumber, type JobAd } from "../core/classad.ts";
 import { classAdString } from "../core/classad.ts";
 import { SidecarError } from "../core/errors.ts";
 import type { ContainerInfo } from "../core/status.ts";

@@ -2,7 +2,7 @@
  * The ping (GET /status with `[]`, docs/interlink.md#the-ping) and GET /system-info: whether the
  * schedd and the collector answer, the credential, and what the pool offers.
  */
-import type { JobAd } from "../condor/parse.ts";
+import type { JobAd } from "../core/classad.ts";
 import { credentialState } from "../core/credentials.ts";
 import type { MetricsView } from "../core/metrics.ts";
 import { SidecarError } from "../core/errors.ts";

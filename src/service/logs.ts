@@ -16,7 +16,7 @@
  * ended, as kubectl logs -f on a kubelet; the rest of it is read from the rotated file), when the
  * job has ended, when the byte budget is spent, or when the client or the sidecar goes away.
  */
-import { adNumber } from "../condor/parse.ts";
+import { adNumber } from "../core/classad.ts";
 import { SidecarError } from "../core/errors.ts";
 import {
   completeEnd,

@@ -12,7 +12,8 @@
  * output). A status request reads the latest view and never waits on a condor tool, except for
  * the first refresh after start. With nothing to follow the loop sleeps, and a new job wakes it.
  */
-import { adCount, type JobAd, type JsonAdSlices, parseAd, sameAd, sliceJobNumber } from "../condor/parse.ts";
+import { adCount, type JsonAdSlices, parseAd, sameAd, sliceJobNumber } from "../condor/parse.ts";
+import { type JobAd } from "../core/classad.ts";
 import type { Condor } from "../condor/tools.ts";
 import type { Streak } from "../core/health.ts";
 import { stateAttrName } from "../core/types.ts";

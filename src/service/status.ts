@@ -9,7 +9,7 @@
  * (docs/status.md#what-drives-status).
  */
 import type { StatusAnswer } from "../app.ts";
-import { adNumber, type JobAd } from "../condor/parse.ts";
+import { adNumber, type JobAd } from "../core/classad.ts";
 import { staleness } from "../core/health.ts";
 import { holdOutcome } from "../core/holds.ts";
 import type { PodRef } from "../core/requests.ts";

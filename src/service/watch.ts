@@ -16,7 +16,7 @@
  * first window its start. What comes back is matched to pods by the recorded job id alone; the
  * times only decide which ads to read (docs/threat-model.md#4-a-job-forges-another-pods-status).
  */
-import type { JobAd } from "../condor/parse.ts";
+import type { JobAd } from "../core/classad.ts";
 import type { Condor } from "../condor/tools.ts";
 import { changedSince, type JobRef, leftSince, liveCount, nextSince, STATE_TIME_ATTR, timeForged } from "../core/watch.ts";
 import type { Logger } from "../logger.ts";

@@ -188,7 +188,9 @@ const BYPASSES: [string, string, Rule[]][] = [
   // The two modes apart: directly, back, and through a module of neither.
   ["src/operator/uses-start.ts", `import { start } from "../start.ts"; export const f = start;`, ["modes"]],
   ["src/start.ts", `${CLEAN_START}\n    import { operatorMode } from "./operator/main.ts"; export const g = operatorMode;`, ["modes"]],
-  ["src/operator/through-core.ts", `import { h } from "../core/reaches-start.ts"; export const f = h;`, ["modes"]],
+  ["src/operator/through-shared.ts", `import { h } from "../shared/reaches-start.ts"; export const f = h;`, ["modes"]],
+  // core/ is the ground floor: it imports nothing of src/ outside core/.
+  ["src/core/reaches-up.ts", `import type { Runtime } from "../runtime/types.ts"; export type R = Runtime;`, ["layers"]],
   // Function lengths, a closure's own functions included.
   ["src/core/too-long.ts", functionOf("tooLong", MAX_FUNCTION_LINES + 1), ["length"]],
   ["src/core/long-closure.ts", closureOf("createEverything", MAX_FUNCTION_LINES + 1), ["length"]],
@@ -196,7 +198,7 @@ const BYPASSES: [string, string, Rule[]][] = [
 
 /** Files the bypasses need that are not bypasses themselves: never reported. */
 const BYPASS_HELPERS: Record<string, string> = {
-  "src/core/reaches-start.ts": `export { start as h } from "../start.ts";`,
+  "src/shared/reaches-start.ts": `export { start as h } from "../start.ts";`,
 };
 
 let dir = "";

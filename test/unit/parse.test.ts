@@ -1,12 +1,10 @@
 // What the condor tools print, parsed strictly (docs/htcondor.md#what-condor_submit-prints,
 // docs/htcondor.md#json-output, docs/htcondor.md#condor_history,
 // docs/htcondor.md#job-ids-one-line-per-id).
-import { classAdString } from "../../src/core/classad.ts";
+import { adNumber, adString, classAdString } from "../../src/core/classad.ts";
 import { adCount, type JsonAdSlices, parseAd, sameAd, sliceJobNumber, sliceJsonAds } from "../../src/condor/parse.ts";
 import { describe, expect, test } from "bun:test";
 import {
-  adNumber,
-  adString,
   classifySubmitFailure,
   firstErrorLine,
   parseJsonAds,
