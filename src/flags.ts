@@ -7,6 +7,7 @@
 import { isIP } from "node:net";
 import { parseArgs } from "node:util";
 import type { CredentialSource } from "./core/credentials.ts";
+import { errorText } from "./core/errors.ts";
 
 export const VERSION = "0.1.0";
 
@@ -314,7 +315,7 @@ export function listenAddress(text: string, what: string): { host: string; port:
 }
 
 function describeParseError(err: unknown): string {
-  const msg = err instanceof Error ? err.message : String(err);
+  const msg = errorText(err);
   // node:util messages are long and multi-line; keep the part that names the flag.
   const unknown = /Unknown option '([^']+)'/.exec(msg);
   if (unknown) return `unknown flag ${unknown[1]}`;

@@ -19,6 +19,7 @@ import { watchStarvation } from "./service/starvation.ts";
 import { certificateNotAfter, credentialFileKind, type Io, openCondor, type Outcome, prepare, type Prepared, serveMetrics } from "./startup.ts";
 import { ensureDir } from "./store/files.ts";
 import { openStore } from "./store/store.ts";
+import { errorText } from "./core/errors.ts";
 
 export interface Started {
   server: HttpServer;
@@ -213,7 +214,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     await service.reconcile();
   } catch (err) {
     log.warn("could not reconcile with the schedd at start; the reaper retries, meanwhile the store's view is served", {
-      error: err instanceof Error ? err.message : String(err),
+      error: errorText(err),
     });
   }
 
@@ -237,7 +238,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
   } catch (err) {
     closeStores();
     const where = target.kind === "unix" ? `--socket ${target.path}` : `--listen ${target.host} --port ${target.port}`;
-    throw new Error(`cannot listen on ${where}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new Error(`cannot listen on ${where}: ${errorText(err)}`);
   }
   // Prometheus cannot scrape a unix socket: /metrics can have a TCP listener of its own.
   const metricsAt = o.metricsListen ?? (config.MetricsListen ? listenAddress(config.MetricsListen, "MetricsListen") : undefined);
@@ -248,7 +249,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     } catch (err) {
       await server.close(0);
       closeStores();
-      throw new Error(`cannot listen on --metrics-listen ${metricsAt.host}:${metricsAt.port}: ${err instanceof Error ? err.message : String(err)}`);
+      throw new Error(`cannot listen on --metrics-listen ${metricsAt.host}:${metricsAt.port}: ${errorText(err)}`);
     }
   }
   const reaper = setInterval(() => {

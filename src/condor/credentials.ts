@@ -7,6 +7,7 @@ import { chmodSync, closeSync, fchmodSync, lstatSync, mkdirSync, openSync, readd
 import { join } from "node:path";
 import type { CredentialRead, CredentialSource } from "../core/credentials.ts";
 import type { TokenDirEntry } from "../core/idtokens.ts";
+import { errorText } from "../core/errors.ts";
 
 function readText(path: string): string | undefined {
   try {
@@ -89,7 +90,7 @@ export function tokenCopier(copy: { from: string; dir: string }): () => void {
       renameSync(temp, target);
       copied = stamp;
     } catch (err) {
-      const why = err instanceof Error && "code" in err ? String((err as { code: unknown }).code) : err instanceof Error ? err.message : String(err);
+      const why = err instanceof Error && "code" in err ? String((err as { code: unknown }).code) : errorText(err);
       throw new Error(`cannot copy the IDTOKEN file ${copy.from} into ${copy.dir}: ${why}`);
     }
   };

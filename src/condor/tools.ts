@@ -5,7 +5,7 @@
 import { basename, dirname } from "node:path";
 import type { CondorAccess } from "../flags.ts";
 import { tokenCopier } from "./credentials.ts";
-import { SidecarError } from "../core/errors.ts";
+import { errorText, SidecarError } from "../core/errors.ts";
 import type { Logger } from "../logger.ts";
 import type { Runtime, SpawnResult } from "../runtime/types.ts";
 import {
@@ -165,7 +165,7 @@ export function createCondor(o: CondorOptions): Condor {
     try {
       r = await spawnTool(tool, args, opts);
     } catch (err) {
-      throw new SidecarError("unavailable", `Cannot run ${tool}: ${err instanceof Error ? err.message : String(err)}`);
+      throw new SidecarError("unavailable", `Cannot run ${tool}: ${errorText(err)}`);
     }
     o.log.debug("condor tool", { tool, args, code: r.code, durationMs: Math.round(r.durationMs) });
     if (r.timedOut) throw new SidecarError("timeout", `${tool} did not answer within ${Math.round(opts.timeoutMs / 1000)} s`);
@@ -181,7 +181,7 @@ export function createCondor(o: CondorOptions): Condor {
     try {
       return parseJsonAds(r.stdout);
     } catch (err) {
-      throw new SidecarError("unavailable", `Cannot parse ${tool} -json output: ${err instanceof Error ? err.message : String(err)}`);
+      throw new SidecarError("unavailable", `Cannot parse ${tool} -json output: ${errorText(err)}`);
     }
   }
 
@@ -205,7 +205,7 @@ export function createCondor(o: CondorOptions): Condor {
       try {
         return parseTerseSubmit(r.stdout, count);
       } catch (err) {
-        throw new SidecarError("unavailable", err instanceof Error ? err.message : String(err));
+        throw new SidecarError("unavailable", errorText(err));
       }
     },
 
@@ -223,7 +223,7 @@ export function createCondor(o: CondorOptions): Condor {
       try {
         return sliceJsonAds(r.stdoutBytes ?? into.subarray(0, 0));
       } catch (err) {
-        throw new SidecarError("unavailable", `Cannot parse condor_q -json output: ${err instanceof Error ? err.message : String(err)}`);
+        throw new SidecarError("unavailable", `Cannot parse condor_q -json output: ${errorText(err)}`);
       }
     },
 
@@ -233,7 +233,7 @@ export function createCondor(o: CondorOptions): Condor {
       try {
         return parseTotals(r.stdout);
       } catch (err) {
-        throw new SidecarError("unavailable", `Cannot parse condor_q -totals output: ${err instanceof Error ? err.message : String(err)}`);
+        throw new SidecarError("unavailable", `Cannot parse condor_q -totals output: ${errorText(err)}`);
       }
     },
 

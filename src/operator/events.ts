@@ -20,6 +20,7 @@ import { eventsDir } from "../store/eventlog-file.ts";
 import { createEventLogFollow, SETTLE_DELAYS_MS } from "../store/eventlog-follow.ts";
 import type { HTCJobRecord, HTCJobStore } from "./store.ts";
 import type { FollowResult, FollowScope } from "./track.ts";
+import { errorText } from "../core/errors.ts";
 
 /** The operator's data folder: its HTCJobs' folders, and `events/` with its job event logs (apart from a sidecar's in the same DataRootFolder). */
 const operatorRoot = (dataRoot: string) => join(dataRoot, "htcjobs");
@@ -121,7 +122,7 @@ export function createEventDriver(d: EventDriverDeps): EventDriver {
       for (const id of ends) ending.set(id, ending.get(id) ?? 0);
       if (full) nextFull = retry;
       if (poll) nextPoll = retry;
-      d.log.warn("asking HTCondor about the procs failed; trying again", { error: err instanceof Error ? err.message : String(err) });
+      d.log.warn("asking HTCondor about the procs failed; trying again", { error: errorText(err) });
       return;
     }
     if (full) {

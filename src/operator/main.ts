@@ -35,6 +35,7 @@ import { htcjobLogs } from "./logs.ts";
 import { reapDeleted } from "./retention.ts";
 import { type HTCJobStore, openHTCJobStore } from "./store.ts";
 import { createWorkQueue } from "./workqueue.ts";
+import { errorText } from "../core/errors.ts";
 
 export const OPERATOR_USAGE = `Usage: htcondor-sidecar operator [--kubeconfig FILE] [--context NAME] [--namespace NS] [--lease-namespace NS]
                                  [--config FILE] [--condor-bin DIR] [HTCondor flags] [--metrics-listen ADDR:PORT]
@@ -238,7 +239,7 @@ async function lead(w: Work, lease: AbortSignal): Promise<void> {
     backoff: { initialMs: 1000, maxMs: 60_000 },
     log: (key, err, delay) => {
       w.reconciles.inc({ outcome: "error" });
-      log.warn("reconcile failed; trying again", { htcjob: key, error: err instanceof Error ? err.message : String(err), againInMs: delay });
+      log.warn("reconcile failed; trying again", { htcjob: key, error: errorText(err), againInMs: delay });
     },
   });
   const informer = createInformer<HTCJob>({
@@ -297,7 +298,7 @@ async function lead(w: Work, lease: AbortSignal): Promise<void> {
     try {
       reapDeleted({ store, dataRoot, retentionMs: config.HTCJob.OutputRetentionSeconds * 1000, now: () => Date.now(), log });
     } catch (err) {
-      log.warn("removing old output failed; trying again", { error: err instanceof Error ? err.message : String(err) });
+      log.warn("removing old output failed; trying again", { error: errorText(err) });
     }
   };
   let reaper: ReturnType<typeof setInterval> | undefined;

@@ -5,7 +5,7 @@
  * (docs/operator.md#the-store). Every write is one transaction; the cluster is recorded here
  * before the HTCJob's status is written (docs/operator.md#never-twice).
  */
-import { SidecarError } from "../core/errors.ts";
+import { errorText, SidecarError } from "../core/errors.ts";
 import type { Sqlite } from "../runtime/types.ts";
 import type { ProcFiles } from "./output.ts";
 
@@ -190,7 +190,7 @@ export function openHTCJobStore(db: Sqlite, path = "htcjobs.db"): HTCJobStore {
       return fn(...a);
     } catch (err) {
       if (err instanceof SidecarError) throw err;
-      throw new SidecarError("unavailable", `The operator's store "${path}" failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new SidecarError("unavailable", `The operator's store "${path}" failed: ${errorText(err)}`, { cause: err });
     }
   };
   guard(() => {

@@ -102,8 +102,6 @@ export const identity = (r: PodRecord) => ({ uid: r.uid, name: r.name, namespace
 /** Secret files of the pod: env files (always) and the secret volume files recorded at create. */
 export const secretPaths = (r: PodRecord): string[] => [...new Set([...containerKeys(r).map((k) => `env/${k}.env`), ...r.secrets])];
 
-export const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
-
 /** Logs a file the job left in its pod folder that the sidecar will not read (a symlink, …). */
 export const unsafeFileWarning = (c: Ctx, r: PodRecord) => (err: UnsafeJobFile) =>
   c.log.warn("ignoring a file of the job that is not a plain file of its pod folder", { uid: r.uid, jid: jid(r), error: err.message });

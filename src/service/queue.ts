@@ -20,6 +20,7 @@ import { stateAttrName } from "../core/types.ts";
 import type { LiveJob, Store } from "../store/store.ts";
 import { createQueueHealth } from "./queue-health.ts";
 import { createWatch, type Watch, WATCH_MS } from "./watch.ts";
+import { errorText } from "../core/errors.ts";
 
 /** Attributes the status path asks condor_q/condor_history for (never the whole ad). */
 const BASE_ATTRS = [
@@ -270,7 +271,7 @@ async function mergeAsked(
   try {
     await afterRefresh?.({ at, ads: snap.ads, checked: snap.checked }, live);
   } catch (err) {
-    log.warn("acting on the queue's view failed; the next refresh tries again", { error: err instanceof Error ? err.message : String(err) });
+    log.warn("acting on the queue's view failed; the next refresh tries again", { error: errorText(err) });
     return false;
   }
   return true;
@@ -354,7 +355,7 @@ export function createQueueView(d: QueueDeps): QueueView {
     try {
       await view.afterRefresh?.(current, f.jobs);
     } catch (err) {
-      d.log.warn("acting on the queue's view failed; the next refresh tries again", { error: err instanceof Error ? err.message : String(err) });
+      d.log.warn("acting on the queue's view failed; the next refresh tries again", { error: errorText(err) });
     }
   }
 

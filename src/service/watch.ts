@@ -21,6 +21,7 @@ import type { Condor } from "../condor/tools.ts";
 import { changedSince, type JobRef, leftSince, liveCount, nextSince, STATE_TIME_ATTR, timeForged } from "../core/watch.ts";
 import type { Logger } from "../logger.ts";
 import type { LiveJob } from "../store/store.ts";
+import { errorText } from "../core/errors.ts";
 
 /** How often what changed is asked (a hold reaches /status within about this long). */
 export const WATCH_MS = 1000;
@@ -104,7 +105,7 @@ export function createWatch(h: WatchHost): Watch {
     } catch (err) {
       h.failed(err, at);
       h.log.warn("condor_q -totals of the polled jobs failed; status leaves the followed pods out until the schedd answers", {
-        error: err instanceof Error ? err.message : String(err),
+        error: errorText(err),
       });
       return undefined;
     }
@@ -125,7 +126,7 @@ export function createWatch(h: WatchHost): Watch {
     } catch (err) {
       h.failed(err, at);
       h.log.warn("condor_q of what changed failed; status leaves the followed pods out until it answers", {
-        error: err instanceof Error ? err.message : String(err),
+        error: errorText(err),
       });
       return false;
     }
@@ -166,7 +167,7 @@ export function createWatch(h: WatchHost): Watch {
       });
     } catch (err) {
       h.log.warn("condor_history of the jobs that left the queue failed; the next count tries again", {
-        error: err instanceof Error ? err.message : String(err),
+        error: errorText(err),
       });
       return;
     }

@@ -16,6 +16,7 @@ import { boundaryIntact, capEvents, compareLogFile, emptyRateWindow, EVENT, read
 import type { Logger } from "../logger.ts";
 import { checkEventsDir, ensureEventsDir, listEventLogFiles, readEventLogBytes, removeEventLogFile, statEventLog } from "./eventlog-file.ts";
 import type { EventLogRecord } from "./store.ts";
+import { errorText } from "../core/errors.ts";
 
 /** The fallback poll for file systems that do not notify (issue 22: at most 250 ms). */
 export const POLL_MS = 250;
@@ -124,8 +125,6 @@ function logName(ms: number, taken: (name: string) => boolean): string {
   for (let i = 1; taken(name); i++) name = `events-${stamp}-${i}.log`;
   return name;
 }
-
-const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /** What the parts of a follower share: its options, its folder, and the logs' records and what is known of each. */
 interface FollowState {

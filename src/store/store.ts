@@ -3,7 +3,7 @@
  * migrations. Survives restarts and `kill -9`; every write is one transaction. A record changes
  * phase only through the named transitions of core/lifecycle.ts, each one method here.
  */
-import { SidecarError } from "../core/errors.ts";
+import { errorText, SidecarError } from "../core/errors.ts";
 import { PHASES, type PodPhase, type TransitionName, TRANSITIONS } from "../core/lifecycle.ts";
 import type { Sqlite } from "../runtime/types.ts";
 
@@ -224,7 +224,7 @@ function guarded<T extends object>(what: string, target: T): T {
         return v(...args);
       } catch (err) {
         if (err instanceof SidecarError) throw err;
-        throw new SidecarError("unavailable", `The state store ${what} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+        throw new SidecarError("unavailable", `The state store ${what} failed: ${errorText(err)}`, { cause: err });
       }
     };
   }
