@@ -7,6 +7,7 @@
  */
 import { errorText, SidecarError } from "../core/errors.ts";
 import type { Sqlite } from "../runtime/types.ts";
+import type { EventLogRecord } from "../store/store.ts";
 import type { ProcFiles } from "./output.ts";
 
 /**
@@ -84,15 +85,6 @@ interface Row {
   deleted_at: number | null;
   updated_at: number;
   event_log: string | null;
-}
-
-/** Where the reading of one job event log stands (its offset is saved only once what it named was acted on). */
-export interface OperatorEventLog {
-  name: string;
-  createdAt: number;
-  offset: number;
-  inode: number;
-  size: number;
 }
 
 const MIGRATIONS: string[] = [
@@ -173,9 +165,9 @@ export interface HTCJobStore {
   setOutcomes(uid: string, outcomes: (ProcOutcome | null)[], now: number): void;
   setFetched(uid: string, fetched: boolean[], now: number): void;
   markDeleted(uid: string, now: number): void;
-  eventLogs(): OperatorEventLog[];
+  eventLogs(): EventLogRecord[];
   addEventLog(name: string, createdAt: number): void;
-  saveEventLog(log: OperatorEventLog): void;
+  saveEventLog(log: EventLogRecord): void;
   removeEventLog(name: string): void;
   /** Per event log, how many records may still have procs queued that write to it (finished or deleted since `since` included). */
   eventLogUsers(since: number): Map<string, number>;
@@ -296,7 +288,7 @@ export function openHTCJobStore(db: Sqlite, path = "htcjobs.db"): HTCJobStore {
     addEventLog: guard((name: string, createdAt: number) => {
       db.run("INSERT INTO event_logs (name, created_at) VALUES (?, ?) ON CONFLICT(name) DO NOTHING", [name, createdAt]);
     }),
-    saveEventLog: guard((l: OperatorEventLog) => {
+    saveEventLog: guard((l: EventLogRecord) => {
       db.run("UPDATE event_logs SET offset = ?, inode = ?, size = ? WHERE name = ?", [l.offset, l.inode, l.size, l.name]);
     }),
     removeEventLog: guard((name: string) => {
