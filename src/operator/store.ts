@@ -7,6 +7,7 @@
  */
 import { errorText, SidecarError } from "../core/errors.ts";
 import type { Sqlite } from "../runtime/types.ts";
+import { migrate } from "../store/migrate.ts";
 import type { EventLogRecord } from "../store/store.ts";
 import type { ProcFiles } from "./output.ts";
 
@@ -185,17 +186,7 @@ export function openHTCJobStore(db: Sqlite, path = "htcjobs.db"): HTCJobStore {
       throw new SidecarError("unavailable", `The operator's store "${path}" failed: ${errorText(err)}`, { cause: err });
     }
   };
-  guard(() => {
-    db.exec("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA synchronous = FULL;");
-    db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
-    const v = db.get<{ version: number }>("SELECT version FROM schema_version")?.version ?? 0;
-    if (v > MIGRATIONS.length) throw new SidecarError("unavailable", `The operator's store "${path}" is of a newer version (${v}) than this operator knows`);
-    db.transaction(() => {
-      for (let i = v; i < MIGRATIONS.length; i++) db.exec(MIGRATIONS[i]!);
-      db.run("DELETE FROM schema_version");
-      db.run("INSERT INTO schema_version (version) VALUES (?)", [MIGRATIONS.length]);
-    });
-  })();
+  guard(() => migrate(db, MIGRATIONS, `The operator's store "${path}"`, "operator"))();
 
   const get = (uid: string) => {
     const r = db.get<Row>("SELECT * FROM htcjobs WHERE uid = ?", [uid]);
