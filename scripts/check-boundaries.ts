@@ -8,7 +8,8 @@
  *             .cts), not a symlink; the one exception is the wrapper's `.bash` library in
  *             src/render/, data for the job that the sidecar never runs.
  * text        A `.bash` file is imported only by src/render/, from src/render/, with
- *             `with { type: "text" }`; nothing else is imported as text.
+ *             `with { type: "text" }`; nothing else is imported as text, and no JSON but the
+ *             repository's package.json (the version).
  * module      Outside R, an import names a relative path inside src/, a package of package.json
  *             "dependencies", or a Node built-in of BUILTINS (with or without "node:"). So `bun`,
  *             `bun:*`, child_process, worker_threads, vm, npm: and the like stay in R: an allowlist
@@ -214,6 +215,8 @@ function checkFile(root: string, file: string, dependencies: readonly string[], 
     const { at, spec } = ref;
     const target = isRelative(spec) ? toRel(root, resolve(dirname(file), spec)) : undefined;
     const type = importType(node);
+    // The version, from package.json (src/flags.ts).
+    if (type === "json" && target === "package.json" && ts.isImportDeclaration(node)) return;
     if (spec.endsWith(".bash") || type !== undefined) {
       const ok = type === "text" && spec.endsWith(".bash") && ts.isImportDeclaration(node) && rel.startsWith("src/render/") &&
         !!target?.startsWith("src/render/");

@@ -8,8 +8,10 @@ import { isIP } from "node:net";
 import { parseArgs } from "node:util";
 import type { CredentialSource } from "./core/credentials.ts";
 import { errorText } from "./core/errors.ts";
+import pkg from "../package.json" with { type: "json" };
 
-export const VERSION = "0.1.0";
+/** package.json's version, the one place it is written (the executable embeds it at build). */
+export const VERSION: string = pkg.version;
 
 export class UsageError extends Error {
   override name = "UsageError";

@@ -203,11 +203,6 @@ export function flagUsages(flags: readonly RuntimeFlag[], cols: number, env: Usa
   return lines.map(([left, right]) => `${left} ${" ".repeat(maxlen - left.length)} ${wrap(maxlen + 2, cols, right)}\n`).join("");
 }
 
-/** The TSV rows, for the shim (test/minicondor/shims/runtime-flags.tsv). */
-export function runtimeFlagsTsv(): string {
-  return RUNTIME_FLAGS_TSV;
-}
-
 /**
  * The commands the wrapper hands a `singularity-options` flag to (planSingularityOptions routes
  * by it). Each container is an instance: `instance start` sets up its mounts, namespaces and

@@ -29,9 +29,6 @@ export function containerKey(name: string, init: boolean): string {
 export function logFileName(name: string, init: boolean, previous = false): string {
   return `${containerKey(name, init)}${previous ? ".prev" : ""}.log`;
 }
-export function stateFileName(name: string, init: boolean): string {
-  return `podstate/${containerKey(name, init)}`;
-}
 /** Job attribute that the wrapper chirps a container's state line into (ClassAd identifier). */
 export function stateAttrName(index: number, init: boolean): string {
   return `InterLink${init ? "Init" : "Ctr"}${index}State`;

@@ -22,7 +22,7 @@ import { parseConfig, planConfig } from "../../src/config.ts";
 import { parseCreateRequest } from "../../src/core/pod.ts";
 import { formatStateLine } from "../../src/core/state-line.ts";
 import { stateAttrName } from "../../src/core/types.ts";
-import { memoryLogger } from "../../src/logger.ts";
+import { memoryLogger } from "../helpers/memory-logger.ts";
 import { bunRuntime } from "../../src/runtime/bun.ts";
 import { createContext } from "../../src/service/context.ts";
 import { createCreateService } from "../../src/service/create.ts";

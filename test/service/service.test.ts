@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseConfig, planConfig } from "../../src/config.ts";
 import { parseCreateRequest } from "../../src/core/pod.ts";
-import { memoryLogger } from "../../src/logger.ts";
+import { memoryLogger } from "../helpers/memory-logger.ts";
 import { bunRuntime } from "../../src/runtime/bun.ts";
 import { createService } from "../../src/service/index.ts";
 import { certificateNotAfter } from "../../src/startup.ts";

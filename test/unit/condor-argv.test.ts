@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { type Condor, createCondor } from "../../src/condor/tools.ts";
 import { SidecarError } from "../../src/core/errors.ts";
 import { type CliOptions, condorAccess, parseCli } from "../../src/flags.ts";
-import { memoryLogger } from "../../src/logger.ts";
+import { memoryLogger } from "../helpers/memory-logger.ts";
 import type { Runtime, SpawnResult } from "../../src/runtime/types.ts";
 import { writeBatchFile } from "../../src/store/files.ts";
 
