@@ -1,8 +1,8 @@
 /**
  * JobPlan: everything one pod becomes, as plain data.
  *
- * `planJob(pod, config)` (core/plan.ts, pure) produces it; `renderWrapper(plan)` and
- * `renderSubmit(plan, ctx)` (render/, pure) turn it into the bash wrapper and the submit
+ * `planJob(request, config)` (core/plan.ts, pure) produces it; `renderWrapper(plan, options)` and
+ * `renderSubmit(plan, dir, eventLog)` (render/, pure) turn it into the bash wrapper and the submit
  * description; the service writes `plan.files` under the pod's folder and submits.
  *
  * Sandbox layout on the execution point (the job's scratch dir, which is also the wrapper's cwd):

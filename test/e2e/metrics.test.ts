@@ -146,8 +146,8 @@ describe("GET /metrics (issue 15)", () => {
     }
   }, 60_000);
 
-  test.skipIf(!promtool)("the alert rules pass promtool's own tests (docs/alerts.yml)", () => {
-    const root = new URL("../../docs/", import.meta.url).pathname;
+  test.skipIf(!promtool)("the alert rules pass promtool's own tests (deploy/alerts.yml)", () => {
+    const root = new URL("../../deploy/", import.meta.url).pathname;
     const check = Bun.spawnSync([promtool!, "check", "rules", `${root}alerts.yml`]);
     expect(check.exitCode).toBe(0);
     const run = Bun.spawnSync([promtool!, "test", "rules", `${root}alerts.test.yml`], { cwd: root });

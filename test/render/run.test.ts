@@ -529,7 +529,7 @@ const termDuringInit = scenario(
 );
 
 // The runtime's cache: HTCondor points APPTAINER_CACHEDIR/SINGULARITY_CACHEDIR at the scratch dir
-// (docs/htcondor.md#transcript-multi env-out); config apptainerCacheDir overrides both.
+// (test/minicondor/fixtures/multi.txt env-out); config apptainerCacheDir overrides both.
 const SLOT_CACHE = "/slot/scratch";
 const CACHE_DIR = join(tempDir("cache-"), "it's the cache");
 const cachedCalls = join(tempDir("shim-calls-"), "calls");
