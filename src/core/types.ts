@@ -137,7 +137,7 @@ export interface PodFile {
   content: Uint8Array;
   /**
    * Octal permission bits on the submit side, e.g. 0o644. A secret file is always 0o600 there
-   * (issue 7: secrets and tokens are 0600 files in 0700 folders), whatever mode the pod asks for.
+   * (docs/threat-model.md#secrets: secrets and tokens are 0600 files in 0700 folders), whatever mode the pod asks for.
    */
   mode: number;
   /** The mode the pod asks for, which the wrapper sets in the job's sandbox; absent: `mode`. */

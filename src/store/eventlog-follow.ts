@@ -18,7 +18,7 @@ import { checkEventsDir, ensureEventsDir, listEventLogFiles, readEventLogBytes, 
 import type { EventLogRecord } from "./store.ts";
 import { errorText } from "../core/errors.ts";
 
-/** The fallback poll for file systems that do not notify (issue 22: at most 250 ms). */
+/** The fallback poll for file systems that do not notify (at most 250 ms: docs/status.md#following-the-event-log). */
 export const POLL_MS = 250;
 /** A new log file is started for new jobs this often, or once the current one is this big. */
 const ROTATE_MS = 24 * 3600_000;

@@ -1,4 +1,4 @@
-// Issue 15, item 1: GET /metrics in Prometheus's text format (docs/metrics.md), on the API
+// GET /metrics in Prometheus's text format (docs/metrics.md), on the API
 // listener and on a listener of its own (--metrics-listen). The families move as the sidecar
 // works, label values stay bounded, and Prometheus's own checker accepts the text.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -52,7 +52,7 @@ afterAll(async () => {
   await sc.destroy();
 });
 
-describe("GET /metrics (issue 15)", () => {
+describe("GET /metrics (docs/metrics.md)", () => {
   test("the families move as the sidecar works; label values are bounded; promtool accepts the text", async () => {
     const pod = makeCreateRequest({
       metadata: { name: "measured", uid },

@@ -92,7 +92,7 @@ describe("docs/htcondor.md#conventions-of-every-tool conventions", () => {
     expect(c.code).toBe(1);
     expect(c.stderr).toContain("Error: unrecognized argument --const");
   });
-  test("every call is logged to calls.log (issue 3: tool, argv, duration, exit code)", async () => {
+  test("every call is logged to calls.log (test/minicondor/README.md: tool, argv, duration, exit code)", async () => {
     await run("condor_version", ["-x"]);
     const log = fs.readFileSync(path.join(home, "calls.log"), "utf8").trim().split("\n");
     expect(log[log.length - 1]).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z condor_version \["-x"\] \d+ 1$/);
@@ -256,7 +256,7 @@ describe("condor_submit (docs/htcondor.md#condor_submit)", () => {
     r = await run("condor_submit", ["-terse", dashed]);
     expect(r).toEqual({ code: 1, stdout: "", stderr: `condor_submit: invalid attribute name '${dashed.split("=")[0]}' for attrib=value assigment\n` });
   });
-  test("root is refused unless MINICONDOR_ALLOW_ROOT=1 (issue 3 Owner; schedd qmgmt.cpp, refusal seen at commit per docs/htcondor.md#condor_submit-exit-codes-and-errors)", async () => {
+  test("root is refused unless MINICONDOR_ALLOW_ROOT=1 (schedd qmgmt.cpp, refusal seen at commit per docs/htcondor.md#condor_submit-exit-codes-and-errors)", async () => {
     writeFile("two-root.sub", "executable = /bin/true\nqueue 2\n");
     const asRoot = { MINICONDOR_OWNER: "root", MINICONDOR_ALLOW_ROOT: "0" };
     let r = await runTool(home, "condor_submit", ["-batch-name", "refused-root", path.join(work, "two-root.sub")], { cwd: work, env: asRoot });
@@ -629,7 +629,7 @@ describe("condor_rm / condor_hold / condor_release (docs/htcondor.md#condor_rm-c
     expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).length).toBe(0);
   }, 30_000);
   test(
-    "stop = one soft kill to the job's own pid, SIGKILL to everything after JobMaxVacateTime (issue 3 condor_rm; docs/htcondor.md#clusters-users-and-constraints-one-summary-line)",
+    "stop = one soft kill to the job's own pid, SIGKILL to everything after JobMaxVacateTime (test/minicondor/README.md; docs/htcondor.md#clusters-users-and-constraints-one-summary-line)",
     async () => {
       // the starter signals the job process only (kill_sig / remove_kill_sig / hold_kill_sig, default SIGTERM):
       // a child in the same process group hears nothing until the hard kill
@@ -1692,7 +1692,7 @@ describe("faults reach the jobs they were given for", () => {
   );
 });
 
-describe("hung tools do not outlive their caller (issue 3: no stray processes)", () => {
+describe("hung tools do not outlive their caller (no stray processes: test/minicondor/README.md#fault-injection)", () => {
   test("a hang exits when its caller dies or its home goes; cleanup kills tools of the home", async () => {
     const h = newHome();
     const env = { ...process.env, MINICONDOR_HOME: h, MINICONDOR_FAULT_CONDOR_RM: "hang" } as Record<string, string>;
@@ -1753,7 +1753,7 @@ describe("hung tools do not outlive their caller (issue 3: no stray processes)",
 });
 
 // ---------------------------------------------------------------------------------------------
-describe("load and cleanliness (issue 3: 200 jobs at once, no stray processes)", () => {
+describe("load and cleanliness (200 jobs at once, no stray processes)", () => {
   test("200 jobs (one cluster of 150 + 50 concurrent submits) all complete", async () => {
     const h = newHome();
     const o = { home: h };
