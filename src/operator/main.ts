@@ -63,9 +63,6 @@ const NOT_HERE = ["listen", "port", "socket"];
 /** How often deleted HTCJobs' output is checked against HTCJob.OutputRetentionSeconds. */
 const REAP_INTERVAL_MS = 60_000;
 
-/** The test-only hook (docs/operator.md#test-hooks): hang after a step so that a test can kill -9 there. */
-const HANG_ENV = "HTCJOB_OPERATOR_TEST_HANG_AFTER";
-
 /** `htcondor-sidecar operator …`: --help answers and exits; otherwise the operator starts. */
 export async function operatorMode(runtime: Runtime, args: readonly string[], io: Io): Promise<Outcome> {
   const parsed = parseOperatorArgs(args);
@@ -129,7 +126,6 @@ interface Work {
   identity: string;
   dataRoot: string;
   spool: boolean;
-  hang?: "submit" | "record";
   reconciles: Counter;
   writes: Counter;
 }
@@ -180,10 +176,6 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
   let metricsServer: HttpServer | undefined;
   if (o.metricsListen) metricsServer = await serveMetrics(o.metricsListen, config, () => registry.render());
 
-  const hang = env[HANG_ENV];
-  if (hang !== undefined && hang !== "submit" && hang !== "record") throw new UsageError(`${HANG_ENV}: "${hang}" is not submit or record`);
-  if (hang) log.warn(`${HANG_ENV} is set: a test hook, never for production`);
-
   const work: Work = {
     runtime,
     config,
@@ -198,7 +190,6 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
     identity,
     dataRoot,
     spool,
-    hang: hang as "submit" | "record" | undefined,
     reconciles,
     writes,
   };
@@ -272,7 +263,6 @@ async function lead(w: Work, lease: AbortSignal): Promise<void> {
     leading,
     submitTimeoutMs: config.SubmitTimeoutSeconds * 1000,
     holdGraceMs: config.HoldGraceSeconds * 1000,
-    hangAfter: w.hang,
     onWrite: (what) => w.writes.inc({ what }),
     eventLog: () => driver.logForNewJob(),
     recorded: (cluster, procs) => driver.recorded(cluster, procs),
