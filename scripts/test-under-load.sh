@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the tests while this script keeps every core busy, as a developer's laptop, a shared CI
-# runner or a submit node is (issue 25): a test that fails only because the machine is busy tells
+# runner or a submit node is (docs/development.md#tests-on-a-busy-machine): a test that fails only because the machine is busy tells
 # nothing about the code. Run it before you stop; CI itself runs on an idle machine.
 #
 #   scripts/test-under-load.sh                      # npm test (every test) under load

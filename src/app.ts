@@ -6,7 +6,7 @@
  */
 import { Hono } from "hono";
 import type { Context } from "hono";
-import { httpStatusOf, oneLine, SidecarError } from "./core/errors.ts";
+import { errorText, httpStatusOf, oneLine, SidecarError } from "./core/errors.ts";
 import type { LogRequest } from "./core/log-options.ts";
 import { METRICS_CONTENT_TYPE } from "./core/metrics.ts";
 import { type CreateRequest, parseCreateRequest } from "./core/pod.ts";
@@ -43,7 +43,7 @@ export function createApp(api: Api, log: Logger, metrics?: () => string): Hono<E
   app.onError((err, c) => {
     if (err instanceof SidecarError) return text(c, httpStatusOf[err.kind], err.message);
     log.error("unexpected error", { path: c.req.path, error: err instanceof Error ? err.stack ?? err.message : String(err) });
-    return text(c, 500, `Internal error: ${err instanceof Error ? err.message : String(err)}`);
+    return text(c, 500, `Internal error: ${errorText(err)}`);
   });
 
   app.notFound((c) => text(c, 404, `No route ${c.req.method} ${c.req.path}; interLink calls /create, /delete, /status, /getLogs`));
@@ -106,7 +106,7 @@ function json(c: Context<Env>): unknown {
   try {
     return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(raw));
   } catch (err) {
-    throw new SidecarError("invalid", `${c.req.path.slice(1)}: the body is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
+    throw new SidecarError("invalid", `${c.req.path.slice(1)}: the body is not valid JSON: ${errorText(err)}`);
   }
 }
 

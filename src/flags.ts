@@ -7,8 +7,11 @@
 import { isIP } from "node:net";
 import { parseArgs } from "node:util";
 import type { CredentialSource } from "./core/credentials.ts";
+import { errorText } from "./core/errors.ts";
+import pkg from "../package.json" with { type: "json" };
 
-export const VERSION = "0.1.0";
+/** package.json's version, the one place it is written (the executable embeds it at build). */
+export const VERSION: string = pkg.version;
 
 export class UsageError extends Error {
   override name = "UsageError";
@@ -314,7 +317,7 @@ export function listenAddress(text: string, what: string): { host: string; port:
 }
 
 function describeParseError(err: unknown): string {
-  const msg = err instanceof Error ? err.message : String(err);
+  const msg = errorText(err);
   // node:util messages are long and multi-line; keep the part that names the flag.
   const unknown = /Unknown option '([^']+)'/.exec(msg);
   if (unknown) return `unknown flag ${unknown[1]}`;

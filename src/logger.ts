@@ -43,10 +43,3 @@ export function withFields(log: Logger, fields: Fields): Logger {
     error: (m, f) => log.error(m, { ...fields, ...f }),
   };
 }
-
-/** A logger that keeps lines in memory (tests). */
-export function memoryLogger(): Logger & { lines: Fields[] } {
-  const lines: Fields[] = [];
-  const push = (level: string) => (msg: string, fields: Fields = {}) => void lines.push({ level, msg, ...fields });
-  return { lines, debug: push("debug"), info: push("info"), warn: push("warn"), error: push("error") };
-}

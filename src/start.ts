@@ -16,6 +16,7 @@ import { checkScheddName, openMemberStores, scheddMembers } from "./service/sche
 import { createScheddRouter, type ScheddRouter } from "./service/schedds.ts";
 import { watchStarvation } from "./service/starvation.ts";
 import { certificateNotAfter, type Io, openCondor, type Outcome, prepare, serveMetrics } from "./startup.ts";
+import { errorText } from "./core/errors.ts";
 
 export interface Started {
   server: HttpServer;
@@ -115,7 +116,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     await service.reconcile();
   } catch (err) {
     log.warn("could not reconcile with the schedd at start; the reaper retries, meanwhile the store's view is served", {
-      error: err instanceof Error ? err.message : String(err),
+      error: errorText(err),
     });
   }
 
@@ -139,7 +140,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
   } catch (err) {
     closeStores();
     const where = target.kind === "unix" ? `--socket ${target.path}` : `--listen ${target.host} --port ${target.port}`;
-    throw new Error(`cannot listen on ${where}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new Error(`cannot listen on ${where}: ${errorText(err)}`);
   }
   // Prometheus cannot scrape a unix socket: /metrics can have a TCP listener of its own.
   const metricsAt = o.metricsListen ?? (config.MetricsListen ? listenAddress(config.MetricsListen, "MetricsListen") : undefined);
@@ -150,7 +151,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     } catch (err) {
       await server.close(0);
       closeStores();
-      throw new Error(`cannot listen on --metrics-listen ${metricsAt.host}:${metricsAt.port}: ${err instanceof Error ? err.message : String(err)}`);
+      throw new Error(`cannot listen on --metrics-listen ${metricsAt.host}:${metricsAt.port}: ${errorText(err)}`);
     }
   }
   const reaper = setInterval(() => {

@@ -17,6 +17,7 @@ import { type CliOptions, type CondorAccess, condorAccess, UsageError } from "./
 import { createLogger, type Logger } from "./logger.ts";
 import { type HttpServer, serveHttp } from "./runtime/http.ts";
 import type { Runtime } from "./runtime/types.ts";
+import { errorText } from "./core/errors.ts";
 
 export interface Io {
   out: (line: string) => void;
@@ -41,7 +42,7 @@ export async function runMode(runtime: Runtime, io: Io, mode: () => Promise<Outc
   try {
     outcome = await mode();
   } catch (err) {
-    io.err(`htcondor-sidecar: ${err instanceof Error ? err.message : String(err)}`);
+    io.err(`htcondor-sidecar: ${errorText(err)}`);
     return runtime.exit(err instanceof UsageError || err instanceof ConfigError ? EXIT_USAGE : EXIT_FAILURE);
   }
   if (typeof outcome === "number") return runtime.exit(outcome);
@@ -67,7 +68,7 @@ export function loadConfig(o: Pick<CliOptions, "config" | "given">): { config: F
   try {
     text = readFileSync(path, "utf8");
   } catch (err) {
-    throw new ConfigError(`${label}: cannot read the file: ${err instanceof Error ? err.message : String(err)}`);
+    throw new ConfigError(`${label}: cannot read the file: ${errorText(err)}`);
   }
   const { config, warnings } = parseConfig(text, label);
   return { config, warnings, dir: dirname(path) };

@@ -1,5 +1,5 @@
 /**
- * The benchmark's batching rows (issue 14; docs/performance.md): many pods per condor process.
+ * The benchmark's batching rows (docs/performance.md): many pods per condor process.
  * Each measurement runs on a minicondor home and a sidecar of its own, so that one row's queue
  * does not slow the next. Two more rows are read off the sidecar's own tables (sidecar-bench.ts):
  * status at 1000 pods, and a lone create.
@@ -233,7 +233,7 @@ function sidecarRows(sidecar: SidecarResult | undefined): BenchRow[] {
 }
 
 export const batchBench = rowsBench("batch", undefined, (b) => ({
-  title: "Many pods per condor process (issue 14): each row on a minicondor home and a sidecar of its own; status and lone-create rows from the tables above",
+  title: "Many pods per condor process: each row on a minicondor home and a sidecar of its own; status and lone-create rows from the tables above",
   run: async () => [
     ...(await batchRows({ root: b.root, flavour: "binary", binary: b.binary, quick: b.quick, say: b.say, emulatorNice: b.emulatorNice })),
     ...sidecarRows(b.results.sidecar as SidecarResult | undefined),

@@ -1,5 +1,5 @@
 /**
- * The benchmark's burst rows (issue 27; docs/performance.md#bursts): many creates at once, and how
+ * The benchmark's burst rows (docs/performance.md#bursts): many creates at once, and how
  * many condor_submit the sidecar runs side by side. minicondor serves one submit at a time, as a
  * schedd does (test/minicondor/README.md), so running more at once only shares the CPUs.
  * Each measurement runs on a minicondor home and a sidecar of its own.
@@ -130,7 +130,7 @@ export async function burstRows(o: BurstOptions): Promise<BenchRow[]> {
 export const burstBench = rowsBench("burst", { burst: { type: "string" } }, (b) => {
   const big = Math.max(1, Math.floor(b.number("burst", b.quick ? 200 : 2000)));
   return {
-    title: "Bursts (issue 27): many creates at once, and how many condor_submit ran side by side; each row on a minicondor home and a sidecar of its own",
+    title: "Bursts: many creates at once, and how many condor_submit ran side by side; each row on a minicondor home and a sidecar of its own",
     run: () => burstRows({ root: b.root, flavour: "binary", binary: b.binary, big, quick: b.quick, say: b.say, emulatorNice: b.emulatorNice }),
   };
 });

@@ -1,5 +1,5 @@
 /**
- * The benchmark's rows for status from the job event log (issue 22; docs/performance.md#status-from-the-job-event-log):
+ * The benchmark's rows for status from the job event log (docs/performance.md#status-from-the-job-event-log):
  * what the schedd pays for following many jobs, and how soon a change reaches /status.
  *
  * "Ads asked for" counts, from minicondor's calls.log, the job ads each condor_q/condor_history
@@ -329,7 +329,7 @@ export const eventLogBench = rowsBench("eventlog", {
     reconcileMinutes: b.number("reconcile-minutes", b.quick ? 0.25 : 5),
   };
   return {
-    title: `Status from the job event log (issue 22): a minicondor home and a sidecar of their own, ${o.pods} followed jobs that stay idle`,
+    title: `Status from the job event log: a minicondor home and a sidecar of their own, ${o.pods} followed jobs that stay idle`,
     run: () => eventLogRows(o),
   };
 });

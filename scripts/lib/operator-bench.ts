@@ -1,5 +1,5 @@
 /**
- * The benchmark's HTCJob operator rows (issue 21; docs/performance.md#the-htcjob-operator): a real
+ * The benchmark's HTCJob operator rows (docs/performance.md#the-htcjob-operator): a real
  * etcd + kube-apiserver (test/helpers/kube.ts), minicondor, and the operator as a process of its
  * own with `--metrics-listen`, whose `htcjob_operator_api_writes_total` counts every API write.
  *
@@ -367,7 +367,7 @@ export const operatorSpoolBench = rowsBench("operator-spool", { "operator-spool-
 export const operatorBench = rowsBench("operator", { "operator-scale": { type: "string" } }, (b) => {
   const scale = b.number("operator-scale", b.quick ? 0.05 : 1);
   return {
-    title: "The HTCJob operator (issue 21): a kube-apiserver of its own, minicondor with 2 slots, every proc `sleep 86400`",
+    title: "The HTCJob operator: a kube-apiserver of its own, minicondor with 2 slots, every proc `sleep 86400`",
     run: () => operatorRows({ root: b.root, argv: [b.binary], scale, steadySeconds: b.quick ? 10 : 60, emulatorNice: b.emulatorNice, say: b.say }),
   };
 });

@@ -1,5 +1,5 @@
 /**
- * The benchmark's rows for several schedds (issue 28; docs/schedds.md): a burst of creates over
+ * The benchmark's rows for several schedds (docs/schedds.md): a burst of creates over
  * 1, 2 and 3 schedds, status with many pods over 3 schedds, and how soon creates go elsewhere once
  * a schedd stops. Each measurement runs on a minicondor pool of its own (one home, its other
  * schedds under it: test/minicondor/README.md#several-schedds) and a sidecar of its own.
@@ -153,7 +153,7 @@ export const scheddsBench = rowsBench("schedds", { "schedds-creates": { type: "s
   const pods = Math.max(1, Math.floor(b.number("schedds-pods", b.quick ? 100 : 10_000)));
   return {
     title:
-      "Several schedds (issue 28, docs/schedds.md): creates over 1, 2 and 3 schedds, status over 3, a schedd stopped; each row on a minicondor pool and a sidecar of its own",
+      "Several schedds (docs/schedds.md): creates over 1, 2 and 3 schedds, status over 3, a schedd stopped; each row on a minicondor pool and a sidecar of its own",
     run: () => scheddsRows({ root: b.root, flavour: "binary", binary: b.binary, creates, pods, emulatorNice: b.emulatorNice, say: b.say }),
   };
 });

@@ -1,5 +1,5 @@
 /**
- * The benchmark's rows for spooled jobs (issue 27 part 1; docs/performance.md#spooled-jobs): what
+ * The benchmark's rows for spooled jobs (docs/performance.md#spooled-jobs): what
  * the schedd pays to follow jobs that write no event log the sidecar can read, and how soon a hold
  * reaches /status, side by side with the same jobs followed through the event log.
  *
@@ -249,9 +249,7 @@ export const spoolBench = {
     return {
       run: async () => (rows = await spoolRows(o)),
       lines:
-        () => (rows.length === 0
-          ? []
-          : ["", `Spooled jobs beside the event log's (issue 27): ${o.levels.join(" and ")} followed jobs that stay idle`, rowsText(rows)]),
+        () => (rows.length === 0 ? [] : ["", `Spooled jobs beside the event log's: ${o.levels.join(" and ")} followed jobs that stay idle`, rowsText(rows)]),
     };
   },
 };

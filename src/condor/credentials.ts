@@ -7,6 +7,7 @@ import { chmodSync, closeSync, fchmodSync, lstatSync, mkdirSync, openSync, readd
 import { join } from "node:path";
 import type { CredentialRead, CredentialSource } from "../core/credentials.ts";
 import type { TokenDirEntry } from "../core/idtokens.ts";
+import { errorText } from "../core/errors.ts";
 
 function readText(path: string): string | undefined {
   try {
@@ -102,7 +103,7 @@ export function tokenCopier(copy: { from: string; dir: string }): () => void {
       renameSync(temp, target);
       copied = stamp;
     } catch (err) {
-      const why = err instanceof Error && "code" in err ? String((err as { code: unknown }).code) : err instanceof Error ? err.message : String(err);
+      const why = err instanceof Error && "code" in err ? String((err as { code: unknown }).code) : errorText(err);
       // Reading the file is the sidecar's side of the copy; say which side failed.
       if (!readable(copy.from)) throw new Error(`cannot read the IDTOKEN file ${copy.from} (${why}) to copy it into ${copy.dir}`);
       throw new Error(`cannot copy the IDTOKEN file ${copy.from} into ${copy.dir}: ${why}`);

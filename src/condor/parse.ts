@@ -4,9 +4,7 @@
  * docs/htcondor.md#json-output, docs/htcondor.md#condor_history,
  * docs/htcondor.md#condor_rm-condor_hold-condor_release).
  */
-
-export type ClassAdValue = string | number | boolean | null | ClassAdValue[] | { [k: string]: ClassAdValue };
-export type JobAd = Record<string, ClassAdValue>;
+import { adNumber, type JobAd } from "../core/classad.ts";
 
 export interface JobId {
   cluster: number;
@@ -137,18 +135,6 @@ export function parseAd(s: JsonAdSlices, i: number): JobAd {
   const parsed: unknown = JSON.parse(utf8.decode(s.bytes.subarray(s.bounds[2 * i]!, s.bounds[2 * i + 1]!)));
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("expected a ClassAd (a JSON object)");
   return parsed as JobAd;
-}
-
-/** A ClassAd expression rendered by the JSON writer as `/Expr(…)/` is not a value. */
-export function adNumber(ad: JobAd, key: string): number | undefined {
-  const v = ad[key];
-  return typeof v === "number" && Number.isFinite(v) ? v : undefined;
-}
-
-export function adString(ad: JobAd, key: string): string | undefined {
-  const v = ad[key];
-  if (typeof v !== "string" || /^\/Expr\(.*\)\/$/s.test(v)) return undefined;
-  return v;
 }
 
 export type RmOutcome = "removed" | "not_found" | "already_removing" | "denied" | "unknown";

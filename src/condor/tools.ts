@@ -5,12 +5,12 @@
 import { basename, dirname } from "node:path";
 import type { CondorAccess } from "../flags.ts";
 import { tokenCopier } from "./credentials.ts";
-import { SidecarError } from "../core/errors.ts";
+import { errorText, SidecarError } from "../core/errors.ts";
 import type { Logger } from "../logger.ts";
 import type { Runtime, SpawnResult } from "../runtime/types.ts";
 import {
   classifySubmitFailure,
-  type JobAd,
+  firstErrorLine,
   type JobId,
   jobIdString,
   type JsonAdSlices,
@@ -23,6 +23,7 @@ import {
   submitRefusal,
   toolErrorReason,
 } from "./parse.ts";
+import type { JobAd } from "../core/classad.ts";
 
 export const CONDOR_TOOLS = [
   "condor_submit",
@@ -165,7 +166,7 @@ export function createCondor(o: CondorOptions): Condor {
     try {
       r = await spawnTool(tool, args, opts);
     } catch (err) {
-      throw new SidecarError("unavailable", `Cannot run ${tool}: ${err instanceof Error ? err.message : String(err)}`);
+      throw new SidecarError("unavailable", `Cannot run ${tool}: ${errorText(err)}`);
     }
     o.log.debug("condor tool", { tool, args, code: r.code, durationMs: Math.round(r.durationMs) });
     if (r.timedOut) throw new SidecarError("timeout", `${tool} did not answer within ${Math.round(opts.timeoutMs / 1000)} s`);
@@ -181,7 +182,7 @@ export function createCondor(o: CondorOptions): Condor {
     try {
       return parseJsonAds(r.stdout);
     } catch (err) {
-      throw new SidecarError("unavailable", `Cannot parse ${tool} -json output: ${err instanceof Error ? err.message : String(err)}`);
+      throw new SidecarError("unavailable", `Cannot parse ${tool} -json output: ${errorText(err)}`);
     }
   }
 
@@ -205,7 +206,7 @@ export function createCondor(o: CondorOptions): Condor {
       try {
         return parseTerseSubmit(r.stdout, count);
       } catch (err) {
-        throw new SidecarError("unavailable", err instanceof Error ? err.message : String(err));
+        throw new SidecarError("unavailable", errorText(err));
       }
     },
 
@@ -223,7 +224,7 @@ export function createCondor(o: CondorOptions): Condor {
       try {
         return sliceJsonAds(r.stdoutBytes ?? into.subarray(0, 0));
       } catch (err) {
-        throw new SidecarError("unavailable", `Cannot parse condor_q -json output: ${err instanceof Error ? err.message : String(err)}`);
+        throw new SidecarError("unavailable", `Cannot parse condor_q -json output: ${errorText(err)}`);
       }
     },
 
@@ -233,7 +234,7 @@ export function createCondor(o: CondorOptions): Condor {
       try {
         return parseTotals(r.stdout);
       } catch (err) {
-        throw new SidecarError("unavailable", `Cannot parse condor_q -totals output: ${err instanceof Error ? err.message : String(err)}`);
+        throw new SidecarError("unavailable", `Cannot parse condor_q -totals output: ${errorText(err)}`);
       }
     },
 

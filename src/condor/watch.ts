@@ -18,9 +18,10 @@
  * job id alone; the times only decide which ads to read
  * (docs/threat-model.md#4-a-job-forges-another-pods-status).
  */
+import type { JobAd } from "../core/classad.ts";
+import { errorText } from "../core/errors.ts";
 import { changedSince, type JobRef, leftSince, liveCount, nextSince, STATE_TIME_ATTR, timeForged } from "../core/watch.ts";
 import type { Logger } from "../logger.ts";
-import type { JobAd } from "./parse.ts";
 import type { Condor } from "./tools.ts";
 
 /** How often what changed is asked (a hold reaches /status within about this long). */
@@ -112,7 +113,7 @@ export function createWatch<J extends JobRef>(h: WatchHost<J>): Watch<J> {
     } catch (err) {
       h.failed(err, at);
       h.log.warn("condor_q -totals of the polled jobs failed; status leaves the followed pods out until the schedd answers", {
-        error: err instanceof Error ? err.message : String(err),
+        error: errorText(err),
       });
       return undefined;
     }
@@ -133,7 +134,7 @@ export function createWatch<J extends JobRef>(h: WatchHost<J>): Watch<J> {
     } catch (err) {
       h.failed(err, at);
       h.log.warn("condor_q of what changed failed; status leaves the followed pods out until it answers", {
-        error: err instanceof Error ? err.message : String(err),
+        error: errorText(err),
       });
       return false;
     }
@@ -174,7 +175,7 @@ export function createWatch<J extends JobRef>(h: WatchHost<J>): Watch<J> {
       });
     } catch (err) {
       h.log.warn("condor_history of the jobs that left the queue failed; the next count tries again", {
-        error: err instanceof Error ? err.message : String(err),
+        error: errorText(err),
       });
       return;
     }

@@ -32,6 +32,9 @@ export class SidecarError extends Error {
   }
 }
 
+/** What a caught value says: an Error's message, anything else as a string. */
+export const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
 export const httpStatusOf: Readonly<Record<ErrorKind, number>> = {
   invalid: 400,
   too_large: 413,

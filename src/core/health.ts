@@ -6,7 +6,7 @@
  * on it (each eviction a condor_rm): one failed tool call must not fail the ping, only a streak
  * of `threshold` failures in a row.
  */
-import { adNumber, type JobAd } from "../condor/parse.ts";
+import { adNumber, type JobAd } from "./classad.ts";
 import { tryParseQuantity } from "./quantity.ts";
 
 /** Consecutive failures of one HTCondor daemon, as seen through its tool. */

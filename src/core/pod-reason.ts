@@ -40,7 +40,7 @@ export const WITHHELD = "(a value from a secret or configMap, not shown)";
  * that may have come from them is never shown: one that contains any value of the request's
  * configMaps, secrets or projected volume maps (decoded, as the planner uses it). Keys are not
  * values: Kubernetes shows them to whoever may describe the object, and a variable made from one
- * (envFrom) must be named to say what to fix (issue 12, class 3).
+ * (envFrom) must be named to say what to fix (docs/threat-model.md#3-secret-values-on-command-lines).
  * Whatever the planner makes of that data (an env value or name, a `$(VAR)` expansion in
  * command, args or subPathExpr, a file name, a mount path) contains it verbatim, so this finds
  * every derived value without following each derivation. A value that merely happens to contain

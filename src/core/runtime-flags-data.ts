@@ -3,7 +3,7 @@
  * of releases (docs/container-runtimes.md#where-the-table-comes-from). Kept apart from the
  * functions that read it so that each stays a file one can read.
  */
-import type { RuntimeFlavour } from "./runtime-flags.ts";
+export type RuntimeFlavour = "apptainer" | "singularity";
 
 /** Every release tag read, oldest first (release candidates left out). */
 export const RUNTIME_RELEASES: Record<RuntimeFlavour, readonly string[]> = {

@@ -9,11 +9,10 @@
  * the `RegisterFlagForCmd` calls naming these commands, command groups expanded); how, and what
  * differs between releases, is in docs/container-runtimes.md#where-the-table-comes-from.
  */
-import { RUNTIME_FLAGS_TSV, RUNTIME_RELEASES } from "./runtime-flags-data.ts";
+import { RUNTIME_FLAGS_TSV, RUNTIME_RELEASES, type RuntimeFlavour } from "./runtime-flags-data.ts";
 
-export { RUNTIME_RELEASES };
+export { RUNTIME_RELEASES, type RuntimeFlavour };
 
-export type RuntimeFlavour = "apptainer" | "singularity";
 export type RuntimeCommand = "exec" | "run" | "instance start" | "instance stop";
 /** pflag's `Value.Type()` of the flag. */
 export type FlagType = "bool" | "string" | "int" | "stringSlice" | "stringArray" | "stringToString";
@@ -202,11 +201,6 @@ export function flagUsages(flags: readonly RuntimeFlag[], cols: number, env: Usa
     lines.push([left, right]);
   }
   return lines.map(([left, right]) => `${left} ${" ".repeat(maxlen - left.length)} ${wrap(maxlen + 2, cols, right)}\n`).join("");
-}
-
-/** The TSV rows, for the shim (test/minicondor/shims/runtime-flags.tsv). */
-export function runtimeFlagsTsv(): string {
-  return RUNTIME_FLAGS_TSV;
 }
 
 /**

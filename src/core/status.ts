@@ -11,7 +11,7 @@
  * - removed, lost and unrecoverably held jobs never read as Succeeded (a non-zero code);
  * - a failed init container terminates everything after it, or the pod stays Pending forever.
  */
-import { adNumber, adString, type JobAd } from "../condor/parse.ts";
+import { adNumber, adString, type JobAd } from "./classad.ts";
 import type { StateLine } from "./state-line.ts";
 import { parseStateLine } from "./state-line.ts";
 import { stateAttrName } from "./types.ts";

@@ -1,8 +1,8 @@
 /**
  * JobPlan: everything one pod becomes, as plain data.
  *
- * `planJob(pod, config)` (core/plan.ts, pure) produces it; `renderWrapper(plan)` and
- * `renderSubmit(plan, ctx)` (render/, pure) turn it into the bash wrapper and the submit
+ * `planJob(request, config)` (core/plan.ts, pure) produces it; `renderWrapper(plan, options)` and
+ * `renderSubmit(plan, dir, eventLog)` (render/, pure) turn it into the bash wrapper and the submit
  * description; the service writes `plan.files` under the pod's folder and submits.
  *
  * Sandbox layout on the execution point (the job's scratch dir, which is also the wrapper's cwd):
@@ -28,9 +28,6 @@ export function containerKey(name: string, init: boolean): string {
 }
 export function logFileName(name: string, init: boolean, previous = false): string {
   return `${containerKey(name, init)}${previous ? ".prev" : ""}.log`;
-}
-export function stateFileName(name: string, init: boolean): string {
-  return `podstate/${containerKey(name, init)}`;
 }
 /** Job attribute that the wrapper chirps a container's state line into (ClassAd identifier). */
 export function stateAttrName(index: number, init: boolean): string {
@@ -140,7 +137,7 @@ export interface PodFile {
   content: Uint8Array;
   /**
    * Octal permission bits on the submit side, e.g. 0o644. A secret file is always 0o600 there
-   * (issue 7: secrets and tokens are 0600 files in 0700 folders), whatever mode the pod asks for.
+   * (docs/threat-model.md#secrets: secrets and tokens are 0600 files in 0700 folders), whatever mode the pod asks for.
    */
   mode: number;
   /** The mode the pod asks for, which the wrapper sets in the job's sandbox; absent: `mode`. */

@@ -9,7 +9,7 @@
  *   left the queue before a question about what changed could see it;
  * - which ones left: the history, from the last count that missed none.
  */
-import { adNumber, type JobAd } from "../condor/parse.ts";
+import { adNumber, type JobAd } from "./classad.ts";
 import { classAdString } from "./classad.ts";
 
 /**

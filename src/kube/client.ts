@@ -5,7 +5,6 @@
  * API's own message, or a KubeUnreachableError.
  */
 import type { HttpClient } from "../runtime/types.ts";
-import type { TokenSource } from "./connect.ts";
 import { apiError, KubeApiError, type KubeRequestInfo, KubeUnreachableError } from "./errors.ts";
 import { apiVersionOf, resourceName, resourcePath, type ResourceRef, type Verb } from "./resources.ts";
 
@@ -84,6 +83,14 @@ export interface KubeClient {
    * (status or ERROR event) throws a KubeApiError that isGone() knows.
    */
   watch<T extends KubeObject>(ref: ResourceRef, opts: WatchOptions): AsyncGenerator<WatchEvent<T>>;
+}
+
+/** The bearer token, read again when it may have rotated. */
+export interface TokenSource {
+  /** The token to send now. */
+  current(): string;
+  /** Reads the token again after a 401; true when it changed (the request is then worth one retry). */
+  refresh(): boolean;
 }
 
 export interface KubeClientOptions {

@@ -7,16 +7,8 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { SidecarError } from "../core/errors.ts";
 import type { Runtime, TlsClientOptions } from "../runtime/types.ts";
-import { createKubeClient, type KubeClient } from "./client.ts";
+import { createKubeClient, type KubeClient, type TokenSource } from "./client.ts";
 import { inClusterTarget, type KubeTarget, type Material, parseKubeconfig, SERVICE_ACCOUNT_DIR, TOKEN_REREAD_MS } from "./kubeconfig.ts";
-
-/** The bearer token, read again when it may have rotated. */
-export interface TokenSource {
-  /** The token to send now. */
-  current(): string;
-  /** Reads the token again after a 401; true when it changed (the request is then worth one retry). */
-  refresh(): boolean;
-}
 
 export interface KubeConnection {
   server: string;

@@ -8,6 +8,7 @@ import { backoffDelay, type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.ts"
 import type { KubeClient, KubeObject } from "./client.ts";
 import { isGone } from "./errors.ts";
 import type { ResourceRef } from "./resources.ts";
+import { sleep as defaultSleep } from "../runtime/sleep.ts";
 
 export type InformerEventType = "ADDED" | "MODIFIED" | "DELETED";
 
@@ -156,17 +157,4 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
     resourceVersion: () => rv,
     stats: () => ({ ...stats }),
   };
-}
-
-export function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done);
-  });
 }

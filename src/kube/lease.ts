@@ -8,7 +8,7 @@
 import type { KubeClient, KubeObject } from "./client.ts";
 import { isConflict, isNotFound } from "./errors.ts";
 import { LEASES } from "./resources.ts";
-import { defaultSleep } from "./informer.ts";
+import { sleep as defaultSleep } from "../runtime/sleep.ts";
 
 export interface LeaseSpec {
   holderIdentity?: string;

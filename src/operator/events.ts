@@ -18,7 +18,7 @@
  * shares (store/eventlog-follow.ts).
  */
 import { join } from "node:path";
-import type { JobAd } from "../condor/parse.ts";
+import type { JobAd } from "../core/classad.ts";
 import type { Condor } from "../condor/tools.ts";
 import { createWatch, WATCH_MS } from "../condor/watch.ts";
 import type { JobRef } from "../core/watch.ts";
@@ -29,6 +29,7 @@ import { createEventLogFollow, SETTLE_DELAYS_MS } from "../store/eventlog-follow
 import type { HTCJobRecord, HTCJobStore } from "./store.ts";
 import { PROC_ATTRIBUTES } from "./status.ts";
 import type { FollowResult, FollowScope } from "./track.ts";
+import { errorText } from "../core/errors.ts";
 
 /** The operator's data folder: its HTCJobs' folders, and `events/` with its job event logs (apart from a sidecar's in the same DataRootFolder). */
 const operatorRoot = (dataRoot: string) => join(dataRoot, "htcjobs");
@@ -143,7 +144,7 @@ export function createEventDriver(d: EventDriverDeps): EventDriver {
       for (const id of ends) ending.set(id, ending.get(id) ?? 0);
       if (full) nextFull = retry;
       if (poll) nextPoll = retry;
-      d.log.warn("asking HTCondor about the procs failed; trying again", { error: err instanceof Error ? err.message : String(err) });
+      d.log.warn("asking HTCondor about the procs failed; trying again", { error: errorText(err) });
       return;
     }
     if (full) {
@@ -236,7 +237,7 @@ function createProcWatch(d: EventDriverDeps, polled: (r: HTCJobRecord) => boolea
         return true;
       } catch (err) {
         d.log.warn("acting on what changed among the polled procs failed; they are read whole next", {
-          error: err instanceof Error ? err.message : String(err),
+          error: errorText(err),
         });
         readWhole();
         return false;

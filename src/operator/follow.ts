@@ -4,7 +4,8 @@
  * Procs are matched by their ids (`ClusterId.ProcId`, recorded at submit), never by an attribute
  * a job can rewrite. Also the search by UID that settles a submit whose answer was lost.
  */
-import { adNumber, type JobAd, type JobId, jobIdString } from "../condor/parse.ts";
+import { type JobId, jobIdString } from "../condor/parse.ts";
+import { adNumber, type JobAd } from "../core/classad.ts";
 import type { Condor } from "../condor/tools.ts";
 import { classAdString } from "../core/classad.ts";
 import { nextSince } from "../core/watch.ts";

@@ -25,6 +25,7 @@ import { createLeaseLock, runLeaderElection } from "../kube/lease.ts";
 import { HTCJOBS } from "../kube/resources.ts";
 import type { Logger } from "../logger.ts";
 import type { HttpServer } from "../runtime/http.ts";
+import { sleep } from "../runtime/sleep.ts";
 import type { Runtime } from "../runtime/types.ts";
 import { dataRootOf, type Io, loadConfig, openCondor, type Outcome, prepare, serveMetrics } from "../startup.ts";
 import { ensureDir } from "../store/files.ts";
@@ -34,6 +35,7 @@ import { htcjobLogs } from "./logs.ts";
 import { reapDeleted } from "./retention.ts";
 import { type HTCJobStore, openHTCJobStore } from "./store.ts";
 import { createWorkQueue } from "./workqueue.ts";
+import { errorText } from "../core/errors.ts";
 
 export const OPERATOR_USAGE = `Usage: htcondor-sidecar operator [--kubeconfig FILE] [--context NAME] [--namespace NS] [--lease-namespace NS]
                                  [--config FILE] [--condor-bin DIR] [HTCondor flags] [--metrics-listen ADDR:PORT]
@@ -60,9 +62,6 @@ const NOT_HERE = ["listen", "port", "socket"];
 
 /** How often deleted HTCJobs' output is checked against HTCJob.OutputRetentionSeconds. */
 const REAP_INTERVAL_MS = 60_000;
-
-/** The test-only hook (docs/operator.md#test-hooks): hang after a step so that a test can kill -9 there. */
-const HANG_ENV = "HTCJOB_OPERATOR_TEST_HANG_AFTER";
 
 /** `htcondor-sidecar operator …`: --help answers and exits; otherwise the operator starts. */
 export async function operatorMode(runtime: Runtime, args: readonly string[], io: Io): Promise<Outcome> {
@@ -127,7 +126,6 @@ interface Work {
   identity: string;
   dataRoot: string;
   spool: boolean;
-  hang?: "submit" | "record";
   reconciles: Counter;
   writes: Counter;
 }
@@ -178,10 +176,6 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
   let metricsServer: HttpServer | undefined;
   if (o.metricsListen) metricsServer = await serveMetrics(o.metricsListen, config, () => registry.render());
 
-  const hang = env[HANG_ENV];
-  if (hang !== undefined && hang !== "submit" && hang !== "record") throw new UsageError(`${HANG_ENV}: "${hang}" is not submit or record`);
-  if (hang) log.warn(`${HANG_ENV} is set: a test hook, never for production`);
-
   const work: Work = {
     runtime,
     config,
@@ -196,7 +190,6 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
     identity,
     dataRoot,
     spool,
-    hang: hang as "submit" | "record" | undefined,
     reconciles,
     writes,
   };
@@ -237,7 +230,7 @@ async function lead(w: Work, lease: AbortSignal): Promise<void> {
     backoff: { initialMs: 1000, maxMs: 60_000 },
     log: (key, err, delay) => {
       w.reconciles.inc({ outcome: "error" });
-      log.warn("reconcile failed; trying again", { htcjob: key, error: err instanceof Error ? err.message : String(err), againInMs: delay });
+      log.warn("reconcile failed; trying again", { htcjob: key, error: errorText(err), againInMs: delay });
     },
   });
   const informer = createInformer<HTCJob>({
@@ -270,7 +263,6 @@ async function lead(w: Work, lease: AbortSignal): Promise<void> {
     leading,
     submitTimeoutMs: config.SubmitTimeoutSeconds * 1000,
     holdGraceMs: config.HoldGraceSeconds * 1000,
-    hangAfter: w.hang,
     onWrite: (what) => w.writes.inc({ what }),
     eventLog: () => driver.logForNewJob(),
     recorded: (cluster, procs) => driver.recorded(cluster, procs),
@@ -299,7 +291,7 @@ async function lead(w: Work, lease: AbortSignal): Promise<void> {
     try {
       reapDeleted({ store, dataRoot, retentionMs: config.HTCJob.OutputRetentionSeconds * 1000, now: () => Date.now(), log });
     } catch (err) {
-      log.warn("removing old output failed; trying again", { error: err instanceof Error ? err.message : String(err) });
+      log.warn("removing old output failed; trying again", { error: errorText(err) });
     }
   };
   let reaper: ReturnType<typeof setInterval> | undefined;
@@ -329,18 +321,6 @@ async function lead(w: Work, lease: AbortSignal): Promise<void> {
 function leaseName(operatorId: string): string {
   const n = operatorId.toLowerCase().replace(/[^a-z0-9.-]/g, "-").replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, "");
   return n === "" ? "htcjob-operator" : n;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((r) => {
-    const stop = () => {
-      clearTimeout(t);
-      signal.removeEventListener("abort", stop);
-      r();
-    };
-    const t = setTimeout(stop, ms);
-    signal.addEventListener("abort", stop, { once: true });
-  });
 }
 
 /** `htcjob logs NAMESPACE/NAME [--proc N] [--timestamps] [--config FILE]`; returns the exit code. */

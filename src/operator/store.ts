@@ -5,8 +5,10 @@
  * (docs/operator.md#the-store). Every write is one transaction; the cluster is recorded here
  * before the HTCJob's status is written (docs/operator.md#never-twice).
  */
-import { SidecarError } from "../core/errors.ts";
+import { errorText, SidecarError } from "../core/errors.ts";
 import type { Sqlite } from "../runtime/types.ts";
+import { migrate } from "../store/migrate.ts";
+import type { EventLogRecord } from "../store/store.ts";
 import type { ProcFiles } from "./output.ts";
 
 /**
@@ -84,15 +86,6 @@ interface Row {
   deleted_at: number | null;
   updated_at: number;
   event_log: string | null;
-}
-
-/** Where the reading of one job event log stands (its offset is saved only once what it named was acted on). */
-export interface OperatorEventLog {
-  name: string;
-  createdAt: number;
-  offset: number;
-  inode: number;
-  size: number;
 }
 
 const MIGRATIONS: string[] = [
@@ -173,9 +166,9 @@ export interface HTCJobStore {
   setOutcomes(uid: string, outcomes: (ProcOutcome | null)[], now: number): void;
   setFetched(uid: string, fetched: boolean[], now: number): void;
   markDeleted(uid: string, now: number): void;
-  eventLogs(): OperatorEventLog[];
+  eventLogs(): EventLogRecord[];
   addEventLog(name: string, createdAt: number): void;
-  saveEventLog(log: OperatorEventLog): void;
+  saveEventLog(log: EventLogRecord): void;
   removeEventLog(name: string): void;
   /** Per event log, how many records may still have procs queued that write to it (finished or deleted since `since` included). */
   eventLogUsers(since: number): Map<string, number>;
@@ -190,20 +183,10 @@ export function openHTCJobStore(db: Sqlite, path = "htcjobs.db"): HTCJobStore {
       return fn(...a);
     } catch (err) {
       if (err instanceof SidecarError) throw err;
-      throw new SidecarError("unavailable", `The operator's store "${path}" failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new SidecarError("unavailable", `The operator's store "${path}" failed: ${errorText(err)}`, { cause: err });
     }
   };
-  guard(() => {
-    db.exec("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA synchronous = FULL;");
-    db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
-    const v = db.get<{ version: number }>("SELECT version FROM schema_version")?.version ?? 0;
-    if (v > MIGRATIONS.length) throw new SidecarError("unavailable", `The operator's store "${path}" is of a newer version (${v}) than this operator knows`);
-    db.transaction(() => {
-      for (let i = v; i < MIGRATIONS.length; i++) db.exec(MIGRATIONS[i]!);
-      db.run("DELETE FROM schema_version");
-      db.run("INSERT INTO schema_version (version) VALUES (?)", [MIGRATIONS.length]);
-    });
-  })();
+  guard(() => migrate(db, MIGRATIONS, `The operator's store "${path}"`, "operator"))();
 
   const get = (uid: string) => {
     const r = db.get<Row>("SELECT * FROM htcjobs WHERE uid = ?", [uid]);
@@ -296,7 +279,7 @@ export function openHTCJobStore(db: Sqlite, path = "htcjobs.db"): HTCJobStore {
     addEventLog: guard((name: string, createdAt: number) => {
       db.run("INSERT INTO event_logs (name, created_at) VALUES (?, ?) ON CONFLICT(name) DO NOTHING", [name, createdAt]);
     }),
-    saveEventLog: guard((l: OperatorEventLog) => {
+    saveEventLog: guard((l: EventLogRecord) => {
       db.run("UPDATE event_logs SET offset = ?, inode = ?, size = ? WHERE name = ?", [l.offset, l.inode, l.size, l.name]);
     }),
     removeEventLog: guard((name: string) => {

@@ -5,7 +5,7 @@
  * ARE comes only from condor_q and condor_history, matched by the ids recorded at submit.
  */
 import { join } from "node:path";
-import type { JobAd } from "../condor/parse.ts";
+import type { JobAd } from "../core/classad.ts";
 import { jobFileSize } from "../store/files.ts";
 import type { ControllerDeps } from "./controller/context.ts";
 import { sightProcs } from "./follow.ts";

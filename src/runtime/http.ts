@@ -10,6 +10,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { chmodSync, existsSync, lstatSync, unlinkSync } from "node:fs";
 import type { Socket } from "node:net";
+import { errorText } from "../core/errors.ts";
 
 /** What the app gets besides the `Request`: the raw body and a signal for long-lived streams. */
 export interface RequestExtras {
@@ -80,7 +81,7 @@ export function serveHttp(opts: ServeOptions, handler: FetchHandler): Promise<Ht
     handle(opts, handler, req, res, scope).catch((err) => {
       if (!res.headersSent) {
         res.writeHead(500, { "content-type": "text/plain; charset=utf-8" });
-        res.end(`Internal error: ${err instanceof Error ? err.message : String(err)}\n`);
+        res.end(`Internal error: ${errorText(err)}\n`);
       } else {
         res.destroy();
       }

@@ -4,7 +4,8 @@
  */
 import type { CredentialRead, CredentialSource } from "../core/credentials.ts";
 import type { Condor } from "../condor/tools.ts";
-import { adNumber, type JobAd, type JobId, jobIdString } from "../condor/parse.ts";
+import { type JobId, jobIdString } from "../condor/parse.ts";
+import { adNumber, type JobAd } from "../core/classad.ts";
 import { classAdString } from "../core/classad.ts";
 import { SidecarError } from "../core/errors.ts";
 import type { ContainerInfo } from "../core/status.ts";
@@ -111,8 +112,6 @@ export const identity = (r: PodRecord) => ({ uid: r.uid, name: r.name, namespace
 
 /** Secret files of the pod: env files (always) and the secret volume files recorded at create. */
 export const secretPaths = (r: PodRecord): string[] => [...new Set([...containerKeys(r).map((k) => `env/${k}.env`), ...r.secrets])];
-
-export const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /** Logs a file the job left in its pod folder that the sidecar will not read (a symlink, …). */
 export const unsafeFileWarning = (c: Ctx, r: PodRecord) => (err: UnsafeJobFile) =>

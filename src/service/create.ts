@@ -4,13 +4,13 @@
  * recorded job, joins a create that runs, or asks the schedd about one that was interrupted.
  */
 import { type JobId, jobIdString } from "../condor/parse.ts";
-import { SidecarError } from "../core/errors.ts";
+import { errorText, SidecarError } from "../core/errors.ts";
 import { planJob } from "../core/plan.ts";
 import type { CreateRequest } from "../core/pod.ts";
 import { jobCommands, renderBatch } from "../render/submit.ts";
 import { renderWrapper } from "../render/wrapper.ts";
 import { podDir, removePodDir, writePodFiles } from "../store/files.ts";
-import { type CreateAnswer, type Ctx, errorText, findJobByUid, jid, secretPaths } from "./context.ts";
+import { type CreateAnswer, type Ctx, findJobByUid, jid, secretPaths } from "./context.ts";
 import { type Submitter, SubmitUndecided } from "./submitter.ts";
 
 export function createCreateService(c: Ctx, submit: Submitter): { create(req: CreateRequest): Promise<CreateAnswer> } {

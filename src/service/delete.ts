@@ -6,7 +6,8 @@ import { jobIdString } from "../condor/parse.ts";
 import type { PodRef } from "../core/requests.ts";
 import { podDir, removePodDirKeepingLog } from "../store/files.ts";
 import type { PodRecord } from "../store/store.ts";
-import { type Ctx, errorText, findJobByUid, jid, jobId, secretPaths } from "./context.ts";
+import { type Ctx, findJobByUid, jid, jobId, secretPaths } from "./context.ts";
+import { errorText } from "../core/errors.ts";
 
 type RemoveOutcome = { outcome: "removed" | "ended" | "pending"; job?: string };
 

@@ -8,9 +8,10 @@
  *
  * What it knows lives in memory: after a restart every pod's clock starts again.
  */
-import { adNumber } from "../condor/parse.ts";
+import { adNumber } from "../core/classad.ts";
+import { errorText } from "../core/errors.ts";
 import { type ForgetRules, judgeForgotten, type Mark, markOf, noteNamed } from "../core/forgotten.ts";
-import { type Ctx, errorText, jid, jobId } from "./context.ts";
+import { type Ctx, jid, jobId } from "./context.ts";
 
 /** A forgotten pod as the ping lists it. */
 export interface ForgottenPod {

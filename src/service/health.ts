@@ -2,12 +2,12 @@
  * The ping (GET /status with `[]`, docs/interlink.md#the-ping) and GET /system-info: whether the
  * schedd and the collector answer, the credential, and what the pool offers.
  */
-import type { JobAd } from "../condor/parse.ts";
+import type { JobAd } from "../core/classad.ts";
 import { credentialState } from "../core/credentials.ts";
 import type { MetricsView } from "../core/metrics.ts";
-import { SidecarError } from "../core/errors.ts";
+import { errorText, SidecarError } from "../core/errors.ts";
 import { blamesHTCondor, PING_ANSWER_KEEP_MS, pingAnswer, recordFailure, recordSuccess, type Streak } from "../core/health.ts";
-import { type Ctx, errorText } from "./context.ts";
+import { type Ctx } from "./context.ts";
 
 /** How long the ping waits for the schedd's answer (condor_q) before answering without it. */
 const PING_SCHEDD_WAIT_MS = 5_000;

@@ -33,6 +33,10 @@ export interface Service extends Api {
   refresh(): Promise<void>;
   /** Stops the refresher and waits (up to `deadlineMs`) for creates, a refresh and a reaper pass still running. */
   drain(deadlineMs: number): Promise<void>;
+}
+
+/** One schedd's service: what the router in front of several schedds (schedds.ts) also asks of it. */
+export interface ScheddService extends Service {
   /**
    * This sidecar's jobs the schedd has not started yet, as far as the view knows (a job whose ad
    * the view has not seen yet counts): what placement over several schedds compares (schedds.ts).
@@ -49,7 +53,7 @@ export interface Service extends Api {
   shareActivity?(activity: StatusActivity): void;
 }
 
-export function createService(d: ServiceDeps): Service {
+export function createService(d: ServiceDeps): ScheddService {
   const c = createContext(d);
   c.forget = createForgetService(c);
   const status = createStatusService(c);

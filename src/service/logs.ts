@@ -16,7 +16,7 @@
  * ended, as kubectl logs -f on a kubelet; the rest of it is read from the rotated file), when the
  * job has ended, when the byte budget is spent, or when the client or the sidecar goes away.
  */
-import { adNumber } from "../condor/parse.ts";
+import { adNumber } from "../core/classad.ts";
 import { SidecarError } from "../core/errors.ts";
 import {
   completeEnd,
@@ -33,6 +33,7 @@ import type { StateLine } from "../core/state-line.ts";
 import { linesFromAd } from "../core/status.ts";
 import { containerKey, logFileName } from "../core/types.ts";
 import { type JobFile, jobFileSize, readJobFile, readStateFiles, UnsafeJobFile } from "../store/files.ts";
+import { sleep } from "../runtime/sleep.ts";
 import type { PodRecord } from "../store/store.ts";
 import { type Ctx, jid, jobId, unsafeFileWarning } from "./context.ts";
 
@@ -419,18 +420,4 @@ function tailStart(path: JobFile, size: number, n: number): number {
     pos -= len;
   }
   return 0;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(t);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 }

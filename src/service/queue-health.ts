@@ -5,7 +5,7 @@
  * timeout while the sidecar was starved of CPU.
  */
 import type { Condor } from "../condor/tools.ts";
-import { SidecarError } from "../core/errors.ts";
+import { errorText, SidecarError } from "../core/errors.ts";
 import { blamesHTCondor, recordSuccess, type Streak } from "../core/health.ts";
 
 /**
@@ -60,7 +60,7 @@ export function createQueueHealth(d: QueueHealthDeps): QueueHealth {
   function failed(err: unknown, startedAt: number): void {
     failing = true;
     lastHeard = d.now();
-    schedd.error = err instanceof Error ? err.message : String(err);
+    schedd.error = errorText(err);
     const timedOut = err instanceof SidecarError && err.kind === "timeout";
     if (!blamesHTCondor({ timedOut, starved: timedOut && (d.starved?.(startedAt) ?? false) })) {
       d.log.warn("condor_q timed out while the sidecar was starved of CPU: not counted as a failure of the schedd", { error: schedd.error });

@@ -12,7 +12,8 @@
  * output). A status request reads the latest view and never waits on a condor tool, except for
  * the first refresh after start. With nothing to follow the loop sleeps, and a new job wakes it.
  */
-import { adCount, type JobAd, type JsonAdSlices, parseAd, sameAd, sliceJobNumber } from "../condor/parse.ts";
+import { adCount, type JsonAdSlices, parseAd, sameAd, sliceJobNumber } from "../condor/parse.ts";
+import { type JobAd } from "../core/classad.ts";
 import type { Condor } from "../condor/tools.ts";
 import { createWatch, type Watch, WATCH_MS } from "../condor/watch.ts";
 import type { Streak } from "../core/health.ts";
@@ -20,6 +21,7 @@ import { sidecarJobs } from "../core/watch.ts";
 import { stateAttrName } from "../core/types.ts";
 import type { LiveJob, Store } from "../store/store.ts";
 import { createQueueHealth } from "./queue-health.ts";
+import { errorText } from "../core/errors.ts";
 
 /** Attributes the status path asks condor_q/condor_history for (never the whole ad). */
 const BASE_ATTRS = [
@@ -270,7 +272,7 @@ async function mergeAsked(
   try {
     await afterRefresh?.({ at, ads: snap.ads, checked: snap.checked }, live);
   } catch (err) {
-    log.warn("acting on the queue's view failed; the next refresh tries again", { error: err instanceof Error ? err.message : String(err) });
+    log.warn("acting on the queue's view failed; the next refresh tries again", { error: errorText(err) });
     return false;
   }
   return true;
@@ -355,7 +357,7 @@ export function createQueueView(d: QueueDeps): QueueView {
     try {
       await view.afterRefresh?.(current, f.jobs);
     } catch (err) {
-      d.log.warn("acting on the queue's view failed; the next refresh tries again", { error: err instanceof Error ? err.message : String(err) });
+      d.log.warn("acting on the queue's view failed; the next refresh tries again", { error: errorText(err) });
     }
   }
 

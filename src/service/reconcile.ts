@@ -3,11 +3,13 @@
  * creates interrupted between submit and record, a lost store, jobs of pods deleted meanwhile.
  * And the reaper's other work: pending removals and expired tombstones.
  */
-import { type JobAd, jobIdString } from "../condor/parse.ts";
+import { jobIdString } from "../condor/parse.ts";
+import { type JobAd } from "../core/classad.ts";
 import { parseContainerList } from "../core/container-list.ts";
 import { holdsOnlyKeptLog, isDir, listPodDirs, podDir, removePodDir } from "../store/files.ts";
-import { type Ctx, errorText, findJobsByUid, secretPaths, UidConflict } from "./context.ts";
+import { type Ctx, findJobsByUid, secretPaths, UidConflict } from "./context.ts";
 import type { DeleteService } from "./delete.ts";
+import { errorText } from "../core/errors.ts";
 
 const TOMBSTONE_TTL_MS = 24 * 3600 * 1000;
 /** How far back the history is searched for the jobs of pods whose record was lost. */

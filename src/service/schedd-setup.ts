@@ -7,6 +7,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Condor } from "../condor/tools.ts";
+import { errorText } from "../core/errors.ts";
 import { ConfigError, type FileConfig } from "../config.ts";
 import { type CliOptions, condorAccess, isRemote, UsageError } from "../flags.ts";
 import type { Logger } from "../logger.ts";
@@ -160,7 +161,7 @@ export async function checkScheddName(condor: Condor, name: string, label: strin
       await condor.query({ constraint: "false", attributes: ["ClusterId"] });
       return;
     } catch (err) {
-      said = /condor_q exited with \S+: (.*\bunknown host\b.*)$/.exec(err instanceof Error ? err.message : String(err))?.[1];
+      said = /condor_q exited with \S+: (.*\bunknown host\b.*)$/.exec(errorText(err))?.[1];
       if (said === undefined) return;
     }
     const left = deadline - Date.now();

@@ -21,7 +21,7 @@ import { tryParseQuantity } from "../core/quantity.ts";
 import type { Logger } from "../logger.ts";
 import type { Store } from "../store/store.ts";
 import type { ServiceView } from "./health.ts";
-import type { Service } from "./index.ts";
+import type { ScheddService, Service } from "./index.ts";
 import { newActivity } from "../core/forgotten.ts";
 
 export interface ScheddMember {
@@ -30,7 +30,7 @@ export interface ScheddMember {
   /** `Schedds[].Pool`: members of one pool share its machines, which the ping counts once. */
   pool: string;
   weight: number;
-  service: Service;
+  service: ScheddService;
   /** The member's own store: whether it holds a pod. */
   store: Pick<Store, "get">;
 }
@@ -198,9 +198,6 @@ export function createScheddRouter(members: readonly ScheddMember[], o: { log: L
       prober = undefined;
       await Promise.all(state.map((s) => s.m.service.drain(deadlineMs)));
     },
-    idleJobs: () => state.reduce((n, s) => n + s.m.service.idleJobs(), 0),
-    scheddFailing: () => state.every((s) => !up(s)),
-    probe: async () => (await Promise.all(state.map((s) => s.m.service.probe()))).some(Boolean),
     schedds: () => state.map((s) => ({ name: s.m.name, up: up(s), view: s.m.service.view() })),
   };
 }

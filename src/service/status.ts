@@ -9,7 +9,7 @@
  * (docs/status.md#what-drives-status).
  */
 import type { StatusAnswer } from "../app.ts";
-import { adNumber, type JobAd } from "../condor/parse.ts";
+import { adNumber, type JobAd } from "../core/classad.ts";
 import { staleness } from "../core/health.ts";
 import { holdOutcome } from "../core/holds.ts";
 import type { PodRef } from "../core/requests.ts";
@@ -17,8 +17,9 @@ import type { StateLine } from "../core/state-line.ts";
 import { linesFromAd, type PodStatus, podStatus } from "../core/status.ts";
 import { jobFileSize, readStateFiles, removeFiles } from "../store/files.ts";
 import type { LiveJob, PodRecord } from "../store/store.ts";
-import { containerKeys, type Ctx, errorText, identity, jid, jobId, secretPaths, unsafeFileWarning } from "./context.ts";
+import { containerKeys, type Ctx, identity, jid, jobId, secretPaths, unsafeFileWarning } from "./context.ts";
 import { askedAt, type Snapshot } from "./queue.ts";
+import { errorText } from "../core/errors.ts";
 
 /** A job in neither queue nor history for this long is lost (between the two is normal briefly). */
 const LOST_AFTER_MS = 60_000;

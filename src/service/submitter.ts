@@ -10,10 +10,10 @@
 import { basename, dirname, join } from "node:path";
 import { SubmitRefused } from "../condor/tools.ts";
 import { type JobId, jobIdString } from "../condor/parse.ts";
-import { SidecarError } from "../core/errors.ts";
+import { errorText, SidecarError } from "../core/errors.ts";
 import { renderBatch, type SubmitJob, submitShape } from "../render/submit.ts";
 import { removeFiles, writeBatchFile } from "../store/files.ts";
-import { type Ctx, errorText, findJobsByUid, UidConflict } from "./context.ts";
+import { type Ctx, findJobsByUid, UidConflict } from "./context.ts";
 import { groupCommit, type Settled } from "./group-commit.ts";
 
 export interface SubmitEntry {

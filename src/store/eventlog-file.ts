@@ -8,6 +8,7 @@
  */
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
+import { errorText } from "../core/errors.ts";
 
 export const EVENTS_DIR = "events";
 
@@ -43,7 +44,7 @@ export function checkEventsDir(dataRoot: string): string | undefined {
     if ((st.mode & 0o777) !== 0o700) return `Event log folder "${dir}" has mode ${(st.mode & 0o777).toString(8)}, not 700`;
     return undefined;
   } catch (err) {
-    return `Cannot check the event log folder "${dir}": ${err instanceof Error ? err.message : String(err)}`;
+    return `Cannot check the event log folder "${dir}": ${errorText(err)}`;
   }
 }
 

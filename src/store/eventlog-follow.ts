@@ -16,8 +16,9 @@ import { boundaryIntact, capEvents, compareLogFile, emptyRateWindow, EVENT, read
 import type { Logger } from "../logger.ts";
 import { checkEventsDir, ensureEventsDir, listEventLogFiles, readEventLogBytes, removeEventLogFile, statEventLog } from "./eventlog-file.ts";
 import type { EventLogRecord } from "./store.ts";
+import { errorText } from "../core/errors.ts";
 
-/** The fallback poll for file systems that do not notify (issue 22: at most 250 ms). */
+/** The fallback poll for file systems that do not notify (at most 250 ms: docs/status.md#following-the-event-log). */
 export const POLL_MS = 250;
 /** A new log file is started for new jobs this often, or once the current one is this big. */
 const ROTATE_MS = 24 * 3600_000;
@@ -124,8 +125,6 @@ function logName(ms: number, taken: (name: string) => boolean): string {
   for (let i = 1; taken(name); i++) name = `events-${stamp}-${i}.log`;
   return name;
 }
-
-const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /** What the parts of a follower share: its options, its folder, and the logs' records and what is known of each. */
 interface FollowState {

@@ -22,6 +22,7 @@ import {
 import { basename, dirname, join, resolve, sep } from "node:path";
 import type { PodFile } from "../core/types.ts";
 import { parseStateLine, type StateLine } from "../core/state-line.ts";
+import { errorText } from "../core/errors.ts";
 
 export function podDir(dataRoot: string, uid: string): string {
   return join(dataRoot, "pods", uid);
@@ -202,7 +203,7 @@ export function removePodDirKeepingLog(dir: string, secrets: readonly string[] =
     bytes = readJobFileTail({ dir, rel: WRAPPER_LOG }, KEPT_LOG_MAX);
   } catch (err) {
     // Whatever the log is, the folder (and its secrets) must still go.
-    problem = err instanceof Error ? err.message : String(err);
+    problem = errorText(err);
   }
   removePodDir(dir, secrets);
   if (bytes === undefined) return { kept: false, problem };
@@ -226,7 +227,7 @@ export function removePodDirKeepingLog(dir: string, secrets: readonly string[] =
     return { kept: true };
   } catch (err) {
     removePodDir(dir);
-    return { kept: false, problem: `Cannot keep ${JSON.stringify(join(dir, WRAPPER_LOG))}: ${err instanceof Error ? err.message : String(err)}` };
+    return { kept: false, problem: `Cannot keep ${JSON.stringify(join(dir, WRAPPER_LOG))}: ${errorText(err)}` };
   }
 }
 

@@ -3,9 +3,10 @@
  * migrations. Survives restarts and `kill -9`; every write is one transaction. A record changes
  * phase only through the named transitions of core/lifecycle.ts, each one method here.
  */
-import { SidecarError } from "../core/errors.ts";
+import { errorText, SidecarError } from "../core/errors.ts";
 import { PHASES, type PodPhase, type TransitionName, TRANSITIONS } from "../core/lifecycle.ts";
 import type { Sqlite } from "../runtime/types.ts";
+import { migrate } from "./migrate.ts";
 
 export type { PodPhase };
 
@@ -224,7 +225,7 @@ function guarded<T extends object>(what: string, target: T): T {
         return v(...args);
       } catch (err) {
         if (err instanceof SidecarError) throw err;
-        throw new SidecarError("unavailable", `The state store ${what} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+        throw new SidecarError("unavailable", `The state store ${what} failed: ${errorText(err)}`, { cause: err });
       }
     };
   }
@@ -313,21 +314,7 @@ function openStoreUnguarded(db: Sqlite): Store {
     return db.run(`DELETE FROM pods WHERE uid = ? AND ${from.sql}`, [uid, ...from.params]).changes === 1;
   };
 
-  db.exec("PRAGMA journal_mode = WAL");
-  db.exec("PRAGMA synchronous = NORMAL");
-  db.exec("PRAGMA busy_timeout = 5000");
-  db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
-  const current = db.get<{ version: number }>("SELECT version FROM schema_version")?.version ?? 0;
-  if (current > MIGRATIONS.length) {
-    throw new Error(`The state store has schema version ${current}, newer than this sidecar knows (${MIGRATIONS.length}); upgrade the sidecar`);
-  }
-  for (let v = current; v < MIGRATIONS.length; v++) {
-    db.transaction(() => {
-      db.exec(MIGRATIONS[v]!);
-      db.run("DELETE FROM schema_version");
-      db.run("INSERT INTO schema_version (version) VALUES (?)", [v + 1]);
-    });
-  }
+  migrate(db, MIGRATIONS, "The state store", "sidecar");
 
   return {
     get(uid) {

@@ -68,7 +68,7 @@ describe("the limit after a sequence of runs", () => {
   test("eight at once on a schedd that slows as they pile up: halved until it keeps its pace", () => {
     const warm = play(8, Array.from({ length: 28 }, () => full(300)));
     expect(currentLimit(warm.state)).toBe(8);
-    // Real pool, 2,000 creates: 2.6-3.8 s per batch of ~170 at 8, 1.0 s at 2, 0.15 s alone (issue 27).
+    // Real pool, 2,000 creates: 2.6-3.8 s per batch of ~170 at 8, 1.0 s at 2, 0.15 s alone (docs/performance.md#bursts).
     const { limits } = play(8, [
       full(3200, { alongside: 7 }),
       full(3000, { alongside: 7, stale: true }),

@@ -1,4 +1,4 @@
-// One-line reasons by Unicode's rules (issue 12 class 7): every control character (Cc: C0, DEL,
+// One-line reasons by Unicode's rules (docs/threat-model.md#7-reasons-on-one-line-by-unicodes-rules): every control character (Cc: C0, DEL,
 // C1 with NEL U+0085) and every line or paragraph separator (U+2028, U+2029) counts.
 import { describe, expect, test } from "bun:test";
 import { escapeControls, hasControlOrLineBreak, oneLine, SidecarError } from "../../src/core/errors.ts";

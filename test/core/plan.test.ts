@@ -1,5 +1,5 @@
 // docs/interlink.md#the-create-request (create request), docs/interlink.md#volume-data (mounts →
-// data), docs/interlink.md#annotations (annotations); issue 4 (every pod feature), issue 7 "Bad
+// data), docs/interlink.md#annotations (annotations); docs/pod-to-job.md (every pod feature), docs/interlink.md#how-interlink-treats-responses ("Bad
 // input" (refused channels, unresolvable valueFrom, unknown volume types).
 import { describe, expect, test } from "bun:test";
 import { parseCreateRequest } from "../../src/core/pod.ts";
@@ -337,7 +337,7 @@ describe("env", () => {
     // No command: the image's entrypoint cannot be given a name Apptainer does not carry.
     expect(p.warnings.join("\n")).toContain('envFrom variable "CM_x.y" skipped: not a shell identifier, and the container has no command');
     // With a command it would travel on a command line (env NAME=value), which every user of the
-    // worker can read: a configMap's or secret's value is refused there (issue 12, class 3).
+    // worker can read: a configMap's or secret's value is refused there (docs/threat-model.md#3-secret-values-on-command-lines).
     expectInvalid(
       () => plan(changed(body, (r) => (r.pod.spec.containers[0].command = ["sh"]))),
       'spec.containers[0].envFrom[0]: env "CM_x.y" of container "main" takes its value from a secret or configMap, so its name must be a shell identifier',
@@ -405,7 +405,7 @@ describe("volumes", () => {
     expect(p.emptyDirs).toEqual(["work"]);
     expect(p.transferInput).toEqual(["env", "volumes"]);
 
-    // Issue 7: secret files are 0600 on the submit side (mode); podMode is what the wrapper sets
+    // docs/threat-model.md#secrets: secret files are 0600 on the submit side (mode); podMode is what the wrapper sets
     // in the sandbox. Env files and secret/projected volumes are secret, the others not.
     const files = Object.fromEntries(p.files.map((f) => [f.path, [f.mode, f.podMode, f.secret]]));
     expect(files).toEqual({
@@ -651,7 +651,7 @@ describe("resources", () => {
     expect(p.resources).toEqual({ cpus: 2, memoryMiB: 1148, diskKiB: 1048576, gpus: 1 });
   });
 
-  // issue 4 "Resources": AMD GPUs need the runtime's --rocm, not --nv (Apptainer and SingularityCE have both).
+  // docs/pod-to-job.md#resources: AMD GPUs need the runtime's --rocm, not --nv (Apptainer and SingularityCE have both).
   // [case, the container's resources, its gpus, its amdGpus, the runtime's GPU flags]
   const gpuCases: [string, Json, number, number | undefined, string[]][] = [
     ["no GPU: no flag", R({ cpu: "1" }), 0, undefined, []],
@@ -859,10 +859,10 @@ describe("annotations", () => {
     ["queue", ["queue"], 'line 1: expected "command = value"'],
     ["= 3", ["x"], 'line 1: expected "command = value"'],
     ["a = b\u0007", ["a"], 'line 1: the value of "a" must not contain control characters'],
-    // Unicode's line and paragraph separators and NEL are line breaks too (issue 12 class 7).
+    // Unicode's line and paragraph separators and NEL are line breaks too (docs/threat-model.md#7-reasons-on-one-line-by-unicodes-rules).
     ["a = b\u2028c", ["a"], 'line 1: expected "command = value", got "a = b\\u2028c"'],
     ["a = b\u0085c", ["a"], 'line 1: the value of "a" must not contain control characters or line breaks'],
-    // A value ending in a backslash would join the next line of the submit file (issue 12 class 6).
+    // A value ending in a backslash would join the next line of the submit file (docs/threat-model.md#6-a-submit-value-ending-in--continues-onto-the-next-line).
     ["rank = 1 \\", ["rank"], "line 1: the value of \"rank\" must not end in '\\', which would continue it onto the next line"],
     ["rank = 1 \\   ", ["rank"], "must not end in '\\'"],
     ["rank = 1 \\\\", ["rank"], "must not end in '\\'"],
@@ -896,7 +896,7 @@ const envRef = (valueFrom: Json, data: Json = {}) => pod1({ env: [{ name: "V", v
 const ann = (annotations: Record<string, string>) => makeCreateRequest({ metadata: { annotations } });
 
 const badPlans: [string, Json, Partial<PlanConfig>, string][] = [
-  // volume types the execution point cannot provide (issue 4 "Volumes")
+  // volume types the execution point cannot provide (docs/pod-to-job.md#volumes)
   [
     "persistentVolumeClaim mounted",
     vol({ name: "data", persistentVolumeClaim: { claimName: "c" } }),
@@ -905,7 +905,7 @@ const badPlans: [string, Json, Partial<PlanConfig>, string][] = [
   ],
   ["csi mounted", vol({ name: "d", csi: { driver: "x" } }), {}, 'volume "d" has type "csi"'],
   ["nfs mounted", vol({ name: "n", nfs: { server: "s", path: "/" } }), {}, 'volume "n" has type "nfs"'],
-  // deliberate channels, switched off (issue 4 "Deliberate code channels")
+  // deliberate channels, switched off (docs/threat-model.md#deliberate-code-channels)
   [
     "hostPath, none allowed",
     vol({ name: "h", hostPath: { path: "/etc" } }),

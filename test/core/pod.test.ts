@@ -1,6 +1,6 @@
 // docs/interlink.md#the-create-request (the create request),
 // docs/interlink.md#the-pod-as-the-virtual-kubelet-sends-it (the pod), docs/interlink.md#check-7
-// (null for absent lists); issue 7 "Bad input": each case is a 4xx with a one-line reason naming
+// (null for absent lists); each case is a 4xx with a one-line reason naming
 // the field.
 import { describe, expect, test } from "bun:test";
 import { hasControlOrLineBreak } from "../../src/core/errors.ts";
@@ -136,7 +136,7 @@ describe("parsePod (for /delete and /status)", () => {
   });
 });
 
-describe("quote: a value on one line, whatever it holds (issue 12 class 7)", () => {
+describe("quote: a value on one line, whatever it holds (docs/threat-model.md#7-reasons-on-one-line-by-unicodes-rules)", () => {
   test.each([
     ["LF", "a\nb", '"a\\nb"'],
     ["NEL U+0085", "a\u0085b", '"a\\u0085b"'],
@@ -156,7 +156,7 @@ describe("quote: a value on one line, whatever it holds (issue 12 class 7)", () 
   });
 });
 
-describe("requestQuote: reasons never show what a secret or configMap holds (issue 12 class 5)", () => {
+describe("requestQuote: reasons never show what a secret or configMap holds (docs/threat-model.md#5-error-reasons-echo-secret-values)", () => {
   const req = {
     container: [
       {
@@ -180,7 +180,7 @@ describe("requestQuote: reasons never show what a secret or configMap holds (iss
   ])("withholds %s", (_, value) => expect(q(value)).toBe(WITHHELD));
   test.each(["main", "cm", "s", "/etc/app", ""])("shows %j, which holds none of it", (value) => expect(q(value)).toBe(quote(value)));
   // Keys are not values: Kubernetes shows them to whoever may describe the object, and a variable
-  // made from one (envFrom) must be named to say what to fix (issue 12, class 3).
+  // made from one (envFrom) must be named to say what to fix (docs/threat-model.md#3-secret-values-on-command-lines).
   test.each(["cm-key", "s-key", "dir//./token", "PREFIX_cm-key"])("shows the key or a name made from one: %j", (value) => expect(q(value)).toBe(quote(value)));
   test("empty data values hide nothing", () => {
     const q2 = requestQuote({

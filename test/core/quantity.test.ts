@@ -1,5 +1,5 @@
 // docs/interlink.md#the-pod-as-the-virtual-kubelet-sends-it (resources are maps of quantity
-// strings); issue 4 "Resources".
+// strings); docs/pod-to-job.md#resources.
 import { describe, expect, test } from "bun:test";
 import { SidecarError } from "../../src/core/errors.ts";
 import {

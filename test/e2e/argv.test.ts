@@ -1,4 +1,4 @@
-// Issue 25: a name that comes from a pod never reaches a tool's command line where the tool would
+// docs/threat-model.md#8-a-pods-name-read-as-an-option: a name that comes from a pod never reaches a tool's command line where the tool would
 // read it as an option (docs/threat-model.md#8-a-pods-name-read-as-an-option). condor_submit reads
 // an argument that starts with `-` as an option, and an unknown one prints its usage and exits 1
 // (docs/htcondor.md#condor_submit-options): a batch file named after a pod UID such as `-rf` used to
@@ -92,7 +92,7 @@ async function burst(sc: Sidecar, lead: Json, first: Json, rest: Json[]): Promis
 const jid = (a: HttpResult) => JSON.parse(a.body).PodJID as string;
 const cluster = (a: HttpResult) => jid(a).split(".")[0];
 
-describe("a pod UID that starts with '-' (issue 25; docs/htcondor.md#condor_submit-options)", () => {
+describe("a pod UID that starts with '-' (docs/htcondor.md#condor_submit-options)", () => {
   test("a burst whose first pod has UID -rf: all nine pods answer 200, each with a job of its own", async () => {
     const sc = await startSidecar({ args: ["--dummy-job"], env: { MINICONDOR_CPUS: "10" } });
     started.push(sc);
@@ -112,7 +112,7 @@ describe("a pod UID that starts with '-' (issue 25; docs/htcondor.md#condor_subm
   }, 120_000);
 });
 
-describe("argv-like names through every tool call (issue 25; docs/threat-model.md#8-a-pods-name-read-as-an-option)", () => {
+describe("argv-like names through every tool call (docs/threat-model.md#8-a-pods-name-read-as-an-option)", () => {
   const OPTS = { Tail: 0, Bytes: 0, Timestamps: false, Follow: false, Previous: false, SinceSeconds: 0, SinceTime: "0001-01-01T00:00:00Z" };
   const logs = (sc: Sidecar, pod: Json) =>
     sc.call("GET", "/getLogs", { Namespace: pod.metadata.namespace, PodUID: pod.metadata.uid, PodName: pod.metadata.name, ContainerName: "main", Opts: OPTS });

@@ -1,4 +1,4 @@
-// Bad and hostile input over real HTTP (issue 7 "Bad input"; docs/interlink.md#post-create create,
+// Bad and hostile input over real HTTP (docs/interlink.md#post-create create,
 // docs/interlink.md#post-delete delete, docs/interlink.md#get-status status,
 // docs/interlink.md#get-getlogs getLogs): every bad request gets a 4xx with one plain-text line,
 // nothing is submitted or written outside DataRootFolder, no pod folder is left, and injected text

@@ -1,4 +1,4 @@
-// Issue 14: many pods per condor process. Bursts of creates go out as one condor_submit (one
+// Many pods per condor process (docs/htcondor.md#submitting-many-pods-at-once). Bursts of creates go out as one condor_submit (one
 // cluster, one proc per pod), a refused batch is split until only the bad pod fails, a batch
 // killed at its timeout or with the sidecar is settled without a duplicate, and a burst of
 // deletes is a few condor_rm. Jobs are the dummy job (--dummy-job) on ten emulated slots: the
@@ -52,7 +52,7 @@ afterAll(async () => {
   for (const s of started) await s.destroy();
 }, TEARDOWN_TIMEOUT_MS);
 
-describe("batched submission (issue 14; docs/htcondor.md#submitting-many-pods-at-once)", () => {
+describe("batched submission (docs/htcondor.md#submitting-many-pods-at-once)", () => {
   test("a burst of 100 creates: a few condor_submit, each pod its own cluster.proc, every pod runs", async () => {
     const sc = await start();
     const reqs = Array.from({ length: 100 }, (_, i) => pod(`burst-${i}`));
@@ -195,7 +195,7 @@ describe("batched submission (issue 14; docs/htcondor.md#submitting-many-pods-at
   }, 180_000);
 });
 
-describe("batched removal (issue 14; docs/htcondor.md#submitting-many-pods-at-once)", () => {
+describe("batched removal (docs/htcondor.md#submitting-many-pods-at-once)", () => {
   test("a burst of deletes is a few condor_rm, each job removed", async () => {
     // The jobs run long (sleep), on enough slots: the deletes find them running or idle.
     const sc = await startSidecar({ env: { MINICONDOR_CPUS: "4" } });

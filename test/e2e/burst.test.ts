@@ -1,4 +1,4 @@
-// Issue 27: how many condor_submit run at once is measured, not fixed
+// How many condor_submit run at once is measured, not fixed (docs/performance.md#bursts)
 // (docs/performance.md#bursts). A schedd serves one submit at a time, and so does minicondor
 // (docs/htcondor.md#one-submit-at-a-time): with a slow session (fault slowcommit) each
 // condor_submit waits for those ahead of it, and the sidecar falls back to one or two; with

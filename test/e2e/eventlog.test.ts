@@ -1,4 +1,4 @@
-// Issue 22: status from the job event log (docs/status.md#what-drives-status,
+// Status from the job event log (docs/status.md#what-drives-status,
 // docs/status.md#following-the-event-log). Every sidecar here runs with ReconcileMinutes: 60, so
 // the full condor_q runs at start and after gaps only: a change that reaches /status within
 // seconds came through the event log and a targeted condor_q of the job it named (or through the

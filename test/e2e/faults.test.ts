@@ -243,7 +243,7 @@ describe("tools that fail, hang or warn", () => {
     expect(d.body).toMatch(/had already ended/);
     // Only the wrapper's log stays, while the tombstone lives (docs/logs.md#the-wrappers-log).
     expect((readdirSync(join(sc.dataRoot, "pods", r.pod.metadata.uid), { recursive: true }) as string[]).sort()).toEqual(["podstate", "podstate/wrapper.log"]);
-    // A final status may come from a job that only hid itself (issue 12, class 4): the recorded
+    // A final status may come from a job that only hid itself (docs/threat-model.md#4-a-job-forges-another-pods-status): the recorded
     // id is removed whatever the pod's status says.
     const rms = callsOf(sc, "condor_rm");
     expect(rms).toHaveLength(1);
@@ -309,7 +309,7 @@ describe("the schedd down while the collector answers (docs/interlink.md#the-pin
       return [p.status, JSON.parse(p.body).status] as [number, string];
     };
     // The refresher fails every second, but the streak counts one failure per 10 s at most
-    // (issue 14): refreshes that fail within seconds of each other do not make the node NotReady.
+    // (docs/architecture.md#9-the-ping-fails-only-for-real): refreshes that fail within seconds of each other do not make the node NotReady.
     await eventually(async () => ((await ping())[1] === "degraded: condor_q failing" ? true : undefined), 10_000, "the ping degraded");
     const t0 = Date.now();
     for (let i = 0; i < 3; i++) {

@@ -1,4 +1,4 @@
-// Secret values never reach a command line (issue 12, class 3), end to end. strace follows the
+// Secret values never reach a command line (docs/threat-model.md#3-secret-values-on-command-lines), end to end. strace follows the
 // sidecar and everything it starts (condor tools, minicondor's schedd, the job's wrapper, the
 // apptainer shim, the containers, probes and hooks, a host-image container) and records every
 // execve while one pod runs with env from a secret and a configMap (env and envFrom), exec probes

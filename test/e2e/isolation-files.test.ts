@@ -1,4 +1,4 @@
-// Issue 12, class 2: with SharedFilesystem the job writes straight into its pod folder on the
+// docs/threat-model.md#2-the-sidecar-follows-a-link-the-job-left-in-its-pod-folder: with SharedFilesystem the job writes straight into its pod folder on the
 // submit host, so anything the sidecar reads back from there (logs, state files) may have been
 // replaced by the job: a symlink to a file of the submit host, a hard link to one, a FIFO. The
 // sidecar must read none of them. The job here plants them with its pre-exec snippet, which runs
@@ -43,7 +43,7 @@ async function running(p: Json): Promise<void> {
   await eventually(async () => ((await statusOf(p.pod))?.containers[0].state.running ? true : undefined), 60_000, `${p.pod.metadata.name} running`);
 }
 
-describe("files the job left in its pod folder (issue 12, class 2; SharedFilesystem)", () => {
+describe("files the job left in its pod folder (docs/threat-model.md#2-the-sidecar-follows-a-link-the-job-left-in-its-pod-folder; SharedFilesystem)", () => {
   test("a container log replaced by a symlink to a submit-host file is refused, not served", async () => {
     const p = pod("symlog", `ln -sf ${shQuote(secretFile)} "$_CONDOR_JOB_IWD/c.main.log"`);
     await running(p);

@@ -1,4 +1,4 @@
-// Issue 12, classes 5, 6 and 7, over real HTTP to a real sidecar on minicondor: a hostile pod
+// docs/threat-model.md#the-defences-class-by-class, classes 5, 6 and 7, over real HTTP to a real sidecar on minicondor: a hostile pod
 // author attacks what a create's reason shows and what reaches the submit file. Each refusal is a
 // 4xx (400) with a one-line reason that names the field, shows no secret or configMap data, and
 // leaves nothing behind: no job, no pod folder, no record (docs/interlink.md#post-create create,
@@ -14,7 +14,7 @@ type Json = any;
 let sc: Sidecar;
 let n = 0;
 const uid = () => `5555ffff-0000-4000-8000-${String(++n).padStart(12, "0")}`;
-/** Text a reason may not hold anywhere but its final newline (issue 12 class 7). */
+/** Text a reason may not hold anywhere but its final newline (docs/threat-model.md#7-reasons-on-one-line-by-unicodes-rules). */
 const CONTROL_OR_LINE_BREAK = /[\p{Cc}\p{Zl}\p{Zp}]/u;
 
 beforeAll(async () => {

@@ -1,4 +1,4 @@
-// Symlinks planted by a pod must not decide what is mounted (issue 12, class 1), end to end: real
+// Symlinks planted by a pod must not decide what is mounted (docs/threat-model.md#1-symlinks-planted-by-the-pod-decide-what-is-mounted), end to end: real
 // HTTP to the sidecar, jobs on minicondor, containers under the apptainer shim, whose binds are
 // real. Each pod plants a symlink the way a hostile pod author would and mounts through it; the
 // container that would have used it must end terminated, reason CreateContainerConfigError, exit

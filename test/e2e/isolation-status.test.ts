@@ -1,4 +1,4 @@
-// Issue 12, class 4: a job can chirp any attribute of its own ad (condor_chirp set_job_attr), so
+// docs/threat-model.md#4-a-job-forges-another-pods-status: a job can chirp any attribute of its own ad (condor_chirp set_job_attr), so
 // no attribute it can write decides which pod an ad belongs to. Each test attacks from another
 // side: passing for another pod, hiding from the sidecar, being adopted by an interrupted create,
 // and being adopted after the store was lost.
@@ -55,7 +55,7 @@ async function create(sc: Sidecar, r: Json): Promise<string> {
   return JSON.parse(res.body).PodJID as string;
 }
 
-describe("a job that rewrites its identity (issue 12, class 4)", () => {
+describe("a job that rewrites its identity (docs/threat-model.md#4-a-job-forges-another-pods-status)", () => {
   test("a job that claims another pod's UID changes nothing of that pod, and is failed and removed", async () => {
     const sc = await start();
     const victim = pod("victim");

@@ -1,4 +1,4 @@
-// Issue 15, item 1: GET /metrics in Prometheus's text format (docs/metrics.md), on the API
+// GET /metrics in Prometheus's text format (docs/metrics.md), on the API
 // listener and on a listener of its own (--metrics-listen). The families move as the sidecar
 // works, label values stay bounded, and Prometheus's own checker accepts the text.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -52,7 +52,7 @@ afterAll(async () => {
   await sc.destroy();
 });
 
-describe("GET /metrics (issue 15)", () => {
+describe("GET /metrics (docs/metrics.md)", () => {
   test("the families move as the sidecar works; label values are bounded; promtool accepts the text", async () => {
     const pod = makeCreateRequest({
       metadata: { name: "measured", uid },
@@ -146,8 +146,8 @@ describe("GET /metrics (issue 15)", () => {
     }
   }, 60_000);
 
-  test.skipIf(!promtool)("the alert rules pass promtool's own tests (docs/alerts.yml)", () => {
-    const root = new URL("../../docs/", import.meta.url).pathname;
+  test.skipIf(!promtool)("the alert rules pass promtool's own tests (deploy/alerts.yml)", () => {
+    const root = new URL("../../deploy/", import.meta.url).pathname;
     const check = Bun.spawnSync([promtool!, "check", "rules", `${root}alerts.yml`]);
     expect(check.exitCode).toBe(0);
     const run = Bun.spawnSync([promtool!, "test", "rules", `${root}alerts.test.yml`], { cwd: root });

@@ -1,5 +1,5 @@
 // A burst of pings costs HTCondor one condor_status and one condor_q, not one per ping
-// (docs/status.md#the-ping): issue 20 measured 200 parallel pings starting 200 of each, which
+// (docs/status.md#the-ping): 200 parallel pings were measured starting 200 of each, which
 // starved the machine until the calls timed out and the ping answered 503.
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";

@@ -1,4 +1,4 @@
-// Issue 27, part 1: spooled jobs (every remote schedd) write no event log the sidecar can read,
+// Spooled jobs (docs/status.md#following-spooled-jobs) (every remote schedd) write no event log the sidecar can read,
 // so the sidecar asks the schedd what changed since its last answer instead of reading every
 // followed job's ad (docs/status.md#following-spooled-jobs, docs/htcondor.md#what-changed-since).
 // Every sidecar here runs with ReconcileMinutes: 60: the full condor_q of every followed job runs

@@ -4,7 +4,8 @@
  * recorded, and any call made to fail. It runs no job; the end-to-end tests run minicondor.
  */
 import type { Condor } from "../../src/condor/tools.ts";
-import { type JobAd, type JobId, jobIdString, type RmOutcome, sliceJsonAds } from "../../src/condor/parse.ts";
+import { type JobId, jobIdString, type RmOutcome, sliceJsonAds } from "../../src/condor/parse.ts";
+import { type JobAd } from "../../src/core/classad.ts";
 import { SidecarError } from "../../src/core/errors.ts";
 import type { SpawnResult } from "../../src/runtime/types.ts";
 

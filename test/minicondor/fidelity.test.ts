@@ -75,7 +75,7 @@ afterAll(() => {
 
 // ---------------------------------------------------------------------------------------------
 describe("docs/htcondor.md#conventions-of-every-tool conventions", () => {
-  test("condor_version prints two lines (docs/htcondor.md#conventions-of-every-tool, docs/htcondor.md#transcript-more version)", async () => {
+  test("condor_version prints two lines (docs/htcondor.md#conventions-of-every-tool, test/minicondor/fixtures/more.txt version)", async () => {
     const r = await run("condor_version");
     expect(r.code).toBe(0);
     expect(r.stdout).toBe("$CondorVersion: 25.14.0 2026-11-22 PRE-RELEASE-UWCS $\n$CondorPlatform: X86_64-Debian_12 $\n");
@@ -92,7 +92,7 @@ describe("docs/htcondor.md#conventions-of-every-tool conventions", () => {
     expect(c.code).toBe(1);
     expect(c.stderr).toContain("Error: unrecognized argument --const");
   });
-  test("every call is logged to calls.log (issue 3: tool, argv, duration, exit code)", async () => {
+  test("every call is logged to calls.log (test/minicondor/README.md: tool, argv, duration, exit code)", async () => {
     await run("condor_version", ["-x"]);
     const log = fs.readFileSync(path.join(home, "calls.log"), "utf8").trim().split("\n");
     expect(log[log.length - 1]).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z condor_version \["-x"\] \d+ 1$/);
@@ -191,7 +191,7 @@ describe("condor_submit (docs/htcondor.md#condor_submit)", () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^Submitting job\(s\)\.\.\n2 job\(s\) submitted to cluster \d+\.\n$/);
   });
-  test("stdin with -terse - (docs/htcondor.md#transcript-more submit-stdin)", async () => {
+  test("stdin with -terse - (test/minicondor/fixtures/more.txt submit-stdin)", async () => {
     const r = await run("condor_submit", ["-terse", "-"], {
       stdin: "executable=/bin/echo\narguments=from stdin\noutput=stdin.$(Cluster).out\nlog=stdin.log\nqueue 3\n",
     });
@@ -201,7 +201,7 @@ describe("condor_submit (docs/htcondor.md#condor_submit)", () => {
     await waitDone(`${c}.2`);
     expect(fs.readFileSync(path.join(work, `stdin.${c}.out`), "utf8")).toBe("from stdin\n");
   });
-  test("-append overrides the file; -batch-name sets JobBatchName (docs/htcondor.md#condor_submit-options, docs/htcondor.md#transcript-more)", async () => {
+  test("-append overrides the file; -batch-name sets JobBatchName (docs/htcondor.md#condor_submit-options, test/minicondor/fixtures/more.txt)", async () => {
     writeFile(
       "hello.sub",
       "executable = /bin/echo\narguments = hello\noutput = hello.$(Cluster).$(Process).out\nlog = hello.log\nbatch_name = fromfile\nqueue\n",
@@ -256,7 +256,7 @@ describe("condor_submit (docs/htcondor.md#condor_submit)", () => {
     r = await run("condor_submit", ["-terse", dashed]);
     expect(r).toEqual({ code: 1, stdout: "", stderr: `condor_submit: invalid attribute name '${dashed.split("=")[0]}' for attrib=value assigment\n` });
   });
-  test("root is refused unless MINICONDOR_ALLOW_ROOT=1 (issue 3 Owner; schedd qmgmt.cpp, refusal seen at commit per docs/htcondor.md#condor_submit-exit-codes-and-errors)", async () => {
+  test("root is refused unless MINICONDOR_ALLOW_ROOT=1 (schedd qmgmt.cpp, refusal seen at commit per docs/htcondor.md#condor_submit-exit-codes-and-errors)", async () => {
     writeFile("two-root.sub", "executable = /bin/true\nqueue 2\n");
     const asRoot = { MINICONDOR_OWNER: "root", MINICONDOR_ALLOW_ROOT: "0" };
     let r = await runTool(home, "condor_submit", ["-batch-name", "refused-root", path.join(work, "two-root.sub")], { cwd: work, env: asRoot });
@@ -318,7 +318,7 @@ queue
 
 // ---------------------------------------------------------------------------------------------
 describe("jobs really run", () => {
-  test("output file, exit code in history, user log events (docs/htcondor.md#job-status-and-job-attributes, docs/htcondor.md#transcript-hello)", async () => {
+  test("output file, exit code in history, user log events (docs/htcondor.md#job-status-and-job-attributes, test/minicondor/fixtures/hello.txt)", async () => {
     writeFile("exit3.sh", "#!/bin/bash\necho out-$1\necho err-$2 >&2\nexit 3\n", 0o755);
     const c = await submit("executable = exit3.sh\narguments = a b\noutput = e3.out\nerror = e3.err\nlog = e3.log\nshould_transfer_files = YES\nqueue\n");
     expect(await waitDone(`${c}.0`)).toBe("4");
@@ -460,7 +460,7 @@ describe("condor_q / condor_history output (docs/htcondor.md#condor_q, docs/htco
     const af = await run("condor_q", ["999999", "-af", "JobStatus"]);
     expect(af).toEqual({ code: 0, stdout: "", stderr: "" });
   });
-  test("-json shape: [\\n{...}\\n,\\n{...}\\n]\\n, -attributes limits keys (docs/htcondor.md#json-output, docs/htcondor.md#transcript-multi)", async () => {
+  test("-json shape: [\\n{...}\\n,\\n{...}\\n]\\n, -attributes limits keys (docs/htcondor.md#json-output, test/minicondor/fixtures/multi.txt)", async () => {
     const c = await submit("executable = /bin/true\nhold = true\nqueue 2\n");
     const r = await run("condor_q", ["-json", "-attributes", "ClusterId,ProcId,JobStatus,NoSuchAttr", String(c)]);
     expect(r.stdout).toBe(
@@ -533,7 +533,7 @@ describe("condor_q / condor_history output (docs/htcondor.md#condor_q, docs/htco
     30_000,
   );
   test(
-    "condor_history: newest first, -forwards, -limit, -match, -scanlimit, -jsonl (docs/htcondor.md#condor_history, docs/htcondor.md#transcript-more hist-af)",
+    "condor_history: newest first, -forwards, -limit, -match, -scanlimit, -jsonl (docs/htcondor.md#condor_history, test/minicondor/fixtures/more.txt hist-af)",
     async () => {
       const c = await submit("executable = /bin/true\nqueue 3\n");
       await waitDone(`${c}.2`);
@@ -555,7 +555,7 @@ describe("condor_q / condor_history output (docs/htcondor.md#condor_q, docs/htco
 });
 
 // ---------------------------------------------------------------------------------------------
-describe("condor_rm / condor_hold / condor_release (docs/htcondor.md#condor_rm-condor_hold-condor_release, docs/htcondor.md#transcript-hold, docs/htcondor.md#transcript-sleeper, docs/htcondor.md#transcript-multi)", () => {
+describe("condor_rm / condor_hold / condor_release (docs/htcondor.md#condor_rm-condor_hold-condor_release, test/minicondor/fixtures/hold.txt, test/minicondor/fixtures/sleeper.txt, test/minicondor/fixtures/multi.txt)", () => {
   test("rm of a running job, again, not found, cluster not found", async () => {
     const c = await submit("executable = sleeper.sh\noutput = rm.out\nlog = rm.log\nshould_transfer_files = YES\nqueue\n");
     await waitQ(`${c}.0`, ["JobStatus"], "2");
@@ -584,7 +584,7 @@ describe("condor_rm / condor_hold / condor_release (docs/htcondor.md#condor_rm-c
     expect(hh.HoldReason).toBeUndefined();
     expect(hh.LastHoldReason).toBe("submitted on hold at user's request");
   }, 30_000);
-  test("hold and release a running job; it runs again (docs/htcondor.md#transcript-hold)", async () => {
+  test("hold and release a running job; it runs again (test/minicondor/fixtures/hold.txt)", async () => {
     const c = await submit("executable = sleeper.sh\nlog = hold.log\nshould_transfer_files = YES\nqueue 2\n");
     await waitQ(`${c}.1`, ["JobStatus"], "2");
     let r = await run("condor_hold", [`${c}.1`]);
@@ -629,7 +629,7 @@ describe("condor_rm / condor_hold / condor_release (docs/htcondor.md#condor_rm-c
     expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).length).toBe(0);
   }, 30_000);
   test(
-    "stop = one soft kill to the job's own pid, SIGKILL to everything after JobMaxVacateTime (issue 3 condor_rm; docs/htcondor.md#clusters-users-and-constraints-one-summary-line)",
+    "stop = one soft kill to the job's own pid, SIGKILL to everything after JobMaxVacateTime (test/minicondor/README.md; docs/htcondor.md#clusters-users-and-constraints-one-summary-line)",
     async () => {
       // the starter signals the job process only (kill_sig / remove_kill_sig / hold_kill_sig, default SIGTERM):
       // a child in the same process group hears nothing until the hard kill
@@ -678,7 +678,7 @@ while :; do sleep 0.1; done
     },
     30_000,
   );
-  test("job_max_vacate_time = 0 stays 0: no grace at all; unset means no attribute (docs/htcondor.md#transcript-hello q-json-idle)", async () => {
+  test("job_max_vacate_time = 0 stays 0: no grace at all; unset means no attribute (test/minicondor/fixtures/hello.txt q-json-idle)", async () => {
     writeFile("deaf.sh", "#!/bin/bash\ntrap '' TERM\nwhile :; do sleep 0.1; done\n", 0o755);
     const c = await submit("executable = deaf.sh\njob_max_vacate_time = 0\nshould_transfer_files = YES\nqueue\n");
     const j = JSON.parse((await run("condor_q", ["-json", `${c}.0`])).stdout)[0];
@@ -830,7 +830,7 @@ describe("-name, -pool, -remote: this machine's schedd and collector are the onl
 });
 
 // ---------------------------------------------------------------------------------------------
-describe("slots and condor_status (docs/htcondor.md#condor_status, docs/htcondor.md#transcript-status)", () => {
+describe("slots and condor_status (docs/htcondor.md#condor_status, test/minicondor/fixtures/status.txt)", () => {
   test("jobs stay Idle when the machine is full; status -totals format", async () => {
     const h = newHome({ cpus: 1, memory: 1024 });
     const o = { home: h };
@@ -941,7 +941,7 @@ $chirp set_job_attr_delayed ChirpX 1; echo "rcd=$?" >> sj.txt
 });
 
 // ---------------------------------------------------------------------------------------------
-describe("condor_tail (docs/htcondor.md#condor_tail, docs/htcondor.md#transcript-sleeper / docs/htcondor.md#transcript-tail_f / docs/htcondor.md#transcript-tail_idle)", () => {
+describe("condor_tail (docs/htcondor.md#condor_tail, test/minicondor/fixtures/sleeper.txt / test/minicondor/fixtures/tail_f.txt / test/minicondor/fixtures/tail_idle.txt)", () => {
   test("stdout, -no-stdout -stderr, -maxbytes, unauthorized file, -f, not in queue, idle hangs", async () => {
     const c = await submit(
       "executable = sleeper.sh\noutput = tail.out\nerror = tail.err\ntransfer_output_files = ok.txt\nshould_transfer_files = YES\nqueue\n",
@@ -1006,7 +1006,7 @@ describe("condor_tail (docs/htcondor.md#condor_tail, docs/htcondor.md#transcript
 });
 
 // ---------------------------------------------------------------------------------------------
-describe("-spool and condor_transfer_data (docs/htcondor.md#condor_submit-options, docs/htcondor.md#condor_transfer_data, docs/htcondor.md#transcript-spool)", () => {
+describe("-spool and condor_transfer_data (docs/htcondor.md#condor_submit-options, docs/htcondor.md#condor_transfer_data, test/minicondor/fixtures/spool.txt)", () => {
   test("held with code 16, released, runs in the spool, stays with status 4 until transfer_data", async () => {
     const sd = path.join(work, "spooldir");
     writeFile("spool.sh", '#!/bin/bash\necho "spool job"\ncat input.txt\necho result > result.txt\necho err >&2\n', 0o755, sd);
@@ -1040,7 +1040,7 @@ describe("-spool and condor_transfer_data (docs/htcondor.md#condor_submit-option
     expect(fs.readFileSync(path.join(sd, `spool.${c}.0.out`), "utf8")).toBe("spool job\ninput data\n");
     expect(fs.readFileSync(path.join(sd, `spool.${c}.0.err`), "utf8")).toBe("err\n");
     expect(fs.readFileSync(path.join(sd, "result.txt"), "utf8")).toBe("result\n");
-    // docs/htcondor.md#transcript-spool q-after-transfer: still in the queue, status 4, StageOutFinish set,
+    // test/minicondor/fixtures/spool.txt q-after-transfer: still in the queue, status 4, StageOutFinish set,
     // LeaveJobInQueue false
     expect(await qAf(`${c}.0`, ["ClusterId", "ProcId", "JobStatus", "StageOutFinish", "LeaveJobInQueue"])).toMatch(new RegExp(`^${c} 0 4 \\d+ false$`));
     await Bun.sleep(1000);
@@ -1692,7 +1692,7 @@ describe("faults reach the jobs they were given for", () => {
   );
 });
 
-describe("hung tools do not outlive their caller (issue 3: no stray processes)", () => {
+describe("hung tools do not outlive their caller (no stray processes: test/minicondor/README.md#fault-injection)", () => {
   test("a hang exits when its caller dies or its home goes; cleanup kills tools of the home", async () => {
     const h = newHome();
     const env = { ...process.env, MINICONDOR_HOME: h, MINICONDOR_FAULT_CONDOR_RM: "hang" } as Record<string, string>;
@@ -1753,7 +1753,7 @@ describe("hung tools do not outlive their caller (issue 3: no stray processes)",
 });
 
 // ---------------------------------------------------------------------------------------------
-describe("load and cleanliness (issue 3: 200 jobs at once, no stray processes)", () => {
+describe("load and cleanliness (200 jobs at once, no stray processes)", () => {
   test("200 jobs (one cluster of 150 + 50 concurrent submits) all complete", async () => {
     const h = newHome();
     const o = { home: h };

@@ -138,7 +138,7 @@ describe("version and command line", () => {
     expect([s.code, s.stderr]).toEqual([1, refusal("singularity", "singularity", "3.9.9", "exec", "unknown flag: --no-eval").join("")]);
   });
 
-  // Issue 20: instance start registers no --pid in any release the wrapper supports.
+  // docs/container-runtimes.md: instance start registers no --pid in any release the wrapper supports.
   test("instance start refuses --pid as the release does; Apptainer 1.3+ prints the table on stdout", async () => {
     for (const version of ["1.1.9", "1.2.5"]) {
       const r = await app(["instance", "start", "--cleanenv", "--pid", "docker://busybox", "p"], { env: { MINICONDOR_APPTAINER_VERSION: version } });

@@ -1,7 +1,7 @@
 /**
  * The test harness itself (test/helpers/kube.ts) against the real kube-apiserver, and the HTCJob
  * CRD (deploy/htcjob-crd.yaml) as the server enforces it. What 1.20 offers is listed in
- * docs/kube-apiserver.md#what-kubernetes-120-offers-an-operator; the CRD's fields are issue 21's
+ * docs/kube-apiserver.md#what-kubernetes-120-offers-an-operator; the CRD's fields are docs/operator.md's
  * "The API" section.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
@@ -73,7 +73,7 @@ describeKube("kube-apiserver harness", () => {
     expect(embedded).not.toContain(kube.dir);
   });
 
-  // Issue 21, "The API": script.image, script.command and script.source are required by the schema.
+  // deploy/htcjob-crd.yaml: script.image, script.command and script.source are required by the schema.
   test("the server refuses an HTCJob without script.source, and one with a negative queue", async () => {
     const noSource = {
       apiVersion: "htc.cern.ch/v1alpha1",
@@ -96,7 +96,7 @@ describeKube("kube-apiserver harness", () => {
     expect((await api(`${HTCJOBS}/negative`)).status).toBe(404);
   });
 
-  // Issue 21, "The API": the original's examples work unchanged; `kubectl get htcj` shows the progress.
+  // docs/operator.md#behaviour: the original's examples work unchanged; `kubectl get htcj` shows the progress.
   test("the original's zero.yaml and queue.yaml are accepted, and kubectl get htcj shows the counts", async () => {
     for (const name of ["zero", "queue"]) await ok(kube.kubectl(["create", "-n", NS, "-f", join(ROOT, "deploy", "examples", `${name}.yaml`)]));
     const queue = (await (await api(`${HTCJOBS}/queue`)).json()) as { spec: { queue: number; name: string; script: { source: string } } };

@@ -1,5 +1,5 @@
 // The HTCJob controller against an in-memory API server and schedd (test/operator/fakes.ts):
-// the findings of the hostile review of issue 21, each with the docs/operator.md section it checks.
+// the findings of a hostile review of the operator, each with the docs/operator.md section it checks.
 import { afterEach, expect, test } from "bun:test";
 import { htcjob, type World, world } from "./fakes.ts";
 

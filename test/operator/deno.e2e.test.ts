@@ -1,5 +1,5 @@
 /**
- * The HTCJob operator on Deno, end to end: issue 21 says the operator works on Bun and on Deno,
+ * The HTCJob operator on Deno, end to end: the operator works on Bun and on Deno (docs/operator.md#running-it),
  * and the other e2e files run it on Bun (or on Deno with OPERATOR_RUNTIME=deno). This file always
  * runs `deno run src/main.deno.ts operator` against a real kube-apiserver and minicondor, for the
  * core path of docs/operator.md#behaviour: the seed's queue.yaml succeeds with its ids in
@@ -27,7 +27,7 @@ describeKube("HTCJob operator on Deno", () => {
     expect(e2e.op.log()).toMatch(/started .*runtime=deno/);
   });
 
-  // docs/operator.md#status; issue 21: queue.yaml reaches succeeded 3, its ids in status.jobid.
+  // docs/operator.md#status: queue.yaml reaches succeeded 3, its ids in status.jobid.
   test("the seed's queue.yaml succeeds, with its ids in status.jobid", async () => {
     await ok(e2e.kube.kubectl(["apply", "-n", NS, "-f", join(EXAMPLES, "queue.yaml")]));
     const queue = await done("queue", (s) => s.succeeded === 3);

@@ -7,7 +7,8 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { JobAd, JobId, RmOutcome } from "../../src/condor/parse.ts";
+import type { JobId, RmOutcome } from "../../src/condor/parse.ts";
+import type { JobAd } from "../../src/core/classad.ts";
 import type { Condor } from "../../src/condor/tools.ts";
 import { SidecarError } from "../../src/core/errors.ts";
 import { htcjobConfig, parseConfig } from "../../src/config.ts";

@@ -84,7 +84,7 @@ export function makeSite(extraConfig = ""): Site {
 }
 
 /**
- * Which runtime runs the operator: Bun unless OPERATOR_RUNTIME=deno says otherwise (issue 21:
+ * Which runtime runs the operator: Bun unless OPERATOR_RUNTIME=deno says otherwise (docs/operator.md#running-it:
  * the operator works on Bun and on Deno), so any e2e file can be run once on Deno.
  */
 export type OperatorRuntime = "bun" | "deno";

@@ -163,7 +163,7 @@ describe("bad input is refused with one line naming the field and the value (doc
   }
 });
 
-describe("htcopts: each line through the one submit renderer and the HTCJob allowlist (issue 21, 'htcopts is not raw text')", () => {
+describe("htcopts: each line through the one submit renderer and the HTCJob allowlist (docs/operator.md#htcopts)", () => {
   test("the default allowlist admits what the original's examples use", () => {
     expect(HTC.submitOptionsAllow).toEqual(["+JobFlavour", "+MaxRuntime"]);
     const p = plan(job({ script: script(), htcopts: '+JobFlavour = "espresso"\n\n# a comment\n+MaxRuntime = 10\n' }));
@@ -214,7 +214,7 @@ describe("htcopts: each line through the one submit renderer and the HTCJob allo
   });
 });
 
-describe("one HTCJob, one cluster of its own (issue 21, 'One HTCJob, one cluster, its own')", () => {
+describe("one HTCJob, one cluster of its own (docs/operator.md#never-twice)", () => {
   const text = () => renderSubmit(plan(object(QUEUE_YAML)), DIR);
 
   test("every proc carries the HTCJob's UID and the operator's id, never a pod's or a sidecar's labels", () => {

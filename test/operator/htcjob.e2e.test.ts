@@ -1,6 +1,6 @@
 /**
  * The HTCJob operator end to end: a real kube-apiserver, minicondor, and the operator as a
- * process. Issue 21's behaviour, as docs/operator.md#behaviour states it: the seed's examples
+ * process. The behaviour docs/operator.md#behaviour states: the seed's examples
  * succeed with their ids in status.jobid, each HTCJob gets its own cluster, an exit code other
  * than 0 is a failure that names it, a forbidden htcopts key submits nothing, and a delete
  * removes the procs before the object goes.
@@ -18,7 +18,7 @@ describeKube("HTCJob operator", () => {
   const e2e = operatorE2E({ operator: { args: ["--metrics-listen", "127.0.0.1:0"] } });
   const done = e2e.reach;
 
-  // docs/operator.md#status; issue 21: zero.yaml and queue.yaml reach succeeded 1 and 3, ids in jobid.
+  // docs/operator.md#status: zero.yaml and queue.yaml reach succeeded 1 and 3, ids in jobid.
   test("the seed's zero.yaml and queue.yaml succeed, with their ids in status.jobid", async () => {
     await ok(e2e.kube.kubectl(["apply", "-n", NS, "-f", join(EXAMPLES, "zero.yaml"), "-f", join(EXAMPLES, "queue.yaml")]));
     const zero = await done("zero", (s) => s.succeeded === 1);
@@ -53,7 +53,7 @@ describeKube("HTCJob operator", () => {
     expect(logs.stdout.toString().trim()).toBe("2");
   });
 
-  // issue 21: each HTCJob has its own cluster, even when several are created at once.
+  // docs/operator.md#never-twice: each HTCJob has its own cluster, even when several are created at once.
   test("several HTCJobs created at once each get a cluster of their own", async () => {
     const names = ["many-a", "many-b", "many-c", "many-d"];
     await ok(e2e.kube.kubectl(["apply", "-n", NS, "-f", "-"], {

@@ -81,7 +81,7 @@ describeKube("HTCJob procs: holds, working-directory files, spool", () => {
   const adsOf = async (s: Site, uid: string) => [...(await s.queue()), ...(await s.history())].filter((a) => a.HTCJobUID === uid);
 
   describe("holds (docs/operator.md#following-the-procs)", () => {
-    // issue 21: active = idle + running + held; Events for a hold.
+    // docs/operator.md#status: active = idle + running + held; Events for a hold.
     test("a proc held with condor_hold shows in status.held and active, and a ProcHeld Event", async () => {
       await apply(NS, htcjobYaml("held", { source: "sleep 300\n" }));
       const running = await status(NS, "held", (s) => s.running === 1, " (running)");
@@ -98,7 +98,7 @@ describeKube("HTCJob procs: holds, working-directory files, spool", () => {
       await ok(kube.kubectl(["delete", "htcjob", "-n", NS, "held", "--wait=true", "--timeout=90s"]));
     });
 
-    // issue 21: failed includes a proc held with no way back. HTCondor holds a proc that outlives
+    // docs/operator.md#status: failed includes a proc held with no way back. HTCondor holds a proc that outlives
     // allowed_job_duration with code 46, one of TerminalHoldCodes: past HoldGraceSeconds (0 here)
     // the proc fails and the operator removes it, so that it holds nothing of the user's.
     test("a proc held with no way back (code 46, allowed_job_duration) counts as failed and leaves the queue", async () => {

@@ -2,9 +2,12 @@
  * Never twice (docs/operator.md#never-twice): a `kill -9` of the operator between condor_submit
  * and the status write, then a restart, still leaves one cluster; an API server restarted while
  * procs run brings the watch back and submits nothing again. The kill point is reached through
- * the test-only hook HTCJOB_OPERATOR_TEST_HANG_AFTER (docs/operator.md#test-hooks).
+ * minicondor's fault `slowafter` (test/minicondor/README.md#fault-injection): the schedd has
+ * queued the cluster, and condor_submit has not answered yet.
  */
 import { expect, setDefaultTimeout, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describeKube } from "../helpers/kube.ts";
 import { clustersOf, getHTCJob, operatorE2E, startOperator, until } from "./harness.ts";
 
@@ -15,27 +18,30 @@ describeKube("HTCJob operator restarts", () => {
   const e2e = operatorE2E({ operator: false });
   const succeeded = (name: string, n: number) => e2e.reach(name, (s) => s.succeeded === n);
 
-  for (const step of ["submit", "record"] as const) {
-    // docs/operator.md#never-twice: the store (or a search by UID) decides, never the status.
-    test(`kill -9 right after the ${step}, before the status write, then a restart: one cluster`, async () => {
-      const name = `crash-${step}`;
-      const first = await startOperator(e2e.site, e2e.kube.kubeconfig("files"), { env: { HTCJOB_OPERATOR_TEST_HANG_AFTER: step } });
-      await e2e.create(name, { queue: 2, source: "echo $1\n" });
-      await first.waitLog(new RegExp(`test hook: hanging after ${step}`), 60_000);
-      await first.kill9();
-      const before = await getHTCJob(e2e.kube, NS, name);
-      expect(before?.status?.jobid ?? []).toEqual([]);
-      expect((await clustersOf(e2e.site, before!.metadata.uid)).size).toBe(1);
+  // docs/operator.md#never-twice: the store (or a search by UID) decides, never the status.
+  test("kill -9 once the cluster is queued, before condor_submit answers and the status is written, then a restart: one cluster", async () => {
+    const name = "crash-submit";
+    const faults = join(e2e.site.home, "faults.json");
+    // The jobs are queued, then condor_submit sleeps before it prints the cluster's id.
+    writeFileSync(faults, JSON.stringify({ tools: { condor_submit: "slowafter:30000" } }));
+    const first = await startOperator(e2e.site, e2e.kube.kubeconfig("files"));
+    await e2e.create(name, { queue: 2, source: "echo $1\n" });
+    const uid = await until("the HTCJob's uid", async () => (await getHTCJob(e2e.kube, NS, name))?.metadata.uid);
+    await until("the cluster queued", async () => ((await clustersOf(e2e.site, uid)).size === 1 ? true : undefined));
+    await first.kill9();
+    writeFileSync(faults, "{}");
+    const before = await getHTCJob(e2e.kube, NS, name);
+    expect(before?.status?.jobid ?? []).toEqual([]);
+    expect((await clustersOf(e2e.site, uid)).size).toBe(1);
 
-      const second = await startOperator(e2e.site, e2e.kube.kubeconfig("files"));
-      try {
-        const j = await succeeded(name, 2);
-        expect(await clustersOf(e2e.site, j.metadata.uid)).toEqual(new Set([j.status!.clusterId!]));
-      } finally {
-        await second.stop();
-      }
-    });
-  }
+    const second = await startOperator(e2e.site, e2e.kube.kubeconfig("files"));
+    try {
+      const j = await succeeded(name, 2);
+      expect(await clustersOf(e2e.site, uid)).toEqual(new Set([j.status!.clusterId!]));
+    } finally {
+      await second.stop();
+    }
+  });
 
   // docs/operator.md#watching: the watch comes back after an API-server restart; nothing is submitted twice.
   // The API server takes longer to start again than the Lease's renew deadline (10 s), so the

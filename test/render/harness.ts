@@ -195,7 +195,7 @@ export function shimCalls(dir: string): ShimCall[] {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Recording every execve (issue 12, class 3: no secret value on a command line). Polling
+// Recording every execve (docs/threat-model.md#3-secret-values-on-command-lines: no secret value on a command line). Polling
 // /proc/*/cmdline misses short-lived processes; strace -f sees each execve of the traced tree.
 
 /** The strace binary, when `strace -f -e trace=execve` works here; else why it cannot be used. */

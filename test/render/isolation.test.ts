@@ -1,5 +1,5 @@
 /**
- * Symlinks a pod plants must not decide what is mounted (issue 12, class 1; the kubelet's
+ * Symlinks a pod plants must not decide what is mounted (docs/threat-model.md#1-symlinks-planted-by-the-pod-decide-what-is-mounted; the kubelet's
  * CVE-2017-1002101): real bash runs the wrapper with minicondor's apptainer shim, whose binds are
  * real, so a bind the wrapper let through would show the host's files to the container.
  *

@@ -158,7 +158,7 @@ const basics = scenario(
     files: [
       { path: "volumes/config/app.yaml", content: enc.encode("level: debug\n"), mode: 0o644, secret: false },
       { path: "volumes/creds/token", content: enc.encode("s3cr3t"), mode: 0o600, secret: true },
-      // 0600 on the submit side (issue 7); the pod's 0440 in the sandbox.
+      // 0600 on the submit side (docs/threat-model.md#secrets); the pod's 0440 in the sandbox.
       { path: "volumes/creds/cert", content: enc.encode("cert"), mode: 0o600, podMode: 0o440, secret: true },
     ],
     transferInput: ["volumes"],
@@ -529,7 +529,7 @@ const termDuringInit = scenario(
 );
 
 // The runtime's cache: HTCondor points APPTAINER_CACHEDIR/SINGULARITY_CACHEDIR at the scratch dir
-// (docs/htcondor.md#transcript-multi env-out); config apptainerCacheDir overrides both.
+// (test/minicondor/fixtures/multi.txt env-out); config apptainerCacheDir overrides both.
 const SLOT_CACHE = "/slot/scratch";
 const CACHE_DIR = join(tempDir("cache-"), "it's the cache");
 const cachedCalls = join(tempDir("shim-calls-"), "calls");
@@ -1121,7 +1121,7 @@ describe("probes", () => {
   });
 });
 
-// issue 4 (every pod feature): lifecycle hooks, with Kubernetes' semantics: postStart runs in the
+// docs/pod-to-job.md#probes-and-hooks: lifecycle hooks, with Kubernetes' semantics: postStart runs in the
 // container next to its process; when it fails the container is killed (and restarted per policy).
 describe("lifecycle hooks", () => {
   test("postStart runs inside the running container; the container runs and is ready as usual", async () => {
@@ -1235,7 +1235,7 @@ describe("the runtime's flags and environment", () => {
     }
   });
 
-  // issue 4 "Resources": amd.com/gpu needs --rocm; nvidia.com/gpu and other vendors keep --nv.
+  // docs/pod-to-job.md#resources: amd.com/gpu needs --rocm; nvidia.com/gpu and other vendors keep --nv.
   // Apptainer's exec into an instance takes its own env and working directory.
   test("singularity-options for exec time reach every exec, start-time ones the instance start", async () => {
     const o = await execOpts;

@@ -21,7 +21,7 @@ describe("renderSubmit golden files", () => {
   test("shared filesystem", () => expectGolden("shared-fs.sub", renderSubmit({ ...minimalPlan, sharedFilesystem: true }, DIR)));
 });
 
-describe("renderBatch: many pods in one condor_submit (issue 14; docs/htcondor.md#submitting-many-pods-at-once)", () => {
+describe("renderBatch: many pods in one condor_submit (docs/htcondor.md#submitting-many-pods-at-once)", () => {
   const job = (uid: string, over: Partial<JobPlan> = {}) => {
     const plan = basePlan({ uid, name: `web-${uid}`, ...over });
     return { dir: `/var/lib/htcondor-sidecar/pods/${uid}`, label: `${plan.batchName} (uid ${uid})`, commands: jobCommands(plan) };
@@ -67,7 +67,7 @@ describe("renderSubmit content", () => {
 
   test("the job contract", () => {
     expect(get(text, "universe")).toBe("vanilla");
-    // Absolute, with the pod folder as initialdir: a batch's file is not in any pod's folder (issue 14).
+    // Absolute, with the pod folder as initialdir: a batch's file is not in any pod's folder (docs/pod-to-job.md#the-submit-file).
     expect(get(text, "initialdir")).toBe(DIR);
     expect(get(text, "executable")).toBe(`${DIR}/job.sh`);
     expect(get(text, "transfer_executable")).toBe("true");

@@ -22,7 +22,7 @@ import { parseConfig, planConfig } from "../../src/config.ts";
 import { parseCreateRequest } from "../../src/core/pod.ts";
 import { formatStateLine } from "../../src/core/state-line.ts";
 import { stateAttrName } from "../../src/core/types.ts";
-import { memoryLogger } from "../../src/logger.ts";
+import { memoryLogger } from "../helpers/memory-logger.ts";
 import { bunRuntime } from "../../src/runtime/bun.ts";
 import { createContext } from "../../src/service/context.ts";
 import { createCreateService } from "../../src/service/create.ts";
@@ -258,7 +258,7 @@ test("a log none of whose jobs is queued is deleted, never the current one", asy
   expect(s.store.eventLogs().length).toBe(1);
 });
 
-describe("review of issue 22: what the log cannot be trusted to say", () => {
+describe("what the event log cannot be trusted to say (docs/status.md#following-the-event-log)", () => {
   const term = (jid: string, code: number) => ev(5, jid, "Job terminated.", `\t(1) Normal termination (return value ${code})\n`);
 
   test("a 005 read before the schedd marked the job done is asked about again until the queue agrees (docs/htcondor.md#who-writes-an-event-and-when)", async () => {

@@ -1,5 +1,5 @@
 // Group commit (src/service/group-commit.ts), the rule behind batched condor_submit and
-// condor_rm (issue 14): a lone request runs at once, the ones that arrive meanwhile go together,
+// condor_rm (docs/architecture.md#2-one-condor-process-per-burst-not-per-pod): a lone request runs at once, the ones that arrive meanwhile go together,
 // groups never mix, batches are capped, and at most maxInFlight runs at a time (a number, or an
 // adaptive limit asked afresh: src/service/submit-limit.ts).
 import { describe, expect, test } from "bun:test";

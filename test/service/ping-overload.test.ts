@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { parseConfig, planConfig } from "../../src/config.ts";
 import { SidecarError } from "../../src/core/errors.ts";
 import { blamesHTCondor, PING_ANSWER_KEEP_MS, STARVED_LATE_MS } from "../../src/core/health.ts";
-import { memoryLogger } from "../../src/logger.ts";
+import { memoryLogger } from "../helpers/memory-logger.ts";
 import { bunRuntime } from "../../src/runtime/bun.ts";
 import { createService } from "../../src/service/index.ts";
 import { watchStarvation } from "../../src/service/starvation.ts";

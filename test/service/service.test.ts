@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseConfig, planConfig } from "../../src/config.ts";
 import { parseCreateRequest } from "../../src/core/pod.ts";
-import { memoryLogger } from "../../src/logger.ts";
+import { memoryLogger } from "../helpers/memory-logger.ts";
 import { bunRuntime } from "../../src/runtime/bun.ts";
 import { createService } from "../../src/service/index.ts";
 import { certificateNotAfter } from "../../src/startup.ts";
@@ -369,7 +369,7 @@ describe("pods interLink forgot (docs/status.md#pods-interlink-forgot)", () => {
     expect(await forgotten()).toEqual(["default/c"]);
     expect(s.service.view().forgottenPods).toBe(1);
     await s.service.reap();
-    const said = (msg: string) => s.log.lines.filter((l) => l.msg.includes(msg) && l.pod === "default/c").length;
+    const said = (msg: string) => s.log.lines.filter((l) => String(l.msg).includes(msg) && l.pod === "default/c").length;
     expect(said("forgotten")).toBe(1);
     // condor_q fails: whether c's job still runs is unknown, so it does not count, and is not "remembered" either
     s.condor.failing.add("query");

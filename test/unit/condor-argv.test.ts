@@ -1,4 +1,4 @@
-// The command lines src/condor/tools.ts builds (issue 25): what each tool reads as an option is
+// The command lines src/condor/tools.ts builds (docs/threat-model.md#8-a-pods-name-read-as-an-option): what each tool reads as an option is
 // only what the sidecar means as one. A tool takes an argument that starts with `-` for an option
 // (docs/htcondor.md#conventions-of-every-tool), and condor_submit has no `--` to end them
 // (docs/htcondor.md#condor_submit-options): files go as `./name`, and a job id that is not two
@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { type Condor, createCondor } from "../../src/condor/tools.ts";
 import { SidecarError } from "../../src/core/errors.ts";
 import { type CliOptions, condorAccess, parseCli } from "../../src/flags.ts";
-import { memoryLogger } from "../../src/logger.ts";
+import { memoryLogger } from "../helpers/memory-logger.ts";
 import type { Runtime, SpawnResult } from "../../src/runtime/types.ts";
 import { writeBatchFile } from "../../src/store/files.ts";
 
@@ -46,7 +46,7 @@ function runOptions(argv: string[]): CliOptions {
 
 const id = { cluster: 12, proc: 3 };
 
-describe("the tools' command lines (issue 25)", () => {
+describe("the tools' command lines (docs/threat-model.md#8-a-pods-name-read-as-an-option)", () => {
   test.each([
     ["a pod alone", "/data/pods/-rf/job.sub", ["condor_submit", "-terse", "./job.sub"], "/data/pods/-rf"],
     ["a batch", "/data/batches/batch-7.sub", ["condor_submit", "-terse", "./batch-7.sub"], "/data/batches"],
@@ -91,7 +91,7 @@ describe("the tools' command lines (issue 25)", () => {
   });
 });
 
-describe("batch files (issue 25)", () => {
+describe("batch files (docs/threat-model.md#8-a-pods-name-read-as-an-option)", () => {
   test("are named by the submitter's counter, and never replace a file an earlier run left", () => {
     const root = mkdtempSync(join(tmpdir(), "batch-files-"));
     try {

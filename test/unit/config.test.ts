@@ -51,7 +51,7 @@ describe("parseConfig", () => {
     ['Submit: {ExtraLines: {"my key": 1}}', "SidecarConfig.yaml: Submit.ExtraLines.my key: not a submit command name"],
     ['Submit: {ExtraLines: {"+a.b": 1}}', "SidecarConfig.yaml: Submit.ExtraLines.+a.b: not a job attribute name"],
     ['Submit: {ExtraLines: {priority: "1\\nqueue 5"}}', "SidecarConfig.yaml: Submit.ExtraLines.priority: the value must not contain a line break or NUL"],
-    // condor_submit would join the next line of the submit file onto this one (issue 12 class 6).
+    // condor_submit would join the next line of the submit file onto this one (docs/threat-model.md#6-a-submit-value-ending-in--continues-onto-the-next-line).
     ['Submit: {ExtraLines: {rank: "1 \\\\ "}}', "SidecarConfig.yaml: Submit.ExtraLines.rank: the value must not end in '\\'"],
     ["Channels: {SubmitOptions: [priority, queue]}", "SidecarConfig.yaml: Channels.SubmitOptions.1: it is set by the sidecar"],
     // A users' allowlist never admits a command that makes condor_submit read or upload files of
@@ -69,7 +69,7 @@ describe("parseConfig", () => {
     });
   }
   // docs/container-runtimes.md#singularity-options: an entry no supported release registers for
-  // the command the wrapper passes it to is refused when the file loads (issue 20: --pid on
+  // the command the wrapper passes it to is refused when the file loads (docs/container-runtimes.md: --pid on
   // instance start); one that only some releases register loads with a warning naming them.
   const refusedOptions: [string, string][] = [
     ["--pid", "instance start"],

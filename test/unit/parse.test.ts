@@ -1,12 +1,10 @@
 // What the condor tools print, parsed strictly (docs/htcondor.md#what-condor_submit-prints,
 // docs/htcondor.md#json-output, docs/htcondor.md#condor_history,
 // docs/htcondor.md#job-ids-one-line-per-id).
-import { classAdString } from "../../src/core/classad.ts";
+import { adNumber, adString, classAdString } from "../../src/core/classad.ts";
 import { adCount, type JsonAdSlices, parseAd, sameAd, sliceJobNumber, sliceJsonAds } from "../../src/condor/parse.ts";
 import { describe, expect, test } from "bun:test";
 import {
-  adNumber,
-  adString,
   classifySubmitFailure,
   firstErrorLine,
   parseJsonAds,
@@ -21,7 +19,7 @@ import {
 
 describe("parseTerseSubmit (docs/htcondor.md#what-condor_submit-prints)", () => {
   test("one job", () => expect(parseTerseSubmit("123.0 - 123.0\n", 1)).toEqual([{ cluster: 123, proc: 0 }]));
-  test("a cluster of three (issue 14: one proc per pod, in order)", () =>
+  test("a cluster of three (one proc per pod, in order: docs/pod-to-job.md#the-submit-file)", () =>
     expect(parseTerseSubmit("410.0 - 410.2\n", 3)).toEqual([{ cluster: 410, proc: 0 }, { cluster: 410, proc: 1 }, { cluster: 410, proc: 2 }]));
   for (const bad of ["", "Submitting job(s).\n1 job(s) submitted to cluster 5.\n", "4.0 - 4.1\n", "1.0 - 1.0\n2.0 - 2.0\n", "5.0 - 6.0\n"]) {
     test(`refuses ${JSON.stringify(bad)} for one job`, () => expect(() => parseTerseSubmit(bad, 1)).toThrow());
@@ -107,7 +105,7 @@ test("classAdString escapes quotes and backslashes", () => {
   expect(classAdString('a"b\\c')).toBe('"a\\"b\\\\c"');
 });
 
-// What condor_submit prints when it fails (all exit 1), by whose side must act (issue 12 class 6).
+// What condor_submit prints when it fails (all exit 1), by whose side must act (docs/threat-model.md#6-a-submit-value-ending-in--continues-onto-the-next-line).
 describe("classifySubmitFailure (docs/htcondor.md#condor_submit-exit-codes-and-errors, docs/htcondor.md#key-observations)", () => {
   const table: [string, string, SubmitFailure][] = [
     // HTCondor's side: finding, reaching or committing to the schedd

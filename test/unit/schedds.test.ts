@@ -10,7 +10,7 @@ import { createCondor } from "../../src/condor/tools.ts";
 import { SidecarError } from "../../src/core/errors.ts";
 import { createSidecarMetrics } from "../../src/core/metrics.ts";
 import { condorAccess, parseCli } from "../../src/flags.ts";
-import { memoryLogger } from "../../src/logger.ts";
+import { memoryLogger } from "../helpers/memory-logger.ts";
 import type { Runtime, SpawnResult } from "../../src/runtime/types.ts";
 import { claimDataRoot, type Member, sameSchedd } from "../../src/service/schedd-setup.ts";
 import { sumResources } from "../../src/service/schedds.ts";

@@ -4,7 +4,7 @@
 import { describe, expect, test } from "bun:test";
 import { formatStateLine, MAX_MESSAGE, parseStateLine, type StateLine } from "../../src/core/state-line.ts";
 import { podStatus } from "../../src/core/status.ts";
-import type { JobAd } from "../../src/condor/parse.ts";
+import type { JobAd } from "../../src/core/classad.ts";
 
 const refused: StateLine = {
   state: "terminated",

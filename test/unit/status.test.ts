@@ -3,7 +3,7 @@
 // docs/interlink.md#unknown-and-in-flight-pods and docs/interlink.md#check-19,
 // docs/interlink.md#check-20, docs/interlink.md#check-21, docs/interlink.md#check-22.
 import { describe, expect, test } from "bun:test";
-import type { JobAd } from "../../src/condor/parse.ts";
+import type { JobAd } from "../../src/core/classad.ts";
 import { formatStateLine, type StateLine } from "../../src/core/state-line.ts";
 import { type ContainerStatus, type PodIdentity, podStatus } from "../../src/core/status.ts";
 

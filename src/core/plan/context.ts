@@ -6,10 +6,16 @@
 import { type CreateRequest, type PathSeg, type Pod, podError, type Quote, type Volume } from "../pod.ts";
 import type { Quantity } from "../quantity.ts";
 import type { PlanConfig, PodFile } from "../types.ts";
-import type { Defaults } from "./resources.ts";
 
 export const DEFAULT_FILE_MODE = 0o644;
 export const SECRET_FILE_MODE = 0o600;
+
+/** The site's DefaultResources as quantities (config validated them; a bad one is our bug). */
+export interface Defaults {
+  cpu: Quantity;
+  memory: Quantity;
+  disk?: Quantity;
+}
 
 export interface Ctx {
   req: CreateRequest;

@@ -4,6 +4,7 @@ import { type Container, type Pod, podError, type Quote, quote as quoteSpec } fr
 import { add, max, parseQuantity, type Quantity, toInteger, tryParseQuantity, ZERO } from "../quantity.ts";
 import type { PlanConfig } from "../types.ts";
 import { annotationPath } from "./annotations.ts";
+import type { Defaults } from "./context.ts";
 
 // Resources
 //
@@ -32,13 +33,6 @@ export interface Amounts {
   gpus: number;
   /** Of gpus, the amd.com/gpu ones. */
   amdGpus: number;
-}
-
-/** The site's DefaultResources as quantities (config validated them; a bad one is our bug). */
-export interface Defaults {
-  cpu: Quantity;
-  memory: Quantity;
-  disk?: Quantity;
 }
 
 /**

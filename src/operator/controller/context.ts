@@ -51,8 +51,6 @@ export interface ControllerDeps {
   holdGraceMs?: number;
   /** A submit's random token (default: a random UUID). */
   token?: () => string;
-  /** Test-only (docs/operator.md#test-hooks): stop for good right after this step, to be killed there. */
-  hangAfter?: "submit" | "record";
   /** Told of every API write (metrics and the steady-state benchmark). */
   onWrite?: (what: string) => void;
   /** The job event log a new, non-spooled cluster writes (events.ts); without it the cluster has its own job.log and is polled. */

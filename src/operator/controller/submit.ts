@@ -115,21 +115,14 @@ export async function submitOnce(c: Ctx, obj: HTCJob, rec: HTCJobRecord | undefi
   } finally {
     c.settledHere.add(uid);
   }
-  if (c.hangAfter === "submit") await hang(c, "submit", ids.map(jobIdString));
   const clusters = new Set(ids.map((i) => i.cluster));
   if (clusters.size !== 1 || ids.length !== procs) {
     throw new SidecarError("internal", `condor_submit of HTCJob "${ns}/${name}" answered ${ids.map(jobIdString).join(" ")} for one cluster of ${procs}`);
   }
   c.store.recordCluster(uid, ids[0]!.cluster, procs, c.now());
   c.recorded?.(ids[0]!.cluster, procs);
-  if (c.hangAfter === "record") await hang(c, "record", ids.map(jobIdString));
   c.log.info("submitted", { htcjob: `${ns}/${name}`, uid, cluster: ids[0]!.cluster, procs });
   return c.store.get(uid);
-}
-
-function hang(c: Ctx, step: string, ids: string[]): Promise<never> {
-  c.log.warn(`test hook: hanging after ${step}`, { ids });
-  return new Promise<never>(() => {});
 }
 
 /** A spec that cannot run: recorded as refused, so that the status says why until the spec changes. */

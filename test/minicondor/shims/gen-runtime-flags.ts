@@ -5,12 +5,12 @@
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { RUNTIME_RELEASES, runtimeFlagsTsv } from "../../../src/core/runtime-flags.ts";
+import { RUNTIME_FLAGS_TSV, RUNTIME_RELEASES } from "../../../src/core/runtime-flags-data.ts";
 
 /** The file's text: one `#releases` line per flavour, then the rows. */
 export function shimFlagsFile(): string {
   const head = Object.entries(RUNTIME_RELEASES).map(([flavour, releases]) => `#releases\t${flavour}\t${releases.join(" ")}\n`).join("");
-  return head + runtimeFlagsTsv().replace(/^\n/, "");
+  return head + RUNTIME_FLAGS_TSV.replace(/^\n/, "");
 }
 
 export const SHIM_FLAGS_PATH = join(import.meta.dir, "runtime-flags.tsv");

@@ -145,7 +145,7 @@ export function loadConfig(home = homeDir()): Config {
     gpus: pick("gpus", "MINICONDOR_GPUS", 0),
     disk: pick("disk", "MINICONDOR_DISK", 100 * 1024 * 1024),
     spoolReleaseMs: pick("spoolReleaseMs", "MINICONDOR_SPOOL_RELEASE_MS", 700),
-    // docs/htcondor.md#transcript-spool q-after-transfer: the fetched job is still in condor_q (status 4,
+    // test/minicondor/fixtures/spool.txt q-after-transfer: the fetched job is still in condor_q (status 4,
     // StageOutFinish set) until the schedd's next periodic pass, up to a minute on a real pool
     stageOutLingerMs: pick("stageOutLingerMs", "MINICONDOR_STAGEOUT_LINGER_MS", 5000),
     pollMs: pick("pollMs", "MINICONDOR_POLL_MS", 100),

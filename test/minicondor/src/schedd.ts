@@ -452,7 +452,7 @@ async function pass(db: Database, cfg: Config, children: Map<string, Child>, log
       }
     }
   }
-  // 3. stage-out linger: spooled jobs whose output was fetched leave the queue (docs/htcondor.md#transcript-spool
+  // 3. stage-out linger: spooled jobs whose output was fetched leave the queue (test/minicondor/fixtures/spool.txt
   //    q-after-transfer)
   const fetched = db.query("SELECT ad FROM jobs WHERE status = 4 AND ad LIKE '%StageOutFinish%'").all() as { ad: string }[];
   for (const r of fetched) {

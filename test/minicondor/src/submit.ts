@@ -770,7 +770,7 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   }
   if (iwdRaw && !iwdOk) throw new SubmitError(`ERROR: No such directory: ${iwd}\n`);
 
-  // --- base ad (docs/htcondor.md#transcript-hello q-json-idle)
+  // --- base ad (test/minicondor/fixtures/hello.txt q-json-idle)
   const owner = c.owner;
   ad.set("MyType", "Job");
   ad.set("TargetType", "Machine");
@@ -913,7 +913,7 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   ad.set("WhenToTransferOutput", wtto);
   if (!transferExe) ad.set("TransferExecutable", false);
   // the requirements of NO and IF_NEEDED refer to MY.FileSystemDomain; a YES job has none
-  // (docs/htcondor.md#transcript-hello)
+  // (test/minicondor/fixtures/hello.txt)
   if (stf !== "YES") ad.set("FileSystemDomain", cfg.host);
   let inputBytes = 0;
   for (const f of (tif ? normList(tif).split(",") : [])) {
@@ -1118,7 +1118,7 @@ function buildAd(vars: Map<string, Var>, itemVars: Map<string, string>, c: Ctx):
   return ad;
 }
 
-/** -spool: copy the input sandbox into the spool directory (docs/htcondor.md#condor_submit-options, docs/htcondor.md#transcript-spool). */
+/** -spool: copy the input sandbox into the spool directory (docs/htcondor.md#condor_submit-options, test/minicondor/fixtures/spool.txt). */
 function spoolInput(ad: Ad): void {
   const sdir = ad.str("Iwd")!;
   const orig = ad.str("SUBMIT_Iwd")!;
