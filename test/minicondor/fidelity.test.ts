@@ -56,6 +56,8 @@ async function waitQ(id: string, attrs: string[], want: string, o: { home?: stri
   await waitFor(async () => (await qAf(id, attrs, o)) === want, o.timeoutMs ?? 10_000, 100);
 }
 
+const escapeRe = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
 const SLEEPER = `#!/bin/bash
 echo "sleeper start"
 echo "stderr line" >&2
@@ -719,6 +721,57 @@ while :; do sleep 0.1; done
     expect(await histAf(`${c}.0`, ["ExitBySignal", "ExitSignal", "ExitCode"])).toBe("true 9 undefined\n");
     expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(home, "execute")}`).length).toBe(0);
   }, 30_000);
+});
+
+// ---------------------------------------------------------------------------------------------
+describe("memory enforcement: the kernel's OOM killer and the starter's hold (README: Memory, docs/status.md#memory-kills)", () => {
+  // allocates 200 MB in a child, as the acceptance pod does; says what the child ended with
+  const HOG = `#!/bin/bash
+echo before > made.txt
+echo "allocating"
+/usr/bin/python3 -c 'import time; x = b"x" * (200 * 1024 * 1024); print("allocated", flush=True); time.sleep(60)'
+echo "child ended $?"
+exit 3
+`;
+  test("a job over its request_memory is OOM killed and held 34/102 with the starter's words; no exit, no output back, a 012 event", async () => {
+    const h = newHome({ enforceMemory: true });
+    writeFile("hog.sh", HOG, 0o755);
+    const c = await submit("executable = hog.sh\noutput = hog.out\nlog = hog.log\nrequest_memory = 50\nshould_transfer_files = YES\nqueue\n", [], { home: h });
+    await waitQ(`${c}.0`, ["JobStatus"], "5", { home: h, timeoutMs: 30_000 });
+    const ad = JSON.parse((await run("condor_q", ["-json", `${c}.0`], { home: h })).stdout)[0];
+    expect(ad.HoldReasonCode).toBe(34);
+    expect(ad.HoldReasonSubCode).toBe(102);
+    expect(ad.HoldReason).toMatch(
+      /^Error from slot1_\d+@\S+: Job has gone over cgroup memory limit of 50 megabytes\. Last measured usage: 50 megabytes\.  Consider resubmitting with a higher request_memory\.$/,
+    );
+    // the job did not exit: no ExitSignal or ExitCode; ExitBySignal keeps condor_submit's false
+    for (const a of ["ExitSignal", "ExitCode"]) expect(ad[a]).toBeUndefined();
+    expect(ad.ExitBySignal).toBe(false);
+    expect(ad.ResidentSetSize).toBeGreaterThan(50 * 1024);
+    // a held job sends nothing back
+    expect(fs.existsSync(path.join(work, "made.txt"))).toBe(false);
+    expect(fs.existsSync(path.join(work, "hog.out"))).toBe(false);
+    const log = fs.readFileSync(path.join(work, "hog.log"), "utf8");
+    expect(log).toMatch(
+      new RegExp(
+        `012 \\(${String(c).padStart(3, "0")}\\.000\\.000\\) [^\\n]* Job was held\\.\\n\\t${escapeRe(ad.HoldReason)}\\n\\tCode 34 Subcode 102\\n\\.\\.\\.\\n`,
+      ),
+    );
+    expect(log).not.toContain("Job terminated.");
+    expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(h, "execute")}`).length).toBe(0);
+  }, 60_000);
+
+  test("under its request, or with enforcement off, the same job runs to its end", async () => {
+    const on = newHome({ enforceMemory: true });
+    const off = newHome();
+    writeFile("hog2.sh", HOG.replace("time.sleep(60)", "time.sleep(0)"), 0o755);
+    const a = await submit("executable = hog2.sh\noutput = big.out\nrequest_memory = 1024\nshould_transfer_files = YES\nqueue\n", [], { home: on });
+    const b = await submit("executable = hog2.sh\noutput = off.out\nrequest_memory = 50\nshould_transfer_files = YES\nqueue\n", [], { home: off });
+    expect(await waitDone(`${a}.0`, { home: on, timeoutMs: 30_000 })).toBe("4");
+    expect(await waitDone(`${b}.0`, { home: off, timeoutMs: 30_000 })).toBe("4");
+    expect(fs.readFileSync(path.join(work, "big.out"), "utf8")).toBe("allocating\nallocated\nchild ended 0\n");
+    expect(fs.readFileSync(path.join(work, "off.out"), "utf8")).toBe("allocating\nallocated\nchild ended 0\n");
+  }, 60_000);
 });
 
 // ---------------------------------------------------------------------------------------------

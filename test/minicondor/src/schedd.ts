@@ -29,6 +29,8 @@ import {
   nowSec,
   openDb,
   pidAlive,
+  pidsWithEnv,
+  processTable,
   putJob,
   rowAd,
   type RunRow,
@@ -126,6 +128,10 @@ type Child = {
   done: boolean;
   stdoutPath: string | null;
   stderrPath: string | null;
+  /** The largest resident set the job's processes had together, KiB (enforceMemory). */
+  peakKiB?: number;
+  /** The job went over its memory: when its biggest process was OOM killed, and its limit, MiB. */
+  oom?: { at: number; limitMiB: number };
 };
 
 const SIGNUM = os.constants.signals as Record<string, number>;
@@ -234,6 +240,14 @@ export async function scheddMain(home: string): Promise<void> {
     }
     const gen = metaGet(db, "gen");
     const now = Date.now();
+    // memory enforcement (CGROUP_MEMORY_LIMIT_POLICY = hard): sampled at every poll (README: Memory)
+    if (cfg.enforceMemory && children.size) {
+      try {
+        enforceMemory(db, children, now);
+      } catch (e) {
+        log("memory enforcement failed: " + e);
+      }
+    }
     const timersDue = [...children.values()].some((c) => (c.killAt !== undefined && c.killAt <= now));
     const spoolPending = db.query('SELECT COUNT(*) AS n FROM jobs WHERE status = 5 AND ad LIKE \'%"HoldReasonCode":"16"%\'').get() as { n: number };
     const lingering = lingeringJobs(db) > 0;
@@ -564,6 +578,55 @@ async function pass(db: Database, cfg: Config, children: Map<string, Child>, log
 }
 
 type Hold = { code: number; sub: number; reason: string };
+
+/** How long the starter takes from the OOM kill to the hold, at most, when the job does not exit first. */
+const OOM_HOLD_MS = 2000;
+
+/**
+ * The job's cgroup as the kernel and the starter see it (README: Memory): the resident sets of the
+ * job's processes (its descendants, and whatever carries its _CONDOR_SCRATCH_DIR) are summed; above
+ * RequestMemory the kernel's OOM killer SIGKILLs the biggest process, and the starter holds the job
+ * (vanilla_proc.cpp outOfMemoryEvent) once the job exits or OOM_HOLD_MS later, killing what is left.
+ */
+function enforceMemory(db: Database, children: Map<string, Child>, nowMs: number): void {
+  const table = processTable();
+  const kids = new Map<number, number[]>();
+  for (const [pid, p] of table) {
+    const list = kids.get(p.ppid);
+    if (list) list.push(pid);
+    else kids.set(p.ppid, [pid]);
+  }
+  for (const ch of children.values()) {
+    if (ch.done || ch.termAt !== undefined) continue;
+    if (ch.oom) {
+      if (nowMs - ch.oom.at >= OOM_HOLD_MS) hardKill(ch);
+      continue;
+    }
+    const limitMiB = getRun(db, ch.c, ch.p)?.memory;
+    if (!limitMiB || limitMiB <= 0) continue;
+    const pids = new Set<number>();
+    const todo = [ch.pid];
+    while (todo.length) {
+      const pid = todo.pop()!;
+      if (pids.has(pid) || !table.has(pid)) continue;
+      pids.add(pid);
+      todo.push(...(kids.get(pid) ?? []));
+    }
+    for (const pid of pidsWithEnv(`_CONDOR_SCRATCH_DIR=${ch.scratch}`)) if (table.has(pid)) pids.add(pid);
+    let total = 0, biggest = 0, biggestKiB = -1;
+    for (const pid of pids) {
+      const kib = table.get(pid)!.rssKiB;
+      total += kib;
+      if (kib > biggestKiB) [biggest, biggestKiB] = [pid, kib];
+    }
+    ch.peakKiB = Math.max(ch.peakKiB ?? 0, Math.round(total));
+    if (total <= limitMiB * 1024 || !biggest) continue;
+    ch.oom = { at: nowMs, limitMiB };
+    try {
+      process.kill(biggest, "SIGKILL");
+    } catch { /* gone */ }
+  }
+}
 
 /**
  * Hold-on-start fault of a job, in order: captured from MINICONDOR_HOLD_ON_START by condor_submit,
@@ -953,7 +1016,8 @@ async function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) 
   const runSlot = getRun(db, ch.c, ch.p)?.slot ?? 1;
   const vacated = status === 2 && pendingVacate(db, ch.c, ch.p) !== null;
   // an evicted job keeps nothing of its run (when_to_transfer_output = ON_EXIT, the default)
-  if (first && status === 2 && ch.sandbox && !vacated) ({ sent, failure: xferFailure } = transferOutput(first, ch, first.str("Iwd") ?? "/"));
+  // a job held for memory sends nothing back either (the starter holds it instead of ending it)
+  if (first && status === 2 && ch.sandbox && !vacated && !ch.oom) ({ sent, failure: xferFailure } = transferOutput(first, ch, first.str("Iwd") ?? "/"));
   let final: Ad | null = null;
   let event = "none" as "term" | "abort" | "none" | "hold" | "evict";
   let holdInfo: { code: number; sub: number; reason: string } | null = null;
@@ -972,6 +1036,24 @@ async function finishJob(db: Database, cfg: Config, ch: Child, log: (s: string) 
       putJob(db, ad);
       final = ad;
       event = "evict";
+    } else if (st === 2 && ch.oom) {
+      // vanilla_proc.cpp outOfMemoryEvent (25.0): the usage it reports is the limit
+      // (STARTER_ALWAYS_HOLD_ON_OOM); the shadow prefixes the slot; the job did not exit, so no
+      // ExitBySignal, ExitSignal or ExitCode (docs/status.md#memory-kills)
+      const limit = ch.oom.limitMiB;
+      const reason = `Error from slot1_${runSlot}@${cfg.host}: Job has gone over cgroup memory limit of ${limit} megabytes. ` +
+        `Last measured usage: ${limit} megabytes.  Consider resubmitting with a higher request_memory.`;
+      setStatus(ad, 5, now);
+      ad.set("HoldReason", reason);
+      ad.set("HoldReasonCode", 34);
+      ad.set("HoldReasonSubCode", 102);
+      ad.set("NumHolds", (ad.num("NumHolds") ?? 0) + 1);
+      ad.set("NumSystemHolds", (ad.num("NumSystemHolds") ?? 0) + 1);
+      ad.set("ResidentSetSize", ch.peakKiB ?? limit * 1024);
+      holdInfo = { code: 34, sub: 102, reason };
+      putJob(db, ad);
+      final = ad;
+      event = "hold";
     } else if (st === 2 && xferFailure) {
       // the shadow holds a job whose output transfer failed (baseshadow.cpp: UploadFileError at the EP
       // becomes TransferOutputError, 12, with the errno as subcode); its exit is not recorded
