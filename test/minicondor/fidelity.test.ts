@@ -742,7 +742,7 @@ exit 3
     expect(ad.HoldReasonCode).toBe(34);
     expect(ad.HoldReasonSubCode).toBe(102);
     expect(ad.HoldReason).toMatch(
-      /^Error from slot1_\d+@\S+: Job has gone over cgroup memory limit of 50 megabytes\. Last measured usage: 50 megabytes\.  Consider resubmitting with a higher request_memory\.$/,
+      /^Error from slot1_\d+@\S+: Job has gone over cgroup memory limit of 50 megabytes\. Last measured usage: 50 megabytes\. {2}Consider resubmitting with a higher request_memory\.$/,
     );
     // the job did not exit: no ExitSignal or ExitCode; ExitBySignal keeps condor_submit's false
     for (const a of ["ExitSignal", "ExitCode"]) expect(ad[a]).toBeUndefined();
