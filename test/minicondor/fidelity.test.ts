@@ -735,7 +735,13 @@ exit 3
 `;
   test("a job over its request_memory is OOM killed and held 34/102 with the starter's words; no exit, no output back, a 012 event", async () => {
     const h = newHome({ enforceMemory: true });
-    writeFile("hog.sh", HOG, 0o755);
+    // what the job's own process sees: its child SIGKILLed (137), then the graceful stop of a held job
+    const seen = path.join(work, "hog-seen.txt");
+    writeFile(
+      "hog.sh",
+      HOG.replace('echo "child ended $?"\nexit 3', `echo "child ended $?" >> ${seen}\ntrap 'echo SIGTERM >> ${seen}; exit 143' TERM\nsleep 60 & wait`),
+      0o755,
+    );
     const c = await submit("executable = hog.sh\noutput = hog.out\nlog = hog.log\nrequest_memory = 50\nshould_transfer_files = YES\nqueue\n", [], { home: h });
     await waitQ(`${c}.0`, ["JobStatus"], "5", { home: h, timeoutMs: 30_000 });
     const ad = JSON.parse((await run("condor_q", ["-json", `${c}.0`], { home: h })).stdout)[0];
@@ -758,6 +764,8 @@ exit 3
       ),
     );
     expect(log).not.toContain("Job terminated.");
+    await waitFor(() => fs.existsSync(seen) && fs.readFileSync(seen, "utf8").includes("SIGTERM"), 20_000);
+    expect(fs.readFileSync(seen, "utf8")).toBe("child ended 137\nSIGTERM\n");
     expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(h, "execute")}`).length).toBe(0);
   }, 60_000);
 
