@@ -926,6 +926,35 @@ describe("slots and condor_status (docs/htcondor.md#condor_status, docs/htcondor
 
 // ---------------------------------------------------------------------------------------------
 describe("condor_chirp (docs/htcondor.md#condor_chirp, docs/htcondor.md#what-condor_chirp-does-to-strings)", () => {
+  test(
+    "put writes the file relative to the job's Iwd with -perm; refused without WantIOProxy (condor_chirp.cpp chirp_put, NTreceivers.cpp CONDOR_putfile, baseshadow.cpp chdir)",
+    async () => {
+      const h = newHome();
+      const dir = fs.mkdtempSync(path.join(work, "put-"));
+      writeFile(
+        "put.sh",
+        `#!/bin/bash
+chirp=$_CONDOR_BIN/../libexec/condor_chirp
+printf 'line one\\nline two\\n' > local.txt
+$chirp put -perm 600 local.txt kept.txt; echo "rc=$?"
+`,
+        0o755,
+        dir,
+      );
+      const c = await submit("executable = put.sh\noutput = put.out\nwant_io_proxy = true\nshould_transfer_files = YES\nqueue\n", [], { home: h, cwd: dir });
+      expect(await waitDone(`${c}.0`, { home: h })).toBe("4");
+      expect(fs.readFileSync(path.join(dir, "put.out"), "utf8")).toBe("rc=0\n");
+      expect(fs.readFileSync(path.join(dir, "kept.txt"), "utf8")).toBe("line one\nline two\n");
+      expect(fs.statSync(path.join(dir, "kept.txt")).mode & 0o777).toBe(0o600);
+      fs.rmSync(path.join(dir, "kept.txt"));
+      const d = await submit("executable = put.sh\noutput = put2.out\nshould_transfer_files = YES\nqueue\n", [], { home: h, cwd: dir });
+      expect(await waitDone(`${d}.0`, { home: h })).toBe("4");
+      expect(fs.readFileSync(path.join(dir, "put2.out"), "utf8")).toBe("\tError: 22 (Invalid argument)\nrc=255\n");
+      expect(fs.existsSync(path.join(dir, "kept.txt"))).toBe(false);
+    },
+    60_000,
+  );
+
   test("set_job_attr is visible in condor_q at once; string table; get_job_attr; ulog; delayed", async () => {
     setConfig(home, { scheddIdleExitMs: 1500, pollMs: 50, delayedUpdateMs: 300 });
     writeFile(
