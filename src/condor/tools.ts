@@ -10,7 +10,6 @@ import type { Logger } from "../logger.ts";
 import type { Runtime, SpawnResult } from "../runtime/types.ts";
 import {
   classifySubmitFailure,
-  firstErrorLine,
   type JobId,
   jobIdString,
   type JsonAdSlices,

@@ -12,6 +12,7 @@
  * - a failed init container terminates everything after it, or the pod stays Pending forever.
  */
 import { adNumber, adString, type JobAd } from "./classad.ts";
+import { usedItsRequest } from "./holds.ts";
 import type { StateLine } from "./state-line.ts";
 import { parseStateLine } from "./state-line.ts";
 import { stateAttrName } from "./types.ts";
@@ -109,16 +110,19 @@ export function podStatus(pod: PodIdentity, obs: Observation): PodStatus {
         const why = adString(obs.ad, "RemoveReason") ?? "the job was removed";
         lines = finish(pod.containers, obs.lines, { exitCode: 137, reason: "JobRemoved", message: why });
       } else {
-        lines = finish(pod.containers, obs.lines, jobExit(obs.ad));
+        const exit = jobExit(obs.ad);
+        lines = finish(pod.containers, obs.lines, exit, false, exit.reason === "OOMKilled" ? exit : memoryExit(obs.ad));
       }
       break;
     }
     case "lost":
       lines = finish(pod.containers, new Map(), { exitCode: 1, reason: "JobLost", message: obs.message });
       break;
-    case "failed":
-      lines = finish(pod.containers, obs.lines, { exitCode: obs.exitCode, reason: obs.reason, message: obs.message }, true);
+    case "failed": {
+      const exit = { exitCode: obs.exitCode, reason: obs.reason, message: obs.message };
+      lines = finish(pod.containers, obs.lines, exit, true, obs.reason === "OOMKilled" ? exit : undefined);
       break;
+    }
   }
 
   const consistent = enforceInitOrder(pod.containers, lines, obs.kind !== "creating" && obs.kind !== "queued");
@@ -186,9 +190,27 @@ interface Exit {
   message?: string;
 }
 
+/**
+ * The memory the job used against its request, when the peak the starter measured reached it
+ * (MemoryUsage >= RequestMemory): an end by SIGKILL is then the kernel's OOM killer
+ * (docs/status.md#memory-kills).
+ */
+function memoryExit(ad: JobAd): Exit | undefined {
+  const usage = adNumber(ad, "ResidentSetSize");
+  const request = adNumber(ad, "RequestMemory");
+  if (!usedItsRequest(usage, request)) return undefined;
+  return {
+    exitCode: 137,
+    reason: "OOMKilled",
+    message: `Killed by SIGKILL after its memory reached the job's request_memory (${Math.ceil(usage! / 1024)} of ${request} megabytes)`,
+  };
+}
+
 function jobExit(ad: JobAd): Exit {
   if (ad.ExitBySignal === true) {
     const sig = adNumber(ad, "ExitSignal") ?? 9;
+    const oom = sig === 9 ? memoryExit(ad) : undefined;
+    if (oom) return oom;
     return { exitCode: 128 + sig, reason: "Error", message: `The job's wrapper was killed by signal ${sig}` };
   }
   const code = adNumber(ad, "ExitCode");
@@ -196,16 +218,32 @@ function jobExit(ad: JobAd): Exit {
   return { exitCode: code, reason: code === 0 ? "Completed" : "Error" };
 }
 
-/** The job has ended: every container must read terminated. */
+/**
+ * A container the kernel killed (exit 137, SIGKILL, which its wrapper did not send) in a job that
+ * HTCondor killed or held for memory: that kill was the OOM killer's (docs/status.md#memory-kills).
+ */
+function killedBySigkill(line: StateLine | undefined): line is StateLine {
+  return line?.state === "terminated" && line.exitCode === 137 && line.signal === undefined && (line.reason === undefined || line.reason === "Error");
+}
+
+/**
+ * The job has ended: every container must read terminated. `oom`, when the job was killed or
+ * held for memory, is what a container killed by SIGKILL reads instead of its own line.
+ */
 function finish(
   containers: readonly ContainerInfo[],
   lines: ReadonlyMap<string, StateLine>,
   exit: Exit,
   override = false,
+  oom?: Exit,
 ): Map<string, Line | undefined> {
   const out = new Map<string, Line | undefined>();
   for (const c of containers) {
     const line = lines.get(key(c));
+    if (oom && killedBySigkill(line)) {
+      out.set(key(c), withMessage({ ...line, reason: oom.reason, exitCode: oom.exitCode }, oom.message));
+      continue;
+    }
     if (line?.state === "terminated" && !override) {
       out.set(key(c), line);
       continue;

@@ -120,6 +120,32 @@ chirp_attr() {
   return 0
 }
 
+# keep_log <key>: the last LOG_KEEP_BYTES of the container's log (from a line start) written to
+# the same name in the pod folder on the submit side, with condor_chirp put (the shadow writes it
+# relative to the job's Iwd). For a container the kernel killed: on a pool that enforces memory
+# HTCondor holds the job next, and a held job sends no output back (docs/logs.md#a-job-killed-for-memory).
+# With a shared filesystem the log is there already.
+LOG_KEEP_BYTES=262144
+keep_log() {
+  [[ -n $CHIRP && $LOG_DIR == "$SANDBOX" ]] || return 0
+  local src=$LOG_DIR/$1.log tmp=$RUN_DIR/keep.$1.$BASHPID size out rc
+  size=$(stat -c %s -- "$src" 2>/dev/null) || return 0
+  if ((size > LOG_KEEP_BYTES)); then
+    tail -c "$LOG_KEEP_BYTES" -- "$src" | tail -n +2 >"$tmp"
+  else
+    cp -- "$src" "$tmp"
+  fi || return 0
+  out=$(timeout -k 2 30 "$CHIRP" put -perm 600 "$tmp" "$1.log" 2>&1 </dev/null)
+  rc=$?
+  rm -f -- "$tmp"
+  if ((rc == 0)); then
+    wlog "killed by SIGKILL: its log's last $((size < LOG_KEEP_BYTES ? size : LOG_KEEP_BYTES)) bytes put in the pod folder"
+  else
+    wlog "condor_chirp put $1.log failed (exit $rc): ${out//$'\n'/ }"
+  fi
+  return 0
+}
+
 # ---- container state lines (format: src/core/state-line.ts) ----------------------------------
 
 # The supervisor's view of its container. S_*: current state (S_MESSAGE: why, for people), L_*:
@@ -1117,6 +1143,8 @@ end_run() {
     END_REASON=Error
   fi
   wlog "exited with $RC ($END_REASON)"
+  # SIGKILL that the wrapper did not send: the kernel's, most often its OOM killer.
+  if ((RC == 137 && by_signal == 0)) && [[ $END_REASON == Error ]]; then keep_log "$C_KEY"; fi
 }
 
 # run_container <plan function>: the supervisor (runs as a subshell); exits with the final code.

@@ -77,7 +77,8 @@ async function source(d: Ctx, uid: string, file: string, maxBytes: number): Prom
   let r = d.store.get(uid);
   if (!r || r.phase === "creating") return { kind: "none" };
   if (r.terminal === undefined && r.cluster !== undefined && !d.config.SharedFilesystem) {
-    if ((await jobStatus(d, r)) === 2) {
+    const status = await jobStatus(d, r);
+    if (status === 2) {
       const res = await d.condor.tail(jobId(r), file, maxBytes, d.config.QueryTimeoutSeconds * 1000);
       if (res.code === 0 && !res.timedOut) {
         // condor_tail's output arrives decoded; valid UTF-8 re-encodes to the same bytes, and
@@ -91,10 +92,24 @@ async function source(d: Ctx, uid: string, file: string, maxBytes: number): Prom
     // once its output is in place; a refresh now saves waiting for the next one.
     await d.queue.refreshNow();
     r = d.store.get(uid) ?? r;
-    // Still queued (idle, held, transferring output): nothing to show yet.
-    if (r.terminal === undefined) return { kind: "none" };
+    if (r.terminal === undefined) {
+      // Held: the log of a container the kernel killed, which the wrapper put in the pod folder
+      // since a held job sends no output back (docs/logs.md#a-job-killed-for-memory).
+      if (status === 5 && !r.spooled && keptLog(r, file)) return { kind: "file", file: { dir: r.dir, rel: file } };
+      // Still queued (idle, held, transferring output): nothing to show yet.
+      return { kind: "none" };
+    }
   }
   return { kind: "file", file: { dir: r.dir, rel: file } };
+}
+
+/** Whether the pod folder holds this log as a plain file (it is checked again when it is read). */
+function keptLog(r: PodRecord, file: string): boolean {
+  try {
+    return jobFileSize({ dir: r.dir, rel: file }) !== undefined;
+  } catch {
+    return false;
+  }
 }
 
 /** The last `maxBytes` of a log wherever it is; undefined when it is nowhere yet. */

@@ -40,6 +40,10 @@ const BASE_ATTRS = [
   "NumJobStarts",
   "EnteredCurrentStatus",
   "TerminationPending",
+  // A memory kill: the peak memory the starter measured, KiB, and the request, MiB
+  // (docs/status.md#memory-kills).
+  "ResidentSetSize",
+  "RequestMemory",
 ] as const;
 
 /** Ads handled between two yields to the event loop: a refresh of thousands must not hold up status calls. */

@@ -156,8 +156,17 @@ async function observeHeld(c: Ctx, j: LiveJob, ad: JobAd): Promise<void> {
   if (c.now() - since < c.config.HoldGraceSeconds * 1000) return c.queue.recheck(`${j.cluster}.${j.proc}`, since + c.config.HoldGraceSeconds * 1000);
   const r = c.store.get(j.uid);
   if (!r) return;
-  const { reason, exitCode } = holdOutcome(code, adNumber(ad, "HoldReasonSubCode"));
-  const why = `${typeof ad.HoldReason === "string" ? ad.HoldReason : "held"} (HoldReasonCode ${code}); removed by the sidecar`;
+  const holdReason = typeof ad.HoldReason === "string" ? ad.HoldReason : undefined;
+  const { reason, exitCode } = holdOutcome({
+    code,
+    subCode: adNumber(ad, "HoldReasonSubCode"),
+    reason: holdReason,
+    usageKiB: adNumber(ad, "ResidentSetSize"),
+    requestMiB: adNumber(ad, "RequestMemory"),
+  });
+  // A memory kill reads as the kubelet's OOMKilled, with HTCondor's words for it
+  // (docs/status.md#memory-kills).
+  const why = reason === "OOMKilled" && holdReason ? holdReason : `${holdReason ?? "held"} (HoldReasonCode ${code}); removed by the sidecar`;
   try {
     await c.remove(jobId(r), `htcondor-sidecar: unrecoverable hold ${code}`);
   } catch (err) {

@@ -81,7 +81,9 @@ describe("held jobs (docs/interlink.md#what-the-virtual-kubelet-does-with-a-stat
       30_000,
       "removed after the grace period",
     );
-    expect(s.containers[0].state.terminated).toMatchObject({ reason: "OOMKilled", exitCode: 137 });
+    // no container line was written before the hold: it reads the same, with HTCondor's words
+    // (docs/status.md#memory-kills)
+    expect(s.containers[0].state.terminated).toMatchObject({ reason: "OOMKilled", exitCode: 137, message: "Job has gone over memory limit of 128 megabytes" });
     faults(sc, {});
   }, 90_000);
 

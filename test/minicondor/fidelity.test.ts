@@ -56,6 +56,8 @@ async function waitQ(id: string, attrs: string[], want: string, o: { home?: stri
   await waitFor(async () => (await qAf(id, attrs, o)) === want, o.timeoutMs ?? 10_000, 100);
 }
 
+const escapeRe = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
 const SLEEPER = `#!/bin/bash
 echo "sleeper start"
 echo "stderr line" >&2
@@ -722,6 +724,65 @@ while :; do sleep 0.1; done
 });
 
 // ---------------------------------------------------------------------------------------------
+describe("memory enforcement: the kernel's OOM killer and the starter's hold (README: Memory, docs/status.md#memory-kills)", () => {
+  // allocates 200 MB in a child, as the acceptance pod does; says what the child ended with
+  const HOG = `#!/bin/bash
+echo before > made.txt
+echo "allocating"
+/usr/bin/python3 -c 'import time; x = b"x" * (200 * 1024 * 1024); print("allocated", flush=True); time.sleep(60)'
+echo "child ended $?"
+exit 3
+`;
+  test("a job over its request_memory is OOM killed and held 34/102 with the starter's words; no exit, no output back, a 012 event", async () => {
+    const h = newHome({ enforceMemory: true });
+    // what the job's own process sees: its child SIGKILLed (137), then the graceful stop of a held job
+    const seen = path.join(work, "hog-seen.txt");
+    writeFile(
+      "hog.sh",
+      HOG.replace('echo "child ended $?"\nexit 3', `echo "child ended $?" >> ${seen}\ntrap 'echo SIGTERM >> ${seen}; exit 143' TERM\nsleep 60 & wait`),
+      0o755,
+    );
+    const c = await submit("executable = hog.sh\noutput = hog.out\nlog = hog.log\nrequest_memory = 50\nshould_transfer_files = YES\nqueue\n", [], { home: h });
+    await waitQ(`${c}.0`, ["JobStatus"], "5", { home: h, timeoutMs: 30_000 });
+    const ad = JSON.parse((await run("condor_q", ["-json", `${c}.0`], { home: h })).stdout)[0];
+    expect(ad.HoldReasonCode).toBe(34);
+    expect(ad.HoldReasonSubCode).toBe(102);
+    expect(ad.HoldReason).toMatch(
+      /^Error from slot1_\d+@\S+: Job has gone over cgroup memory limit of 50 megabytes\. Last measured usage: 50 megabytes\. {2}Consider resubmitting with a higher request_memory\.$/,
+    );
+    // the job did not exit: no ExitSignal or ExitCode; ExitBySignal keeps condor_submit's false
+    for (const a of ["ExitSignal", "ExitCode"]) expect(ad[a]).toBeUndefined();
+    expect(ad.ExitBySignal).toBe(false);
+    expect(ad.ResidentSetSize).toBeGreaterThan(50 * 1024);
+    // a held job sends nothing back
+    expect(fs.existsSync(path.join(work, "made.txt"))).toBe(false);
+    expect(fs.existsSync(path.join(work, "hog.out"))).toBe(false);
+    const log = fs.readFileSync(path.join(work, "hog.log"), "utf8");
+    expect(log).toMatch(
+      new RegExp(
+        `012 \\(${String(c).padStart(3, "0")}\\.000\\.000\\) [^\\n]* Job was held\\.\\n\\t${escapeRe(ad.HoldReason)}\\n\\tCode 34 Subcode 102\\n\\.\\.\\.\\n`,
+      ),
+    );
+    expect(log).not.toContain("Job terminated.");
+    await waitFor(() => fs.existsSync(seen) && fs.readFileSync(seen, "utf8").includes("SIGTERM"), 20_000);
+    expect(fs.readFileSync(seen, "utf8")).toBe("child ended 137\nSIGTERM\n");
+    expect(pidsWithEnv(`_CONDOR_SCRATCH_DIR=${path.join(h, "execute")}`).length).toBe(0);
+  }, 60_000);
+
+  test("under its request, or with enforcement off, the same job runs to its end", async () => {
+    const on = newHome({ enforceMemory: true });
+    const off = newHome();
+    writeFile("hog2.sh", HOG.replace("time.sleep(60)", "time.sleep(0)"), 0o755);
+    const a = await submit("executable = hog2.sh\noutput = big.out\nrequest_memory = 1024\nshould_transfer_files = YES\nqueue\n", [], { home: on });
+    const b = await submit("executable = hog2.sh\noutput = off.out\nrequest_memory = 50\nshould_transfer_files = YES\nqueue\n", [], { home: off });
+    expect(await waitDone(`${a}.0`, { home: on, timeoutMs: 30_000 })).toBe("4");
+    expect(await waitDone(`${b}.0`, { home: off, timeoutMs: 30_000 })).toBe("4");
+    expect(fs.readFileSync(path.join(work, "big.out"), "utf8")).toBe("allocating\nallocated\nchild ended 0\n");
+    expect(fs.readFileSync(path.join(work, "off.out"), "utf8")).toBe("allocating\nallocated\nchild ended 0\n");
+  }, 60_000);
+});
+
+// ---------------------------------------------------------------------------------------------
 describe("-name, -pool, -remote: this machine's schedd and collector are the only ones", () => {
   // minicondor's default host: the short host name (README, config "host")
   const host = () => os.hostname().split(".")[0] || "localhost";
@@ -865,6 +926,35 @@ describe("slots and condor_status (docs/htcondor.md#condor_status, test/minicond
 
 // ---------------------------------------------------------------------------------------------
 describe("condor_chirp (docs/htcondor.md#condor_chirp, docs/htcondor.md#what-condor_chirp-does-to-strings)", () => {
+  test(
+    "put writes the file relative to the job's Iwd with -perm; refused without WantIOProxy (condor_chirp.cpp chirp_put, NTreceivers.cpp CONDOR_putfile, baseshadow.cpp chdir)",
+    async () => {
+      const h = newHome();
+      const dir = fs.mkdtempSync(path.join(work, "put-"));
+      writeFile(
+        "put.sh",
+        `#!/bin/bash
+chirp=$_CONDOR_BIN/../libexec/condor_chirp
+printf 'line one\\nline two\\n' > local.txt
+$chirp put -perm 600 local.txt kept.txt; echo "rc=$?"
+`,
+        0o755,
+        dir,
+      );
+      const c = await submit("executable = put.sh\noutput = put.out\nwant_io_proxy = true\nshould_transfer_files = YES\nqueue\n", [], { home: h, cwd: dir });
+      expect(await waitDone(`${c}.0`, { home: h })).toBe("4");
+      expect(fs.readFileSync(path.join(dir, "put.out"), "utf8")).toBe("rc=0\n");
+      expect(fs.readFileSync(path.join(dir, "kept.txt"), "utf8")).toBe("line one\nline two\n");
+      expect(fs.statSync(path.join(dir, "kept.txt")).mode & 0o777).toBe(0o600);
+      fs.rmSync(path.join(dir, "kept.txt"));
+      const d = await submit("executable = put.sh\noutput = put2.out\nshould_transfer_files = YES\nqueue\n", [], { home: h, cwd: dir });
+      expect(await waitDone(`${d}.0`, { home: h })).toBe("4");
+      expect(fs.readFileSync(path.join(dir, "put2.out"), "utf8")).toBe("\tError: 22 (Invalid argument)\nrc=255\n");
+      expect(fs.existsSync(path.join(dir, "kept.txt"))).toBe(false);
+    },
+    60_000,
+  );
+
   test("set_job_attr is visible in condor_q at once; string table; get_job_attr; ulog; delayed", async () => {
     setConfig(home, { scheddIdleExitMs: 1500, pollMs: 50, delayedUpdateMs: 300 });
     writeFile(

@@ -302,7 +302,26 @@ describe("the hold grace period (HoldGraceSeconds)", () => {
     const st = await s.status(pod);
     expect(s.condor.calls.filter((c) => c.tool === "remove")).toEqual([{ tool: "remove", arg: [jid] }]);
     expect(st.containers[0].state.terminated).toMatchObject({ reason: "OOMKilled", exitCode: 137 });
-    expect(st.containers[0].state.terminated.message).toContain("(HoldReasonCode 34); removed by the sidecar");
+    // docs/status.md#memory-kills: HTCondor's words are the message
+    expect(st.containers[0].state.terminated.message).toBe("Job has gone over memory limit");
+  });
+
+  test("a container the kernel killed (137) before the starter held the job for memory reads OOMKilled with the hold reason (docs/status.md#memory-kills)", async () => {
+    const s = setup({ config: "HoldGraceSeconds: 60\n" });
+    const { pod, jid } = await s.create("memory-hog");
+    const why =
+      "Error from slot1_1@localhost: Job has gone over cgroup memory limit of 128 megabytes. Last measured usage: 128 megabytes.  Consider resubmitting with a higher request_memory.";
+    Object.assign(s.condor.queued.get(jid)!, {
+      InterLinkCtr0State: "1 terminated Error 137 1795332741 1795332745 0 0 - - - - -",
+      JobStatus: 5,
+      HoldReasonCode: 34,
+      HoldReasonSubCode: 102,
+      HoldReason: why,
+    });
+    expect((await s.status(pod)).containers[0].state.waiting.reason).toBe("JobHeld");
+    s.advance(61_000);
+    const st = await s.status(pod);
+    expect(st.containers[0].state.terminated).toMatchObject({ reason: "OOMKilled", exitCode: 137, message: why, finishedAt: "2026-11-22T07:32:25Z" });
   });
 
   test("a release restarts the grace period for the next hold", async () => {

@@ -2,7 +2,7 @@
 // docs/htcondor.md#what-condor_chirp-does-to-strings
 import * as fs from "node:fs";
 import { Ad, tryParse, unparse } from "./classad.ts";
-import { bumpGen, type Config, err, getJob, jobStatus, loadConfig, openDb, out, putJob, tx } from "./common.ts";
+import { bumpGen, type Config, err, getJob, getRun, jobStatus, loadConfig, openDb, out, putJob, tx } from "./common.ts";
 import { ulog } from "./userlog.ts";
 
 type ChirpCfg = { home: string; cluster: number; proc: number; scratch: string };
@@ -77,7 +77,9 @@ export function condorChirp(argv: string[]): number {
   process.env.MINICONDOR_HOME = cfg.home;
   const db = openDb(cfg.home);
   const job = getJob(db, cfg.cluster, cfg.proc);
-  if (!job || jobStatus(db, cfg.cluster, cfg.proc) !== 2) return noConnect();
+  // The starter and the shadow serve chirp while the job runs, and while a held or removed job is
+  // being stopped (its run is not over until its processes are gone: README, Memory).
+  if (!job || (jobStatus(db, cfg.cluster, cfg.proc) !== 2 && !getRun(db, cfg.cluster, cfg.proc))) return noConnect();
   const io = job.bool("WantIOProxy") === true;
   const [cmd, ...rest] = argv;
   switch (cmd) {
@@ -179,6 +181,45 @@ export function condorChirp(argv: string[]): number {
         return 255;
       }
       ulog(job, 8, rest[0]!.slice(0, 128));
+      return 0;
+    }
+    case "put": {
+      // condor_chirp.cpp chirp_put: [-mode m] [-perm octal] local remote; the shadow writes the
+      // file, with its cwd the job's Iwd (baseshadow.cpp chdir), O_CREAT|O_WRONLY|O_TRUNC with the
+      // mode (NTreceivers.cpp CONDOR_putfile). Not supported here: "-" (stdin) as the local file.
+      let at = 0, perm = 0o777;
+      while (at + 1 < rest.length && (rest[at] === "-mode" || rest[at] === "-perm")) {
+        if (rest[at] === "-perm") perm = Number.parseInt(rest[at + 1]!, 8) || 0;
+        at += 2;
+      }
+      if (rest.length - at !== 2) {
+        out("condor_chirp put  [-mode mode] [-perm perm] local_file remote_file\n");
+        return 255;
+      }
+      if (!io) {
+        out(EINVAL);
+        return 255;
+      }
+      const [local, remote] = [rest[at]!, rest[at + 1]!];
+      let bytes: Buffer;
+      try {
+        bytes = fs.readFileSync(local);
+      } catch {
+        err(`Can't open local file ${local}\n`);
+        return 255;
+      }
+      try {
+        const target = remote.startsWith("/") ? remote : `${job.str("Iwd") ?? "/"}/${remote}`;
+        const fd = fs.openSync(target, fs.constants.O_CREAT | fs.constants.O_WRONLY | fs.constants.O_TRUNC, perm);
+        try {
+          fs.writeSync(fd, bytes);
+        } finally {
+          fs.closeSync(fd);
+        }
+      } catch {
+        err("Couldn't chirp_write as much as we read\n");
+        return 255;
+      }
       return 0;
     }
     case "phase":

@@ -94,6 +94,11 @@ export type Config = {
   pollMs: number;
   periodicIntervalS: number;
   sharedFileSystem: boolean;
+  /**
+   * CGROUP_MEMORY_LIMIT_POLICY = hard on the execute point: a job whose memory (the resident set of
+   * its processes) passes its RequestMemory is OOM killed and held with 34/102 (README: Memory).
+   */
+  enforceMemory: boolean;
   scheddIdleExitMs: number;
   apptainer: string;
   delayedUpdateMs: number;
@@ -153,6 +158,7 @@ export function loadConfig(home = homeDir()): Config {
     // false: the execute side has its own FileSystemDomain, as on any pool whose EPs are other machines,
     // so the default should_transfer_files = IF_NEEDED transfers (docs/htcondor.md#submit-file-rules)
     sharedFileSystem: pick("sharedFileSystem", "MINICONDOR_SHARED_FS", false),
+    enforceMemory: pick("enforceMemory", "MINICONDOR_ENFORCE_MEMORY", false),
     scheddIdleExitMs: pick("scheddIdleExitMs", "MINICONDOR_SCHEDD_IDLE_EXIT_MS", 3000),
     // config only: condor_chirp reads it inside the job, whose environment has no MINICONDOR_* variables
     delayedUpdateMs: pick("delayedUpdateMs", null, 5000),
@@ -529,6 +535,28 @@ export function parentPid(pid: number): number | null {
     return null;
   }
 }
+
+/** Every process now: its parent and its resident set, KiB (from /proc/<pid>/stat and statm). */
+export function processTable(): Map<number, { ppid: number; rssKiB: number }> {
+  const out = new Map<number, { ppid: number; rssKiB: number }>();
+  let ents: string[];
+  try {
+    ents = fs.readdirSync("/proc");
+  } catch {
+    return out;
+  }
+  for (const e of ents) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const st = fs.readFileSync(`/proc/${e}/stat`, "utf8");
+      const ppid = Number(st.slice(st.lastIndexOf(")") + 2).split(" ")[1]);
+      const pages = Number(fs.readFileSync(`/proc/${e}/statm`, "utf8").split(" ")[1]);
+      out.set(Number(e), { ppid, rssKiB: (pages * PAGE_SIZE) / 1024 });
+    } catch { /* gone */ }
+  }
+  return out;
+}
+const PAGE_SIZE = 4096;
 
 /** Kill every process whose environment carries the marker; SIGKILL, repeated until none is left. */
 export function killByEnv(marker: string): number {

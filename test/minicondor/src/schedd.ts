@@ -29,6 +29,8 @@ import {
   nowSec,
   openDb,
   pidAlive,
+  pidsWithEnv,
+  processTable,
   putJob,
   rowAd,
   type RunRow,
@@ -126,6 +128,10 @@ type Child = {
   done: boolean;
   stdoutPath: string | null;
   stderrPath: string | null;
+  /** The largest resident set the job's processes had together, KiB (enforceMemory). */
+  peakKiB?: number;
+  /** The job went over its memory and is held for it. */
+  oom?: boolean;
 };
 
 const SIGNUM = os.constants.signals as Record<string, number>;
@@ -234,6 +240,14 @@ export async function scheddMain(home: string): Promise<void> {
     }
     const gen = metaGet(db, "gen");
     const now = Date.now();
+    // memory enforcement (CGROUP_MEMORY_LIMIT_POLICY = hard): sampled at every poll (README: Memory)
+    if (cfg.enforceMemory && children.size) {
+      try {
+        enforceMemory(db, cfg, children, log);
+      } catch (e) {
+        log("memory enforcement failed: " + e);
+      }
+    }
     const timersDue = [...children.values()].some((c) => (c.killAt !== undefined && c.killAt <= now));
     const spoolPending = db.query('SELECT COUNT(*) AS n FROM jobs WHERE status = 5 AND ad LIKE \'%"HoldReasonCode":"16"%\'').get() as { n: number };
     const lingering = lingeringJobs(db) > 0;
@@ -564,6 +578,96 @@ async function pass(db: Database, cfg: Config, children: Map<string, Child>, log
 }
 
 type Hold = { code: number; sub: number; reason: string };
+
+/**
+ * The job's cgroup as the kernel and the starter see it (README: Memory): the resident sets of the
+ * job's processes (its descendants, and whatever carries its _CONDOR_SCRATCH_DIR; not the
+ * emulator's own tools, which stand in for small C programs) are summed. Above RequestMemory the
+ * kernel's OOM killer SIGKILLs the biggest process, and the starter has the job held
+ * (vanilla_proc.cpp outOfMemoryEvent, 25.0): the shadow holds it and stops the starter gracefully
+ * (baseshadow.cpp holdJob, GRACEFULLY_REMOVE_JOBS), so the job is stopped as any held job is
+ * (pass, step 2) and sends nothing back.
+ */
+function enforceMemory(db: Database, cfg: Config, children: Map<string, Child>, log: (s: string) => void): void {
+  const table = processTable();
+  const kids = new Map<number, number[]>();
+  for (const [pid, p] of table) {
+    const list = kids.get(p.ppid);
+    if (list) list.push(pid);
+    else kids.set(p.ppid, [pid]);
+  }
+  for (const ch of children.values()) {
+    if (ch.done || ch.termAt !== undefined || ch.oom) continue;
+    const run = getRun(db, ch.c, ch.p);
+    const limitMiB = run?.memory;
+    if (!run || !limitMiB || limitMiB <= 0) continue;
+    const pids = new Set<number>();
+    const todo = [ch.pid];
+    while (todo.length) {
+      const pid = todo.pop()!;
+      if (pids.has(pid) || !table.has(pid)) continue;
+      pids.add(pid);
+      todo.push(...(kids.get(pid) ?? []));
+    }
+    for (const pid of pidsWithEnv(`_CONDOR_SCRATCH_DIR=${ch.scratch}`)) if (table.has(pid)) pids.add(pid);
+    let total = 0, biggest = 0, biggestKiB = -1;
+    for (const pid of pids) {
+      if (emulatorTool(pid)) continue;
+      const kib = table.get(pid)!.rssKiB;
+      total += kib;
+      if (kib > biggestKiB) [biggest, biggestKiB] = [pid, kib];
+    }
+    ch.peakKiB = Math.max(ch.peakKiB ?? 0, Math.round(total));
+    if (total <= limitMiB * 1024 || !biggest) continue;
+    ch.oom = true;
+    let cmd = "";
+    try {
+      cmd = fs.readFileSync(`/proc/${biggest}/cmdline`, "utf8").replaceAll("\0", " ").slice(0, 200);
+    } catch { /* gone */ }
+    log(`${ch.key} over its memory (${Math.round(total)} KiB of ${limitMiB} MiB): OOM kill of pid ${biggest} (${biggestKiB} KiB: ${cmd})`);
+    try {
+      process.kill(biggest, "SIGKILL");
+    } catch { /* gone */ }
+    // the usage the starter reports is the limit (STARTER_ALWAYS_HOLD_ON_OOM); the shadow prefixes
+    // the slot (pseudo_ops.cpp pseudo_ulog); the job did not exit, so no ExitCode or ExitSignal
+    // (docs/status.md#memory-kills)
+    const reason = `Error from slot1_${run.slot}@${cfg.host}: Job has gone over cgroup memory limit of ${limitMiB} megabytes. ` +
+      `Last measured usage: ${limitMiB} megabytes.  Consider resubmitting with a higher request_memory.`;
+    let held: Ad | null = null;
+    tx(db, () => {
+      const ad = getJob(db, ch.c, ch.p);
+      if (!ad || jobStatus(db, ch.c, ch.p) !== 2) return;
+      setStatus(ad, 5);
+      ad.set("HoldReason", reason);
+      ad.set("HoldReasonCode", 34);
+      ad.set("HoldReasonSubCode", 102);
+      ad.set("NumHolds", (ad.num("NumHolds") ?? 0) + 1);
+      ad.set("NumSystemHolds", (ad.num("NumSystemHolds") ?? 0) + 1);
+      ad.set("ResidentSetSize", ch.peakKiB ?? Math.round(total));
+      putJob(db, ad);
+      bumpGen(db);
+      held = ad;
+    });
+    if (held) ulog(held as Ad, 12, "Job was held.", `\t${reason}\n\tCode 34 Subcode 102\n`);
+  }
+}
+
+/**
+ * A process of the emulator's own tools (condor_chirp inside a job, a Bun of tens of MiB where
+ * HTCondor's is a small C program): not the job's memory. Known by the program it runs, Bun (so a
+ * job of Bun's own is not measured either). A process whose program cannot be read (exiting) is
+ * left out as well.
+ */
+function emulatorTool(pid: number): boolean {
+  try {
+    // a process that is exiting (or exec-ing) has no program or command line to read: left out too
+    return fs.realpathSync(`/proc/${pid}/exe`) === bunReal() || fs.readFileSync(`/proc/${pid}/cmdline`).byteLength === 0;
+  } catch {
+    return true;
+  }
+}
+let bunRealPath: string | undefined;
+const bunReal = () => (bunRealPath ??= fs.realpathSync(bunPath()));
 
 /**
  * Hold-on-start fault of a job, in order: captured from MINICONDOR_HOLD_ON_START by condor_submit,

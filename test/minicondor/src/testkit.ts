@@ -31,6 +31,7 @@ export type HomeOptions = {
   pollMs?: number;
   periodicIntervalS?: number;
   sharedFileSystem?: boolean;
+  enforceMemory?: boolean;
   scheddIdleExitMs?: number;
   delayedUpdateMs?: number;
   reaperDelayMs?: number;
