@@ -18,7 +18,8 @@ import { createScheddRouter, type ScheddRouter } from "./service/schedds.ts";
 import { watchStarvation } from "./service/starvation.ts";
 import { certificateNotAfter, credentialFileKind, type Io, openCondor, type Outcome, prepare, type Prepared, serveMetrics } from "./startup.ts";
 import { ensureDir } from "./store/files.ts";
-import { openStore } from "./store/store.ts";
+import { openStore, type Store } from "./store/store.ts";
+import { openTracing } from "./tracing/otel.ts";
 
 export interface Started {
   server: HttpServer;
@@ -129,11 +130,23 @@ async function checkScheddName(condor: Condor, name: string, label: string, log:
   }
 }
 
+/** Each schedd's state store, in its data folder (claimed for the schedd when there are several). */
+function openStores(runtime: Runtime, members: readonly Member[], many: boolean): Store[] {
+  return members.map((m) => {
+    ensureDir(m.root);
+    ensureDir(join(m.root, "pods"));
+    if (many) claimDataRoot(m.root, m.name);
+    const storePath = join(m.root, "state.db");
+    return openStore(runtime.openSqlite(storePath), storePath);
+  });
+}
+
 export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<Started> {
   const prepared = prepare(runtime, o, io, "idtokens");
   const { config, log } = prepared;
   if (runtime.uid() === 0) log.warn("running as root: HTCondor refuses jobs owned by root; run the sidecar as an ordinary submit user");
   const members = scheddMembers(runtime, o, prepared);
+  const tracing = openTracing(runtime.env(), { log, version: VERSION });
   const many = members.length > 1;
   for (const m of members) {
     if (m.prepared.spool && config.SharedFilesystem) {
@@ -146,13 +159,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     }
   }
 
-  const stores = members.map((m) => {
-    ensureDir(m.root);
-    ensureDir(join(m.root, "pods"));
-    if (many) claimDataRoot(m.root, m.name);
-    const storePath = join(m.root, "state.db");
-    return openStore(runtime.openSqlite(storePath), storePath);
-  });
+  const stores = openStores(runtime, members, many);
   const closeStores = () => stores.forEach((s) => s.close());
 
   const startTime = Math.floor(Date.now() / 1000);
@@ -200,6 +207,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
       onSubmitBatch: (size) => metrics.submitBatch(size),
       watchFolder: runtime.watchFolder,
       starved: starvation.starvedSince,
+      tracing: tracing.forSchedd(m.name || runtime.hostname()),
     })
   );
   router = many
@@ -217,7 +225,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     });
   }
 
-  const app = createApp(service, log, () => metrics.render());
+  const app = createApp(service, log, () => metrics.render(), tracing);
   const target = o.socket ? { kind: "unix" as const, path: resolve(o.socket) } : { kind: "tcp" as const, host: o.listen, port: o.port };
   let server: HttpServer;
   try {
@@ -232,7 +240,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
           metrics.request(r);
         },
       },
-      (req, extras) => app.fetch(req, extras),
+      (req, extras) => tracing.request(req, extras.rawBody, async () => await app.fetch(req, extras)),
     );
   } catch (err) {
     closeStores();
@@ -276,6 +284,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
       await service.drain(Math.max(0, deadline - Date.now()));
       closeStores();
       starvation.stop();
+      await tracing.shutdown(Math.max(1_000, deadline - Date.now()));
     },
   };
 }

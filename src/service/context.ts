@@ -17,6 +17,7 @@ import { createQueueView, type QueueView, realTimer, type SetTimer } from "./que
 import { createRemover, type Remover } from "./remover.ts";
 import { createSubmitLimit, type SubmitLimit } from "./submit-limit.ts";
 import type { Follower } from "./follow.ts";
+import { noTracing, type ServiceTracing } from "../tracing/tracing.ts";
 
 export interface ServiceDeps {
   store: Store;
@@ -43,6 +44,8 @@ export interface ServiceDeps {
   watchFolder?: (dir: string, onChange: () => void) => () => void;
   /** Whether the sidecar was starved of CPU since a time (service/starvation.ts): such timeouts are not HTCondor's. */
   starved?: (since: number) => boolean;
+  /** Spans of the create's steps and of each pod's life (docs/tracing.md); none without it. */
+  tracing?: ServiceTracing;
 }
 
 /** What /create answers. */
@@ -69,6 +72,7 @@ export interface Ctx extends ServiceDeps {
   reconciled: boolean;
   /** The job event log follower (follow.ts), set up by createService. */
   follower?: Follower;
+  tracing: ServiceTracing;
 }
 
 export function createContext(d: ServiceDeps): Ctx {
@@ -82,6 +86,7 @@ export function createContext(d: ServiceDeps): Ctx {
     lastFetch: new Map(),
     removedSeen: new Map(),
     reconciled: false,
+    tracing: d.tracing ?? noTracing,
   };
   c.remove = createRemover(c);
   return c;
