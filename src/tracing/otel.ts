@@ -86,16 +86,16 @@ const headerGetter: TextMapGetter<Headers> = {
   get: (h, key) => h.get(key) ?? undefined,
 };
 
-/** The route a request is traced as, or undefined for those that are not (/metrics, /system-info). */
-function routeName(req: Request, body: Uint8Array): string | undefined {
-  const q = req.url.indexOf("?");
-  const path = new URL(q < 0 ? req.url : req.url.slice(0, q)).pathname;
-  if (path === "/create") return "create";
-  if (path === "/delete") return "delete";
-  if (path === "/getLogs") return "logs";
+const ROUTES: Readonly<Record<string, string>> = { "/create": "create", "/delete": "delete", "/getLogs": "logs", "/status": "status" };
+
+/** The span name of a request and its path, or undefined for the requests that get no span (/metrics, /system-info). */
+function route(req: Request, body: Uint8Array): { name: string; path: string } | undefined {
+  const path = new URL(req.url).pathname;
+  const name = ROUTES[path];
+  if (name === undefined) return undefined;
   // The ping is a status call with an empty list (docs/interlink.md#the-ping).
-  if (path === "/status") return body.byteLength <= 64 && /^\s*\[\s*\]\s*$/.test(new TextDecoder().decode(body)) ? "ping" : "status";
-  return undefined;
+  const ping = name === "status" && body.byteLength <= 64 && /^\s*\[\s*\]\s*$/.test(new TextDecoder().decode(body));
+  return { name: ping ? "ping" : name, path };
 }
 
 function failed(span: Span, err: unknown): void {
@@ -169,13 +169,10 @@ export function openTracing(env: Readonly<Record<string, string>>, o: { log: Log
     ...forSchedd(""),
     forSchedd,
     async request(req, body, handle) {
-      const name = routeName(req, body);
-      if (name === undefined) return handle();
+      const r = route(req, body);
+      if (r === undefined) return handle();
       const parent = propagator.extract(ROOT_CONTEXT, req.headers, headerGetter);
-      const span = tracer.startSpan(name, {
-        kind: SpanKind.SERVER,
-        attributes: { "http.request.method": req.method, "http.route": new URL(req.url).pathname },
-      }, parent);
+      const span = tracer.startSpan(r.name, { kind: SpanKind.SERVER, attributes: { "http.request.method": req.method, "http.route": r.path } }, parent);
       try {
         const res = await contexts.with(trace.setSpan(parent, span), handle);
         span.setAttribute("http.response.status_code", res.status);
