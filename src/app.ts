@@ -13,6 +13,7 @@ import { type CreateRequest, parseCreateRequest } from "./core/pod.ts";
 import { parseDeleteRequest, parseLogRequest, parseStatusRequest, type PodRef } from "./core/requests.ts";
 import type { Logger } from "./logger.ts";
 import type { RequestExtras } from "./runtime/http.ts";
+import { noTracing, type ServiceTracing } from "./tracing/tracing.ts";
 
 /**
  * A status answer: the PodStatus array, and why some pods were left out when HTCondor did not
@@ -36,8 +37,8 @@ export interface Api {
 
 type Env = { Bindings: RequestExtras };
 
-/** `metrics`: the exposition text for `GET /metrics` (docs/metrics.md). */
-export function createApp(api: Api, log: Logger, metrics?: () => string): Hono<Env> {
+/** `metrics`: the exposition text for `GET /metrics` (docs/metrics.md); `tracing`: the create's validation span (docs/tracing.md). */
+export function createApp(api: Api, log: Logger, metrics?: () => string, tracing: Pick<ServiceTracing, "step"> = noTracing): Hono<Env> {
   const app = new Hono<Env>();
 
   app.onError((err, c) => {
@@ -51,7 +52,7 @@ export function createApp(api: Api, log: Logger, metrics?: () => string): Hono<E
   app.post("/create", async (c) => {
     const body = json(c);
     if (Array.isArray(body)) throw new SidecarError("invalid", "create: the body must be one RetrievedPodData object, not an array");
-    return c.json(await api.create(parseCreateRequest(body)), 200);
+    return c.json(await api.create(tracing.step("validate", () => parseCreateRequest(body))), 200);
   });
 
   app.post("/delete", async (c) => {

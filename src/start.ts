@@ -17,6 +17,7 @@ import { createScheddRouter, type ScheddRouter } from "./service/schedds.ts";
 import { watchStarvation } from "./service/starvation.ts";
 import { certificateNotAfter, type Io, openCondor, type Outcome, prepare, serveMetrics } from "./startup.ts";
 import { errorText } from "./core/errors.ts";
+import { openTracing } from "./tracing/otel.ts";
 
 export interface Started {
   server: HttpServer;
@@ -42,6 +43,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
   const { config, log } = prepared;
   if (runtime.uid() === 0) log.warn("running as root: HTCondor refuses jobs owned by root; run the sidecar as an ordinary submit user");
   const members = scheddMembers(runtime, o, prepared);
+  const tracing = openTracing(runtime.env(), { log, version: VERSION });
   const many = members.length > 1;
   for (const m of members) {
     if (m.prepared.spool && config.SharedFilesystem) {
@@ -103,6 +105,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
       watchFolder: runtime.watchFolder,
       starved: starvation.starvedSince,
       jidPrefix: m.jidPrefix,
+      tracing: tracing.forSchedd(m.name || runtime.hostname()),
     })
   );
   router = many
@@ -120,7 +123,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     });
   }
 
-  const app = createApp(service, log, () => metrics.render());
+  const app = createApp(service, log, () => metrics.render(), tracing);
   const target = o.socket ? { kind: "unix" as const, path: resolve(o.socket) } : { kind: "tcp" as const, host: o.listen, port: o.port };
   let server: HttpServer;
   try {
@@ -135,7 +138,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
           metrics.request(r);
         },
       },
-      (req, extras) => app.fetch(req, extras),
+      (req, extras) => tracing.request(req, extras.rawBody, async () => await app.fetch(req, extras)),
     );
   } catch (err) {
     closeStores();
@@ -179,6 +182,7 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
       await service.drain(Math.max(0, deadline - Date.now()));
       closeStores();
       starvation.stop();
+      await tracing.shutdown(Math.max(1_000, deadline - Date.now()));
     },
   };
 }

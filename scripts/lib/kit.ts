@@ -139,6 +139,8 @@ export interface SidecarSpec {
   condorBin?: string;
   /** Give up waiting for the first successful ping after this long. */
   startTimeoutMs?: number;
+  /** More environment for the sidecar (e.g. the OTEL_* variables of docs/tracing.md). */
+  env?: Record<string, string>;
 }
 
 export interface Running {
@@ -188,6 +190,7 @@ export async function startSidecar(spec: SidecarSpec): Promise<Running> {
   };
   if (process.env.DENO_DIR) env.DENO_DIR = process.env.DENO_DIR;
   if (process.env.TMPDIR) env.TMPDIR = process.env.TMPDIR;
+  Object.assign(env, spec.env);
   const argv = [
     ...sidecarArgv(spec.flavour, spec.binary),
     "--config",

@@ -12,6 +12,9 @@
  *     stopped, the Deno sidecar is started on the same store and measured the same way, and the
  *     binary is started again: both restarts are timed to the first ping, so the table also shows
  *     start-up with that many pods in the store;
+ *     With `--tracing-down`, the binary is then restarted with tracing on and an OTLP endpoint
+ *     where nothing listens (docs/tracing.md#when-the-collector-is-down), measured the same way,
+ *     and restarted without it;
  *  4. /create on the full store, on the binary and then on Deno: for 1, 10 and 100 concurrent
  *     clients, `--creates` creates, each row from the same store (create-bench.ts).
  */
@@ -24,6 +27,7 @@ import {
   type Flavour,
   fmtMiB,
   fmtMs,
+  freePort,
   type Json,
   podUid,
   type Running,
@@ -48,6 +52,7 @@ const FLAGS: Record<string, FlagSpec> = {
   "startup-runs": { type: "string" },
   creates: { type: "string" },
   "fill-clients": { type: "string", default: "10" },
+  "tracing-down": { type: "boolean", default: false },
 };
 
 interface SidecarOptions {
@@ -58,6 +63,7 @@ interface SidecarOptions {
   createsPerRow: number;
   fillClients: number;
   flavours: Flavour[];
+  tracingDown: boolean;
 }
 
 export interface SidecarResult {
@@ -83,6 +89,7 @@ function options(b: BenchRun): SidecarOptions {
     createsPerRow: Math.max(1, Math.floor(b.number("creates", b.quick ? 20 : 300))),
     fillClients: Math.max(1, Math.floor(b.number("fill-clients", 10))),
     flavours: b.deno ? ["binary", "deno"] : ["binary"],
+    tracingDown: b.flag("tracing-down") === true,
   };
 }
 
@@ -128,6 +135,26 @@ async function startupRows(b: BenchRun, o: SidecarOptions, r: SidecarResult): Pr
   }
 }
 
+/** The binary with tracing on and a collector that is down: an OTLP endpoint on a port where nothing listens. */
+async function tracingDownRow(
+  b: BenchRun,
+  o: SidecarOptions,
+  r: SidecarResult,
+  level: number,
+  home: string,
+  tracked: Json[],
+  start: (f: Flavour, env?: Record<string, string>) => Promise<Running>,
+  stop: () => Promise<void>,
+): Promise<void> {
+  const port = await freePort();
+  const sc = await start("binary", { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_SERVICE_NAME: "htcondor-sidecar-bench" });
+  b.say(`status at ${level} pods on the binary, tracing on, collector down (port ${port})`);
+  const st = await statusRun(sc, home, tracked, tracked.length, r.settings.toolStartupMs, o.pace);
+  r.status.push({ ...st, tracingDown: true, restartMs: sc.startupMs });
+  b.say(statusSummary(st));
+  await stop();
+}
+
 /** 2.–4. the ramp (creates on the binary, status at every level on each runtime), then /create on the full store. */
 async function rampAndCreates(b: BenchRun, o: SidecarOptions, r: SidecarResult): Promise<void> {
   const home = createHome({ cpus: o.slots }, b.root);
@@ -141,7 +168,10 @@ async function rampAndCreates(b: BenchRun, o: SidecarOptions, r: SidecarResult):
   const tracked: Json[] = [];
   let current: Running | undefined;
   b.defer(async () => void (await current?.stop(5000).catch(() => undefined)));
-  const start = async (flavour: Flavour) => (current = await startSidecar({ flavour, dir, home, binary: b.binary, condorBin }));
+  const start = async (
+    flavour: Flavour,
+    env?: Record<string, string>,
+  ) => (current = await startSidecar({ flavour, dir, home, binary: b.binary, condorBin, env }));
   const stop = async () => {
     await current?.stop();
     current = undefined;
@@ -182,6 +212,7 @@ async function rampAndCreates(b: BenchRun, o: SidecarOptions, r: SidecarResult):
       if (last) r.memory.find((x) => x.flavour === "deno")!.withMaxPodsKiB = sd.rssKiB;
       await stop();
     }
+    if (o.tracingDown) await tracingDownRow(b, o, r, level, home, tracked, start, stop);
     sb.restartMs = (await start("binary")).startupMs;
     b.say(`  binary restarted on ${level} pods: first ping after ${fmtMs(sb.restartMs)}`);
   }

@@ -40,6 +40,8 @@ export interface StatusPace {
 export interface StatusResult {
   level: number;
   flavour: Flavour;
+  /** Measured with tracing on and its collector down (--tracing-down; docs/tracing.md#when-the-collector-is-down). */
+  tracingDown?: boolean;
   /** Restart of this runtime on the store with `level` pods, to the first ping (undefined: no restart). */
   restartMs?: number;
   targetRate: number;
@@ -157,7 +159,7 @@ export function statusLines(rows: readonly StatusResult[], pace: StatusPace): st
       ],
       rows.map((r) => [
         String(r.level),
-        r.flavour,
+        r.tracingDown ? `${r.flavour}, tracing on, collector down` : r.flavour,
         fmtMs(r.restartMs),
         r.rate.toFixed(0),
         String(r.calls),

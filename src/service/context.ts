@@ -20,6 +20,7 @@ import { createSubmitLimit, type SubmitLimit } from "./submit-limit.ts";
 import type { Follower } from "./follow.ts";
 import type { ForgetService } from "./forgotten.ts";
 import { newActivity, type StatusActivity } from "../core/forgotten.ts";
+import { noTracing, type ServiceTracing } from "../tracing/tracing.ts";
 
 export interface ServiceDeps {
   store: Store;
@@ -51,6 +52,8 @@ export interface ServiceDeps {
    * for the schedd of DataRootFolder, `<schedd>#` for another one of several.
    */
   jidPrefix?: string;
+  /** Spans of the create's steps and of each pod's life (docs/tracing.md); none without it. */
+  tracing?: ServiceTracing;
 }
 
 /** What /create answers. */
@@ -80,6 +83,7 @@ export interface Ctx extends ServiceDeps {
   activity: StatusActivity;
   /** Pods interLink forgot (forgotten.ts), set up by createService. */
   forget?: ForgetService;
+  tracing: ServiceTracing;
 }
 
 export function createContext(d: ServiceDeps): Ctx {
@@ -94,6 +98,7 @@ export function createContext(d: ServiceDeps): Ctx {
     removedSeen: new Map(),
     reconciled: false,
     activity: newActivity(),
+    tracing: d.tracing ?? noTracing,
   };
   c.remove = createRemover(c);
   return c;

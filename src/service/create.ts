@@ -27,6 +27,7 @@ export function createCreateService(c: Ctx, submit: Submitter): { create(req: Cr
 
   async function doCreate(req: CreateRequest): Promise<CreateAnswer> {
     const { uid, name, namespace } = req.pod.metadata;
+    c.tracing.annotate({ "k8s.pod.uid": uid, "k8s.pod.name": name, "k8s.namespace.name": namespace });
     const existing = c.store.get(uid);
     if (existing?.phase === "submitted" || existing?.phase === "finished") return { PodUID: uid, PodJID: jid(existing) };
     if (existing?.phase === "removing" || existing?.phase === "deleted") {
@@ -37,6 +38,7 @@ export function createCreateService(c: Ctx, submit: Submitter): { create(req: Cr
       const found = await findJobByUid(c, existing);
       if (found) {
         c.store.recordJob(uid, found.cluster, found.proc, c.now());
+        c.tracing.pods.submitted({ ...existing, phase: "submitted", cluster: found.cluster, proc: found.proc });
         c.queue.wake();
         return { PodUID: uid, PodJID: jobIdString(found) };
       }
@@ -44,7 +46,7 @@ export function createCreateService(c: Ctx, submit: Submitter): { create(req: Cr
       c.store.abandon(uid);
     }
 
-    const plan = planJob(req, c.planConfig);
+    const plan = c.tracing.step("plan", () => planJob(req, c.planConfig));
     const wrapper = renderWrapper(plan);
     const dir = podDir(c.dataRoot, uid);
     // Not spooled: the job writes to the sidecar's shared event log, which says when to ask about it.
@@ -70,7 +72,9 @@ export function createCreateService(c: Ctx, submit: Submitter): { create(req: Cr
       } catch (err) {
         throw new SidecarError("unavailable", `cannot write the job's files under ${dir}: ${errorText(err)}`);
       }
-      id = await submit({ uid, job, podOptions: (plan.submit.podOptions ?? []).length > 0 });
+      id = await c.tracing.step("condor_submit", () => submit({ uid, job, podOptions: (plan.submit.podOptions ?? []).length > 0 }), (j) => ({
+        "htcondor.job.id": jobIdString(j),
+      }));
     } catch (err) {
       // The schedd may have queued it: the record stays for a repeated create, a delete or the reaper.
       if (err instanceof SubmitUndecided) throw new SidecarError("timeout", `Cannot submit job for pod "${namespace}/${name}": ${err.message}`);
@@ -79,6 +83,7 @@ export function createCreateService(c: Ctx, submit: Submitter): { create(req: Cr
       throw err;
     }
     c.store.recordJob(uid, id.cluster, id.proc, c.now());
+    c.tracing.pods.submitted({ uid, name, namespace, phase: "submitted", cluster: id.cluster, proc: id.proc });
     c.queue.wake({ eventLog: eventLog?.name });
     c.follower?.recorded(jobIdString(id));
     for (const w of plan.warnings) c.log.warn("create", { uid, warning: w });

@@ -22,6 +22,7 @@ export function createDeleteService(c: Ctx): DeleteService {
     // Recorded first: a sidecar killed between condor_rm and the cleanup finds the removal
     // pending at start and finishes it, instead of keeping the pod's files (secrets) forever.
     c.store.requestRemoval(r.uid, c.now());
+    c.tracing.pods.deleted(r);
     let outcome: "removed" | "ended" = "ended";
     let job = jid(r) || undefined;
     try {

@@ -58,7 +58,11 @@ async function status(c: Ctx, pods: readonly PodRef[]): Promise<StatusAnswer> {
   if (live) c.queue.checkAlive();
   const snap = c.queue.current();
   const usable = snap && !c.queue.failing() ? snap : undefined;
-  const statuses = records.flatMap((r) => view(c, r, usable) ?? []);
+  const statuses = records.flatMap((r) => {
+    const s = view(c, r, usable);
+    if (s) c.tracing.pods.observed(r, s);
+    return s ?? [];
+  });
   // Pods left out because condor_q failed: say so (interLink keeps their last state).
   return { statuses, stale: live ? staleness(c.queue.schedd) : undefined };
 }
@@ -91,7 +95,10 @@ function retryLater(c: Ctx, id: string): void {
 /** Records the pod's final status and removes its secrets: the job has left. */
 function finalize(c: Ctx, r: PodRecord, status: PodStatus): void {
   // A delete may have moved the record on meanwhile: then it is the delete's to finish.
-  if (c.store.finish(r.uid, JSON.stringify(status), c.now())) removeFiles(r.dir, secretPaths(r));
+  if (c.store.finish(r.uid, JSON.stringify(status), c.now())) {
+    removeFiles(r.dir, secretPaths(r));
+    c.tracing.pods.ended(r, status);
+  }
   c.lastFetch.delete(r.uid);
   c.removedSeen.delete(jid(r));
 }
