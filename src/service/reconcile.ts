@@ -6,7 +6,7 @@
 import { type JobAd, jobIdString } from "../condor/parse.ts";
 import { parseContainerList } from "../core/container-list.ts";
 import { holdsOnlyKeptLog, isDir, listPodDirs, podDir, removePodDir } from "../store/files.ts";
-import { type Ctx, errorText, findJobsByUid, secretPaths, UidConflict } from "./context.ts";
+import { type Ctx, errorText, findJobsByUid, ownedJob, secretPaths, UidConflict } from "./context.ts";
 import type { DeleteService } from "./delete.ts";
 
 const TOMBSTONE_TTL_MS = 24 * 3600 * 1000;
@@ -66,7 +66,7 @@ export function createReconcileService(c: Ctx, deletes: DeleteService): Reconcil
       if (known?.phase === "deleted" || known?.phase === "removing") {
         // Removing a job that claims a deleted pod removes only that job, whoever it really is.
         for (const id of inQueue && known.cluster === undefined ? ids : []) {
-          await c.remove(id, "interLink deleted the pod");
+          await c.remove(ownedJob({ uid, ...id }), "interLink deleted the pod");
           c.log.info("removed the job of a pod deleted while its create was interrupted", { uid, jid: jobIdString(id) });
         }
         continue;

@@ -61,23 +61,25 @@ describe("the tools' command lines (issue 25)", () => {
     const r = recording("[\n]\n");
     await r.condor.query({ constraint: 'InterLinkPodUID == "-rf"', attributes: ["ClusterId"] });
     await r.condor.history({ ids: [id], attributes: ["ClusterId"], limit: 1, scanLimit: 5, constraint: "true" });
-    await r.condor.transferData([id]);
+    await r.condor.transferData([{ id, constraint: "ClusterId == 12 && ProcId == 3" }]);
     await r.condor.tail(id, "c.main.log", 100, 1000);
     expect(r.argv).toEqual([
       ["condor_q", "-json", "-attributes", "ClusterId", "-constraint", 'InterLinkPodUID == "-rf"'],
       ["condor_history", "12.3", "-json", "-attributes", "ClusterId", "-limit", "1", "-scanlimit", "5", "-constraint", "true"],
-      ["condor_transfer_data", "12.3"],
+      ["condor_transfer_data", "-constraint", "ClusterId == 12 && ProcId == 3"],
       ["condor_tail", "-no-stdout", "-maxbytes", "100", "12.3", "c.main.log"],
     ]);
-    const rm = recording("Job 12.3 marked for removal\n");
-    await rm.condor.remove([id], "-rf");
-    // condor_rm takes the word after -reason as the reason, whatever it starts with (tool.cpp).
-    expect(rm.argv).toEqual([["condor_rm", "-reason", "-rf", "12.3"]]);
+    const rm = recording("1 Succeeded, 0 Failed, 0 Not Found, 0 Bad Status, 0 Already Done, 0 Permission Denied\n");
+    expect(await rm.condor.remove([{ id, constraint: "ClusterId == 12 && ProcId == 3" }], "-rf")).toEqual(new Map([["12.3", "removed"]]));
+    // condor_rm takes the word after -reason as the reason, whatever it starts with (tool.cpp);
+    // the job is named by its constraint alone: next to a job id the tool ignores it
+    // (docs/htcondor.md#a-constraint-not-a-job-id).
+    expect(rm.argv).toEqual([["condor_rm", "-totals", "-reason", "-rf", "-constraint", "ClusterId == 12 && ProcId == 3"]]);
   });
 
   test.each<[string, (c: Condor) => Promise<unknown>]>([
-    ["condor_rm of a negative cluster", (c) => c.remove([{ cluster: -1, proc: 0 }], "why")],
-    ["condor_transfer_data of a negative cluster", (c) => c.transferData([{ cluster: -5, proc: 0 }])],
+    ["condor_rm of a negative cluster", (c) => c.remove([{ id: { cluster: -1, proc: 0 }, constraint: "true" }], "why")],
+    ["condor_transfer_data of a negative cluster", (c) => c.transferData([{ id: { cluster: -5, proc: 0 }, constraint: "true" }])],
     ["condor_history of a negative cluster", (c) => c.history({ ids: [{ cluster: -5, proc: 0 }], attributes: ["ClusterId"], limit: 1 })],
     ["condor_tail of a negative proc", (c) => c.tail({ cluster: 1, proc: -1 }, "c.main.log", 1, 1000)],
     ["condor_tail of a fractional proc", (c) => c.tail({ cluster: 1, proc: 0.5 }, "c.main.log", 1, 1000)],

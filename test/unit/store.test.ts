@@ -80,7 +80,12 @@ test("a store written by the version before the lifecycle phases (schema 3) open
   expect(store.get("done")).toMatchObject({ phase: "finished", cluster: 7, terminal: '{"name":"a"}' });
   expect(store.get("running")!.phase).toBe("submitted");
   expect(store.get("gone")!.phase).toBe("deleted");
-  expect(store.liveJobs()).toEqual([{ uid: "running", cluster: 8, proc: 0, submittedAt: 0, heldSince: undefined, missingSince: undefined }]);
+  // A row older than the GlobalJobId column has none: it is proved by the pod's UID until learned (core/job-identity.ts).
+  expect(store.liveJobs()).toEqual([
+    { uid: "running", cluster: 8, proc: 0, submittedAt: 0, heldSince: undefined, missingSince: undefined, createdAt: 1, globalJobId: undefined },
+  ]);
+  store.update("running", { globalJobId: "peer@h#8.0#1764400000" }, 3);
+  expect(store.get("running")!.globalJobId).toBe("peer@h#8.0#1764400000");
   expect(store.countByPhase()).toEqual({ creating: 0, submitted: 1, finished: 1, removing: 0, deleted: 1 });
   store.close();
 });
