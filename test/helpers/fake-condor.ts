@@ -61,6 +61,8 @@ export function fakeCondor(opts: { readSubmitFile: (path: string) => string; now
       const id = { cluster: nextCluster++, proc: 0 };
       const ad = adFromSubmit(opts.readSubmitFile(file), id);
       ad.QDate = Math.floor(opts.now() / 1000);
+      // As the schedd writes it when it queues the job (docs/htcondor.md#which-job-an-id-names).
+      ad.GlobalJobId = `fake#${jobIdString(id)}#${ad.QDate}`;
       f.queued.set(jobIdString(id), ad);
       return [id];
     },

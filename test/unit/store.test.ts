@@ -34,7 +34,7 @@ test("a version-1 store is migrated in place: records kept, new columns defaulte
   store.close();
 
   const raw = bunRuntime.openSqlite(path);
-  expect(raw.get<{ version: number }>("SELECT version FROM schema_version")!.version).toBe(5);
+  expect(raw.get<{ version: number }>("SELECT version FROM schema_version")!.version).toBe(6);
   // A job queued before the sidecar kept a shared event log keeps its own job.log (docs/status.md#what-drives-status).
   expect(raw.get<{ event_log: string | null }>("SELECT event_log FROM pods WHERE uid = 'u1'")!.event_log).toBe(null);
   expect(raw.get<{ journal_mode: string }>("PRAGMA journal_mode")!.journal_mode).toBe("wal");
