@@ -50,7 +50,13 @@ export function ownership(rec: RecordedJob, ad: JobAd, sidecarId: string): Owner
     return { kind: "foreign", found: gid };
   }
   const qdate = typeof ad.QDate === "number" ? ad.QDate : undefined;
-  if (uidKept && qdate !== undefined && qdate >= rec.queuedSince) return { kind: "ours", rewrote: sidecarRewritten, learned: gid };
+  if (uidKept && qdate !== undefined && qdate >= rec.queuedSince) {
+    // Learned only in the schedd's form, `<name>#<cluster>.<proc>` and the queue time
+    // (GLOBAL_JOB_ID_WITH_TIME, on by default): the job's own id in it.
+    const id = `#${rec.cluster}.${rec.proc}`;
+    const schedds = gid !== undefined && (gid.endsWith(id) || gid.includes(`${id}#`));
+    return { kind: "ours", rewrote: sidecarRewritten, ...(schedds ? { learned: gid } : {}) };
+  }
   return { kind: "foreign", found: gid };
 }
 

@@ -32,6 +32,15 @@ describe("ownership of the ad at a recorded id", () => {
       rewrote: [],
       learned: GID,
     }],
+    ["a record older than the column: a GlobalJobId not of the schedd's form for this id is not learned", legacy, { ...ours, GlobalJobId: "x#9.0#1" }, {
+      kind: "ours",
+      rewrote: [],
+    }],
+    ["a record older than the column: the form without the queue time is learned", legacy, { ...ours, GlobalJobId: "peer@h#3.0" }, {
+      kind: "ours",
+      rewrote: [],
+      learned: "peer@h#3.0",
+    }],
     ["a record older than the column: a job queued before its create began is not proved", legacy, { ...ours, QDate: 1764399000 }, {
       kind: "foreign",
       found: GID,

@@ -3,6 +3,7 @@
 // its pod's: the pod reads as gone (docs/status.md#a-job-id-that-names-another-job), and no
 // condor_rm touches the stranger (docs/threat-model.md#every-condor_rm-names-a-job-proved-ours).
 import { afterAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
@@ -12,11 +13,22 @@ import { resetQueue } from "../minicondor/src/testkit.ts";
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
 let n = 0;
-const pod = (name: string) =>
+/** A pod whose job runs `background` in the wrapper, outside the container (interLink's wstunnel channel). */
+const pod = (name: string, background?: string) =>
   makeCreateRequest({
-    metadata: { name, uid: `7777aaaa-0000-4000-8000-${String(++n).padStart(12, "0")}` },
+    metadata: {
+      name,
+      uid: `7777aaaa-0000-4000-8000-${String(++n).padStart(12, "0")}`,
+      ...(background ? { annotations: { "interlink.eu/wstunnel-client-commands": background } } : {}),
+    },
     spec: { containers: [{ name: "main", image: "busybox", command: ["sh", "-c", "sleep 300"], resources: {} }] },
   });
+
+/** Shell code, run by the job, that rewrites attributes of its own ad once `go` exists, and keeps doing so. */
+function forgeWhen(go: string, attrs: Record<string, string>): string {
+  const sets = Object.entries(attrs).map(([k, v]) => `"$_CONDOR_BIN/../libexec/condor_chirp" set_job_attr ${k} '"${v}"'`);
+  return `while [ ! -e ${go} ]; do sleep 0.2; done; while :; do ${sets.join("; ")}; sleep 0.3; done`;
+}
 
 const started: Sidecar[] = [];
 afterAll(async () => {
@@ -94,4 +106,54 @@ describe("a schedd whose queue started over while the sidecar was down", () => {
     expect(others().map((l) => l.split(" ").slice(0, 2).join(" "))).toEqual(before.map((l) => l.split(" ").slice(0, 2).join(" ")));
     for (const l of rmCalls(sc).slice(rmBefore)) expect(l).toContain("-constraint");
   }, 240_000);
+});
+
+describe("a job that rewrites its identity is still caught (docs/threat-model.md#a-job-id-is-not-an-identity)", () => {
+  test("one that chirps another pod's UID, and one that chirps another GlobalJobId: both JobTampered and removed by a constraint; the victim runs on", async () => {
+    const sc = await startSidecar();
+    started.push(sc);
+    const go = join(sc.dir, "go");
+    const victim = pod("victim");
+    const thief = pod("thief", forgeWhen(go, { InterLinkPodUID: victim.pod.metadata.uid }));
+    const mask = pod("mask", forgeWhen(go, { GlobalJobId: "elsewhere#1.0#1" }));
+    const jid: Record<string, string> = {};
+    for (const p of [victim, thief, mask]) {
+      const res = await sc.call("POST", "/create", p);
+      expect(res.status).toBe(200);
+      jid[p.pod.metadata.name] = JSON.parse(res.body).PodJID;
+    }
+    // The jobs rewrite their ads only once the sidecar has recorded who they are.
+    const recorded = () => {
+      const db = new Database(join(sc.dataRoot, "state.db"), { readonly: true });
+      try {
+        return (db.query("SELECT COUNT(*) AS n FROM pods WHERE global_job_id IS NOT NULL").get() as { n: number }).n;
+      } finally {
+        db.close();
+      }
+    };
+    await eventually(() => (recorded() === 3 ? true : undefined), 60_000, "the three GlobalJobIds recorded");
+    writeFileSync(go, "");
+    const inQueue = (id: string) => out(sc, "condor_q", [id, "-af", "JobStatus"]).trim() !== "";
+    for (const p of [thief, mask]) {
+      const s = await eventually(
+        async () => {
+          const [x] = await statuses(sc, [p.pod]);
+          return x?.containers[0].state.terminated ? x : undefined;
+        },
+        60_000,
+        `${p.pod.metadata.name} failed`,
+      );
+      expect(s.containers[0].state.terminated).toMatchObject({ reason: "JobTampered", exitCode: 1 });
+      expect(s.containers[0].state.terminated.message).toContain(p === thief ? "InterLinkPodUID" : "GlobalJobId");
+      await eventually(() => (inQueue(jid[p.pod.metadata.name]!) ? undefined : true), 30_000, `${p.pod.metadata.name}'s job removed`);
+    }
+    expect(inQueue(jid.victim!)).toBe(true);
+    const [v] = await statuses(sc, [victim.pod]);
+    expect(v.containers[0].state.terminated).toBeUndefined();
+    // Each removal named its job by id and by what proves it the pod's.
+    const rms = rmCalls(sc);
+    expect(rms.length).toBeGreaterThan(0);
+    for (const l of rms) expect(l).toMatch(/"-constraint","ClusterId == \d+ && ProcId == \d+ && \(GlobalJobId == /);
+    expect(rms.join("\n")).not.toContain(`ClusterId == ${jid.victim!.split(".")[0]} &&`);
+  }, 180_000);
 });
