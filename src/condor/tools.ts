@@ -293,7 +293,9 @@ export function createCondor(o: CondorOptions): Condor {
       const all = (v: RmOutcome) => new Map(sids.map((sid) => [sid, v] as const));
       if (n === 1) return all(aloneOutcome(t));
       if (t.succeeded === n) return all("removed");
-      if (t.denied === 0 && t.failed === 0 && t.badStatus === 0) return all(t.succeeded === 0 ? (t.alreadyDone === n ? "already_removing" : "not_found") : "done");
+      if (t.denied === 0 && t.failed === 0 && t.badStatus === 0) {
+        return all(t.succeeded === 0 ? (t.alreadyDone === n ? "already_removing" : "not_found") : "done");
+      }
       // Some were refused: which ones, only a call per job says. Those the first call removed now
       // match nothing, and read `done`.
       const out = new Map<string, RmOutcome>();

@@ -58,11 +58,17 @@ describe("the constraint that names a job proved ours (docs/threat-model.md#ever
   test.each<[string, Parameters<typeof ownedConstraint>[0], string]>([
     ["with the recorded identity", rec, `ClusterId == 3 && ProcId == 0 && (GlobalJobId == "${GID}" || InterLinkPodUID == "pod-a")`],
     ["a record without one: the pod's UID", legacy, `ClusterId == 3 && ProcId == 0 && InterLinkPodUID == "pod-a"`],
-    ["values are ClassAd strings", { ...rec, uid: 'a"b\\', globalJobId: 'g"' }, `ClusterId == 3 && ProcId == 0 && (GlobalJobId == "g\\"" || InterLinkPodUID == "a\\"b\\\\")`],
+    [
+      "values are ClassAd strings",
+      { ...rec, uid: 'a"b\\', globalJobId: 'g"' },
+      `ClusterId == 3 && ProcId == 0 && (GlobalJobId == "g\\"" || InterLinkPodUID == "a\\"b\\\\")`,
+    ],
   ])("%s", (_name, r, want) => expect(ownedConstraint(r)).toBe(want));
 
   test("an HTCJob's proc: its id, the HTCJob's UID and the submit's token", () => {
-    expect(procConstraint({ cluster: 7, proc: 2, uid: "u", submitToken: "t" })).toBe('ClusterId == 7 && ProcId == 2 && HTCJobUID == "u" && HTCJobSubmitToken == "t"');
+    expect(procConstraint({ cluster: 7, proc: 2, uid: "u", submitToken: "t" })).toBe(
+      'ClusterId == 7 && ProcId == 2 && HTCJobUID == "u" && HTCJobSubmitToken == "t"',
+    );
     expect(procConstraint({ cluster: 7, proc: 2, uid: "u" })).toBe('ClusterId == 7 && ProcId == 2 && HTCJobUID == "u"');
   });
 

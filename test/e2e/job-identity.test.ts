@@ -109,51 +109,55 @@ describe("a schedd whose queue started over while the sidecar was down", () => {
 });
 
 describe("a job that rewrites its identity is still caught (docs/threat-model.md#a-job-id-is-not-an-identity)", () => {
-  test("one that chirps another pod's UID, and one that chirps another GlobalJobId: both JobTampered and removed by a constraint; the victim runs on", async () => {
-    const sc = await startSidecar();
-    started.push(sc);
-    const go = join(sc.dir, "go");
-    const victim = pod("victim");
-    const thief = pod("thief", forgeWhen(go, { InterLinkPodUID: victim.pod.metadata.uid }));
-    const mask = pod("mask", forgeWhen(go, { GlobalJobId: "elsewhere#1.0#1" }));
-    const jid: Record<string, string> = {};
-    for (const p of [victim, thief, mask]) {
-      const res = await sc.call("POST", "/create", p);
-      expect(res.status).toBe(200);
-      jid[p.pod.metadata.name] = JSON.parse(res.body).PodJID;
-    }
-    // The jobs rewrite their ads only once the sidecar has recorded who they are.
-    const recorded = () => {
-      const db = new Database(join(sc.dataRoot, "state.db"), { readonly: true });
-      try {
-        return (db.query("SELECT COUNT(*) AS n FROM pods WHERE global_job_id IS NOT NULL").get() as { n: number }).n;
-      } finally {
-        db.close();
+  test(
+    "one that chirps another pod's UID, and one that chirps another GlobalJobId: both JobTampered and removed by a constraint; the victim runs on",
+    async () => {
+      const sc = await startSidecar();
+      started.push(sc);
+      const go = join(sc.dir, "go");
+      const victim = pod("victim");
+      const thief = pod("thief", forgeWhen(go, { InterLinkPodUID: victim.pod.metadata.uid }));
+      const mask = pod("mask", forgeWhen(go, { GlobalJobId: "elsewhere#1.0#1" }));
+      const jid: Record<string, string> = {};
+      for (const p of [victim, thief, mask]) {
+        const res = await sc.call("POST", "/create", p);
+        expect(res.status).toBe(200);
+        jid[p.pod.metadata.name] = JSON.parse(res.body).PodJID;
       }
-    };
-    await eventually(() => (recorded() === 3 ? true : undefined), 60_000, "the three GlobalJobIds recorded");
-    writeFileSync(go, "");
-    const inQueue = (id: string) => out(sc, "condor_q", [id, "-af", "JobStatus"]).trim() !== "";
-    for (const p of [thief, mask]) {
-      const s = await eventually(
-        async () => {
-          const [x] = await statuses(sc, [p.pod]);
-          return x?.containers[0].state.terminated ? x : undefined;
-        },
-        60_000,
-        `${p.pod.metadata.name} failed`,
-      );
-      expect(s.containers[0].state.terminated).toMatchObject({ reason: "JobTampered", exitCode: 1 });
-      expect(s.containers[0].state.terminated.message).toContain(p === thief ? "InterLinkPodUID" : "GlobalJobId");
-      await eventually(() => (inQueue(jid[p.pod.metadata.name]!) ? undefined : true), 30_000, `${p.pod.metadata.name}'s job removed`);
-    }
-    expect(inQueue(jid.victim!)).toBe(true);
-    const [v] = await statuses(sc, [victim.pod]);
-    expect(v.containers[0].state.terminated).toBeUndefined();
-    // Each removal named its job by id and by what proves it the pod's.
-    const rms = rmCalls(sc);
-    expect(rms.length).toBeGreaterThan(0);
-    for (const l of rms) expect(l).toMatch(/"-constraint","ClusterId == \d+ && ProcId == \d+ && \(GlobalJobId == /);
-    expect(rms.join("\n")).not.toContain(`ClusterId == ${jid.victim!.split(".")[0]} &&`);
-  }, 180_000);
+      // The jobs rewrite their ads only once the sidecar has recorded who they are.
+      const recorded = () => {
+        const db = new Database(join(sc.dataRoot, "state.db"), { readonly: true });
+        try {
+          return (db.query("SELECT COUNT(*) AS n FROM pods WHERE global_job_id IS NOT NULL").get() as { n: number }).n;
+        } finally {
+          db.close();
+        }
+      };
+      await eventually(() => (recorded() === 3 ? true : undefined), 60_000, "the three GlobalJobIds recorded");
+      writeFileSync(go, "");
+      const inQueue = (id: string) => out(sc, "condor_q", [id, "-af", "JobStatus"]).trim() !== "";
+      for (const p of [thief, mask]) {
+        const s = await eventually(
+          async () => {
+            const [x] = await statuses(sc, [p.pod]);
+            return x?.containers[0].state.terminated ? x : undefined;
+          },
+          60_000,
+          `${p.pod.metadata.name} failed`,
+        );
+        expect(s.containers[0].state.terminated).toMatchObject({ reason: "JobTampered", exitCode: 1 });
+        expect(s.containers[0].state.terminated.message).toContain(p === thief ? "InterLinkPodUID" : "GlobalJobId");
+        await eventually(() => (inQueue(jid[p.pod.metadata.name]!) ? undefined : true), 30_000, `${p.pod.metadata.name}'s job removed`);
+      }
+      expect(inQueue(jid.victim!)).toBe(true);
+      const [v] = await statuses(sc, [victim.pod]);
+      expect(v.containers[0].state.terminated).toBeUndefined();
+      // Each removal named its job by id and by what proves it the pod's.
+      const rms = rmCalls(sc);
+      expect(rms.length).toBeGreaterThan(0);
+      for (const l of rms) expect(l).toMatch(/"-constraint","ClusterId == \d+ && ProcId == \d+ && \(GlobalJobId == /);
+      expect(rms.join("\n")).not.toContain(`ClusterId == ${jid.victim!.split(".")[0]} &&`);
+    },
+    180_000,
+  );
 });
