@@ -113,6 +113,30 @@ function aloneOutcome(t: RmTotals): RmOutcome {
 }
 
 /**
+ * Each job's outcome of a condor_rm of their constraints (`once` runs one), keyed by `sids`. The
+ * counts settle a single job, and a batch that went all one way; a batch with refusals among
+ * removals is asked again job by job (those the first call removed then match nothing: `done`).
+ */
+async function rmOutcomes(
+  jobs: readonly OwnedJob[],
+  sids: readonly string[],
+  once: (part: readonly OwnedJob[]) => Promise<RmTotals>,
+): Promise<Map<string, RmOutcome>> {
+  const t = await once(jobs);
+  const n = jobs.length;
+  const all = (v: RmOutcome) => new Map(sids.map((sid) => [sid, v] as const));
+  if (n === 1) return all(aloneOutcome(t));
+  if (t.succeeded === n) return all("removed");
+  if (t.denied === 0 && t.failed === 0 && t.badStatus === 0) return all(t.succeeded === 0 ? (t.alreadyDone === n ? "already_removing" : "not_found") : "done");
+  const out = new Map<string, RmOutcome>();
+  for (const [i, j] of jobs.entries()) {
+    const o1 = aloneOutcome(await once([j]));
+    out.set(sids[i]!, o1 === "not_found" || o1 === "already_removing" ? "done" : o1);
+  }
+  return out;
+}
+
+/**
  * The flags each tool gets before its own arguments. Schedd selection (`-name`, `-pool`) only
  * for the tools that talk to a schedd: condor_status has no `-name` (it exits 1 with
  * "Unknown option").
@@ -288,22 +312,7 @@ export function createCondor(o: CondorOptions): Condor {
         if (!totals) fail("condor_rm", r, `Cannot remove job ${part.map((j) => jobIdString(j.id)).join(" ")}`);
         return totals;
       };
-      const t = await once(jobs);
-      const n = jobs.length;
-      const all = (v: RmOutcome) => new Map(sids.map((sid) => [sid, v] as const));
-      if (n === 1) return all(aloneOutcome(t));
-      if (t.succeeded === n) return all("removed");
-      if (t.denied === 0 && t.failed === 0 && t.badStatus === 0) {
-        return all(t.succeeded === 0 ? (t.alreadyDone === n ? "already_removing" : "not_found") : "done");
-      }
-      // Some were refused: which ones, only a call per job says. Those the first call removed now
-      // match nothing, and read `done`.
-      const out = new Map<string, RmOutcome>();
-      for (const [i, j] of jobs.entries()) {
-        const o1 = aloneOutcome(await once([j]));
-        out.set(sids[i]!, o1 === "not_found" || o1 === "already_removing" ? "done" : o1);
-      }
-      return out;
+      return rmOutcomes(jobs, sids, once);
     },
 
     async transferData(jobs) {

@@ -26,7 +26,10 @@ describe("ownership of the ad at a recorded id", () => {
       InterLinkSidecarId: SIDECAR,
       InterLinkPodUID: "pod-b",
     }, { kind: "foreign", found: stranger.GlobalJobId as string }],
-    ["an ad without GlobalJobId is not the recorded job", rec, { ...stranger, GlobalJobId: undefined }, { kind: "foreign", found: undefined }],
+    ["an ad without GlobalJobId is not the recorded job", rec, Object.fromEntries(Object.entries(stranger).filter(([k]) => k !== "GlobalJobId")), {
+      kind: "foreign",
+      found: undefined,
+    }],
     ["a record older than the column: the pod's UID on a job queued since its create proves it, and the identity is learned", legacy, ours, {
       kind: "ours",
       rewrote: [],

@@ -7,6 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { RmOutcome } from "../../src/condor/parse.ts";
 import { type Condor, createCondor } from "../../src/condor/tools.ts";
 import { SidecarError } from "../../src/core/errors.ts";
 import { type CliOptions, condorAccess, parseCli } from "../../src/flags.ts";
@@ -15,11 +16,13 @@ import type { Runtime, SpawnResult } from "../../src/runtime/types.ts";
 import { writeBatchFile } from "../../src/store/files.ts";
 
 /** A condor whose every run answers `stdout` with exit 0; `argv` collects the command lines (tool name first). */
-function recording(stdout: string): { condor: Condor; argv: string[][]; cwd: (string | undefined)[] } {
+/** A Condor whose tools print `stdout` (each call the next of a list, when it is one). */
+function recording(outputs: string | string[]): { condor: Condor; argv: string[][]; cwd: (string | undefined)[] } {
   const argv: string[][] = [];
   const cwd: (string | undefined)[] = [];
   const runtime = {
     spawn: (o: { argv: string[]; cwd?: string }): Promise<SpawnResult> => {
+      const stdout = typeof outputs === "string" ? outputs : outputs[argv.length] ?? "";
       argv.push([o.argv[0]!.split("/").pop()!, ...o.argv.slice(1)]);
       cwd.push(o.cwd);
       return Promise.resolve({ code: 0, signal: null, stdout, stdoutBytes: new TextEncoder().encode(stdout), stderr: "", timedOut: false, durationMs: 1 });
@@ -107,5 +110,26 @@ describe("batch files (issue 25)", () => {
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
+  });
+});
+
+describe("condor_rm by constraint: each job's outcome from the counts (docs/htcondor.md#a-constraint-not-a-job-id)", () => {
+  const totals = (ok: number, denied = 0, already = 0) =>
+    `${ok} Succeeded, 0 Failed, 0 Not Found, 0 Bad Status, ${already} Already Done, ${denied} Permission Denied\n`;
+  const jobs = [1, 2, 3].map((c) => ({ id: { cluster: c, proc: 0 }, constraint: `ClusterId == ${c} && ProcId == 0` }));
+  test.each<[string, string[], Record<string, RmOutcome>, number]>([
+    ["all removed: one call", [totals(3)], { "1.0": "removed", "2.0": "removed", "3.0": "removed" }, 1],
+    ["none matched (gone or leaving)", [totals(0)], { "1.0": "not_found", "2.0": "not_found", "3.0": "not_found" }, 1],
+    ["some removed, none refused: removed or gone, the counts do not say which", [totals(2)], { "1.0": "done", "2.0": "done", "3.0": "done" }, 1],
+    ["a refusal among removals: asked again job by job", [totals(2, 1), totals(0), totals(0, 1), totals(0)], {
+      "1.0": "done",
+      "2.0": "denied",
+      "3.0": "done",
+    }, 4],
+  ])("%s", async (_what, outs, want, calls) => {
+    const r = recording(outs);
+    expect(Object.fromEntries(await r.condor.remove(jobs, "why"))).toEqual(want);
+    expect(r.argv).toHaveLength(calls);
+    expect(r.argv[0]).toEqual(["condor_rm", "-totals", "-reason", "why", "-constraint", jobs.map((j) => `(${j.constraint})`).join(" || ")]);
   });
 });
