@@ -13,7 +13,7 @@ const TOMBSTONE_TTL_MS = 24 * 3600 * 1000;
 /** How far back the history is searched for the jobs of pods whose record was lost. */
 const ADOPT_HISTORY_LIMIT = 10_000;
 const ADOPT_HISTORY_SCAN = 200_000;
-const ADOPT_ATTRS = ["ClusterId", "ProcId", "InterLinkPodUID", "InterLinkPodName", "InterLinkPodNamespace", "InterLinkContainers"];
+const ADOPT_ATTRS = ["ClusterId", "ProcId", "InterLinkPodUID", "InterLinkPodName", "InterLinkPodNamespace", "InterLinkContainers", "GlobalJobId"];
 
 export interface ReconcileService {
   reconcile(): Promise<void>;
@@ -93,6 +93,9 @@ export function createReconcileService(c: Ctx, deletes: DeleteService): Reconcil
         spooled: c.spool,
         containers,
         secrets: [],
+        // Adopted by the UID it claims, the job is known by its GlobalJobId from now on
+        // (docs/threat-model.md#a-job-id-is-not-an-identity): its create's time is not known.
+        ...(typeof ad.GlobalJobId === "string" ? { globalJobId: ad.GlobalJobId } : {}),
       };
       c.store.adopt({ ...rec, createdAt: c.now() }, id.cluster, id.proc, asked);
       c.queue.noteWidth(containers);

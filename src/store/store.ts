@@ -162,7 +162,7 @@ export interface LiveJob {
 /** What a new record is made of (accept, adopt, tombstone). */
 export type NewRecord =
   & Pick<PodRecord, "uid" | "namespace" | "name" | "dir" | "spooled" | "containers" | "secrets" | "createdAt">
-  & Partial<Pick<PodRecord, "eventLog">>;
+  & Partial<Pick<PodRecord, "eventLog" | "globalJobId">>;
 
 /**
  * A shared job event log and how far it has been read: `offset` (just past a `...` line),
@@ -290,8 +290,8 @@ function openStoreUnguarded(db: Sqlite): Store {
   const insert = (name: TransitionName, rec: NewRecord, job?: { cluster: number; proc: number; submittedAt: number }): boolean => {
     const to = TRANSITIONS[name].to;
     const r = db.run(
-      `INSERT OR IGNORE INTO pods (uid, namespace, name, phase, dir, spooled, containers, created_at, updated_at, secrets, cluster, proc, submitted_at, event_log)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR IGNORE INTO pods (uid, namespace, name, phase, dir, spooled, containers, created_at, updated_at, secrets, cluster, proc, submitted_at, event_log, global_job_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
         rec.uid,
         rec.namespace,
@@ -307,6 +307,7 @@ function openStoreUnguarded(db: Sqlite): Store {
         job?.proc ?? null,
         job?.submittedAt ?? null,
         rec.eventLog ?? null,
+        rec.globalJobId ?? null,
       ],
     );
     writes++;
