@@ -137,7 +137,30 @@ export function parseAd(s: JsonAdSlices, i: number): JobAd {
   return parsed as JobAd;
 }
 
-export type RmOutcome = "removed" | "not_found" | "already_removing" | "denied" | "unknown";
+/**
+ * What condor_rm did to one job. `done`: the job is removed or being removed, or had already left
+ * the queue, and the call does not say which (one condor_rm of several jobs' constraints that
+ * removed some of them: it answers with counts, not per job).
+ */
+export type RmOutcome = "removed" | "not_found" | "already_removing" | "done" | "denied" | "unknown";
+
+/** The counts `condor_rm -totals` prints for a constraint (docs/htcondor.md#a-constraint-not-a-job-id). */
+export interface RmTotals {
+  succeeded: number;
+  failed: number;
+  notFound: number;
+  badStatus: number;
+  alreadyDone: number;
+  denied: number;
+}
+
+/** The `-totals` line, or undefined when the tool printed none (it could not ask the schedd). */
+export function parseRmTotals(stdout: string): RmTotals | undefined {
+  const m = /^(\d+) Succeeded, (\d+) Failed, (\d+) Not Found, (\d+) Bad Status, (\d+) Already Done, (\d+) Permission Denied$/m.exec(stdout);
+  if (!m) return undefined;
+  const [succeeded, failed, notFound, badStatus, alreadyDone, denied] = m.slice(1).map(Number) as [number, number, number, number, number, number];
+  return { succeeded, failed, notFound, badStatus, alreadyDone, denied };
+}
 
 /**
  * condor_rm prints one line per fully qualified id; its exit code says only whether at least

@@ -14,10 +14,11 @@ import {
   jobIdString,
   type JsonAdSlices,
   parseJsonAds,
-  parseRmLine,
+  parseRmTotals,
   parseTerseSubmit,
   parseTotals,
   type RmOutcome,
+  type RmTotals,
   sliceJsonAds,
   submitRefusal,
   toolErrorReason,
@@ -75,16 +76,64 @@ export interface Condor {
   /** condor_history -json for ids and/or a constraint (newest first); no scanLimit: the whole history. */
   history(opts: { ids?: readonly JobId[]; constraint?: string; attributes: readonly string[]; limit: number; scanLimit?: number }): Promise<JobAd[]>;
   /**
-   * condor_rm of many jobs with one reason: each id's outcome, from its own line (the exit code
-   * only says whether one of them succeeded, docs/htcondor.md#job-ids-one-line-per-id). Throws when
-   * the tool answered for none of them.
+   * condor_rm of many jobs with one reason, each named by the constraint that proves it the
+   * sidecar's (core/job-identity.ts ownedConstraint; never a bare id, which names whatever job
+   * holds it now): each job's outcome, keyed by `cluster.proc`, from the counts the tool prints
+   * (docs/htcondor.md#a-constraint-not-a-job-id). Throws when the tool could not ask the schedd.
    */
-  remove(ids: readonly JobId[], reason: string): Promise<Map<string, RmOutcome>>;
-  /** condor_transfer_data of spooled jobs (several ids in one call). */
-  transferData(ids: readonly JobId[]): Promise<void>;
+  remove(jobs: readonly OwnedJob[], reason: string): Promise<Map<string, RmOutcome>>;
+  /** condor_transfer_data of spooled jobs (several in one call), each named by its constraint as for {@link Condor.remove}. */
+  transferData(jobs: readonly OwnedJob[]): Promise<void>;
   /** condor_tail -no-stdout of one sandbox file; resolves with its bytes. */
   tail(id: JobId, file: string, maxBytes: number, timeoutMs: number): Promise<SpawnResult>;
   machines(attributes: readonly string[]): Promise<JobAd[]>;
+}
+
+/** A job the sidecar acts on, with the constraint that selects it and nothing else. */
+export interface OwnedJob {
+  id: JobId;
+  constraint: string;
+}
+
+/** Several jobs' constraints in one call: any of them. */
+function anyOf(jobs: readonly OwnedJob[]): string {
+  return jobs.length === 1 ? jobs[0]!.constraint : jobs.map((j) => `(${j.constraint})`).join(" || ");
+}
+
+/**
+ * One job's outcome from the counts of a condor_rm that named it alone. The schedd never matches
+ * a job already being removed (it adds `JobStatus != 3` to the constraint), so "nothing matched"
+ * is a job that left or is leaving.
+ */
+function aloneOutcome(t: RmTotals): RmOutcome {
+  if (t.succeeded > 0) return "removed";
+  if (t.denied > 0) return "denied";
+  if (t.failed > 0 || t.badStatus > 0) return "unknown";
+  return t.alreadyDone > 0 ? "already_removing" : "not_found";
+}
+
+/**
+ * Each job's outcome of a condor_rm of their constraints (`once` runs one), keyed by `sids`. The
+ * counts settle a single job, and a batch that went all one way; a batch with refusals among
+ * removals is asked again job by job (those the first call removed then match nothing: `done`).
+ */
+async function rmOutcomes(
+  jobs: readonly OwnedJob[],
+  sids: readonly string[],
+  once: (part: readonly OwnedJob[]) => Promise<RmTotals>,
+): Promise<Map<string, RmOutcome>> {
+  const t = await once(jobs);
+  const n = jobs.length;
+  const all = (v: RmOutcome) => new Map(sids.map((sid) => [sid, v] as const));
+  if (n === 1) return all(aloneOutcome(t));
+  if (t.succeeded === n) return all("removed");
+  if (t.denied === 0 && t.failed === 0 && t.badStatus === 0) return all(t.succeeded === 0 ? (t.alreadyDone === n ? "already_removing" : "not_found") : "done");
+  const out = new Map<string, RmOutcome>();
+  for (const [i, j] of jobs.entries()) {
+    const o1 = aloneOutcome(await once([j]));
+    out.set(sids[i]!, o1 === "not_found" || o1 === "already_removing" ? "done" : o1);
+  }
+  return out;
 }
 
 /**
@@ -248,21 +297,27 @@ export function createCondor(o: CondorOptions): Condor {
       return ads("condor_history", r);
     },
 
-    async remove(ids, reason) {
-      const sids = ids.map((id) => jobArg("condor_rm", id));
-      // The tool takes the word after -reason as the reason, whatever it starts with.
-      const r = await run("condor_rm", ["-reason", reason, ...sids], { timeoutMs: o.queryTimeoutMs });
-      // An empty queue answers exit 0 with "There are no jobs in the queue"
-      // (docs/htcondor.md#clusters-users-and-constraints-one-summary-line).
-      const empty = /There are no jobs in the queue/.test(r.stderr);
-      const out = new Map(sids.map((sid) => [sid, empty ? "not_found" : parseRmLine(sid, r.stdout, r.stderr)] as const));
-      if ([...out.values()].every((v) => v === "unknown")) fail("condor_rm", r, `Cannot remove job ${sids.join(" ")}`);
-      return out;
+    async remove(jobs, reason) {
+      const sids = jobs.map((j) => jobArg("condor_rm", j.id));
+      /** One condor_rm of the jobs' constraints: its counts. */
+      const once = async (part: readonly OwnedJob[]): Promise<RmTotals> => {
+        // The tool takes the word after -reason as the reason, whatever it starts with. A job
+        // id next to -constraint would make the tool ignore the constraint
+        // (docs/htcondor.md#a-constraint-not-a-job-id): the constraint alone names the jobs.
+        const r = await run("condor_rm", ["-totals", "-reason", reason, "-constraint", anyOf(part)], { timeoutMs: o.queryTimeoutMs });
+        const totals = parseRmTotals(r.stdout);
+        // An empty queue answers exit 0 with "There are no jobs in the queue" and no counts that
+        // matter (docs/htcondor.md#clusters-users-and-constraints-one-summary-line).
+        if (/There are no jobs in the queue/.test(r.stderr)) return { succeeded: 0, failed: 0, notFound: 0, badStatus: 0, alreadyDone: 0, denied: 0 };
+        if (!totals) fail("condor_rm", r, `Cannot remove job ${part.map((j) => jobIdString(j.id)).join(" ")}`);
+        return totals;
+      };
+      return rmOutcomes(jobs, sids, once);
     },
 
-    async transferData(ids) {
-      const sids = ids.map((id) => jobArg("condor_transfer_data", id));
-      const r = await run("condor_transfer_data", sids, { timeoutMs: o.submitTimeoutMs });
+    async transferData(jobs) {
+      const sids = jobs.map((j) => jobArg("condor_transfer_data", j.id));
+      const r = await run("condor_transfer_data", ["-constraint", anyOf(jobs)], { timeoutMs: o.submitTimeoutMs });
       if (r.code !== 0) fail("condor_transfer_data", r, `Cannot fetch the output of job ${sids.join(" ")}`);
     },
 

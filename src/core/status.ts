@@ -72,8 +72,11 @@ export type Observation =
   | { kind: "queued"; ad: JobAd }
   /** The job has ended; `lines` are the final state lines from the returned output (by container key). */
   | { kind: "ended"; ad: JobAd; lines: ReadonlyMap<string, StateLine> }
-  /** Neither queue nor history knows the job any more. */
-  | { kind: "lost"; message: string }
+  /**
+   * Neither queue nor history knows the job any more (`JobLost`), or its id names another job now
+   * (`JobReplaced`, core/job-identity.ts).
+   */
+  | { kind: "lost"; message: string; reason?: "JobLost" | "JobReplaced" }
   /** The sidecar removed the job (unrecoverable hold); the reason and code to report. */
   | { kind: "failed"; reason: string; message: string; exitCode: number; lines: ReadonlyMap<string, StateLine> };
 
@@ -116,7 +119,7 @@ export function podStatus(pod: PodIdentity, obs: Observation): PodStatus {
       break;
     }
     case "lost":
-      lines = finish(pod.containers, new Map(), { exitCode: 1, reason: "JobLost", message: obs.message });
+      lines = finish(pod.containers, new Map(), { exitCode: 1, reason: obs.reason ?? "JobLost", message: obs.message });
       break;
     case "failed": {
       const exit = { exitCode: obs.exitCode, reason: obs.reason, message: obs.message };

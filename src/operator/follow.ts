@@ -5,10 +5,11 @@
  * a job can rewrite. Also the search by UID that settles a submit whose answer was lost.
  */
 import { type JobId, jobIdString } from "../condor/parse.ts";
-import { adNumber, type JobAd } from "../core/classad.ts";
-import type { Condor } from "../condor/tools.ts";
-import { classAdString } from "../core/classad.ts";
+import { adNumber, classAdString, type JobAd } from "../core/classad.ts";
+import type { Condor, OwnedJob } from "../condor/tools.ts";
+import { procConstraint } from "../core/job-identity.ts";
 import { nextSince } from "../core/watch.ts";
+import type { HTCJobRecord } from "./store.ts";
 import { PROC_ATTRIBUTES, type ProcAd } from "./status.ts";
 
 /** The most terms (a cluster, or one proc) in one constraint: condor_q's argument list stays short. */
@@ -175,4 +176,9 @@ export async function findClustersByUid(condor: Condor, s: UidSearch): Promise<{
     take((await condor.history({ constraint: mine, attributes, limit: 100_000, scanLimit: 100_000 })).filter((ad) => by === undefined || ad.Owner === by));
   }
   return { clusters, owner };
+}
+
+/** One proc of the record's cluster, as condor_rm and condor_transfer_data name it (core/job-identity.ts procConstraint). */
+export function procJob(rec: Pick<HTCJobRecord, "cluster" | "uid" | "submitToken">, proc: number): OwnedJob {
+  return { id: { cluster: rec.cluster!, proc }, constraint: procConstraint({ cluster: rec.cluster!, proc, uid: rec.uid, submitToken: rec.submitToken }) };
 }

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { JobAd } from "../core/classad.ts";
 import { jobFileSize } from "../store/files.ts";
 import type { ControllerDeps } from "./controller/context.ts";
-import { sightProcs } from "./follow.ts";
+import { procJob, sightProcs } from "./follow.ts";
 import { settleWork } from "./output.ts";
 import { isFinal, type ProcState, procState, UNSEEN } from "./status.ts";
 import type { HTCJobRecord } from "./store.ts";
@@ -130,7 +130,7 @@ export function createTracker(d: TrackerDeps, views: Map<string, ProcState[]>) {
       if (fetch.length > 0) {
         let failure: string | undefined;
         try {
-          await d.condor.transferData(fetch.map((proc) => ({ cluster: r.cluster!, proc })));
+          await d.condor.transferData(fetch.map((proc) => procJob(r, proc)));
         } catch (err) {
           failure = (err as Error).message;
         }
@@ -174,7 +174,7 @@ export function createTracker(d: TrackerDeps, views: Map<string, ProcState[]>) {
       // A hold that cannot recover: the proc counts as failed and leaves the queue, so that it holds no slot of the user's.
       if (heldForGood.length > 0) {
         const why = `HTCJob ${r.namespace}/${r.name}: held with a code that cannot recover (config TerminalHoldCodes)`;
-        await d.condor.remove(heldForGood.map((proc) => ({ cluster: r.cluster!, proc })), why).catch((err) => {
+        await d.condor.remove(heldForGood.map((proc) => procJob(r, proc)), why).catch((err) => {
           d.log.warn("cannot remove procs held for good; trying again later", { uid: r.uid, error: String(err) });
           for (const p of heldForGood) {
             outcomes[p] = r.outcomes[p] ?? null;

@@ -3,10 +3,11 @@
  * creates in flight, and the few rules about a pod record that all of them apply.
  */
 import type { CredentialRead, CredentialSource } from "../core/credentials.ts";
-import type { Condor } from "../condor/tools.ts";
+import type { Condor, OwnedJob } from "../condor/tools.ts";
 import { type JobId, jobIdString } from "../condor/parse.ts";
 import { adNumber, type JobAd } from "../core/classad.ts";
 import { classAdString } from "../core/classad.ts";
+import { ownedConstraint, type RecordedJob } from "../core/job-identity.ts";
 import { SidecarError } from "../core/errors.ts";
 import type { ContainerInfo } from "../core/status.ts";
 import { containerKey, type PlanConfig } from "../core/types.ts";
@@ -109,6 +110,21 @@ export const jid = (r: PodRecord): string => (r.cluster === undefined ? "" : `${
 
 /** The recorded job id (only for records that have one). */
 export const jobId = (r: PodRecord): JobId => ({ cluster: r.cluster!, proc: r.proc! });
+
+/** What the sidecar recorded of a pod's job (records with a job id only): what proves an ad is that job (core/job-identity.ts). */
+export const recordedJob = (r: Pick<PodRecord, "uid" | "cluster" | "proc" | "globalJobId" | "createdAt">): RecordedJob => ({
+  cluster: r.cluster!,
+  proc: r.proc!,
+  uid: r.uid,
+  globalJobId: r.globalJobId,
+  queuedSince: Math.floor(r.createdAt / 1000) - QDATE_SLACK_SECONDS,
+});
+
+/** The pod's job as condor_rm and condor_transfer_data name it: by the constraint that proves it the pod's, never by its bare id. */
+export const ownedJob = (r: Pick<PodRecord, "uid" | "cluster" | "proc" | "globalJobId">): OwnedJob => ({
+  id: { cluster: r.cluster!, proc: r.proc! },
+  constraint: ownedConstraint({ cluster: r.cluster!, proc: r.proc!, uid: r.uid, globalJobId: r.globalJobId }),
+});
 
 export const containerKeys = (r: PodRecord): string[] => r.containers.map((c) => containerKey(c.name, c.init));
 

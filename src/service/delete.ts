@@ -6,7 +6,7 @@ import { jobIdString } from "../condor/parse.ts";
 import type { PodRef } from "../core/requests.ts";
 import { podDir, removePodDirKeepingLog } from "../store/files.ts";
 import type { PodRecord } from "../store/store.ts";
-import { type Ctx, findJobByUid, jid, jobId, secretPaths } from "./context.ts";
+import { type Ctx, findJobByUid, jid, ownedJob, secretPaths } from "./context.ts";
 import { errorText } from "../core/errors.ts";
 
 type RemoveOutcome = { outcome: "removed" | "ended" | "pending"; job?: string };
@@ -28,11 +28,14 @@ export function createDeleteService(c: Ctx): DeleteService {
     try {
       // Even when the pod already has a final status: a job reported lost may only have hidden
       // itself (by rewriting its attributes), and condor_rm of a job that left costs one line.
-      // A create interrupted before its job id was recorded: the schedd knows the job.
-      const id = r.cluster !== undefined ? jobId(r) : await findJobByUid(c, r);
+      // A create interrupted before its job id was recorded: the schedd knows the job. Either
+      // way condor_rm names it by what proves it the pod's, never by its id alone: a job that is
+      // not the pod's stays (docs/threat-model.md#every-condor_rm-names-a-job-proved-ours).
+      const id = r.cluster !== undefined ? { cluster: r.cluster, proc: r.proc! } : await findJobByUid(c, r);
       if (id) {
         job = jobIdString(id);
-        outcome = (await c.remove(id, "interLink deleted the pod")) === "removed" ? "removed" : "ended";
+        const said = await c.remove(ownedJob({ ...r, ...id }), "interLink deleted the pod");
+        outcome = said === "removed" || said === "done" ? "removed" : "ended";
       }
     } catch (err) {
       c.log.warn("condor_rm failed; the reaper will retry", { uid: r.uid, jid: job, error: errorText(err) });

@@ -11,7 +11,7 @@
 import { adNumber } from "../core/classad.ts";
 import { errorText } from "../core/errors.ts";
 import { type ForgetRules, judgeForgotten, type Mark, markOf, noteNamed } from "../core/forgotten.ts";
-import { type Ctx, jid, jobId } from "./context.ts";
+import { type Ctx, jid, ownedJob } from "./context.ts";
 
 /** A forgotten pod as the ping lists it. */
 export interface ForgottenPod {
@@ -114,7 +114,7 @@ export function createForgetService(c: Ctx): ForgetService {
         if (!r || r.cluster === undefined) continue;
         removing.add(pod.uid);
         try {
-          const outcome = await c.remove(jobId(r), "htcondor-sidecar: interLink no longer asks about the pod");
+          const outcome = await c.remove(ownedJob(r), "htcondor-sidecar: interLink no longer asks about the pod");
           c.log.warn("removed the job of a pod interLink forgot", { uid: pod.uid, pod: pod.pod, jid: pod.job, idleSeconds: pod.idleSeconds, outcome });
         } catch (err) {
           removing.delete(pod.uid);

@@ -30,6 +30,9 @@ const BASE_ATTRS = [
   "JobStatus",
   "InterLinkPodUID",
   "InterLinkSidecarId",
+  // Which job the id names now (core/job-identity.ts): a schedd hands ids out again.
+  "GlobalJobId",
+  "QDate",
   "HoldReasonCode",
   "HoldReasonSubCode",
   "HoldReason",

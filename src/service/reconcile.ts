@@ -7,7 +7,7 @@ import { jobIdString } from "../condor/parse.ts";
 import { type JobAd } from "../core/classad.ts";
 import { parseContainerList } from "../core/container-list.ts";
 import { holdsOnlyKeptLog, isDir, listPodDirs, podDir, removePodDir } from "../store/files.ts";
-import { type Ctx, findJobsByUid, secretPaths, UidConflict } from "./context.ts";
+import { type Ctx, findJobsByUid, ownedJob, secretPaths, UidConflict } from "./context.ts";
 import type { DeleteService } from "./delete.ts";
 import { errorText } from "../core/errors.ts";
 
@@ -15,7 +15,7 @@ const TOMBSTONE_TTL_MS = 24 * 3600 * 1000;
 /** How far back the history is searched for the jobs of pods whose record was lost. */
 const ADOPT_HISTORY_LIMIT = 10_000;
 const ADOPT_HISTORY_SCAN = 200_000;
-const ADOPT_ATTRS = ["ClusterId", "ProcId", "InterLinkPodUID", "InterLinkPodName", "InterLinkPodNamespace", "InterLinkContainers"];
+const ADOPT_ATTRS = ["ClusterId", "ProcId", "InterLinkPodUID", "InterLinkPodName", "InterLinkPodNamespace", "InterLinkContainers", "GlobalJobId"];
 
 export interface ReconcileService {
   reconcile(): Promise<void>;
@@ -68,7 +68,7 @@ export function createReconcileService(c: Ctx, deletes: DeleteService): Reconcil
       if (known?.phase === "deleted" || known?.phase === "removing") {
         // Removing a job that claims a deleted pod removes only that job, whoever it really is.
         for (const id of inQueue && known.cluster === undefined ? ids : []) {
-          await c.remove(id, "interLink deleted the pod");
+          await c.remove(ownedJob({ uid, ...id }), "interLink deleted the pod");
           c.log.info("removed the job of a pod deleted while its create was interrupted", { uid, jid: jobIdString(id) });
         }
         continue;
@@ -95,6 +95,9 @@ export function createReconcileService(c: Ctx, deletes: DeleteService): Reconcil
         spooled: c.spool,
         containers,
         secrets: [],
+        // Adopted by the UID it claims, the job is known by its GlobalJobId from now on
+        // (docs/threat-model.md#a-job-id-is-not-an-identity): its create's time is not known.
+        ...(typeof ad.GlobalJobId === "string" ? { globalJobId: ad.GlobalJobId } : {}),
       };
       c.store.adopt({ ...rec, createdAt: c.now() }, id.cluster, id.proc, asked);
       c.queue.noteWidth(containers);

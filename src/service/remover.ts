@@ -4,7 +4,8 @@
  * docs/htcondor.md#submitting-many-pods-at-once). One `-reason` covers every id, so removals are
  * grouped by reason; each id's own line decides its outcome.
  */
-import { type JobId, jobIdString, type RmOutcome } from "../condor/parse.ts";
+import { jobIdString, type RmOutcome } from "../condor/parse.ts";
+import type { OwnedJob } from "../condor/tools.ts";
 import { SidecarError } from "../core/errors.ts";
 import type { Ctx } from "./context.ts";
 import { groupCommit, type Settled } from "./group-commit.ts";
@@ -15,19 +16,20 @@ const REMOVE_BATCH_MAX = 500;
 /** What a removal found: the job removed now, gone already, or being removed already. */
 export type Removed = Exclude<RmOutcome, "denied" | "unknown">;
 
-export type Remover = (id: JobId, reason: string) => Promise<Removed>;
+/** Removes a job named by the constraint that proves it the sidecar's (core/job-identity.ts), never by a bare id. */
+export type Remover = (job: OwnedJob, reason: string) => Promise<Removed>;
 
 export function createRemover(c: Ctx): Remover {
-  const remove = groupCommit<{ id: JobId; reason: string }, Removed>({
+  const remove = groupCommit<{ job: OwnedJob; reason: string }, Removed>({
     // condor_rm commits on the same schedd, one transaction at a time as a submit does
     // (docs/htcondor.md#one-submit-at-a-time): it follows the limit the submits measured.
     maxInFlight: c.submitLimit.current,
     maxBatch: REMOVE_BATCH_MAX,
     group: (r) => r.reason,
     async run(batch): Promise<Settled<Removed>[]> {
-      const outcomes = await c.condor.remove([...new Map(batch.map((r) => [jobIdString(r.id), r.id])).values()], batch[0]!.reason);
-      return batch.map(({ id }) => {
-        const sid = jobIdString(id);
+      const outcomes = await c.condor.remove([...new Map(batch.map((r) => [jobIdString(r.job.id), r.job])).values()], batch[0]!.reason);
+      return batch.map(({ job }) => {
+        const sid = jobIdString(job.id);
         const outcome = outcomes.get(sid);
         // The job keeps running: the removal must stay pending, not be taken for done.
         if (outcome === "denied") {
@@ -43,5 +45,5 @@ export function createRemover(c: Ctx): Remover {
       });
     },
   });
-  return (id, reason) => remove({ id, reason });
+  return (job, reason) => remove({ job, reason });
 }

@@ -12,12 +12,13 @@ import type { StatusAnswer } from "../app.ts";
 import { adNumber, type JobAd } from "../core/classad.ts";
 import { staleness } from "../core/health.ts";
 import { holdOutcome } from "../core/holds.ts";
+import { type Ownership, ownership } from "../core/job-identity.ts";
 import type { PodRef } from "../core/requests.ts";
 import type { StateLine } from "../core/state-line.ts";
 import { linesFromAd, type PodStatus, podStatus } from "../core/status.ts";
 import { jobFileSize, readStateFiles, removeFiles } from "../store/files.ts";
 import type { LiveJob, PodRecord } from "../store/store.ts";
-import { containerKeys, type Ctx, identity, jid, jobId, secretPaths, unsafeFileWarning } from "./context.ts";
+import { containerKeys, type Ctx, identity, jid, ownedJob, recordedJob, secretPaths, unsafeFileWarning } from "./context.ts";
 import { askedAt, type Snapshot } from "./queue.ts";
 import { errorText } from "../core/errors.ts";
 
@@ -79,8 +80,9 @@ function view(c: Ctx, r: PodRecord, snap: Snapshot | undefined): PodStatus | und
   if (!snap) return undefined;
   const ad = snap.ads.get(jid(r));
   if (ad) {
-    const forged = tampered(c, r.uid, ad);
-    return forged ? tamperedStatus(r, forged, true) : podStatus(identity(r), { kind: "queued", ad });
+    const owner = ownership(recordedJob(r), ad, c.planConfig.sidecarId);
+    if (owner.kind === "foreign") return replacedStatus(r, owner);
+    return owner.rewrote.length > 0 ? tamperedStatus(r, owner.rewrote.join(" and "), true) : podStatus(identity(r), { kind: "queued", ad });
   }
   // A job recorded after the view's condor_q started cannot be in it: not gone, just new.
   if ((r.submittedAt ?? 0) >= askedAt(snap, jid(r))) return podStatus(identity(r), { kind: "creating" });
@@ -104,15 +106,37 @@ function finalize(c: Ctx, r: PodRecord, status: PodStatus): void {
 }
 
 /**
- * The identity attributes the sidecar wrote at submit, when the job's ad no longer holds them:
- * the job rewrote them (condor_chirp), to pass for another pod or to hide from this sidecar.
+ * The ad at the pod's job id is another job's (core/job-identity.ts): the schedd's queue started
+ * over, or the store is older than the queue. The pod's job is gone; the other job is left alone
+ * (docs/status.md#a-job-id-that-names-another-job).
  */
-function tampered(c: Ctx, uid: string, ad: JobAd): string | undefined {
-  if (ad.InterLinkPodUID === uid && ad.InterLinkSidecarId === c.planConfig.sidecarId) return undefined;
-  const changed = [ad.InterLinkPodUID !== uid ? "InterLinkPodUID" : "", ad.InterLinkSidecarId !== c.planConfig.sidecarId ? "InterLinkSidecarId" : ""].filter(
-    Boolean,
-  );
-  return changed.length > 0 ? changed.join(" and ") : undefined;
+function replacedStatus(r: PodRecord, owner: Extract<Ownership, { kind: "foreign" }>): PodStatus {
+  const found = owner.found === undefined ? "no GlobalJobId" : `GlobalJobId ${JSON.stringify(owner.found)}`;
+  const recorded = r.globalJobId === undefined ? "" : `, not ${JSON.stringify(r.globalJobId)}`;
+  return podStatus(identity(r), {
+    kind: "lost",
+    reason: "JobReplaced",
+    message: `Job ${jid(r)} now names another job (${found}${recorded}): the schedd's queue started over or the state store is older than it; ` +
+      "the pod's job is gone, and the sidecar removed nothing",
+  });
+}
+
+/** Finalizes a pod whose job id names another job now; that job is never acted on. */
+function observeReplaced(c: Ctx, r: PodRecord, owner: Extract<Ownership, { kind: "foreign" }>): void {
+  c.log.warn("the pod's job id names another job now: reporting the pod's job gone, removing nothing", {
+    uid: r.uid,
+    jid: jid(r),
+    recorded: r.globalJobId,
+    found: owner.found,
+  });
+  finalize(c, r, replacedStatus(r, owner));
+}
+
+/** The ownership of an ad at a pod's job id; a `GlobalJobId` learned from it is recorded. */
+function ownerOf(c: Ctx, r: Parameters<typeof recordedJob>[0], ad: JobAd): Ownership {
+  const owner = ownership(recordedJob(r), ad, c.planConfig.sidecarId);
+  if (owner.kind === "ours" && owner.learned !== undefined && r.globalJobId === undefined) c.store.update(r.uid, { globalJobId: owner.learned }, c.now());
+  return owner;
 }
 
 function tamperedStatus(r: PodRecord, attrs: string, inQueue: boolean): PodStatus {
@@ -134,7 +158,7 @@ async function observeTampered(c: Ctx, r: PodRecord, inQueue: boolean, attrs: st
   c.log.error("a job rewrote its identity attributes: reporting its pod failed", { uid: r.uid, jid: jid(r), attributes: attrs, inQueue });
   if (inQueue) {
     try {
-      await c.remove(jobId(r), "htcondor-sidecar: the job rewrote its identity attributes");
+      await c.remove(ownedJob(r), "htcondor-sidecar: the job rewrote its identity attributes");
     } catch (err) {
       c.log.warn("cannot remove a job that rewrote its identity; retrying next time", { uid: r.uid, jid: jid(r), error: errorText(err) });
       retryLater(c, jid(r));
@@ -175,7 +199,7 @@ async function observeHeld(c: Ctx, j: LiveJob, ad: JobAd): Promise<void> {
   // (docs/status.md#memory-kills).
   const why = reason === "OOMKilled" && holdReason ? holdReason : `${holdReason ?? "held"} (HoldReasonCode ${code}); removed by the sidecar`;
   try {
-    await c.remove(jobId(r), `htcondor-sidecar: unrecoverable hold ${code}`);
+    await c.remove(ownedJob(r), `htcondor-sidecar: unrecoverable hold ${code}`);
   } catch (err) {
     c.log.warn("cannot remove unrecoverably held job; retrying next time", { uid: r.uid, error: errorText(err) });
     retryLater(c, jid(r));
@@ -198,7 +222,7 @@ async function fetchOutputs(c: Ctx, records: readonly PodRecord[]): Promise<PodR
   for (const r of due) c.lastFetch.set(r.uid, c.now());
   let failure: string | undefined;
   try {
-    await c.condor.transferData(due.map(jobId));
+    await c.condor.transferData(due.map(ownedJob));
   } catch (err) {
     failure = errorText(err);
   }
@@ -288,8 +312,9 @@ async function trackGone(c: Ctx, gone: readonly LiveJob[]): Promise<void> {
   // No fetch: a spooled job's sandbox leaves the schedd with the job (docs/htcondor.md#condor_transfer_data),
   // so condor_transfer_data could only say it fetched nothing, ten times over.
   for (const [r, ad] of ended) {
-    const forged = tampered(c, r.uid, ad);
-    if (forged) await observeTampered(c, r, false, forged);
+    const owner = ownerOf(c, r, ad);
+    if (owner.kind === "foreign") observeReplaced(c, r, owner);
+    else if (owner.rewrote.length > 0) await observeTampered(c, r, false, owner.rewrote.join(" and "));
     else observeEnded(c, r, ad);
   }
 }
@@ -310,9 +335,14 @@ async function track(c: Ctx, snap: Snapshot, live: ReadonlyMap<string, LiveJob>)
     // Released: a later hold gets its own grace period.
     if (js !== 5 && j.heldSince !== undefined) c.store.update(j.uid, { heldSince: undefined }, c.now());
     if (js !== 3) c.removedSeen.delete(id);
-    const forged = tampered(c, j.uid, ad);
-    const r = forged || js === 4 ? c.store.get(j.uid) : undefined;
-    if (forged && r) await observeTampered(c, r, true, forged);
+    // The ad at the job's id is the pod's job only when it carries what was recorded of it
+    // (core/job-identity.ts): another job that holds the id now is never acted on.
+    const owner = ownerOf(c, j, ad);
+    const forged = owner.kind === "ours" && owner.rewrote.length > 0 ? owner.rewrote.join(" and ") : undefined;
+    const r = owner.kind === "foreign" || forged || js === 4 ? c.store.get(j.uid) : undefined;
+    if (owner.kind === "foreign") {
+      if (r) observeReplaced(c, r, owner);
+    } else if (forged && r) await observeTampered(c, r, true, forged);
     else if (js === 5) await observeHeld(c, j, ad);
     // Completed but still in the queue: a spooled job waits there until its output is fetched.
     else if (js === 4 && r) completed.push([r, ad]);

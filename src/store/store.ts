@@ -47,6 +47,12 @@ export interface PodRecord {
    * (docs/status.md#what-drives-status).
    */
   eventLog?: string;
+  /**
+   * The job's `GlobalJobId`, recorded when the job was first seen: what proves that the ad at
+   * `cluster.proc` is still this pod's job (core/job-identity.ts). Undefined until then, and in
+   * records older than the column.
+   */
+  globalJobId?: string;
 }
 
 interface Row {
@@ -69,6 +75,7 @@ interface Row {
   submitted_at: number | null;
   fetch_attempts: number;
   event_log: string | null;
+  global_job_id: string | null;
 }
 
 const MIGRATIONS: string[] = [
@@ -107,6 +114,9 @@ const MIGRATIONS: string[] = [
      inode INTEGER NOT NULL DEFAULT 0,
      size INTEGER NOT NULL DEFAULT 0
    );`,
+  // A job id is not an identity (a schedd hands ids out again): the GlobalJobId the job had when
+  // it was first seen. Older rows have none; they are proved by the pod's UID until it is learned.
+  `ALTER TABLE pods ADD COLUMN global_job_id TEXT;`,
 ];
 
 function fromRow(r: Row): PodRecord {
@@ -130,6 +140,7 @@ function fromRow(r: Row): PodRecord {
     submittedAt: r.submitted_at ?? undefined,
     fetchAttempts: r.fetch_attempts,
     eventLog: r.event_log ?? undefined,
+    globalJobId: r.global_job_id ?? undefined,
   };
 }
 
@@ -143,12 +154,16 @@ export interface LiveJob {
   missingSince?: number;
   /** The shared event log the job writes to; undefined: the job is followed by polling the queue. */
   eventLog?: string;
+  /** When the create began (epoch ms): a job queued before it is not this pod's. */
+  createdAt: number;
+  /** See {@link PodRecord.globalJobId}. */
+  globalJobId?: string;
 }
 
 /** What a new record is made of (accept, adopt, tombstone). */
 export type NewRecord =
   & Pick<PodRecord, "uid" | "namespace" | "name" | "dir" | "spooled" | "containers" | "secrets" | "createdAt">
-  & Partial<Pick<PodRecord, "eventLog">>;
+  & Partial<Pick<PodRecord, "eventLog" | "globalJobId">>;
 
 /**
  * A shared job event log and how far it has been read: `offset` (just past a `...` line),
@@ -163,7 +178,7 @@ export interface EventLogRecord {
 }
 
 /** The bookkeeping fields of a record; its phase changes only through the transitions. */
-type RecordPatch = Partial<Pick<PodRecord, "outputFetched" | "missingSince" | "heldSince" | "fetchAttempts">>;
+type RecordPatch = Partial<Pick<PodRecord, "outputFetched" | "missingSince" | "heldSince" | "fetchAttempts" | "globalJobId">>;
 
 /**
  * Every transition returns whether it applied: false when the record was not in a phase the
@@ -250,6 +265,8 @@ interface LiveRow {
   held_since: number | null;
   missing_since: number | null;
   event_log: string | null;
+  created_at: number;
+  global_job_id: string | null;
 }
 
 function liveJobsOf(rows: readonly LiveRow[]): LiveJob[] {
@@ -263,6 +280,8 @@ function liveJobsOf(rows: readonly LiveRow[]): LiveJob[] {
     heldSince: r.held_since ?? undefined,
     missingSince: r.missing_since ?? undefined,
     eventLog: r.event_log === null ? undefined : names.get(r.event_log) ?? (names.set(r.event_log, r.event_log), r.event_log),
+    createdAt: r.created_at,
+    globalJobId: r.global_job_id ?? undefined,
   }));
 }
 
@@ -272,8 +291,8 @@ function openStoreUnguarded(db: Sqlite): Store {
   const insert = (name: TransitionName, rec: NewRecord, job?: { cluster: number; proc: number; submittedAt: number }): boolean => {
     const to = TRANSITIONS[name].to;
     const r = db.run(
-      `INSERT OR IGNORE INTO pods (uid, namespace, name, phase, dir, spooled, containers, created_at, updated_at, secrets, cluster, proc, submitted_at, event_log)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR IGNORE INTO pods (uid, namespace, name, phase, dir, spooled, containers, created_at, updated_at, secrets, cluster, proc, submitted_at, event_log, global_job_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
         rec.uid,
         rec.namespace,
@@ -289,6 +308,7 @@ function openStoreUnguarded(db: Sqlite): Store {
         job?.proc ?? null,
         job?.submittedAt ?? null,
         rec.eventLog ?? null,
+        rec.globalJobId ?? null,
       ],
     );
     writes++;
@@ -338,7 +358,7 @@ function openStoreUnguarded(db: Sqlite): Store {
     liveJobs() {
       return liveJobsOf(
         db.all<LiveRow>(
-          "SELECT uid, cluster, proc, submitted_at, held_since, missing_since, event_log FROM pods WHERE phase = 'submitted' AND cluster IS NOT NULL",
+          "SELECT uid, cluster, proc, submitted_at, held_since, missing_since, event_log, created_at, global_job_id FROM pods WHERE phase = 'submitted' AND cluster IS NOT NULL",
         ),
       );
     },
@@ -364,6 +384,7 @@ function openStoreUnguarded(db: Sqlite): Store {
       if ("missingSince" in patch) put("missing_since", patch.missingSince ?? null);
       if ("heldSince" in patch) put("held_since", patch.heldSince ?? null);
       if (patch.fetchAttempts !== undefined) put("fetch_attempts", patch.fetchAttempts);
+      if (patch.globalJobId !== undefined) put("global_job_id", patch.globalJobId);
       put("updated_at", now);
       writes++;
       db.run(`UPDATE pods SET ${sets.join(", ")} WHERE uid = ?`, [...params, uid]);

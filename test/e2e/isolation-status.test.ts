@@ -111,10 +111,12 @@ describe("a job that rewrites its identity (docs/threat-model.md#4-a-job-forges-
     expect(st.containers[0].state.terminated).toMatchObject({ reason: "JobTampered" });
     expect(st.containers[0].state.terminated.message).toContain("InterLinkSidecarId");
     await eventually(() => (inQueue(sc, jid) ? undefined : true), 30_000, "the hider's job removed");
-    // A delete still removes the recorded id, even with a final status.
+    // A delete still removes the recorded id, even with a final status: by a constraint that names
+    // it and proves it the pod's, never by the bare id (docs/threat-model.md#every-condor_rm-names-a-job-proved-ours).
     const before = calls(sc, "condor_rm").length;
     expect((await sc.call("POST", "/delete", hider.pod)).status).toBe(200);
-    expect(calls(sc, "condor_rm").slice(before).join("\n")).toContain(jid);
+    const [c, p] = jid.split(".");
+    expect(calls(sc, "condor_rm").slice(before).join("\n")).toContain(`ClusterId == ${c} && ProcId == ${p} && `);
   }, 90_000);
 
   test("an interrupted create never adopts a job that only claims its UID", async () => {

@@ -3,7 +3,7 @@
  * own logic in-process: a queue and a history of job ads that the test edits, every call
  * recorded, and any call made to fail. It runs no job; the end-to-end tests run minicondor.
  */
-import type { Condor } from "../../src/condor/tools.ts";
+import type { Condor, OwnedJob } from "../../src/condor/tools.ts";
 import { type JobId, jobIdString, type RmOutcome, sliceJsonAds } from "../../src/condor/parse.ts";
 import { type JobAd } from "../../src/core/classad.ts";
 import { SidecarError } from "../../src/core/errors.ts";
@@ -62,6 +62,8 @@ export function fakeCondor(opts: { readSubmitFile: (path: string) => string; now
       const id = { cluster: nextCluster++, proc: 0 };
       const ad = adFromSubmit(opts.readSubmitFile(file), id);
       ad.QDate = Math.floor(opts.now() / 1000);
+      // As the schedd writes it when it queues the job (docs/htcondor.md#which-job-an-id-names).
+      ad.GlobalJobId = `fake#${jobIdString(id)}#${ad.QDate}`;
       f.queued.set(jobIdString(id), ad);
       return [id];
     },
@@ -113,11 +115,13 @@ export function fakeCondor(opts: { readSubmitFile: (path: string) => string; now
       const want = new Set(ids.map(jobIdString));
       return [...f.left.entries()].filter(([k]) => want.has(k)).slice(0, limit).map(([, ad]) => project(ad, attributes));
     },
-    async remove(ids) {
-      call("remove", ids.map(jobIdString));
+    async remove(jobs) {
+      call("remove", jobs.map((j) => jobIdString(j.id)));
       const out = new Map<string, RmOutcome>();
-      for (const jid of ids.map(jobIdString)) {
-        if (!f.queued.has(jid)) {
+      for (const j of jobs) {
+        const jid = jobIdString(j.id);
+        // As the schedd does: the constraint decides, a job it does not select is not found.
+        if (!f.queued.has(jid) || !selects(j, f.queued.get(jid)!)) {
           out.set(jid, "not_found");
           continue;
         }
@@ -126,9 +130,9 @@ export function fakeCondor(opts: { readSubmitFile: (path: string) => string; now
       }
       return out;
     },
-    async transferData(ids) {
-      call("transferData", ids.map(jobIdString));
-      for (const id of ids) f.onTransfer?.(id);
+    async transferData(jobs) {
+      call("transferData", jobs.map((j) => jobIdString(j.id)));
+      for (const j of jobs) f.onTransfer?.(j.id);
     },
     async tail(): Promise<SpawnResult> {
       call("tail");
@@ -148,4 +152,31 @@ export function fakeCondor(opts: { readSubmitFile: (path: string) => string; now
 
 function project(ad: JobAd, attributes: readonly string[]): JobAd {
   return Object.fromEntries(Object.entries(ad).filter(([k]) => attributes.includes(k)));
+}
+
+/**
+ * Whether a job's constraint selects its ad, for the forms the sidecar writes
+ * (core/job-identity.ts): terms `Attr == value` joined by `&&`, one of them perhaps an `(a || b)`.
+ */
+function selects(j: OwnedJob, ad: JobAd): boolean {
+  const term = (t: string): boolean => {
+    const s = t.trim();
+    if (s.startsWith("(") && s.endsWith(")")) return s.slice(1, -1).split(" || ").some(term);
+    const m = /^(\w+) == ("(?:[^"\\]|\\.)*"|-?\d+)$/.exec(s);
+    if (!m) throw new Error(`fake condor: cannot read the constraint term ${JSON.stringify(s)}`);
+    return ad[m[1]!] === JSON.parse(m[2]!);
+  };
+  const parts: string[] = [];
+  let depth = 0, start = 0;
+  const c = j.constraint;
+  for (let i = 0; i < c.length; i++) {
+    if (c[i] === "(") depth++;
+    else if (c[i] === ")") depth--;
+    else if (depth === 0 && c.startsWith(" && ", i)) {
+      parts.push(c.slice(start, i));
+      start = i + 4;
+    }
+  }
+  parts.push(c.slice(start));
+  return parts.every(term);
 }

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { cleanup, createHome, runTool, startSchedd, stopSchedd, waitFor } from "./src/testkit.ts";
+import { cleanup, createHome, resetQueue, runTool, startSchedd, stopSchedd, waitFor } from "./src/testkit.ts";
 
 const ENV = { MINICONDOR_ALLOW_ROOT: "1" };
 let home = "";
@@ -83,4 +83,34 @@ describe("several schedds in one pool (docs/htcondor.md#several-schedds-in-one-p
       startSchedd(home);
     }
   });
+
+  test(
+    "a reinstalled schedd: its queue and history are empty and ids start at 1 again, with a new GlobalJobId; the other schedds keep theirs (docs/htcondor.md#which-job-an-id-names)",
+    async () => {
+      const third = `third@${HOST}`;
+      expect((await submit(third)).code).toBe(0);
+      expect((await submit(third)).code).toBe(0);
+      const before = (await run("condor_q", ["-name", third, "-af", "ClusterId", "GlobalJobId", "QDate"])).stdout;
+      // (the tests before this one queued on it too)
+      const lines = before.trimEnd().split("\n");
+      expect(lines.length).toBeGreaterThanOrEqual(2);
+      for (const l of lines) expect(l).toMatch(/^(\d+) third@localhost#\1\.0#(\d+) \2$/);
+      const secondBefore = await clusters(SECOND);
+      const running = await waitFor(async () => (await run("condor_q", ["-name", third, "1.0", "-af", "JobStatus"])).stdout === "2\n", 30_000);
+      expect(running).toBe(true);
+      const qdate = Math.max(...lines.map((l) => Number(l.split(" ")[2])));
+      // A reinstall takes longer than a second: the new queue's jobs are queued in a later one.
+      await waitFor(() => Math.floor(Date.now() / 1000) > qdate, 5_000, 50);
+      resetQueue(home, "third");
+      expect(await run("condor_q", ["-name", third, "-af", "ClusterId"])).toEqual({ code: 0, stdout: "", stderr: "" });
+      expect((await run("condor_history", ["-name", third, "-af", "ClusterId"])).stdout).toBe("");
+      expect(await submit(third)).toEqual({ code: 0, stdout: "1.0 - 1.0\n", stderr: "" });
+      const after = (await run("condor_q", ["-name", third, "-af", "ClusterId", "GlobalJobId", "QDate"])).stdout;
+      expect(after).toMatch(/^1 third@localhost#1\.0#(\d+) \1\n$/);
+      // the same id, another job: what tells them apart is the queue time in GlobalJobId and QDate
+      expect(after).not.toBe(lines[0] + "\n");
+      expect(await clusters(SECOND)).toBe(secondBefore);
+    },
+    60_000,
+  );
 });

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { JobId, RmOutcome } from "../../src/condor/parse.ts";
 import type { JobAd } from "../../src/core/classad.ts";
-import type { Condor } from "../../src/condor/tools.ts";
+import type { Condor, OwnedJob } from "../../src/condor/tools.ts";
 import { SidecarError } from "../../src/core/errors.ts";
 import { htcjobConfig, parseConfig } from "../../src/config.ts";
 import type { KubeClient, KubeObject } from "../../src/kube/client.ts";
@@ -190,12 +190,13 @@ export class FakeSchedd implements Condor {
     );
   }
 
-  async remove(ids: readonly JobId[]): Promise<Map<string, RmOutcome>> {
-    this.call("remove", ids.map((i) => `${i.cluster}.${i.proc}`));
+  async remove(jobs: readonly OwnedJob[]): Promise<Map<string, RmOutcome>> {
+    this.call("remove", jobs.map((j) => `${j.id.cluster}.${j.id.proc}`));
     const out = new Map<string, RmOutcome>();
-    for (const i of ids) {
-      const id = `${i.cluster}.${i.proc}`;
-      if (!this.queued.has(id)) out.set(id, "not_found");
+    for (const j of jobs) {
+      const id = `${j.id.cluster}.${j.id.proc}`;
+      // As the schedd does: the constraint decides, a job it does not select is not found.
+      if (!this.queued.has(id) || !matches(j.constraint, this.queued.get(id)!, this.seconds())) out.set(id, "not_found");
       else {
         this.end(id, { JobStatus: 3 });
         out.set(id, "removed");
@@ -204,9 +205,9 @@ export class FakeSchedd implements Condor {
     return out;
   }
 
-  async transferData(ids: readonly JobId[]): Promise<void> {
-    this.call("transferData", ids.map((i) => `${i.cluster}.${i.proc}`));
-    this.onTransfer?.(ids);
+  async transferData(jobs: readonly OwnedJob[]): Promise<void> {
+    this.call("transferData", jobs.map((j) => `${j.id.cluster}.${j.id.proc}`));
+    this.onTransfer?.(jobs.map((j) => j.id));
   }
 
   tail(): never {

@@ -7,6 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { RmOutcome } from "../../src/condor/parse.ts";
 import { type Condor, createCondor } from "../../src/condor/tools.ts";
 import { SidecarError } from "../../src/core/errors.ts";
 import { type CliOptions, condorAccess, parseCli } from "../../src/flags.ts";
@@ -15,11 +16,13 @@ import type { Runtime, SpawnResult } from "../../src/runtime/types.ts";
 import { writeBatchFile } from "../../src/store/files.ts";
 
 /** A condor whose every run answers `stdout` with exit 0; `argv` collects the command lines (tool name first). */
-function recording(stdout: string): { condor: Condor; argv: string[][]; cwd: (string | undefined)[] } {
+/** A Condor whose tools print `stdout` (each call the next of a list, when it is one). */
+function recording(outputs: string | string[]): { condor: Condor; argv: string[][]; cwd: (string | undefined)[] } {
   const argv: string[][] = [];
   const cwd: (string | undefined)[] = [];
   const runtime = {
     spawn: (o: { argv: string[]; cwd?: string }): Promise<SpawnResult> => {
+      const stdout = typeof outputs === "string" ? outputs : outputs[argv.length] ?? "";
       argv.push([o.argv[0]!.split("/").pop()!, ...o.argv.slice(1)]);
       cwd.push(o.cwd);
       return Promise.resolve({ code: 0, signal: null, stdout, stdoutBytes: new TextEncoder().encode(stdout), stderr: "", timedOut: false, durationMs: 1 });
@@ -61,23 +64,25 @@ describe("the tools' command lines (docs/threat-model.md#8-a-pods-name-read-as-a
     const r = recording("[\n]\n");
     await r.condor.query({ constraint: 'InterLinkPodUID == "-rf"', attributes: ["ClusterId"] });
     await r.condor.history({ ids: [id], attributes: ["ClusterId"], limit: 1, scanLimit: 5, constraint: "true" });
-    await r.condor.transferData([id]);
+    await r.condor.transferData([{ id, constraint: "ClusterId == 12 && ProcId == 3" }]);
     await r.condor.tail(id, "c.main.log", 100, 1000);
     expect(r.argv).toEqual([
       ["condor_q", "-json", "-attributes", "ClusterId", "-constraint", 'InterLinkPodUID == "-rf"'],
       ["condor_history", "12.3", "-json", "-attributes", "ClusterId", "-limit", "1", "-scanlimit", "5", "-constraint", "true"],
-      ["condor_transfer_data", "12.3"],
+      ["condor_transfer_data", "-constraint", "ClusterId == 12 && ProcId == 3"],
       ["condor_tail", "-no-stdout", "-maxbytes", "100", "12.3", "c.main.log"],
     ]);
-    const rm = recording("Job 12.3 marked for removal\n");
-    await rm.condor.remove([id], "-rf");
-    // condor_rm takes the word after -reason as the reason, whatever it starts with (tool.cpp).
-    expect(rm.argv).toEqual([["condor_rm", "-reason", "-rf", "12.3"]]);
+    const rm = recording("1 Succeeded, 0 Failed, 0 Not Found, 0 Bad Status, 0 Already Done, 0 Permission Denied\n");
+    expect(await rm.condor.remove([{ id, constraint: "ClusterId == 12 && ProcId == 3" }], "-rf")).toEqual(new Map([["12.3", "removed"]]));
+    // condor_rm takes the word after -reason as the reason, whatever it starts with (tool.cpp);
+    // the job is named by its constraint alone: next to a job id the tool ignores it
+    // (docs/htcondor.md#a-constraint-not-a-job-id).
+    expect(rm.argv).toEqual([["condor_rm", "-totals", "-reason", "-rf", "-constraint", "ClusterId == 12 && ProcId == 3"]]);
   });
 
   test.each<[string, (c: Condor) => Promise<unknown>]>([
-    ["condor_rm of a negative cluster", (c) => c.remove([{ cluster: -1, proc: 0 }], "why")],
-    ["condor_transfer_data of a negative cluster", (c) => c.transferData([{ cluster: -5, proc: 0 }])],
+    ["condor_rm of a negative cluster", (c) => c.remove([{ id: { cluster: -1, proc: 0 }, constraint: "true" }], "why")],
+    ["condor_transfer_data of a negative cluster", (c) => c.transferData([{ id: { cluster: -5, proc: 0 }, constraint: "true" }])],
     ["condor_history of a negative cluster", (c) => c.history({ ids: [{ cluster: -5, proc: 0 }], attributes: ["ClusterId"], limit: 1 })],
     ["condor_tail of a negative proc", (c) => c.tail({ cluster: 1, proc: -1 }, "c.main.log", 1, 1000)],
     ["condor_tail of a fractional proc", (c) => c.tail({ cluster: 1, proc: 0.5 }, "c.main.log", 1, 1000)],
@@ -105,5 +110,26 @@ describe("batch files (docs/threat-model.md#8-a-pods-name-read-as-an-option)", (
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
+  });
+});
+
+describe("condor_rm by constraint: each job's outcome from the counts (docs/htcondor.md#a-constraint-not-a-job-id)", () => {
+  const totals = (ok: number, denied = 0, already = 0) =>
+    `${ok} Succeeded, 0 Failed, 0 Not Found, 0 Bad Status, ${already} Already Done, ${denied} Permission Denied\n`;
+  const jobs = [1, 2, 3].map((c) => ({ id: { cluster: c, proc: 0 }, constraint: `ClusterId == ${c} && ProcId == 0` }));
+  test.each<[string, string[], Record<string, RmOutcome>, number]>([
+    ["all removed: one call", [totals(3)], { "1.0": "removed", "2.0": "removed", "3.0": "removed" }, 1],
+    ["none matched (gone or leaving)", [totals(0)], { "1.0": "not_found", "2.0": "not_found", "3.0": "not_found" }, 1],
+    ["some removed, none refused: removed or gone, the counts do not say which", [totals(2)], { "1.0": "done", "2.0": "done", "3.0": "done" }, 1],
+    ["a refusal among removals: asked again job by job", [totals(2, 1), totals(0), totals(0, 1), totals(0)], {
+      "1.0": "done",
+      "2.0": "denied",
+      "3.0": "done",
+    }, 4],
+  ])("%s", async (_what, outs, want, calls) => {
+    const r = recording(outs);
+    expect(Object.fromEntries(await r.condor.remove(jobs, "why"))).toEqual(want);
+    expect(r.argv).toHaveLength(calls);
+    expect(r.argv[0]).toEqual(["condor_rm", "-totals", "-reason", "why", "-constraint", jobs.map((j) => `(${j.constraint})`).join(" || ")]);
   });
 });

@@ -34,7 +34,7 @@ test("a version-1 store is migrated in place: records kept, new columns defaulte
   store.close();
 
   const raw = bunRuntime.openSqlite(path);
-  expect(raw.get<{ version: number }>("SELECT version FROM schema_version")!.version).toBe(5);
+  expect(raw.get<{ version: number }>("SELECT version FROM schema_version")!.version).toBe(6);
   // A job queued before the sidecar kept a shared event log keeps its own job.log (docs/status.md#what-drives-status).
   expect(raw.get<{ event_log: string | null }>("SELECT event_log FROM pods WHERE uid = 'u1'")!.event_log).toBe(null);
   expect(raw.get<{ journal_mode: string }>("PRAGMA journal_mode")!.journal_mode).toBe("wal");
@@ -80,7 +80,12 @@ test("a store written by the version before the lifecycle phases (schema 3) open
   expect(store.get("done")).toMatchObject({ phase: "finished", cluster: 7, terminal: '{"name":"a"}' });
   expect(store.get("running")!.phase).toBe("submitted");
   expect(store.get("gone")!.phase).toBe("deleted");
-  expect(store.liveJobs()).toEqual([{ uid: "running", cluster: 8, proc: 0, submittedAt: 0, heldSince: undefined, missingSince: undefined }]);
+  // A row older than the GlobalJobId column has none: it is proved by the pod's UID until learned (core/job-identity.ts).
+  expect(store.liveJobs()).toEqual([
+    { uid: "running", cluster: 8, proc: 0, submittedAt: 0, heldSince: undefined, missingSince: undefined, createdAt: 1, globalJobId: undefined },
+  ]);
+  store.update("running", { globalJobId: "peer@h#8.0#1764400000" }, 3);
+  expect(store.get("running")!.globalJobId).toBe("peer@h#8.0#1764400000");
   expect(store.countByPhase()).toEqual({ creating: 0, submitted: 1, finished: 1, removing: 0, deleted: 1 });
   store.close();
 });

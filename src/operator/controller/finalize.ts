@@ -6,6 +6,7 @@
 import { SidecarError } from "../../core/errors.ts";
 import { isConflict, isNotFound } from "../../kube/errors.ts";
 import { HTCJOBS } from "../../kube/resources.ts";
+import { procJob } from "../follow.ts";
 import type { HTCJobRecord } from "../store.ts";
 import { type Ctx, event, FINALIZER, type HTCJob, keyOf, newRecord, search } from "./context.ts";
 
@@ -81,7 +82,8 @@ export function finish(c: Ctx, uid: string): void {
 
 /** condor_rm of the record's procs that may still be queued; throws unless each is removed or gone. Returns how many it removed. */
 export async function removeProcs(c: Ctx, rec: HTCJobRecord, reason: string, onFail: (msg: string) => Promise<void>): Promise<number> {
-  const ids = Array.from({ length: rec.procs }, (_, proc) => ({ cluster: rec.cluster!, proc }));
+  // Each proc by what proves it the HTCJob's, never by its bare id (docs/threat-model.md#every-condor_rm-names-a-job-proved-ours).
+  const ids = Array.from({ length: rec.procs }, (_, proc) => procJob(rec, proc));
   let outcome;
   try {
     outcome = await c.condor.remove(ids, reason);
@@ -89,11 +91,11 @@ export async function removeProcs(c: Ctx, rec: HTCJobRecord, reason: string, onF
     await onFail(`Cannot remove the procs of cluster ${rec.cluster}: ${(err as Error).message}; the finalizer stays until they are removed`);
     throw err;
   }
-  const bad = [...outcome].filter(([, o]) => o !== "removed" && o !== "not_found" && o !== "already_removing");
+  const bad = [...outcome].filter(([, o]) => o !== "removed" && o !== "not_found" && o !== "already_removing" && o !== "done");
   if (bad.length > 0) {
     const msg = `condor_rm did not remove ${bad.map(([id, o]) => `${id} (${o})`).join(", ")}; the finalizer stays until they are removed`;
     await onFail(msg);
     throw new SidecarError("unavailable", msg);
   }
-  return [...outcome.values()].filter((o) => o === "removed").length;
+  return [...outcome.values()].filter((o) => o === "removed" || o === "done").length;
 }

@@ -342,6 +342,9 @@ function rmMain(tool: string, argv: string[]): number {
       const jobs = allJobs(db);
       queued = jobs.length;
       for (const ad of jobs) {
+        // the schedd puts `(ProcId is undefined || JobStatus != 3) && (<constraint>)` in front of a
+        // removal's constraint (schedd.cpp actOnJobs): a job being removed is not matched at all
+        if (mode === "rm" && ad.num("JobStatus") === 3) continue;
         if (!isTrue(evaluate(node, ad))) continue;
         const r = actOn(mode, ad, why, subcode, logs);
         if (r === "ok") n.ok++;

@@ -116,6 +116,28 @@ export function startSchedd(home: string, local?: string): void {
   fs.rmSync(path.join(scheddHomeOf(home, local), "faults.json"), { force: true });
 }
 
+/**
+ * Reinstalls one schedd (`local` of another one, none for the pool's first): it stops, its running
+ * jobs die, its queue, history and spool go, and it starts again with an empty queue whose cluster
+ * ids start at 1, as a schedd given a new SPOOL does (docs/htcondor.md#which-job-an-id-names).
+ * The job event logs are the submitters' files and stay. The other schedds are not touched.
+ */
+export function resetQueue(home: string, local?: string): void {
+  const h = scheddHomeOf(home, local);
+  // its schedd daemon: `main.ts __schedd <h>`, exactly this home
+  for (const e of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const args = fs.readFileSync(`/proc/${e}/cmdline`, "utf8").split("\0");
+      const i = args.indexOf("__schedd");
+      if (i >= 0 && args[i + 1] === h) killGroup(Number(e), "SIGKILL");
+    } catch { /* gone */ }
+  }
+  killByEnv(`_CONDOR_SCRATCH_DIR=${path.join(h, "execute")}`);
+  for (const f of ["state.db", "state.db-wal", "state.db-shm"]) fs.rmSync(path.join(h, f), { force: true });
+  for (const d of ["spool", "execute"]) fs.rmSync(path.join(h, d), { recursive: true, force: true });
+}
+
 export function setConfig(home: string, cfg: HomeOptions): void {
   fs.writeFileSync(path.join(home, "config.json"), JSON.stringify(cfg));
 }
