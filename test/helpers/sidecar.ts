@@ -226,10 +226,15 @@ export function toolsRunning(home: string, tool: string, n = 1, match?: (argv: s
   return eventually(() => (runningTools(home, tool, match) >= n ? true : undefined), 30_000, `${n} ${tool} running`);
 }
 
-/** Polls until fn returns a value (not undefined), or throws after timeoutMs. */
+/**
+ * Polls until fn returns a value (not undefined), or throws after timeoutMs. The first poll comes
+ * 10 ms after the first check, each wait then doubles up to 200 ms: what is ready at once costs
+ * milliseconds, and what takes long is not polled more often than every 200 ms.
+ */
 export async function eventually<T>(fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000, what = "condition"): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
+  let pause = 10;
   for (;;) {
     try {
       const v = await fn();
@@ -238,7 +243,8 @@ export async function eventually<T>(fn: () => Promise<T | undefined> | T | undef
       last = err;
     }
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
-    await Bun.sleep(200);
+    await Bun.sleep(pause);
+    pause = Math.min(2 * pause, 200);
   }
 }
 

@@ -1539,9 +1539,31 @@ ln -s ${outside} auto_link
 });
 
 // ---------------------------------------------------------------------------------------------
+// From here on, tests run side by side (sideBySide) where each has a home of its own and files of
+// its own names in `work`: waiting for jobs and schedds, not computing, is what takes their time.
+// The one test among them on the file's shared home ("a job held at start") is the only one there
+// while they run. "no stray processes" runs alone, after them, and so does the slowafter test, which
+// times a killed submit. Three at a time: each starts a schedd and jobs, on two cores. A test's
+// timeout covers its wait for a turn (two others before it at most).
+const SIDE_BY_SIDE = 3;
+let inTurn = 0;
+const turns: (() => void)[] = [];
+function sideBySide(name: string, fn: () => Promise<void>, timeoutMs: number): void {
+  test.concurrent(name, async () => {
+    if (inTurn >= SIDE_BY_SIDE) await new Promise<void>((r) => turns.push(r));
+    inTurn++;
+    try {
+      await fn();
+    } finally {
+      inTurn--;
+      turns.shift()?.();
+    }
+  }, 3 * timeoutMs);
+}
+
 // src/condor_shadow.V6.1/remoteresource.cpp allowRemoteWriteAttributeAccess; src/condor_utils/param_info.in
 describe("condor_chirp set_job_attr: what a job may rewrite in its own ad (docs/htcondor.md#condor_chirp; remoteresource.cpp, qmgmt.cpp)", () => {
-  test("any attribute but the immutable ones (EACCES, error 13, rc 255); secure ones are ignored; JobStatus is accepted", async () => {
+  sideBySide("any attribute but the immutable ones (EACCES, error 13, rc 255); secure ones are ignored; JobStatus is accepted", async () => {
     const h = newHome({ delayedUpdateMs: 200, sharedFileSystem: true });
     writeFile(
       "imm.sh",
@@ -1597,7 +1619,7 @@ exit 3
     fs.rmSync(path.join(work, "go"));
     fs.rmSync(path.join(work, "chirped"));
   }, 30_000);
-  test(
+  sideBySide(
     "config immutableJobAttrs / protectedJobAttrs (IMMUTABLE_JOB_ATTRS, PROTECTED_JOB_ATTRS of the AP): refused like the system ones, without case; delayed updates dropped",
     async () => {
       const h = newHome({
@@ -1638,7 +1660,7 @@ $chirp set_job_attr_delayed ChirpOk 2; echo "d2 rc=$?"
 
 // ---------------------------------------------------------------------------------------------
 describe("fault injection (docs/htcondor.md#key-observations pool down)", () => {
-  test("schedd down: every tool fails with the observed text; history still works", async () => {
+  sideBySide("schedd down: every tool fails with the observed text; history still works", async () => {
     const h = newHome();
     const o = { home: h };
     setFaults(h, { scheddDown: true });
@@ -1662,49 +1684,54 @@ describe("fault injection (docs/htcondor.md#key-observations pool down)", () => 
     setFaults(h, {});
     expect((await runTool(h, "condor_q", ["-af", "x"], { env: { MINICONDOR_SCHEDD_DOWN: "1" } })).code).toBe(1);
     expect((await run("condor_q", ["-af", "x"], o)).code).toBe(0);
-  });
-  test("per-tool fail / hang / slow / warn; hold on start (docs/htcondor.md#condor_submit-exit-codes-and-errors, docs/htcondor.md#remote-schedds-and-condor_q-errors, docs/htcondor.md#hold-codes HoldReasonCode)", async () => {
-    const h = newHome();
-    const o = { home: h };
-    setFaults(h, { tools: { condor_q: "fail", condor_history: "hang", condor_status: "slow:400", condor_rm: "warn" } });
-    let r = await run("condor_q", [], o);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain("-- Failed to fetch ads from:");
-    r = await run("condor_history", [], { ...o, timeoutMs: 500 });
-    expect(r.code).toBe(143);
-    const t0 = Date.now();
-    r = await run("condor_status", ["-af", "Name"], o);
-    expect(r.code).toBe(0);
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(400);
-    r = await run("condor_rm", ["-all"], o);
-    expect(r.code).toBe(0);
-    expect(r.stderr).toStartWith("WARNING: ");
-    // docs/htcondor.md#what-condor_submit-prints/docs/htcondor.md#condor_submit-exit-codes-and-errors: "Submitting
-    // job(s)" (no newline) is out before the connection fails, unless -terse or stdin
-    const failEnv = { ...ENV, MINICONDOR_FAULT_CONDOR_SUBMIT: "fail" };
-    let fail = await runTool(h, "condor_submit", [path.join(work, "f.sub")], { cwd: work, env: failEnv });
-    expect(fail.code).toBe(1);
-    expect(fail.stdout).toBe("Submitting job(s)");
-    expect(fail.stderr).toStartWith("\nERROR: Failed to connect to local queue manager\n");
-    fail = await runTool(h, "condor_submit", ["-terse", path.join(work, "f.sub")], { cwd: work, env: failEnv });
-    expect(fail.code).toBe(1);
-    expect(fail.stdout).toBe("");
-    fail = await runTool(h, "condor_submit", ["-"], { cwd: work, env: failEnv, stdin: "executable = /bin/true\nqueue\n" });
-    expect(fail.code).toBe(1);
-    expect(fail.stdout).toBe("");
-    setFaults(h, {});
-    const c = await submit(
-      'executable = /bin/true\n+MiniCondorHoldCode = 34\n+MiniCondorHoldSubCode = 102\n+MiniCondorHoldReason = "Job has gone over memory limit of 128 megabytes."\nqueue\n',
-      [],
-      o,
-    );
-    await waitQ(`${c}.0`, ["JobStatus", "HoldReasonCode", "HoldReasonSubCode"], "5 34 102", o);
-    setFaults(h, { holdOnStart: { code: 13, reason: "Transfer input files failure", constraint: "ProcId == 1" } });
-    const d = await submit("executable = /bin/true\nqueue 2\n", [], o);
-    await waitQ(`${d}.1`, ["JobStatus", "HoldReasonCode"], "5 13", o);
-    expect(await waitDone(`${d}.0`, o)).toBe("4");
-    setFaults(h, {});
-  });
+  }, 30_000);
+  sideBySide(
+    "per-tool fail / hang / slow / warn; hold on start (docs/htcondor.md#condor_submit-exit-codes-and-errors, docs/htcondor.md#remote-schedds-and-condor_q-errors, docs/htcondor.md#hold-codes HoldReasonCode)",
+    async () => {
+      const h = newHome();
+      const o = { home: h };
+      setFaults(h, { tools: { condor_q: "fail", condor_history: "hang", condor_status: "slow:400", condor_rm: "warn" } });
+      let r = await run("condor_q", [], o);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain("-- Failed to fetch ads from:");
+      r = await run("condor_history", [], { ...o, timeoutMs: 500 });
+      expect(r.code).toBe(143);
+      const t0 = Date.now();
+      r = await run("condor_status", ["-af", "Name"], o);
+      expect(r.code).toBe(0);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(400);
+      r = await run("condor_rm", ["-all"], o);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toStartWith("WARNING: ");
+      // docs/htcondor.md#what-condor_submit-prints/docs/htcondor.md#condor_submit-exit-codes-and-errors: "Submitting
+      // job(s)" (no newline) is out before the connection fails, unless -terse or stdin
+      const failEnv = { ...ENV, MINICONDOR_FAULT_CONDOR_SUBMIT: "fail" };
+      writeFile("f-fail.sub", "executable = /bin/true\nqueue\n");
+      let fail = await runTool(h, "condor_submit", [path.join(work, "f-fail.sub")], { cwd: work, env: failEnv });
+      expect(fail.code).toBe(1);
+      expect(fail.stdout).toBe("Submitting job(s)");
+      expect(fail.stderr).toStartWith("\nERROR: Failed to connect to local queue manager\n");
+      fail = await runTool(h, "condor_submit", ["-terse", path.join(work, "f-fail.sub")], { cwd: work, env: failEnv });
+      expect(fail.code).toBe(1);
+      expect(fail.stdout).toBe("");
+      fail = await runTool(h, "condor_submit", ["-"], { cwd: work, env: failEnv, stdin: "executable = /bin/true\nqueue\n" });
+      expect(fail.code).toBe(1);
+      expect(fail.stdout).toBe("");
+      setFaults(h, {});
+      const c = await submit(
+        'executable = /bin/true\n+MiniCondorHoldCode = 34\n+MiniCondorHoldSubCode = 102\n+MiniCondorHoldReason = "Job has gone over memory limit of 128 megabytes."\nqueue\n',
+        [],
+        o,
+      );
+      await waitQ(`${c}.0`, ["JobStatus", "HoldReasonCode", "HoldReasonSubCode"], "5 34 102", o);
+      setFaults(h, { holdOnStart: { code: 13, reason: "Transfer input files failure", constraint: "ProcId == 1" } });
+      const d = await submit("executable = /bin/true\nqueue 2\n", [], o);
+      await waitQ(`${d}.1`, ["JobStatus", "HoldReasonCode"], "5 13", o);
+      expect(await waitDone(`${d}.0`, o)).toBe("4");
+      setFaults(h, {});
+    },
+    30_000,
+  );
 });
 
 describe("condor_submit slowafter (a submit killed by its caller's timeout after the commit)", () => {
@@ -1742,20 +1769,24 @@ describe("condor_submit slowafter (a submit killed by its caller's timeout after
 });
 
 describe("faults reach the jobs they were given for", () => {
-  test("a job held at start never ran: no JobStartDate, JobRunCount, NumShadowStarts, FirstJobMatchDate (docs/htcondor.md#job-status-and-job-attributes)", async () => {
-    const c = await submit(
-      'executable = /bin/true\n+MiniCondorHoldCode = 34\n+MiniCondorHoldSubCode = 102\n+MiniCondorHoldReason = "Job has gone over memory limit"\nqueue\n',
-    );
-    await waitQ(`${c}.0`, ["JobStatus", "HoldReasonCode"], "5 34");
-    const j = JSON.parse((await run("condor_q", ["-json", `${c}.0`])).stdout)[0];
-    for (const a of ["JobStartDate", "JobRunCount", "NumShadowStarts", "FirstJobMatchDate", "JobCurrentStartDate", "RemoteHost", "LastRemoteHost"]) {
-      expect(j[a]).toBeUndefined();
-    }
-    expect(j.NumJobStarts).toBe(0);
-    expect(j.HoldReason).toBe("Job has gone over memory limit");
-    await run("condor_rm", [String(c)]);
-  });
-  test(
+  sideBySide(
+    "a job held at start never ran: no JobStartDate, JobRunCount, NumShadowStarts, FirstJobMatchDate (docs/htcondor.md#job-status-and-job-attributes)",
+    async () => {
+      const c = await submit(
+        'executable = /bin/true\n+MiniCondorHoldCode = 34\n+MiniCondorHoldSubCode = 102\n+MiniCondorHoldReason = "Job has gone over memory limit"\nqueue\n',
+      );
+      await waitQ(`${c}.0`, ["JobStatus", "HoldReasonCode"], "5 34");
+      const j = JSON.parse((await run("condor_q", ["-json", `${c}.0`])).stdout)[0];
+      for (const a of ["JobStartDate", "JobRunCount", "NumShadowStarts", "FirstJobMatchDate", "JobCurrentStartDate", "RemoteHost", "LastRemoteHost"]) {
+        expect(j[a]).toBeUndefined();
+      }
+      expect(j.NumJobStarts).toBe(0);
+      expect(j.HoldReason).toBe("Job has gone over memory limit");
+      await run("condor_rm", [String(c)]);
+    },
+    30_000,
+  );
+  sideBySide(
     "MINICONDOR_HOLD_ON_START given to condor_submit holds its jobs, even on a schedd already running (docs/htcondor.md#hold-codes HoldReasonCode)",
     async () => {
       const h = newHome();
@@ -1783,7 +1814,7 @@ describe("faults reach the jobs they were given for", () => {
 });
 
 describe("hung tools do not outlive their caller (no stray processes: test/minicondor/README.md#fault-injection)", () => {
-  test("a hang exits when its caller dies or its home goes; cleanup kills tools of the home", async () => {
+  sideBySide("a hang exits when its caller dies or its home goes; cleanup kills tools of the home", async () => {
     const h = newHome();
     const env = { ...process.env, MINICONDOR_HOME: h, MINICONDOR_FAULT_CONDOR_RM: "hang" } as Record<string, string>;
     // an orphan: its caller (bash) is killed, as a sidecar killed with -9 would be
@@ -1829,7 +1860,7 @@ describe("hung tools do not outlive their caller (no stray processes: test/minic
     expect(homePids(h3)).toEqual([]);
   }, 20_000);
 
-  test("gate:<name> holds a call until the file exists in the home, then it answers as usual", async () => {
+  sideBySide("gate:<name> holds a call until the file exists in the home, then it answers as usual", async () => {
     const h = newHome();
     let done = false;
     const q = run("condor_q", ["-af", "ClusterId"], { home: h, env: { MINICONDOR_FAULT_CONDOR_Q: "gate:go" } }).finally(() => (done = true));
@@ -1843,24 +1874,8 @@ describe("hung tools do not outlive their caller (no stray processes: test/minic
 });
 
 // ---------------------------------------------------------------------------------------------
-describe("load and cleanliness (200 jobs at once, no stray processes)", () => {
-  test("200 jobs (one cluster of 150 + 50 concurrent submits) all complete", async () => {
-    const h = newHome();
-    const o = { home: h };
-    const c = await submit("executable = /bin/echo\narguments = $(Process)\noutput = load/out.$(Process)\nshould_transfer_files = YES\nqueue 150\n", [], o);
-    fs.mkdirSync(path.join(work, "load"), { recursive: true });
-    writeFile("one.sub", "executable = /bin/true\nqueue\n");
-    const rs = await Promise.all(Array.from({ length: 50 }, () => run("condor_submit", ["-terse", "one.sub"], o)));
-    expect(rs.every((r) => r.code === 0)).toBe(true);
-    const clusters = new Set(rs.map((r) => r.stdout.split(".")[0]));
-    expect(clusters.size).toBe(50);
-    await waitFor(async () => (await run("condor_q", ["-allusers", "-af", "ClusterId"], o)).stdout === "", 40_000, 300);
-    const n = (await run("condor_history", ["-af", "ExitCode"], o)).stdout.trim().split("\n");
-    expect(n.length).toBe(200);
-    expect(n.every((x) => x === "0")).toBe(true);
-    expect(fs.readFileSync(path.join(work, "load", "out.149"), "utf8")).toBe("149\n");
-    void c;
-  }, 60_000);
+// The 200-job load test is in test/load/minicondor.test.ts (npm run test:load).
+describe("cleanliness: no stray processes", () => {
   test("no stray processes: jobs gone, schedd exits when idle", async () => {
     for (const h of homes.filter((x) => fs.existsSync(path.join(x, "state.db")))) {
       await run("condor_rm", ["-all"], { home: h });
@@ -1882,7 +1897,7 @@ describe("the job event log (docs/htcondor.md#the-events-as-written, docs/htcond
   const blocks = (file: string) => fs.readFileSync(file, "utf8").split(/(?<=\n\.\.\.\n)/);
   const block = (file: string, type: string, c: number) => blocks(file).filter((b) => b.startsWith(`${type} (${String(c).padStart(3, "0")}.000.000) `));
 
-  test("submit, execute, 033 set and changed, hold, release, vacate, evict, terminate, abort: one shared log", async () => {
+  sideBySide("submit, execute, 033 set and changed, hold, release, vacate, evict, terminate, abort: one shared log", async () => {
     const h = newHome({ sharedFileSystem: false });
     const o = { home: h };
     const d = fs.mkdtempSync(path.join(work, "evlog-"));
@@ -1958,7 +1973,7 @@ exit 3
     expect(block(log, "005", a)[0]!.split("\n")[1]).toBe("\t(1) Normal termination (return value 3)");
   }, 90_000);
 
-  test("many jobs, one file: every event whole; condor_vacate_job -fast of a cluster; 033 only for set_job_attr", async () => {
+  sideBySide("many jobs, one file: every event whole; condor_vacate_job -fast of a cluster; 033 only for set_job_attr", async () => {
     const h = newHome({ delayedUpdateMs: 200 });
     const o = { home: h };
     const d = fs.mkdtempSync(path.join(work, "evlog-"));

@@ -175,6 +175,35 @@ describe("version and command line", () => {
     r = await app(["exec", "docker://busybox", "echo", "--bogus", "-e"]);
     expect([r.code, r.stdout]).toEqual([0, "--bogus -e\n"]);
   });
+
+  // shims/README.md#batch-mode-tests-only: what test/render/runtime-fidelity.test.ts relies on.
+  test("batch mode answers each argv as a call of its own would", async () => {
+    const argvs = [
+      ["exec", "--no-eval", "--cleanenv", "-B", "/a:/b", "instance://il-none", "true"],
+      ["exec", "--no-eval", "docker://busybox", "true"],
+      ["exec", "-Z", "docker://busybox", "true"],
+      ["instance", "start", "--pid", "/nonexistent/image.sif", "il-x"],
+      ["run", "--env-file", "/x.env", "instance://il-none"],
+      ["instance", "stop", "-t", "2", "il-none"],
+      ["instance", "stop", "-F", "il-none"],
+      ["exec", "docker://busybox"],
+      ["frobnicate", ""],
+    ];
+    for (const version of ["1.0.3", "1.3.4"]) {
+      const env = { MINICONDOR_APPTAINER_VERSION: version };
+      const input = argvs.map((argv) => [String(argv.length), ...argv].map((w) => `${w}\0`).join("")).join("");
+      const batch = await app(["__minicondor_batch"], { env, stdin: input });
+      expect([batch.code, batch.stderr]).toEqual([0, ""]);
+      const alone: string[] = [];
+      for (const argv of argvs) {
+        const r = await app(argv, { env });
+        alone.push(String(r.code), r.stderr.replace(/\n+$/, ""));
+      }
+      expect(batch.stdout.split("\0")).toEqual([...alone, ""]);
+    }
+    const cut = await app(["__minicondor_batch"], { stdin: "3\0exec\0" });
+    expect([cut.code, cut.stderr]).toEqual([2, "batch: argv cut short\n"]);
+  });
 });
 
 describe("exec and run", () => {

@@ -14,6 +14,7 @@ import { join } from "node:path";
 import type { ContainerPlan, JobPlan, MountPlan } from "../../src/core/types.ts";
 import { basePlan, container, initContainer, withEnvFiles } from "./plans.ts";
 import { cleanup, materialize, readState, type RunResult, runWrapper, SHIM, tempDir, wrapperLog } from "./harness.ts";
+import { slot } from "./pool.ts";
 
 setDefaultTimeout(150_000);
 
@@ -53,19 +54,7 @@ interface Outcome extends RunResult {
   dir: string;
 }
 
-const MAX_RUNNING = 3;
-let running = 0;
-const waiting: (() => void)[] = [];
-async function slot<T>(fn: () => Promise<T>): Promise<T> {
-  if (running >= MAX_RUNNING) await new Promise<void>((r) => waiting.push(r));
-  running++;
-  try {
-    return await fn();
-  } finally {
-    running--;
-    waiting.shift()?.();
-  }
-}
+/** Queues a scenario now (a few at a time: ./pool.ts); resolves when its wrapper exits. */
 function scenario(p: JobPlan, prepare?: (dir: string) => void): Promise<Outcome> {
   return slot(async () => {
     const dir = materialize(p);

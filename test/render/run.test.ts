@@ -30,6 +30,7 @@ import {
   tempDir,
   wrapperLog,
 } from "./harness.ts";
+import { slot } from "./pool.ts";
 
 // Generous: on a loaded machine the shim (and bash) can be very slow.
 setDefaultTimeout(150_000);
@@ -63,25 +64,7 @@ interface Outcome extends RunResult {
   seen: Map<string, string[]>;
 }
 
-/**
- * At most this many wrappers run at once. Each one is a bash supervisor per container plus shim
- * processes polling every 0.2 s: all of them at once on two cores starve the timings they check.
- */
-const MAX_RUNNING = 3;
-let running = 0;
-const waiting: (() => void)[] = [];
-async function slot<T>(fn: () => Promise<T>): Promise<T> {
-  if (running >= MAX_RUNNING) await new Promise<void>((r) => waiting.push(r));
-  running++;
-  try {
-    return await fn();
-  } finally {
-    running--;
-    waiting.shift()?.();
-  }
-}
-
-/** Queues a scenario now (started in file order, MAX_RUNNING at a time); resolves when its wrapper exits. */
+/** Queues a scenario now (started in file order, a few at a time: ./pool.ts); resolves when its wrapper exits. */
 function scenario(p: JobPlan, opts: RunOptions & { prepare?: (dir: string) => void; dummySeconds?: number } = {}): Promise<Outcome> {
   return slot(() => runScenario(p, opts));
 }

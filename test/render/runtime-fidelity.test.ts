@@ -58,7 +58,7 @@ function withoutOptions(plan: JobPlan): JobPlan {
 const PLANS: [string, JobPlan][] = [["minimal", minimalPlan], ["rich", richPlan], ["every allowed singularity option", optionsPlan]];
 
 /** START_FLAGS + C_RUNTIME_OPTIONS and EXEC_FLAGS per container, from the wrapper's build_flags. */
-function builtFlags(plan: JobPlan, noEval: boolean, noHome: boolean): { start: string[]; exec: string[] }[] {
+function buildFlags(plan: JobPlan, noEval: boolean, noHome: boolean): { start: string[]; exec: string[] }[] {
   const dir = tempDir("fidelity-");
   const script = renderWrapper(plan).replace(/\nmain( "\$@")?\n*$/, "\n");
   const file = join(dir, "wrapper.sh");
@@ -92,6 +92,20 @@ function builtFlags(plan: JobPlan, noEval: boolean, noHome: boolean): { start: s
   return out;
 }
 
+/**
+ * buildFlags once per plan and setting: they do not depend on the release (the wrapper reads the
+ * runtime's version only when it runs), so every release is held to the same argvs.
+ */
+const built = new Map<JobPlan, Map<string, { start: string[]; exec: string[] }[]>>();
+function builtFlags(plan: JobPlan, noEval: boolean, noHome: boolean): { start: string[]; exec: string[] }[] {
+  const forPlan = built.get(plan) ?? new Map<string, { start: string[]; exec: string[] }[]>();
+  built.set(plan, forPlan);
+  const key = `${noEval} ${noHome}`;
+  let flags = forPlan.get(key);
+  if (!flags) forPlan.set(key, flags = buildFlags(plan, noEval, noHome));
+  return flags;
+}
+
 /** The first release of each stretch with the same flags for the wrapper's commands. */
 function representatives(flavour: RuntimeFlavour): string[] {
   let last = "";
@@ -103,13 +117,17 @@ function representatives(flavour: RuntimeFlavour): string[] {
   });
 }
 
-// Each release runs the shim a few hundred times, one bash each: seconds on a busy machine.
+// One shim process per release, a few seconds on a busy machine.
 setDefaultTimeout(120_000);
 
 const SHIMS = join(MINICONDOR, "shims");
 
-/** Runs the shim; a flag it refuses exits 1, an argv it accepts gets as far as the missing image or instance (255). */
-function shim(flavour: RuntimeFlavour, version: string, argv: string[]) {
+/**
+ * Runs each argv through the shim of that release, in one process: the shim's batch mode
+ * (shims/README.md#batch-mode) runs every argv through the same code as a call of its own. A flag
+ * it refuses exits 1; an argv it accepts gets as far as the missing image or instance (255).
+ */
+function shim(flavour: RuntimeFlavour, version: string, argvs: string[][]): { code: number; stderr: string }[] {
   const env = {
     PATH: process.env.PATH!,
     HOME: process.env.HOME ?? "/",
@@ -117,19 +135,27 @@ function shim(flavour: RuntimeFlavour, version: string, argv: string[]) {
     MINICONDOR_APPTAINER_VERSION: version,
     MINICONDOR_SINGULARITY_VERSION: version,
   };
-  const r = spawnSync(join(SHIMS, flavour), argv, { encoding: "utf8", env });
-  return { code: r.status, stderr: r.stderr };
+  const input = argvs.map((argv) => [String(argv.length), ...argv].map((w) => `${w}\0`).join("")).join("");
+  const r = spawnSync(join(SHIMS, flavour), ["__minicondor_batch"], { input, encoding: "utf8", env, maxBuffer: 64 << 20 });
+  expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: "" });
+  const fields = r.stdout.split("\0");
+  expect(fields.length).toBe(2 * argvs.length + 1);
+  return argvs.map((_, i) => ({ code: Number(fields[2 * i]), stderr: fields[2 * i + 1]! }));
 }
+
+/** Old releases keep the plan without a site's options. */
+const heldOld = new Map(PLANS.map(([, plan]) => [plan, withoutOptions(plan)]));
 
 describe("the runtime accepts every argv the wrapper builds", () => {
   for (const flavour of ["apptainer", "singularity"] as const) {
     for (const version of representatives(flavour)) {
       const supported = compareVersions(version, NO_EVAL_FROM[flavour]) >= 0;
       test(`${flavour} ${version}${supported ? "" : " (OldRuntime)"}`, () => {
+        const cases: { label: string; noEval: boolean; noHome: boolean; argv: string[] }[] = [];
         for (const [label, plan] of PLANS) {
           if (!supported && plan === optionsPlan) continue;
           // An old release is held to the wrapper's own flags: a site's singularity options are checked for supported releases only.
-          const held = supported ? plan : withoutOptions(plan);
+          const held = supported ? plan : heldOld.get(plan)!;
           for (const noEval of supported ? [true, false] : [false]) {
             for (const noHome of [true, false]) {
               for (const { start, exec } of builtFlags(held, noEval, noHome)) {
@@ -145,20 +171,25 @@ describe("the runtime accepts every argv the wrapper builds", () => {
                     ...argvs.slice(1).map(([mode, ...rest]) => [mode!, ...rest.slice(0, exec.length), "--env-file", "/x.env", ...rest.slice(exec.length)]),
                   );
                 }
-                for (const argv of argvs) {
-                  const r = shim(flavour, version, argv);
-                  expect({ label, noEval, noHome, argv, code: r.code, fatal: /^FATAL:/m.test(r.stderr) || r.stderr.split("\n")[0] }).toEqual({
-                    label,
-                    noEval,
-                    noHome,
-                    argv,
-                    code: 255,
-                    fatal: true,
-                  });
-                }
+                for (const argv of argvs) cases.push({ label, noEval, noHome, argv });
               }
             }
           }
+        }
+        // The same argv gives the same answer: each distinct one runs once, every case is checked against it.
+        const distinct = new Map(cases.map((c) => [JSON.stringify(c.argv), c.argv]));
+        const index = new Map([...distinct.keys()].map((k, i) => [k, i]));
+        const answers = shim(flavour, version, [...distinct.values()]);
+        for (const { label, noEval, noHome, argv } of cases) {
+          const r = answers[index.get(JSON.stringify(argv))!]!;
+          expect({ label, noEval, noHome, argv, code: r.code, fatal: /^FATAL:/m.test(r.stderr) || r.stderr.split("\n")[0] }).toEqual({
+            label,
+            noEval,
+            noHome,
+            argv,
+            code: 255,
+            fatal: true,
+          });
         }
       });
     }
@@ -166,7 +197,8 @@ describe("the runtime accepts every argv the wrapper builds", () => {
   test("instance stop as the wrapper runs it", () => {
     for (const flavour of ["apptainer", "singularity"] as const) {
       for (const version of representatives(flavour)) {
-        for (const flags of [["-t", "2"], ["-F"]]) expect(shim(flavour, version, ["instance", "stop", ...flags, "il-none"]).code).not.toBe(1);
+        const argvs = [["-t", "2"], ["-F"]].map((flags) => ["instance", "stop", ...flags, "il-none"]);
+        for (const [i, r] of shim(flavour, version, argvs).entries()) expect({ argv: argvs[i], code: r.code }).not.toEqual({ argv: argvs[i], code: 1 });
       }
     }
   });

@@ -12,6 +12,7 @@ import type { ContainerPlan, JobPlan, MountPlan, ProbePlan } from "../../src/cor
 import { renderWrapper } from "../../src/render/wrapper.ts";
 import { basePlan, container, initContainer, minimalPlan, withEnvFiles } from "./plans.ts";
 import { BASH, cleanup, materialize, readState, type RunResult, runWrapper, SHIM, tempDir, wrapperLog } from "./harness.ts";
+import { slot } from "./pool.ts";
 
 setDefaultTimeout(150_000);
 
@@ -55,29 +56,17 @@ function probe(command: string[]): ProbePlan {
   };
 }
 
-const MAX_RUNNING = 2;
-let running = 0;
-const waiting: (() => void)[] = [];
-
 interface Outcome extends RunResult {
   dir: string;
 }
 
-/** Queues a scenario now; resolves when its wrapper exits. */
+/** Queues a scenario now (a few at a time: ./pool.ts); resolves when its wrapper exits. */
 function scenario(p: JobPlan, prepare?: (dir: string) => void): Promise<Outcome> {
-  const go = async () => {
-    if (running >= MAX_RUNNING) await new Promise<void>((r) => waiting.push(r));
-    running++;
-    try {
-      const dir = materialize(p);
-      prepare?.(dir);
-      return { ...(await runWrapper(dir)), dir };
-    } finally {
-      running--;
-      waiting.shift()?.();
-    }
-  };
-  return go();
+  return slot(async () => {
+    const dir = materialize(p);
+    prepare?.(dir);
+    return { ...(await runWrapper(dir)), dir };
+  });
 }
 
 const runs = (o: Outcome, name: string) => {
