@@ -90,15 +90,41 @@ export interface SidecarOptions {
 const START_FLOOR_MS = 20_000;
 const START_FACTOR = 50;
 const startsMs: number[] = [];
+let versionMs: number | undefined;
 
 async function startDeadlineMs(): Promise<number> {
-  if (startsMs.length === 0) {
-    const t0 = performance.now();
-    await Bun.spawn([process.execPath, join(ROOT, "src", "main.bun.ts"), "--version"], { stdout: "ignore", stderr: "ignore" }).exited;
-    return Math.max(START_FLOOR_MS, START_FACTOR * (performance.now() - t0));
-  }
+  await measureLoad();
+  return Math.max(START_FLOOR_MS, START_FACTOR * unitMs());
+}
+
+/** The median start measured here, or before the first start the stand-in (`--version`). */
+function unitMs(): number {
+  if (startsMs.length === 0) return versionMs ?? 0;
   const sorted = [...startsMs].sort((a, b) => a - b);
-  return Math.max(START_FLOOR_MS, START_FACTOR * sorted[(sorted.length - 1) >> 1]!);
+  return sorted[(sorted.length - 1) >> 1]!;
+}
+
+/**
+ * Measures the stand-in for a start when nothing is measured yet: the time the sidecar's entry
+ * takes to print its version (its modules loaded under the load of the moment). A file whose test
+ * timeouts are scaled awaits it when it loads, before it declares them.
+ */
+export async function measureLoad(): Promise<void> {
+  if (startsMs.length > 0 || versionMs !== undefined) return;
+  const t0 = performance.now();
+  await Bun.spawn([process.execPath, join(ROOT, "src", "main.bun.ts"), "--version"], { stdout: "ignore", stderr: "ignore" }).exited;
+  versionMs = performance.now() - t0;
+}
+
+/**
+ * `ms` scaled by how much slower than a quick machine this test process finds the sidecar's
+ * start: the factor by which the start deadline exceeds its floor, never under 1. A deadline that
+ * guards against a hang in work that spawns processes (a job's start, a probe's exec through the
+ * runtime, a tool call, a test's own timeout) grows with the load as the start deadline does; on a
+ * quick machine it stays `ms`. With nothing measured yet (no start, no measureLoad) it is `ms`.
+ */
+export function scaled(ms: number): number {
+  return Math.round(ms * Math.max(1, (START_FACTOR * unitMs()) / START_FLOOR_MS));
 }
 
 export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
