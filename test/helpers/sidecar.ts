@@ -231,6 +231,13 @@ export function gatherStderr(proc: Bun.Subprocess<"ignore", "pipe", "pipe">): {
  */
 export const TEARDOWN_TIMEOUT_MS = 120_000;
 
+/**
+ * The timeout of a beforeAll that starts a file's sidecars, before scaling: give it as
+ * scaled(SETUP_TIMEOUT_MS), once the file has awaited measureLoad(). A start's own deadline scales
+ * the same way, so the hook's outlasts it; nothing is asserted on the time.
+ */
+export const SETUP_TIMEOUT_MS = 120_000;
+
 /** How many processes of minicondor's `tool` (whose arguments `match` accepts) run for the home `home`. */
 export function runningTools(home: string, tool: string, match: (argv: string[]) => boolean = () => true): number {
   return pidsWithEnvEntry(`MINICONDOR_HOME=${home}`).filter((pid) => {
