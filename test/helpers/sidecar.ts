@@ -2,7 +2,8 @@
  * Starts the real sidecar (from the sources, as a separate process) against minicondor and
  * talks to it over real HTTP, as interLink does: GET requests with JSON bodies included.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { afterAll } from "bun:test";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -66,6 +67,34 @@ export interface Sidecar {
   kill9(): Promise<void>;
   /** Stops the sidecar, kills every minicondor process of this home and removes the folder. */
   destroy(): Promise<void>;
+  /** GET /status of one pod (the whole v1.Pod, as interLink sends it): its status, or undefined when the answer leaves it out. */
+  // deno-lint-ignore no-explicit-any -- a v1.PodStatus as JSON, read field by field by the tests
+  statusOf(pod: unknown): Promise<any>;
+  /** Every tool call minicondor logged for this home (calls.log), in order; only `tool`'s when given. */
+  calls(tool?: string): ToolCall[];
+}
+
+/** One line of minicondor's calls.log: "<end ISO time> <tool> <argv as JSON> <ms> <exit code>". */
+export interface ToolCall {
+  tool: string;
+  argv: string[];
+  /** When it began and ended (Date.now() scale) and how long it took, milliseconds. */
+  start: number;
+  end: number;
+  ms: number;
+  code: number;
+}
+
+/** The calls minicondor logged in `home` (none when it has no calls.log yet). */
+export function readCalls(home: string, tool?: string): ToolCall[] {
+  const log = join(home, "calls.log");
+  if (!existsSync(log)) return [];
+  return readFileSync(log, "utf8").split("\n").filter(Boolean).map((line) => {
+    const parts = line.split(" ");
+    const end = Date.parse(parts[0]!);
+    const ms = Number(parts.at(-2));
+    return { tool: parts[1]!, argv: JSON.parse(parts.slice(2, -2).join(" ")) as string[], start: end - ms, end, ms, code: Number(parts.at(-1)) };
+  }).filter((c) => tool === undefined || c.tool === tool);
 }
 
 export interface SidecarOptions {
@@ -178,6 +207,12 @@ export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
     call: (method, path, body, opts) => http(p, method, path, body, opts),
     stop,
     kill9,
+    async statusOf(pod) {
+      const r = await http(p, "GET", "/status", [pod]);
+      if (r.status !== 200) throw new Error(`GET /status answered ${r.status}: ${r.body}`);
+      return (JSON.parse(r.body) as unknown[])[0];
+    },
+    calls: (tool) => readCalls(home, tool),
     async destroy() {
       if (proc.exitCode === null) {
         proc.kill("SIGTERM");
@@ -185,6 +220,29 @@ export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
       }
       await cleanup(home, true);
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The sidecars one test file starts, all destroyed after its last test: `start` is startSidecar
+ * with the file's own defaults (`defaults` adds to each start's options), and registers the
+ * afterAll (TEARDOWN_TIMEOUT_MS) that each file used to write out for itself.
+ */
+export function sidecars(defaults: (o: SidecarOptions) => SidecarOptions = (o) => o): {
+  start(o?: SidecarOptions): Promise<Sidecar>;
+  started: Sidecar[];
+} {
+  const started: Sidecar[] = [];
+  afterAll(async () => {
+    for (const s of started) await s.destroy();
+  }, TEARDOWN_TIMEOUT_MS);
+  return {
+    started,
+    async start(o = {}) {
+      const s = await startSidecar(defaults(o));
+      started.push(s);
+      return s;
     },
   };
 }
