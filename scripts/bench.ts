@@ -11,6 +11,8 @@
  *     operator:  [--operator-scale 1]
  *     operator-spool: [--operator-spool-scale 1]
  *     schedds:   [--schedds-creates 2000] [--schedds-pods 10000]
+ *     load:      [--load-pods 200] [--load-interval 5] [--load-duration 120] [--load-ping-interval 30]
+ *                [--load-max-sleep 20] [--load-delete-running 10] [--load-concurrency N] [--load-slots N]
  *
  * dist/htcondor-sidecar is built first when it is missing or older than src/ (--build: always).
  * --quick (smaller sizes and shorter runs everywhere) only checks that the script works: its
@@ -29,7 +31,9 @@
  *   operator-spool  the same on a spooled schedd: ads read in a quiet minute, a proc's end to
  *              status.succeeded (operator-bench.ts);
  *   schedds    several schedds: `--schedds-creates` creates at once over 1, 2 and 3 schedds, /status
- *              of `--schedds-pods` pods over 3, and creates while a schedd stops (schedds-bench.ts).
+ *              of `--schedds-pods` pods over 3, and creates while a schedd stops (schedds-bench.ts);
+ *   load       interLink's load on one sidecar, from `--load-pods` creates at once to their
+ *              deletes, with the checks of every answer as rows that must hold (load-bench.ts).
  * `--only eventlog` runs only the named ones, `--skip operator` all but those (`--only-eventlog`,
  * `--only-burst` and `--skip-operator` say the same).
  *
@@ -65,13 +69,14 @@ import {
 } from "./lib/bench-kit.ts";
 import { eventLogBench } from "./lib/eventlog-bench.ts";
 import { BINARY, ROOT } from "./lib/kit.ts";
+import { loadBench } from "./lib/load-bench.ts";
 import { operatorBench, operatorSpoolBench } from "./lib/operator-bench.ts";
 import { scheddsBench } from "./lib/schedds-bench.ts";
 import { sidecarBench } from "./lib/sidecar-bench.ts";
 import { spoolBench } from "./lib/spool-bench.ts";
 
 /** The benchmarks, in the order they run. A new one is a scripts/lib/*-bench.ts module exporting a Bench (bench-kit.ts), and a line here. */
-const BENCHES: readonly Bench[] = [sidecarBench, batchBench, eventLogBench, spoolBench, burstBench, operatorBench, operatorSpoolBench, scheddsBench];
+const BENCHES: readonly Bench[] = [sidecarBench, batchBench, eventLogBench, spoolBench, burstBench, operatorBench, operatorSpoolBench, scheddsBench, loadBench];
 
 const DRIVER_FLAGS: Record<string, FlagSpec> = {
   quick: { type: "boolean", default: false },

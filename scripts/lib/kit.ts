@@ -1,5 +1,5 @@
 /**
- * Shared by scripts/bench.ts and scripts/load-test.ts: start a sidecar (the compiled binary, the
+ * Shared by the benchmarks (scripts/bench.ts and scripts/lib/*-bench.ts): start a sidecar (the compiled binary, the
  * sources on Bun, or the sources on Deno) against a minicondor home, talk to it over keep-alive
  * HTTP as interLink does (GET with JSON bodies), read minicondor's calls.log, and small stats.
  * Everything a run creates lives in one temporary folder; `stop()` and `cleanupHome()` undo it.

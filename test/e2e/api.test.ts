@@ -4,8 +4,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { configMapObject, dataEntry, makeCreateRequest, secretObject } from "../fixtures/pods.ts";
-import { eventually, http, type Sidecar, startSidecar, toolsRunning } from "../helpers/sidecar.ts";
+import { eventually, http, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS, toolsRunning } from "../helpers/sidecar.ts";
 import { PING_ANSWER_KEEP_MS } from "../../src/core/health.ts";
+
+// Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
+// (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
+await measureLoad();
 
 let sc: Sidecar;
 let n = 0;
@@ -60,10 +64,10 @@ function shPod(name: string, script: string, extra: { spec?: Json; metadata?: Js
 
 beforeAll(async () => {
   sc = await startSidecar({ config: "PingFailureThreshold: 2\nHoldGraceSeconds: 1\n" });
-});
+}, scaled(SETUP_TIMEOUT_MS));
 afterAll(async () => {
   await sc?.destroy();
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 describe("transport", () => {
   test("check-1 check-2 check-17: GET /status with [] is the ping: 200 and a PingResponse object", async () => {
@@ -74,11 +78,11 @@ describe("transport", () => {
     expect(Number(body.resources.cpu)).toBeGreaterThan(0);
     expect(body.resources.memory).toMatch(/^\d+Mi$/);
     expect(body.resources.pods).toBe("1000");
-  });
+  }, scaled(60_000));
   test("check-5: keep-alive idle timeout above 120 s", async () => {
     const r = await sc.call("GET", "/status", []);
     expect(String(r.headers["keep-alive"])).toMatch(/timeout=125/);
-  });
+  }, scaled(60_000));
   test("bad bodies: 4xx with one plain-text line", async () => {
     for (
       const [path, method, raw, code] of [
@@ -93,7 +97,7 @@ describe("transport", () => {
       expect(String(r.headers["content-type"])).toMatch(/^text\/plain/);
       expect(r.body.trimEnd().includes("\n")).toBe(false);
     }
-  });
+  }, scaled(60_000));
 });
 
 describe("create, status, delete", () => {
@@ -179,7 +183,7 @@ describe("create, status, delete", () => {
     expect(r.status).toBe(400);
     expect(r.body).toContain("PASSWORD");
     expect(existsSync(join(sc.dataRoot, "pods", req.pod.metadata.uid))).toBe(false);
-  });
+  }, scaled(60_000));
 
   test("check-11 check-12 check-13 check-16: volumes at mount paths, shared emptyDir, init order, pre-exec first", async () => {
     const u = uid();

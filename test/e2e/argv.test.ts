@@ -9,7 +9,10 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { configMapObject, dataEntry, type Json, makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, type HttpResult, jobsByUid, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, type HttpResult, jobsByUid, measureLoad, scaled, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+
+// Each test's own timeout scales with the load measured now (test/helpers/sidecar.ts, scaled).
+await measureLoad();
 
 /** What the table drives through every call: option spellings of the tools (`-name x`: one argument with a space). */
 const NAMES = ["-rf", "--version", "-append", "-name x"];
@@ -21,7 +24,7 @@ const isUid = (s: string) => /^[A-Za-z0-9-]{1,128}$/.test(s);
 const started: Sidecar[] = [];
 afterAll(async () => {
   for (const s of started) await s.destroy();
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 /**
  * The options the sidecar gives each tool (src/condor/tools.ts, toolArgs) and how many values each
@@ -109,7 +112,7 @@ describe("a pod UID that starts with '-' (docs/htcondor.md#condor_submit-options
     expect(misread(sc, ["-rf"])).toEqual([]);
     const jobs = jobsByUid(sc);
     [first, ...rest].forEach((r, i) => expect(jobs.get(r.pod.metadata.uid)).toEqual([jid(answers[i]!)]));
-  }, 120_000);
+  }, scaled(120_000));
 });
 
 describe("argv-like names through every tool call (docs/threat-model.md#8-a-pods-name-read-as-an-option)", () => {
@@ -141,7 +144,14 @@ describe("argv-like names through every tool call (docs/threat-model.md#8-a-pods
           command: ["bash", "-c", script, "bash", name],
           env: [{ name, value: "v" }],
           volumeMounts: [{ name: "cfg", mountPath: "/data" }, { name: "cfg", mountPath: "/etc/probe", subPath: name }],
-          readinessProbe: { exec: { command: ["sh", "-c", 'test -f "/data/$1"', "sh", name] }, periodSeconds: 1 },
+          // An explicit timeoutSeconds: Kubernetes' default of 1 s fails every exec through the
+          // runtime on a busy machine, and the pod never becomes ready. Scaled as the helper's
+          // deadlines are (scaled: by the sidecar starts measured in this run).
+          readinessProbe: {
+            exec: { command: ["sh", "-c", 'test -f "/data/$1"', "sh", name] },
+            periodSeconds: 1,
+            timeoutSeconds: Math.ceil(scaled(30_000) / 1000),
+          },
           resources: {},
         }],
         volumes: [{ name: "cfg", configMap: { name: "cfg", items: [{ key: "payload", path: name }] } }],
@@ -166,17 +176,17 @@ describe("argv-like names through every tool call (docs/threat-model.md#8-a-pods
         const s = await statusOf(sc, named.pod);
         return s.containers[0].state.running && s.containers[0].ready ? s : undefined;
       },
-      60_000,
+      scaled(60_000),
       "the named pod running and ready",
     );
-    await eventually(async () => ((await logs(sc, named.pod)).body === line ? true : undefined), 30_000, "the named pod's live log");
+    await eventually(async () => ((await logs(sc, named.pod)).body === line ? true : undefined), scaled(30_000), "the named pod's live log");
     for (const r of rest) {
       const s = await eventually(
         async () => {
           const st = await statusOf(sc, r.pod);
           return st.containers[0].state.terminated ? st : undefined;
         },
-        60_000,
+        scaled(60_000),
         `${r.pod.metadata.name} to end`,
       );
       expect(s.containers[0].state.terminated.exitCode).toBe(0);
@@ -189,7 +199,7 @@ describe("argv-like names through every tool call (docs/threat-model.md#8-a-pods
     // The calls read above: every tool that takes a job id, a file or a pod's UID (in a constraint).
     const tools = new Set(readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").map((l) => l.split(" ")[1]));
     for (const t of ["condor_submit", "condor_q", "condor_tail", "condor_transfer_data", "condor_rm", "condor_chirp"]) expect([...tools]).toContain(t);
-  }, 180_000);
+  }, scaled(180_000));
 
   test.each(NAMES.filter((name) => !isUid(name)))("%p as a UID is refused with a 400, and nothing is left behind", async (name) => {
     const sc = await startSidecar({ args: ["--dummy-job"] });
@@ -199,7 +209,7 @@ describe("argv-like names through every tool call (docs/threat-model.md#8-a-pods
     expect(r.body).toContain("metadata.uid");
     expect(existsSync(join(sc.dataRoot, "pods", name))).toBe(false);
     expect(existsSync(join(sc.home, "calls.log")) ? misread(sc, [name]) : []).toEqual([]);
-  }, 60_000);
+  }, scaled(60_000));
 
   test.each(NAMES)("%p as a pod name, namespace, container name or image file is refused with a 400, and nothing is left behind", async (name) => {
     const sc = await startSidecar({ args: ["--dummy-job"] });
@@ -220,5 +230,5 @@ describe("argv-like names through every tool call (docs/threat-model.md#8-a-pods
     }
     // Nothing was submitted.
     expect(existsSync(join(sc.home, "calls.log")) ? readFileSync(join(sc.home, "calls.log"), "utf8") : "").not.toContain("condor_submit");
-  }, 60_000);
+  }, scaled(60_000));
 });

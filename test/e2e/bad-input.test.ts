@@ -8,7 +8,11 @@ import { existsSync, lstatSync, readdirSync, readFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, type HttpResult, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, type HttpResult, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+
+// Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
+// (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
+await measureLoad();
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -40,10 +44,10 @@ beforeAll(async () => {
   sc = await startSidecar({ config: "BodyLimit: 1048576\n" });
   marker = join(sc.dir, "INJECTED");
   inject = `touch ${marker}`;
-});
+}, scaled(SETUP_TIMEOUT_MS));
 afterAll(async () => {
   await sc?.destroy();
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 /**
  * POSTs bytes as they are: the helper's `raw` is a JS string, which it encodes as UTF-8, so it
@@ -183,8 +187,8 @@ describe("bad input: 4xx, one line, nothing submitted, nothing left behind", () 
   let before: Map<string, string>;
   beforeAll(() => {
     before = snapshot(sc.dir, unchangedByRequests);
-  });
-  test(`the table has at least 40 cases (${table.length})`, () => expect(table.length).toBeGreaterThanOrEqual(40));
+  }, scaled(SETUP_TIMEOUT_MS));
+  test(`the table has at least 40 cases (${table.length})`, () => expect(table.length).toBeGreaterThanOrEqual(40), scaled(60_000));
   for (const [name, mutate, want] of table) {
     test(name, async () => {
       let res;
@@ -200,7 +204,7 @@ describe("bad input: 4xx, one line, nothing submitted, nothing left behind", () 
       if (want) expect(res.status).toBe(want);
       expectOneLineReason(res);
       expectNothingDone();
-    });
+    }, scaled(60_000));
   }
   // docs/interlink.md#get-status (status takes a list of pods), docs/interlink.md#get-getlogs
   // (getLogs one object), docs/interlink.md#post-delete (delete one pod).
@@ -215,14 +219,14 @@ describe("bad input: 4xx, one line, nothing submitted, nothing left behind", () 
     expect(res.status).toBe(400);
     expectOneLineReason(res);
     expectNothingDone();
-  });
+  }, scaled(60_000));
   test("after all of them: nothing written anywhere in the sidecar's folder but its state store", () => {
     expectNothingDone();
     expect(before.has("SidecarConfig.yaml") && before.has("data")).toBe(true);
     const after = snapshot(sc.dir, unchangedByRequests);
     expect([...after.keys()].filter((k) => !before.has(k))).toEqual([]);
     expect([...before].filter(([k, v]) => after.get(k) !== v).map(([k]) => k)).toEqual([]);
-  });
+  }, scaled(60_000));
 });
 
 describe("hostile but valid input is data, never code", () => {

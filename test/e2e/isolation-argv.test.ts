@@ -9,8 +9,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { configMapObject, dataEntry, type Json, makeCreateRequest, secretObject } from "../fixtures/pods.ts";
-import { eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, measureLoad, scaled, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 import { attachTrace, execsWith, straceCheck } from "../render/harness.ts";
+
+// Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
+// (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
+await measureLoad();
 
 const check = straceCheck();
 if ("problem" in check) console.error(`SKIPPED: the argv audit needs strace: ${check.problem}`);
@@ -98,7 +102,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sc?.destroy();
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 describe("argv audit (strace -f -e trace=execve)", () => {
   test.skipIf("problem" in check)("the pod ran, its values arrived, probes and hooks ran", () => {
@@ -108,19 +112,19 @@ describe("argv audit (strace -f -e trace=execve)", () => {
     expect(execsWith(trace, "instance").length).toBeGreaterThan(3);
     expect(execsWith(trace, "instance://").length).toBeGreaterThan(3);
     expect(execsWith(trace, "exec_with_env").length).toBeGreaterThanOrEqual(2);
-  });
+  }, scaled(60_000));
 
   test.skipIf("problem" in check)("no execve carries a value from a secret or a configMap, nor a literal one with an identifier name", () => {
     const found = Object.fromEntries(
       [...Object.values(SECRET), ...Object.values(CONFIG), LITERAL_PLAIN].map((v) => [v, execsWith(trace, v)]),
     );
     expect(found).toEqual(Object.fromEntries([...Object.values(SECRET), ...Object.values(CONFIG), LITERAL_PLAIN].map((v) => [v, []])));
-  });
+  }, scaled(60_000));
 
   // The one value that may: the pod spec's own literal, under a name no environment can carry.
   test.skipIf("problem" in check)("a literal value under a name that is not a shell identifier travels as env NAME=value", () => {
     expect(execsWith(trace, `odd.name=${LITERAL_ODD}`).length).toBeGreaterThan(0);
-  });
+  }, scaled(60_000));
 });
 
 // What cannot travel in an environment travels on a command line: a name that is not a shell
@@ -171,7 +175,7 @@ describe("names that could only travel on a command line", () => {
       expect([r.status, r.body]).toEqual([400, expect.stringMatching(why)]);
       for (const v of [SECRET.password, SECRET.token, CONFIG.level]) expect(r.body).not.toContain(v);
       expect(r.body.trim().split("\n")).toHaveLength(1);
-    });
+    }, scaled(60_000));
   }
 
   test("literal values under such names, and the same names never delivered (no command), are accepted", async () => {
@@ -185,5 +189,5 @@ describe("names that could only travel on a command line", () => {
       const r = await create(c);
       expect([JSON.stringify(c), r.status]).toEqual([JSON.stringify(c), 200]);
     }
-  });
+  }, scaled(60_000));
 });

@@ -8,8 +8,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 import { shQuote } from "../../src/render/sh.ts";
+
+// Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
+// (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
+await measureLoad();
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -24,10 +28,10 @@ beforeAll(async () => {
   // A file of the submit host that the sidecar's user can read and the pod must not.
   secretFile = join(sc.dir, "token");
   writeFileSync(secretFile, `${SECRET}\n`, { mode: 0o600 });
-});
+}, scaled(SETUP_TIMEOUT_MS));
 afterAll(async () => {
   await sc.destroy();
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 function pod(name: string, preExec: string, script = "sleep 60") {
   return makeCreateRequest({

@@ -7,7 +7,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { b64, makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, type HttpResult, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, type HttpResult, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+
+// Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
+// (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
+await measureLoad();
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -19,10 +23,10 @@ const CONTROL_OR_LINE_BREAK = /[\p{Cc}\p{Zl}\p{Zp}]/u;
 
 beforeAll(async () => {
   sc = await startSidecar();
-});
+}, scaled(SETUP_TIMEOUT_MS));
 afterAll(async () => {
   await sc?.destroy();
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 /** A valid one-container pod; `c` changes the container, `container` replaces the request's data. */
 function pod(name: string, c: Json = {}, more: { volumes?: Json[]; annotations?: Record<string, string>; container?: Json[] } = {}): Json {
@@ -102,7 +106,7 @@ describe("class 5: reasons never show secret or configMap data", () => {
     }, { volumes: emptyDir, container: dataOf({ secrets: [secretObject("creds", { pw: secret })] }) });
     const res = await expectRefusedBeforeSubmit(r, "spec.containers[0].volumeMounts[0].subPathExpr", [secret, "s3cr3t-A"]);
     expect(res.body).toContain("must not contain '..'");
-  });
+  }, scaled(60_000));
 
   test("a secretKeyRef env expanded into subPathExpr with a character --bind cannot carry", async () => {
     const secret = "s3cr3t-B:with-colon";
@@ -112,7 +116,7 @@ describe("class 5: reasons never show secret or configMap data", () => {
     }, { volumes: emptyDir, container: dataOf({ secrets: [secretObject("creds", { pw: secret })] }) });
     const res = await expectRefusedBeforeSubmit(r, "spec.containers[0].volumeMounts[0].subPathExpr", [secret, "s3cr3t-B"]);
     expect(res.body).toContain("must not contain ':'");
-  });
+  }, scaled(60_000));
 
   test("a secret with a line break expanded into subPathExpr (the wrapper's bind check would have quoted it)", async () => {
     const secret = "s3cr3t-C\nsecond-line";
@@ -121,7 +125,7 @@ describe("class 5: reasons never show secret or configMap data", () => {
       volumeMounts: [{ name: "scratch", mountPath: "/x", subPathExpr: "$(S)" }],
     }, { volumes: emptyDir, container: dataOf({ secrets: [secretObject("creds", { pw: secret })] }) });
     await expectRefusedBeforeSubmit(r, "spec.containers[0].volumeMounts[0].subPathExpr", [secret, "s3cr3t-C", "second-line"]);
-  });
+  }, scaled(60_000));
 
   test("a configMapKeyRef env expanded into subPathExpr", async () => {
     const value = "/c0nfig-D-absolute";
@@ -130,7 +134,7 @@ describe("class 5: reasons never show secret or configMap data", () => {
       volumeMounts: [{ name: "scratch", mountPath: "/x", subPathExpr: "$(C)" }],
     }, { volumes: emptyDir, container: dataOf({ configMaps: [{ metadata: { name: "settings" }, data: { dir: value } }] }) });
     await expectRefusedBeforeSubmit(r, "spec.containers[0].volumeMounts[0].subPathExpr", [value, "c0nfig-D"]);
-  });
+  }, scaled(60_000));
 
   test("envFrom a secret, expanded into subPathExpr", async () => {
     const secret = "../s3cr3t-E";
@@ -139,7 +143,7 @@ describe("class 5: reasons never show secret or configMap data", () => {
       volumeMounts: [{ name: "scratch", mountPath: "/x", subPathExpr: "$(TOKEN_E)" }],
     }, { volumes: emptyDir, container: dataOf({ secrets: [secretObject("bag", { TOKEN_E: secret })] }) });
     await expectRefusedBeforeSubmit(r, "spec.containers[0].volumeMounts[0].subPathExpr", [secret, "s3cr3t-E"]);
-  });
+  }, scaled(60_000));
 
   // A key is named, a value never: Kubernetes shows keys to whoever may describe the object, and
   // the variable made from one must be named to say what to fix (class 3).
@@ -149,7 +153,7 @@ describe("class 5: reasons never show secret or configMap data", () => {
     });
     const res = await expectRefusedBeforeSubmit(r, "spec.containers[0].envFrom[0]", ["s3cr3t-F", "tail"]);
     expect(res.body).toContain("P_S3CR3T_KEY_F");
-  });
+  }, scaled(60_000));
 
   test("envFrom a secret whose value is not UTF-8", async () => {
     const value = "s3cr3t-G\xff\xfe";
@@ -158,7 +162,7 @@ describe("class 5: reasons never show secret or configMap data", () => {
     });
     const res = await expectRefusedBeforeSubmit(r, "spec.containers[0].envFrom[0]", ["s3cr3t-G", btoa(value)]);
     expect(res.body).toContain("S3CR3T_KEY_G");
-  });
+  }, scaled(60_000));
 
   test("a secretKeyRef env expanded into command", async () => {
     // A name that is not a shell identifier reaches the container through `env NAME=value
@@ -169,13 +173,13 @@ describe("class 5: reasons never show secret or configMap data", () => {
       env: [{ name: "S", valueFrom: { secretKeyRef: { name: "creds", key: "pw" } } }, { name: "odd-name", value: "1" }],
     }, { container: dataOf({ secrets: [secretObject("creds", { pw: secret })] }) });
     await expectRefusedBeforeSubmit(r, "spec.containers[0].command[0]", [secret, "s3cr3t-H"]);
-  });
+  }, scaled(60_000));
 
   test("a secret key that is no file name", async () => {
     const r = pod("sec-key", {}, { container: dataOf({ secrets: [{ metadata: { name: "s" }, data: { "key I": b64("s3cr3t-I") } }] }) });
     const res = await expectRefusedBeforeSubmit(r, "container[0].secrets[0].data", ["s3cr3t-I"]);
     expect(res.body).toContain('"key I"');
-  });
+  }, scaled(60_000));
 
   test("two keys of a projected volume that collide as files", async () => {
     const r = pod("proj-collide", { volumeMounts: [{ name: "kube-api", mountPath: "/var/run/secrets" }] }, {
@@ -183,7 +187,7 @@ describe("class 5: reasons never show secret or configMap data", () => {
       container: dataOf({ projected: [{ metadata: { name: "kube-api" }, data: { "key-J": "s3cr3t-J1", "key-J/inner": "s3cr3t-J2" } }] }),
     });
     await expectRefusedBeforeSubmit(r, "container[0].projectedvolumemaps[0].data", ["s3cr3t-J1", "s3cr3t-J2"]);
-  });
+  }, scaled(60_000));
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -204,7 +208,7 @@ describe("class 6: submit values stay on their line; the pod's own refused optio
   ])("%s never reaches the submit file", async (_, text) => {
     const res = await expectRefusedBeforeSubmit(withOptions("bs", text), SUBMIT_FIELD);
     expect(res.body).toContain("which would continue it onto the next line");
-  });
+  }, scaled(60_000));
 
   test.each([
     ["a rank that does not parse", "rank = (1 +", "Parse error in expression"],
@@ -220,7 +224,7 @@ describe("class 6: submit values stay on their line; the pod's own refused optio
     expect(res.body).not.toContain(process.env.HOME ?? "/root");
     expect(callsOf("condor_submit")).toBe(submits + 1);
     await expectNothingLeft(r);
-  });
+  }, scaled(60_000));
 
   test("the schedd down while the pod sets options: still 503, HTCondor's side", async () => {
     writeFileSync(join(sc.home, "faults.json"), JSON.stringify({ scheddDown: true }));
@@ -233,7 +237,7 @@ describe("class 6: submit values stay on their line; the pod's own refused optio
     } finally {
       writeFileSync(join(sc.home, "faults.json"), "{}");
     }
-  });
+  }, scaled(60_000));
 
   test("the sidecar's and the site's own lines are trusted: a refused site line is 503, not the pod's error", async () => {
     const site = await startSidecar({ config: 'Submit:\n  ExtraLines:\n    "+SiteBroken": "(1 +"\n' });
@@ -288,7 +292,7 @@ describe("class 7: U+2028, U+2029 and U+0085 never break a reason", () => {
     const res = await expectRefusedBeforeSubmit(r, field);
     // The character is shown escaped, so the reason still says what was wrong.
     expect(res.body).toMatch(/\\u(2028|2029|0085)/);
-  });
+  }, scaled(60_000));
 });
 
 test("class 7: a body that is not JSON, with U+2028 where the parser stops: the parser's words are one line too", async () => {
@@ -299,7 +303,7 @@ test("class 7: a body that is not JSON, with U+2028 where the parser stops: the 
   expectReason(res, "the body is not valid JSON");
   expect(callsOf("condor_submit")).toBe(submits);
   expect(existsSync(pods) ? readdirSync(pods) : []).toEqual(before);
-});
+}, scaled(60_000));
 
 describe("after all of them", () => {
   test("nothing was submitted and nothing is left in the data folder but the state store", () => {
@@ -312,5 +316,5 @@ describe("after all of them", () => {
       const at = join(sc.dataRoot, folder);
       expect([folder, existsSync(at) ? readdirSync(at) : []]).toEqual([folder, []]);
     }
-  });
+  }, scaled(60_000));
 });

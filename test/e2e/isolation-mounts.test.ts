@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Json, makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 
 let sc: Sidecar;
 let n = 0;
@@ -123,7 +123,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await sc?.destroy();
   rmSync(host, { recursive: true, force: true });
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 describe("subPath through a symlink an init container planted", () => {
   test("to a host folder, to another container's env file, to the wrapper's control folder: each refused", async () => {

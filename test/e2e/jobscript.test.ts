@@ -9,8 +9,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { dataEntry, type Json, makeCreateRequest, secretObject } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, measureLoad, scaled, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 import { attachTrace, execsWith, straceCheck } from "../render/harness.ts";
+
+// Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
+// (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
+await measureLoad();
 
 const check = straceCheck();
 if ("problem" in check) console.error(`SKIPPED (the argv part only): the argv audit needs strace: ${check.problem}`);
@@ -85,7 +89,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([off?.destroy(), on?.destroy()]);
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 describe("the channel off (the default)", () => {
   test("a create with a script: 400 saying how to turn it on, one line, nothing submitted, nothing written", async () => {
@@ -98,7 +102,7 @@ describe("the channel off (the default)", () => {
     expect(r.body).not.toContain("never runs");
     expect(existsSync(join(off.dataRoot, "pods", req.pod.metadata.uid))).toBe(false);
     expect(jobsFor(off, req.pod.metadata.uid)).toBe(0);
-  });
+  }, scaled(60_000));
 });
 
 describe("the channel on", () => {
@@ -150,7 +154,7 @@ describe("the channel on", () => {
   test("while the script runs: init containers Completed with 0, every container running", () => {
     expect(running.initContainers.map((c: Json) => [c.name, c.state.terminated?.reason, c.state.terminated?.exitCode])).toEqual([["prepare", "Completed", 0]]);
     expect(running.containers.map((c: Json) => [c.name, Object.keys(c.state)])).toEqual([["main", ["running"]], ["helper", ["running"]]]);
-  });
+  }, scaled(60_000));
 
   test("then every container terminated with the script's exit code: 0", () => {
     expect(okFinal.initContainers.map((c: Json) => [c.name, c.state.terminated.reason, c.state.terminated.exitCode])).toEqual([["prepare", "Completed", 0]]);
@@ -159,7 +163,7 @@ describe("the channel on", () => {
       "Completed",
       0,
     ]]);
-  });
+  }, scaled(60_000));
 
   test("and a nonzero one: 42, Error, for every container; the init containers still Completed", () => {
     expect(failingFinal.initContainers.map((c: Json) => [c.name, c.state.terminated.reason, c.state.terminated.exitCode])).toEqual([[
@@ -172,7 +176,7 @@ describe("the channel on", () => {
       "Error",
       42,
     ]]);
-  });
+  }, scaled(60_000));
 
   test("the first container's log is the script's output (stdout and stderr); the others' are empty", async () => {
     const main = await logOf(on, ok.pod, "main");
@@ -191,7 +195,7 @@ describe("the channel on", () => {
       expect((await logOf(on, pod, "helper")).body).toBe("");
       expect((await logOf(on, pod, "prepare")).body).toBe("");
     }
-  });
+  }, scaled(60_000));
 
   test("the script is a 0700 file of the pod folder, named by the wrapper and the submit file, never pasted into them", () => {
     expect(podFolderMode).toBe(0o700);
@@ -201,12 +205,12 @@ describe("the channel on", () => {
       expect(text).not.toContain("script starts");
       expect(text).not.toContain(sum(SECRET));
     }
-  });
+  }, scaled(60_000));
 
   test.skipIf("problem" in check)("the secret env reached the script through its environment: no execve carries it", () => {
     // The trace saw the script start (by its path) and the commands it ran.
     expect(execsWith(trace, "job-script.sh").length).toBeGreaterThan(0);
     expect(execsWith(trace, "sha256sum").length).toBeGreaterThan(0);
     expect(execsWith(trace, SECRET)).toEqual([]);
-  });
+  }, scaled(60_000));
 });

@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -16,7 +16,7 @@ const images = mkdtempSync(join(tmpdir(), "kept-log-images-"));
 afterAll(async () => {
   await sc?.destroy();
   rmSync(images, { recursive: true, force: true });
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 let n = 0;
 function pod(name: string, image: string, script = "echo never") {

@@ -4,7 +4,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { request } from "node:http";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+
+// Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
+// (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
+await measureLoad();
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -83,10 +87,10 @@ const done = (p: Json) =>
 
 beforeAll(async () => {
   sc = await startSidecar();
-});
+}, scaled(SETUP_TIMEOUT_MS));
 afterAll(async () => {
   await sc?.destroy();
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 describe("finished pod", () => {
   let p: Json;
@@ -100,33 +104,33 @@ describe("finished pod", () => {
     const r = await logs(p.pod, "main");
     expect(r.status).toBe(200);
     expect(r.body).toBe("one\ntwo\nthree\nno newline\n");
-  });
-  test("Tail", async () => expect((await logs(p.pod, "main", { Tail: 2 })).body).toBe("three\nno newline\n"));
-  test("Bytes", async () => expect((await logs(p.pod, "main", { Bytes: 6 })).body).toBe("one\ntw"));
+  }, scaled(60_000));
+  test("Tail", async () => expect((await logs(p.pod, "main", { Tail: 2 })).body).toBe("three\nno newline\n"), scaled(60_000));
+  test("Bytes", async () => expect((await logs(p.pod, "main", { Bytes: 6 })).body).toBe("one\ntw"), scaled(60_000));
   test("Timestamps: RFC 3339 prefix like the kubelet's", async () => {
     const lines = (await logs(p.pod, "main", { Timestamps: true })).body.trimEnd().split("\n");
     expect(lines).toHaveLength(4);
     for (const l of lines) expect(l).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z /);
-  });
+  }, scaled(60_000));
   test("SinceTime keeps the newer lines", async () => {
     const stamped = (await logs(p.pod, "main", { Timestamps: true })).body.trimEnd().split("\n");
     const third = stamped[2]!.split(" ")[0]!;
     expect((await logs(p.pod, "main", { SinceTime: third })).body).toBe("three\nno newline\n");
-  });
+  }, scaled(60_000));
   test("SinceSeconds: a large window keeps all, a tiny one nothing", async () => {
     expect((await logs(p.pod, "main", { SinceSeconds: 3600 })).body).toBe("one\ntwo\nthree\nno newline\n");
     await Bun.sleep(1100);
     expect((await logs(p.pod, "main", { SinceSeconds: 1 })).body).toBe("");
-  });
+  }, scaled(60_000));
   test("Previous with no restart: empty, still 200", async () => {
     const r = await logs(p.pod, "main", { Previous: true });
     expect(r.status).toBe(200);
     expect(r.body).toBe("");
-  });
+  }, scaled(60_000));
   test("Follow on a finished pod returns the log and ends", async () => {
     const r = await logs(p.pod, "main", { Follow: true });
     expect(r.body).toBe("one\ntwo\nthree\nno newline\n");
-  });
+  }, scaled(60_000));
 });
 
 describe("a 100 MB log", () => {
@@ -444,21 +448,21 @@ describe("errors and edge cases", () => {
     const r = await logs({ metadata: { namespace: "default", uid: "9999aaaa-0000-4000-8000-000000000000", name: "ghost" } }, "main");
     expect(r.status).toBe(404);
     expect(r.body).toMatch(/not known/);
-  });
+  }, scaled(60_000));
   test("check-27 unknown container → 404 plain text", async () => {
     const p = pod("known", "true");
     await sc.call("POST", "/create", p);
     const r = await logs(p.pod, "nope");
     expect(r.status).toBe(404);
     expect(r.body).toMatch(/no container "nope"/);
-  });
+  }, scaled(60_000));
   test("a known pod whose job has not started yet answers 200 with an empty body", async () => {
     const p = pod("quiet", "sleep 5");
     await sc.call("POST", "/create", p);
     const r = await logs(p.pod, "main");
     expect(r.status).toBe(200);
     expect(r.body).toBe("");
-  });
+  }, scaled(60_000));
   test("Previous: the log of the instance before the last restart", async () => {
     const p = pod("restarts", "if [ -e /tmp/again ]; then echo second run; exit 0; fi; touch /tmp/again; echo first run; exit 1", {
       restartPolicy: "OnFailure",

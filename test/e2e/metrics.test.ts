@@ -4,7 +4,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { request } from "node:http";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+
+// Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
+// (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
+await measureLoad();
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -47,10 +51,10 @@ const promtool = Bun.which("promtool");
 beforeAll(async () => {
   metricsPort = await freePort();
   sc = await startSidecar({ args: ["--metrics-listen", `127.0.0.1:${metricsPort}`] });
-});
+}, scaled(SETUP_TIMEOUT_MS));
 afterAll(async () => {
   await sc.destroy();
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 describe("GET /metrics (docs/metrics.md)", () => {
   test("the families move as the sidecar works; label values are bounded; promtool accepts the text", async () => {
@@ -114,7 +118,7 @@ describe("GET /metrics (docs/metrics.md)", () => {
     expect(m.status).toBe(200);
     expect(m.body).toContain("# TYPE htcondor_sidecar_pods gauge");
     expect((await get(metricsPort, "/status")).status).toBe(404);
-  });
+  }, scaled(60_000));
 
   test("a schedd that does not answer shows in the streak and, past the threshold, in condor_up", async () => {
     const own = await startSidecar({ config: "PingFailureThreshold: 1\n", env: { MINICONDOR_SCHEDD_DOWN: "1" } });
@@ -152,5 +156,5 @@ describe("GET /metrics (docs/metrics.md)", () => {
     expect(check.exitCode).toBe(0);
     const run = Bun.spawnSync([promtool!, "test", "rules", `${root}alerts.test.yml`], { cwd: root });
     expect({ code: run.exitCode, out: run.stdout.toString() + run.stderr.toString() }).toMatchObject({ code: 0 });
-  });
+  }, scaled(60_000));
 });

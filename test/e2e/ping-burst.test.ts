@@ -4,13 +4,13 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { eventually, runningTools, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, runningTools, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 
 const PINGS = 200;
 let sc: Sidecar | undefined;
 afterAll(async () => {
   await sc?.destroy();
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 /** Tool calls minicondor logged (one line per call that ended). */
 const calls = (s: Sidecar, tool: string) =>

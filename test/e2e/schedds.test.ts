@@ -7,8 +7,12 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, ROOT, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, measureLoad, ROOT, scaled, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 import { cleanup, startSchedd, stopSchedd } from "../minicondor/src/testkit.ts";
+
+// Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
+// (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
+await measureLoad();
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -18,7 +22,7 @@ let sc: Sidecar | undefined;
 afterEach(async () => {
   await sc?.destroy();
   sc = undefined;
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 /** A folder whose minicondor pool has three schedds, each machine with `cpus` CPUs. */
 function poolDir(cpus: number): string {
@@ -290,7 +294,7 @@ describe("Schedds at start (docs/schedds.md#configuration)", () => {
       await cleanup(join(d, "minicondor"), true);
       rmSync(d, { recursive: true, force: true });
     }
-  });
+  }, TEARDOWN_TIMEOUT_MS);
   const dir = () => {
     const d = poolDir(1);
     dirs.push(d);
@@ -315,7 +319,7 @@ describe("Schedds at start (docs/schedds.md#configuration)", () => {
       code: 2,
       last: "htcondor-sidecar: SidecarConfig.yaml: Schedds: cannot be used together with --schedd-name localhost: list that schedd in Schedds",
     });
-  }, 60_000);
+  }, scaled(60_000));
 
   test("a data folder keeps the schedd it holds the pods of: the first entry changed is refused", async () => {
     sc = await startSidecar({ dir: poolDir(1), config: scheddsConfig() });

@@ -6,7 +6,11 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, ROOT, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, measureLoad, ROOT, scaled, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+
+// Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
+// (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
+await measureLoad();
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -117,7 +121,7 @@ describe("flavors (docs/pod-to-job.md#flavors)", () => {
 
   test("a bad Flavors map stops the start with exit 2 and the key's path", () => {
     expectRefusedAtStart("Flavors:\n  big:\n    Cpu: lots\n", "c.yaml: Flavors.big.Cpu: is not a Kubernetes quantity");
-  });
+  }, scaled(60_000));
 });
 
 describe("image overrides (docs/pod-to-job.md#image-overrides)", () => {
@@ -159,5 +163,5 @@ describe("image overrides (docs/pod-to-job.md#image-overrides)", () => {
 
   test("an override to the host image is refused at start", () => {
     expectRefusedAtStart("ImageOverrides:\n  busybox: host\n", "c.yaml: ImageOverrides.busybox: the target is the host image");
-  });
+  }, scaled(60_000));
 });

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -104,7 +104,7 @@ async function start(opts: Parameters<typeof startSidecar>[0] = {}): Promise<Sid
 }
 afterAll(async () => {
   for (const sc of sidecars) await sc.destroy();
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 describe("a spooled job is watched, not read again and again", () => {
   test("held, released and finished: each change reaches /status without a full condor_q, and a quiet queue sends no ad", async () => {

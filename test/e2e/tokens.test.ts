@@ -11,9 +11,13 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync,
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Json, makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, ROOT, SHIM, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, measureLoad, ROOT, scaled, SHIM, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 import { attachTrace, execsWith, straceCheck } from "../render/harness.ts";
 import { mintIdToken, runTool } from "../minicondor/src/testkit.ts";
+
+// Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
+// (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
+await measureLoad();
 
 const check = straceCheck();
 if ("problem" in check) console.error(`SKIPPED: the argv audit needs strace: ${check.problem}`);
@@ -26,7 +30,7 @@ const token = (exp: number) => mintIdToken(KEY, { iss: "pool.example", sub: "sid
 const dirs: string[] = [];
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 /**
  * A Secret volume as the kubelet writes it for a pod with fsGroup: `token` links to `..data/token`,
@@ -101,20 +105,20 @@ describe("--token-file on a schedd that asks for IDTOKENS", () => {
 
   afterAll(async () => {
     await sc?.destroy();
-  });
+  }, TEARDOWN_TIMEOUT_MS);
 
   test("the tools authenticate with the private copy: the pod ran and the ping is ok", async () => {
     expect(podLog).toContain("done");
     expect(await ping(sc)).toEqual({ code: 200, status: "ok" });
     const copy = join(sc.dataRoot, "idtokens", "token");
     expect(readFileSync(copy, "utf8")).toBe(`${first}\n`);
-  });
+  }, scaled(60_000));
 
   test.skipIf("problem" in check)("no execve carries the token; the condor tools were traced", () => {
     expect(execsWith(trace, "condor_submit").length).toBeGreaterThan(0);
     expect(execsWith(trace, "condor_q").length).toBeGreaterThan(0);
     for (const part of [first, ...first.split(".")]) expect(execsWith(trace, part)).toEqual([]);
-  });
+  }, scaled(60_000));
 
   test("the token is in no log, no job ad and not in the job's environment", async () => {
     const history = await runTool(sc.home, "condor_history", ["-json"], {
@@ -135,7 +139,7 @@ describe("--token-file on a schedd that asks for IDTOKENS", () => {
     for (const [what, text] of Object.entries({ calls, ad: history.stdout, podLog })) {
       expect([what, /SEC_TOKEN_DIRECTORY|idtokens/.test(text)]).toEqual([what, false]);
     }
-  });
+  }, scaled(60_000));
 
   test("a renewed Secret reaches the tools at their next run; the ping fails while the token has expired", async () => {
     const expired = now() - 60;

@@ -2,7 +2,8 @@
  * Starts the real sidecar (from the sources, as a separate process) against minicondor and
  * talks to it over real HTTP, as interLink does: GET requests with JSON bodies included.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { afterAll } from "bun:test";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -66,6 +67,34 @@ export interface Sidecar {
   kill9(): Promise<void>;
   /** Stops the sidecar, kills every minicondor process of this home and removes the folder. */
   destroy(): Promise<void>;
+  /** GET /status of one pod (the whole v1.Pod, as interLink sends it): its status, or undefined when the answer leaves it out. */
+  // deno-lint-ignore no-explicit-any -- a v1.PodStatus as JSON, read field by field by the tests
+  statusOf(pod: unknown): Promise<any>;
+  /** Every tool call minicondor logged for this home (calls.log), in order; only `tool`'s when given. */
+  calls(tool?: string): ToolCall[];
+}
+
+/** One line of minicondor's calls.log: "<end ISO time> <tool> <argv as JSON> <ms> <exit code>". */
+export interface ToolCall {
+  tool: string;
+  argv: string[];
+  /** When it began and ended (Date.now() scale) and how long it took, milliseconds. */
+  start: number;
+  end: number;
+  ms: number;
+  code: number;
+}
+
+/** The calls minicondor logged in `home` (none when it has no calls.log yet). */
+export function readCalls(home: string, tool?: string): ToolCall[] {
+  const log = join(home, "calls.log");
+  if (!existsSync(log)) return [];
+  return readFileSync(log, "utf8").split("\n").filter(Boolean).map((line) => {
+    const parts = line.split(" ");
+    const end = Date.parse(parts[0]!);
+    const ms = Number(parts.at(-2));
+    return { tool: parts[1]!, argv: JSON.parse(parts.slice(2, -2).join(" ")) as string[], start: end - ms, end, ms, code: Number(parts.at(-1)) };
+  }).filter((c) => tool === undefined || c.tool === tool);
 }
 
 export interface SidecarOptions {
@@ -90,15 +119,41 @@ export interface SidecarOptions {
 const START_FLOOR_MS = 20_000;
 const START_FACTOR = 50;
 const startsMs: number[] = [];
+let versionMs: number | undefined;
 
 async function startDeadlineMs(): Promise<number> {
-  if (startsMs.length === 0) {
-    const t0 = performance.now();
-    await Bun.spawn([process.execPath, join(ROOT, "src", "main.bun.ts"), "--version"], { stdout: "ignore", stderr: "ignore" }).exited;
-    return Math.max(START_FLOOR_MS, START_FACTOR * (performance.now() - t0));
-  }
+  await measureLoad();
+  return Math.max(START_FLOOR_MS, START_FACTOR * unitMs());
+}
+
+/** The median start measured here, or before the first start the stand-in (`--version`). */
+function unitMs(): number {
+  if (startsMs.length === 0) return versionMs ?? 0;
   const sorted = [...startsMs].sort((a, b) => a - b);
-  return Math.max(START_FLOOR_MS, START_FACTOR * sorted[(sorted.length - 1) >> 1]!);
+  return sorted[(sorted.length - 1) >> 1]!;
+}
+
+/**
+ * Measures the stand-in for a start when nothing is measured yet: the time the sidecar's entry
+ * takes to print its version (its modules loaded under the load of the moment). A file whose test
+ * timeouts are scaled awaits it when it loads, before it declares them.
+ */
+export async function measureLoad(): Promise<void> {
+  if (startsMs.length > 0 || versionMs !== undefined) return;
+  const t0 = performance.now();
+  await Bun.spawn([process.execPath, join(ROOT, "src", "main.bun.ts"), "--version"], { stdout: "ignore", stderr: "ignore" }).exited;
+  versionMs = performance.now() - t0;
+}
+
+/**
+ * `ms` scaled by how much slower than a quick machine this test process finds the sidecar's
+ * start: the factor by which the start deadline exceeds its floor, never under 1. A deadline that
+ * guards against a hang in work that spawns processes (a job's start, a probe's exec through the
+ * runtime, a tool call, a test's own timeout) grows with the load as the start deadline does; on a
+ * quick machine it stays `ms`. With nothing measured yet (no start, no measureLoad) it is `ms`.
+ */
+export function scaled(ms: number): number {
+  return Math.round(ms * Math.max(1, (START_FACTOR * unitMs()) / START_FLOOR_MS));
 }
 
 export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
@@ -152,6 +207,12 @@ export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
     call: (method, path, body, opts) => http(p, method, path, body, opts),
     stop,
     kill9,
+    async statusOf(pod) {
+      const r = await http(p, "GET", "/status", [pod]);
+      if (r.status !== 200) throw new Error(`GET /status answered ${r.status}: ${r.body}`);
+      return (JSON.parse(r.body) as unknown[])[0];
+    },
+    calls: (tool) => readCalls(home, tool),
     async destroy() {
       if (proc.exitCode === null) {
         proc.kill("SIGTERM");
@@ -159,6 +220,29 @@ export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
       }
       await cleanup(home, true);
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The sidecars one test file starts, all destroyed after its last test: `start` is startSidecar
+ * with the file's own defaults (`defaults` adds to each start's options), and registers the
+ * afterAll (TEARDOWN_TIMEOUT_MS) that each file used to write out for itself.
+ */
+export function sidecars(defaults: (o: SidecarOptions) => SidecarOptions = (o) => o): {
+  start(o?: SidecarOptions): Promise<Sidecar>;
+  started: Sidecar[];
+} {
+  const started: Sidecar[] = [];
+  afterAll(async () => {
+    for (const s of started) await s.destroy();
+  }, TEARDOWN_TIMEOUT_MS);
+  return {
+    started,
+    async start(o = {}) {
+      const s = await startSidecar(defaults(o));
+      started.push(s);
+      return s;
     },
   };
 }
@@ -204,6 +288,13 @@ export function gatherStderr(proc: Bun.Subprocess<"ignore", "pipe", "pipe">): {
  * asserted on the time; the bound only ends a teardown that hangs.
  */
 export const TEARDOWN_TIMEOUT_MS = 120_000;
+
+/**
+ * The timeout of a beforeAll that starts a file's sidecars, before scaling: give it as
+ * scaled(SETUP_TIMEOUT_MS), once the file has awaited measureLoad(). A start's own deadline scales
+ * the same way, so the hook's outlasts it; nothing is asserted on the time.
+ */
+export const SETUP_TIMEOUT_MS = 120_000;
 
 /** How many processes of minicondor's `tool` (whose arguments `match` accepts) run for the home `home`. */
 export function runningTools(home: string, tool: string, match: (argv: string[]) => boolean = () => true): number {

@@ -3,7 +3,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { measureLoad, scaled, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 import { cleanup, createHome, resetQueue, runTool, startSchedd, stopSchedd, waitFor } from "./src/testkit.ts";
+
+// Each test runs up to a dozen tool calls, each a process start: together more than bun's default
+// 5 s on a busy machine. The timeouts scale with the load measured now (test/helpers/sidecar.ts).
+await measureLoad();
+const TIMEOUT_MS = scaled(60_000);
 
 const ENV = { MINICONDOR_ALLOW_ROOT: "1" };
 let home = "";
@@ -13,9 +19,11 @@ const run = (tool: string, args: string[]) => runTool(home, tool, args, { env: E
 
 beforeAll(() => {
   home = createHome({ host: HOST, schedds: ["second", "third"], scheddIdleExitMs: 1500, pollMs: 50 });
-  fs.writeFileSync(path.join(home, "e.sub"), "executable = /bin/sleep\narguments = 30\nqueue\n");
+  // Jobs that stay in the queue until cleanup kills them: a job that ends on its own (it slept 30 s)
+  // leaves the queue while a test on a busy machine still counts on it.
+  fs.writeFileSync(path.join(home, "e.sub"), "executable = /bin/sleep\narguments = 600\nqueue\n");
 });
-afterAll(() => cleanup(home, true));
+afterAll(() => cleanup(home, true), TEARDOWN_TIMEOUT_MS);
 
 const submit = (name?: string) => run("condor_submit", [...(name ? ["-name", name] : []), "-terse", path.join(home, "e.sub")]);
 const clusters = async (name?: string) => (await run("condor_q", [...(name ? ["-name", name] : []), "-af", "ClusterId", "GlobalJobId"])).stdout;
@@ -31,13 +39,13 @@ describe("several schedds in one pool (docs/htcondor.md#several-schedds-in-one-p
     // the same id on two schedds: removing it on one leaves the other's
     expect((await run("condor_rm", ["-name", SECOND, "1.0"])).code).toBe(0);
     expect(await clusters()).toMatch(/^1 /);
-    await waitFor(async () => (await run("condor_history", ["-name", SECOND, "1.0", "-af", "JobStatus"])).stdout === "3\n");
+    await waitFor(async () => (await run("condor_history", ["-name", SECOND, "1.0", "-af", "JobStatus"])).stdout === "3\n", scaled(10_000));
     expect((await run("condor_history", ["1.0", "-af", "JobStatus"])).stdout).toBe("");
-  });
+  }, TIMEOUT_MS);
 
   test("condor_status -schedd lists every schedd that runs", async () => {
     expect((await run("condor_status", ["-schedd", "-af", "Name"])).stdout).toBe("localhost\nsecond@localhost\nthird@localhost\n");
-  });
+  }, TIMEOUT_MS);
 
   test("a stopped schedd: each tool prints what the real one printed; the others and the collector answer", async () => {
     stopSchedd(home, "second");
@@ -63,7 +71,7 @@ describe("several schedds in one pool (docs/htcondor.md#several-schedds-in-one-p
     }
     // back, with its queue
     expect(await clusters(SECOND)).toMatch(/^2 second@localhost#2\.0#\d+\n$/);
-  });
+  }, TIMEOUT_MS);
 
   test("the first schedd stopped: unnamed calls fail as for a local schedd that is down, named ones as for an unknown schedd", async () => {
     stopSchedd(home);
@@ -82,8 +90,7 @@ describe("several schedds in one pool (docs/htcondor.md#several-schedds-in-one-p
     } finally {
       startSchedd(home);
     }
-  });
-
+  }, TIMEOUT_MS);
   test(
     "a reinstalled schedd: its queue and history are empty and ids start at 1 again, with a new GlobalJobId; the other schedds keep theirs (docs/htcondor.md#which-job-an-id-names)",
     async () => {
@@ -111,6 +118,6 @@ describe("several schedds in one pool (docs/htcondor.md#several-schedds-in-one-p
       expect(after).not.toBe(lines[0] + "\n");
       expect(await clusters(SECOND)).toBe(secondBefore);
     },
-    60_000,
+    TIMEOUT_MS,
   );
 });

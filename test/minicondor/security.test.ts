@@ -6,6 +6,11 @@ import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cleanup, createHome, mintIdToken, runTool } from "./src/testkit.ts";
+import { measureLoad, scaled, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+
+// Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
+// (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
+await measureLoad();
 
 const KEY = "pool-signing-key";
 const home = createHome({
@@ -16,7 +21,7 @@ const files = mkdtempSync(join(tmpdir(), "minicondor-security-"));
 afterAll(() => {
   cleanup(home, true);
   rmSync(files, { recursive: true, force: true });
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 const base = { MINICONDOR_ALLOW_ROOT: "1" };
 const q = (env: Record<string, string>) => runTool(home, "condor_q", ["-af", "ClusterId"], { env: { ...base, ...env } });
@@ -40,7 +45,7 @@ describe("IDTOKENS", () => {
 
   test("a token of the pool's issuer and key, 0600 in SEC_TOKEN_DIRECTORY: condor_q answers", async () => {
     expect(await q({ ...only, _condor_SEC_TOKEN_DIRECTORY: tokenDir(good()) })).toEqual({ code: 0, stdout: "", stderr: "" });
-  });
+  }, scaled(60_000));
 
   test("refused, in condor_q's words, when the token is expired, forged, of another pool, or for another key", async () => {
     const tokens = [
@@ -54,27 +59,27 @@ describe("IDTOKENS", () => {
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(new RegExp(`^\\n-- Failed to fetch ads from: <[^>]+> : \\S+\\n${refused("IDTOKENS")}\\n$`));
     }
-  });
+  }, scaled(60_000));
 
   test("a file others may read, or another user's, is not read at all: as with no token, condor_q prints the three lines a real schedd gave", async () => {
     for (const dir of [tokenDir(good(), 0o644), tokenDir(good(), 0o600, 65534), tokenDir("# none")]) {
       const r = await q({ ...only, _condor_SEC_TOKEN_DIRECTORY: dir });
       expect(r.stderr).toMatch(new RegExp(`^\\n-- Failed to fetch ads from: <[^>]+> : \\S+\\n${refused("IDTOKENS")}\\n$`));
     }
-  });
+  }, scaled(60_000));
 
   test("a name HTCondor skips (a dot file) is not read", async () => {
     const dir = tokenDir("# nothing");
     writeFileSync(join(dir, ".token"), good(), { mode: 0o600 });
     expect((await q({ ...only, _condor_SEC_TOKEN_DIRECTORY: dir })).code).toBe(1);
-  });
+  }, scaled(60_000));
 
   test("condor_submit fails to connect, after its banner", async () => {
     const sub = join(files, "job.sub");
     writeFileSync(sub, "executable = /bin/true\nqueue\n");
     const r = await runTool(home, "condor_submit", [sub], { env: { ...base, ...only, _condor_SEC_TOKEN_DIRECTORY: tokenDir("# none") } });
     expect(r).toEqual({ code: 1, stdout: "Submitting job(s)", stderr: `\nERROR: Failed to connect to local queue manager\n${refused("IDTOKENS")}\n` });
-  });
+  }, scaled(60_000));
 });
 
 describe("SCITOKENS and SSL", () => {
@@ -87,13 +92,13 @@ describe("SCITOKENS and SSL", () => {
     expect((await q({ _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "SCITOKENS", _condor_SCITOKENS_FILE: file })).code).toBe(0);
     writeFileSync(file, `${sci("https://other.example", soon())}\n`);
     expect((await q({ _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "SCITOKENS", _condor_SCITOKENS_FILE: file })).stderr).toEndWith(`${refused("SCITOKENS")}\n`);
-  });
+  }, scaled(60_000));
 
   test("BEARER_TOKEN_FILE when SCITOKENS_FILE is not set", async () => {
     const file = join(files, "bt");
     writeFileSync(file, sci("https://sci.example", soon()));
     expect((await q({ _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "SCITOKEN", BEARER_TOKEN_FILE: file })).code).toBe(0);
-  });
+  }, scaled(60_000));
 
   test("SSL with a certificate and a key; an X.509 proxy only with AUTH_SSL_USE_CLIENT_PROXY_ENV_VAR", async () => {
     const cert = join(files, "cert.pem");
@@ -104,14 +109,14 @@ describe("SCITOKENS and SSL", () => {
     expect((await q({ ...ssl, _condor_AUTH_SSL_CLIENT_CERTFILE: cert, _condor_AUTH_SSL_CLIENT_KEYFILE: key })).code).toBe(0);
     expect((await q({ ...ssl, X509_USER_PROXY: cert })).stderr).toEndWith(`${refused("SSL")}\n`);
     expect((await q({ ...ssl, X509_USER_PROXY: cert, _condor_AUTH_SSL_USE_CLIENT_PROXY_ENV_VAR: "true" })).code).toBe(0);
-  });
+  }, scaled(60_000));
 
   test("the client's list in its order, each method tried that the schedd takes; FS is not among a remote schedd's", async () => {
     const r = await q({ _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "FS,SSL,SCITOKENS", _condor_SCITOKENS_FILE: join(files, "none") });
     expect(r.stderr).toEndWith(`\n${refused("SCITOKENS", "SSL")}\n`);
-  });
+  }, scaled(60_000));
 
   test("condor_version asks nobody", async () => {
     expect((await runTool(home, "condor_version", [], { env: { ...base, _condor_SEC_CLIENT_AUTHENTICATION_METHODS: "IDTOKENS" } })).code).toBe(0);
-  });
+  }, scaled(60_000));
 });

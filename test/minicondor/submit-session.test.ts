@@ -3,7 +3,13 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { cleanup, createHome, runTool, waitFor } from "./src/testkit.ts";
+import { measureLoad, scaled, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { cleanup, createHome, runTool, toolEnv, toolPath, waitFor } from "./src/testkit.ts";
+
+// Every test here starts several tool processes: seconds on a busy machine, more than bun's
+// default 5 s. The timeouts scale with the load measured now.
+await measureLoad();
+const TIMEOUT_MS = scaled(60_000);
 
 const HOLD_MS = 400;
 let home: string;
@@ -11,7 +17,7 @@ let home: string;
 beforeAll(() => {
   home = createHome({ cpus: 1 });
 });
-afterAll(() => cleanup(home, true));
+afterAll(() => cleanup(home, true), TEARDOWN_TIMEOUT_MS);
 
 const submit = (env: Record<string, string> = {}, timeoutMs?: number) =>
   runTool(home, "condor_submit", ["-terse", "-"], {
@@ -31,10 +37,20 @@ function submitSpans(): { start: number; end: number }[] {
 
 /** Whether a condor_submit holds the queue now: a granted flock on submit.lock in /proc/locks (a waiter's line has "->"). */
 function queueHeld(): boolean {
+  return lockLines().some((l) => /^\d+: FLOCK /.test(l));
+}
+
+/** Whether a condor_submit waits for the queue now: a blocked flock on submit.lock ("->" in /proc/locks). */
+function queueAwaited(): boolean {
+  return lockLines().some((l) => /^\d+: -> FLOCK /.test(l));
+}
+
+/** The lines of /proc/locks about submit.lock. */
+function lockLines(): string[] {
   const lock = join(home, "submit.lock");
-  if (!existsSync(lock)) return false;
+  if (!existsSync(lock)) return [];
   const ino = statSync(lock).ino;
-  return readFileSync("/proc/locks", "utf8").split("\n").some((l) => /^\d+: FLOCK /.test(l) && l.includes(`:${ino} `));
+  return readFileSync("/proc/locks", "utf8").split("\n").filter((l) => l.includes(`:${ino} `));
 }
 
 test("concurrent condor_submit commit one after another, and every one waits for its turn without failing", async () => {
@@ -48,15 +64,30 @@ test("concurrent condor_submit commit one after another, and every one waits for
   const first = Math.min(...spans.map((s) => s.start));
   const last = Math.max(...spans.map((s) => s.end));
   expect(last - first).toBeGreaterThanOrEqual(4 * HOLD_MS);
-});
+}, TIMEOUT_MS);
 
 test("a condor_submit killed while it waits for the queue dies at once and commits nothing", async () => {
   const before = submitSpans().length;
   const order: string[] = [];
-  const holder = submit({ MINICONDOR_FAULT_CONDOR_SUBMIT: "slowcommit:3000" }).then((r) => (order.push("holder"), r));
-  await waitFor(queueHeld, 10_000, 20);
-  // Killed (SIGTERM) by its caller's timeout while the holder's session lasts.
-  const waiter = submit({}, 1000).then((r) => (order.push("waiter"), r));
+  // The holder keeps the queue far longer than the waiter takes to start, wait and die: ten times
+  // a tool call measured now (a process start, seconds on a busy machine), never under 3 s.
+  const t0 = performance.now();
+  expect((await runTool(home, "condor_version", [], { env: { MINICONDOR_ALLOW_ROOT: "1" } })).code).toBe(0);
+  const holdMs = Math.max(3000, Math.round(10 * (performance.now() - t0)));
+  const holder = submit({ MINICONDOR_FAULT_CONDOR_SUBMIT: `slowcommit:${holdMs}` }).then((r) => (order.push("holder"), r));
+  await waitFor(queueHeld, scaled(10_000), 20);
+  // Killed (SIGTERM) by its caller while it waits for the holder's session: seen waiting first, so
+  // that a slow start cannot have it killed before it reached the queue.
+  const proc = Bun.spawn([toolPath("condor_submit"), "-terse", "-"], {
+    cwd: home,
+    env: toolEnv(home, { MINICONDOR_ALLOW_ROOT: "1" }),
+    stdin: new TextEncoder().encode("executable = /bin/sleep\narguments = 600\nqueue\n"),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const waiter = Promise.all([new Response(proc.stdout).text(), proc.exited]).then(([stdout, code]) => (order.push("waiter"), { stdout, code }));
+  await waitFor(queueAwaited, scaled(10_000), 20);
+  proc.kill("SIGTERM");
   const [h, w] = await Promise.all([holder, waiter]);
   expect(order).toEqual(["waiter", "holder"]);
   expect(h.code).toBe(0);
@@ -66,4 +97,4 @@ test("a condor_submit killed while it waits for the queue dies at once and commi
   expect(submitSpans().length).toBe(before + 1);
   const q = await runTool(home, "condor_q", ["-json", "-attributes", "ClusterId"], { env: { MINICONDOR_ALLOW_ROOT: "1" } });
   expect((JSON.parse(q.stdout) as { ClusterId: number }[]).map((a) => a.ClusterId).sort()).toEqual([1, 2, 3, 4, 5]);
-});
+}, TIMEOUT_MS);

@@ -13,6 +13,7 @@ import { renderWrapper } from "../../src/render/wrapper.ts";
 import { basePlan, container, initContainer, minimalPlan, withEnvFiles } from "./plans.ts";
 import { BASH, cleanup, materialize, readState, type RunResult, runWrapper, SHIM, tempDir, wrapperLog } from "./harness.ts";
 import { slot } from "./pool.ts";
+import { measureLoad, scaled } from "../helpers/sidecar.ts";
 
 setDefaultTimeout(150_000);
 
@@ -45,12 +46,18 @@ function mimic(name: string, line = NOT_FOUND("nosuchcmd")): string[] {
   return ["bash", "-c", `echo run >>/shared/${name}-runs; printf '%s\\n' "$1" >&2; exit 255`, name, line];
 }
 
+// A probe's exec goes through the runtime (a bash shim here) and takes seconds on a busy
+// machine: a probe killed at its timeout has no runtime line to keep, so its timeout is only a
+// guard against a hang, scaled by the load measured when this file loads (test/helpers/sidecar.ts).
+await measureLoad();
+const PROBE_TIMEOUT_SECONDS = Math.ceil(scaled(30_000) / 1000);
+
 function probe(command: string[]): ProbePlan {
   return {
     handler: { kind: "exec", command },
     initialDelaySeconds: 0,
     periodSeconds: 1,
-    timeoutSeconds: 5,
+    timeoutSeconds: PROBE_TIMEOUT_SECONDS,
     successThreshold: 1,
     failureThreshold: 1,
   };
