@@ -75,7 +75,8 @@ function envOf(stdout: string): Map<string, string> {
   return m;
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function waitFor(pred: () => boolean, ms = 5000): Promise<void> {
+/** Waits for what a process does, up to the call guard: a deadline against a hang, not a measure. */
+async function waitFor(pred: () => boolean, ms = CALL_GUARD_MS): Promise<void> {
   const end = Date.now() + ms;
   while (!pred()) {
     if (Date.now() > end) throw new Error("timed out waiting");
@@ -563,8 +564,10 @@ describe("instances", () => {
     expect((await finish(p)).code).toBe(137);
 
     r = await app(["instance", "start", "docker://busybox", "usr1"]);
-    const q = spawn([APPTAINER, "exec", "instance://usr1", "sleep", "300"]);
-    await sleep(300);
+    const usr1Up = path.join(work, "usr1-up");
+    const q = spawn([APPTAINER, "exec", "instance://usr1", "sh", "-c", `touch ${usr1Up}; exec sleep 300`]);
+    // Stopped once the command runs (not after a fixed wait, which a busy machine outlasts).
+    await waitFor(() => fs.existsSync(usr1Up));
     r = await app(["instance", "stop", "--signal", "SIGUSR1", "usr1"]);
     expect(r.code).toBe(0);
     expect((await finish(q)).code).toBe(128 + 10);
@@ -589,12 +592,14 @@ describe("instances", () => {
       "instance://sameid",
       "sh",
       "-c",
-      `trap '' TERM; echo $$ > ${up}.tmp; mv ${up}.tmp ${up}; while :; do sleep 0.1; done`,
+      `trap 'touch ${up}.term' TERM; echo $$ > ${up}.tmp; mv ${up}.tmp ${up}; while :; do sleep 0.1; done`,
     ]);
     await waitFor(() => fs.existsSync(up));
     const inside = fs.readFileSync(up, "utf8").trim();
     const stop = app(["instance", "stop", "-t", "2", "sameid"]);
-    await sleep(500);
+    // The other process enters once the stop has sent its SIGTERM (which the instance's process
+    // ignores) and waits for the timeout before its SIGKILL: while the stop runs, whatever the load.
+    await waitFor(() => fs.existsSync(`${up}.term`));
     const other = Bun.spawn(["nsenter", `--mount=/proc/${inside}/ns/mnt`, "sleep", "300"], { stdout: "ignore", stderr: "ignore" });
     try {
       const r = await stop;
