@@ -34,8 +34,8 @@ const OPTIONS: Record<string, Record<string, number>> = {
   condor_submit: { "-terse": 0, "-spool": 0 },
   condor_q: { "-json": 0, "-totals": 0, "-attributes": 1, "-constraint": 1 },
   condor_history: { "-json": 0, "-attributes": 1, "-constraint": 1, "-limit": 1, "-scanlimit": 1 },
-  condor_rm: { "-reason": 1 },
-  condor_transfer_data: {},
+  condor_rm: { "-totals": 0, "-reason": 1, "-constraint": 1 },
+  condor_transfer_data: { "-constraint": 1 },
   condor_tail: { "-no-stdout": 0, "-maxbytes": 1 },
   condor_status: { "-json": 0, "-attributes": 1 },
   // The wrapper's, in the job: `set_job_attr <attr> "<state line>"` (src/render/wrapper-lib.bash, chirp_attr).
