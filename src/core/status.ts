@@ -111,10 +111,10 @@ export function podStatus(pod: PodIdentity, obs: Observation): PodStatus {
       const status = adNumber(obs.ad, "JobStatus");
       if (status === 3) {
         const why = adString(obs.ad, "RemoveReason") ?? "the job was removed";
-        lines = finish(pod.containers, obs.lines, { exitCode: 137, reason: "JobRemoved", message: why });
+        lines = finish(pod.containers, obs.lines, { exitCode: 137, reason: "JobRemoved", message: why }, false, stoppedBy({ reason: "JobRemoved", message: why }));
       } else {
         const exit = jobExit(obs.ad);
-        lines = finish(pod.containers, obs.lines, exit, false, exit.reason === "OOMKilled" ? exit : memoryExit(obs.ad));
+        lines = finish(pod.containers, obs.lines, exit, false, oomKilled(exit.reason === "OOMKilled" ? exit : memoryExit(obs.ad)));
       }
       break;
     }
@@ -123,7 +123,7 @@ export function podStatus(pod: PodIdentity, obs: Observation): PodStatus {
       break;
     case "failed": {
       const exit = { exitCode: obs.exitCode, reason: obs.reason, message: obs.message };
-      lines = finish(pod.containers, obs.lines, exit, true, obs.reason === "OOMKilled" ? exit : undefined);
+      lines = finish(pod.containers, obs.lines, exit, true, oomKilled(obs.reason === "OOMKilled" ? exit : undefined));
       break;
     }
   }
@@ -229,22 +229,41 @@ function killedBySigkill(line: StateLine | undefined): line is StateLine {
   return line?.state === "terminated" && line.exitCode === 137 && line.signal === undefined && (line.reason === undefined || line.reason === "Error");
 }
 
+/** What a final line reads instead of its own, when the way the job ended explains it better. */
+type Instead = (line: StateLine | undefined) => Line | undefined;
+
+/** When the job was killed or held for memory: a container killed by SIGKILL reads OOMKilled. */
+function oomKilled(oom: Exit | undefined): Instead | undefined {
+  if (!oom) return undefined;
+  return (line) => (killedBySigkill(line) ? withMessage({ ...line, reason: oom.reason, exitCode: oom.exitCode }, oom.message) : undefined);
+}
+
 /**
- * The job has ended: every container must read terminated. `oom`, when the job was killed or
- * held for memory, is what a container killed by SIGKILL reads instead of its own line.
+ * When the job was removed: a container the wrapper stopped because the job was told to stop
+ * (reason Killed, the SIGTERM the starter sends on condor_rm) reads the removal, with its own
+ * exit code and signal. A container that had ended on its own keeps its line.
+ */
+function stoppedBy(removal: { reason: string; message: string }): Instead {
+  return (line) => (line?.state === "terminated" && line.reason === "Killed" ? withMessage({ ...line, reason: removal.reason }, removal.message) : undefined);
+}
+
+/**
+ * The job has ended: every container must read terminated. `instead` says what a final line reads
+ * when the job's end explains it better than the line does (a memory kill, a removal).
  */
 function finish(
   containers: readonly ContainerInfo[],
   lines: ReadonlyMap<string, StateLine>,
   exit: Exit,
   override = false,
-  oom?: Exit,
+  instead?: Instead,
 ): Map<string, Line | undefined> {
   const out = new Map<string, Line | undefined>();
   for (const c of containers) {
     const line = lines.get(key(c));
-    if (oom && killedBySigkill(line)) {
-      out.set(key(c), withMessage({ ...line, reason: oom.reason, exitCode: oom.exitCode }, oom.message));
+    const replaced = instead?.(line);
+    if (replaced) {
+      out.set(key(c), replaced);
       continue;
     }
     if (line?.state === "terminated" && !override) {

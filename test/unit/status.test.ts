@@ -131,6 +131,18 @@ describe("podStatus", () => {
     expect(s.containers[0]!.state.terminated?.message).toBe("via condor_rm (by user bob)");
   });
 
+  test("removed while running: the containers the wrapper stopped on the removal's SIGTERM read JobRemoved, with their own exit code (docs/status.md#what-each-pod-reports)", () => {
+    // The starter sends the job SIGTERM on condor_rm; the wrapper stops its containers and its last
+    // chirp (reason Killed, signal 15) can land before the ad leaves the queue.
+    const stopped = { ...term(143), reason: "Killed", signal: 15 };
+    const lines = new Map([["i.setup", term(0)], ["i.migrate", term(0)], ["c.main", stopped], ["c.side", term(0)]]);
+    const s = podStatus(pod, { kind: "ended", ad: ad({ JobStatus: 3, RemoveReason: "via condor_rm (by user bob)" }), lines });
+    checkShape(s);
+    expect(s.containers[0]!.state.terminated).toMatchObject({ reason: "JobRemoved", exitCode: 143, signal: 15, message: "via condor_rm (by user bob)" });
+    // A container that had ended on its own before the removal keeps its line.
+    expect(s.containers[1]!.state.terminated).toMatchObject({ reason: "Completed", exitCode: 0 });
+  });
+
   test("lost job: terminated non-zero with a reason (docs/interlink.md#unknown-and-in-flight-pods)", () => {
     const s = podStatus(pod, { kind: "lost", message: "gone" });
     expect(s.containers.every((c) => c.state.terminated?.reason === "JobLost" && c.state.terminated.exitCode === 1)).toBe(true);
