@@ -17,9 +17,9 @@
  * with a growing delay.
  *
  * The reading, the log files and the passes are the engine the operator shares
- * (store/eventlog-follow.ts); this module is what the sidecar's pass asks and does.
+ * (src/eventlog/); this module is what the sidecar's pass asks and does.
  */
-import { createEventLogFollow, LOG_KEEP_MS, POLL_MS, SETTLE_DELAYS_MS, SWEEP_AGE_MS } from "../store/eventlog-follow.ts";
+import { createEventLogFollow, LOG_KEEP_MS, POLL_MS, SETTLE_DELAYS_MS, SWEEP_AGE_MS } from "../eventlog/index.ts";
 import type { FileConfig } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import type { Store } from "../store/store.ts";
