@@ -18,3 +18,4 @@ export {
   SWEEP_AGE_MS,
 } from "./follow.ts";
 export { eventsDir } from "./files.ts";
+export { readEventLog } from "./parse.ts";
