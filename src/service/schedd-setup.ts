@@ -12,7 +12,7 @@ import { ConfigError, type FileConfig } from "../config.ts";
 import { type CliOptions, condorAccess, isRemote, UsageError } from "../flags.ts";
 import type { Logger } from "../logger.ts";
 import type { Runtime } from "../runtime/types.ts";
-import { credentialFileKind, type Prepared } from "../startup.ts";
+import { credentialFileKind, type Prepared } from "../mode-setup.ts";
 import { ensureDir } from "../store/files.ts";
 import { openStore, type Store } from "../store/store.ts";
 
