@@ -115,7 +115,7 @@ const Channels = z.object({
 
 /**
  * Every key carries its documentation (`.describe()`): docs/configuration.md's table is generated
- * from this schema (`npm run docs`), and a key without a description fails test/unit/docs.test.ts.
+ * from this schema (`npm run docs`), and a key without a description fails test/scripts/docs.test.ts.
  */
 export const Schema = z.object({
   DataRootFolder: str
