@@ -75,7 +75,9 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     openCondor(runtime, m.prepared, (tool, outcome, seconds) => metrics.command(tool, outcome, seconds, many ? m.name : undefined))
   );
   try {
-    for (const [i, m] of members.entries()) if (m.name !== "" && !m.name.includes("@")) await checkScheddName(condors[i]!, m.name, m.label, log);
+    for (const [i, m] of members.entries()) {
+      if (m.name !== "" && !m.name.includes("@")) await checkScheddName(condors[i]!, m.name, m.label, log, config.ScheddNameResolveSeconds * 1000);
+    }
   } catch (err) {
     closeStores();
     throw err;
