@@ -35,9 +35,22 @@ export type Outcome = number | { stop(): Promise<void> };
 /**
  * Runs a mode: an error while it starts is one line on stderr and an exit code (EXIT_USAGE for a
  * UsageError or ConfigError); a running service runs until SIGTERM or SIGINT, then stops (exit 0,
- * or EXIT_FAILURE when its stop fails).
+ * or EXIT_FAILURE when its stop fails). The signals are caught before the mode starts: one that
+ * arrives while it starts (a supervisor's, the moment "listening" is logged) stops the service once
+ * it runs, rather than killing it with the default action.
  */
 export async function runMode(runtime: Runtime, io: Io, mode: () => Promise<Outcome>): Promise<void> {
+  let running: { stop(): Promise<void> } | undefined;
+  let asked = false;
+  let stopping = false;
+  const stop = () => {
+    asked = true;
+    if (!running || stopping) return;
+    stopping = true;
+    running.stop().then(() => runtime.exit(0), () => runtime.exit(EXIT_FAILURE));
+  };
+  runtime.onSignal("SIGTERM", stop);
+  runtime.onSignal("SIGINT", stop);
   let outcome: Outcome;
   try {
     outcome = await mode();
@@ -46,15 +59,8 @@ export async function runMode(runtime: Runtime, io: Io, mode: () => Promise<Outc
     return runtime.exit(err instanceof UsageError || err instanceof ConfigError ? EXIT_USAGE : EXIT_FAILURE);
   }
   if (typeof outcome === "number") return runtime.exit(outcome);
-  const running = outcome;
-  let stopping = false;
-  const stop = () => {
-    if (stopping) return;
-    stopping = true;
-    running.stop().then(() => runtime.exit(0), () => runtime.exit(EXIT_FAILURE));
-  };
-  runtime.onSignal("SIGTERM", stop);
-  runtime.onSignal("SIGINT", stop);
+  running = outcome;
+  if (asked) stop();
 }
 
 export function loadConfig(o: Pick<CliOptions, "config" | "given">): { config: FileConfig; warnings: string[]; dir: string } {
