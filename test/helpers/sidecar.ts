@@ -352,8 +352,8 @@ export interface StreamedLogs {
 
 /**
  * GET /getLogs read as it streams (a follow, or a long log): every chunk's arrival is noted and
- * handed to `on.data`; `on.req` gets the request (to end it early). Resolves when the answer ends
- * or is cut.
+ * handed to `on.data`; `on.req` gets the request (to end it early); with `on.discard` the body is
+ * not kept (a long log: count it by `arrivals`). Resolves when the answer ends or is cut.
  */
 export function followLogs(
   port: number,
@@ -361,7 +361,7 @@ export function followLogs(
   pod: any,
   container: string,
   opts: LogOpts,
-  on: { data?: (text: string) => void; req?: (r: ReturnType<typeof request>) => void } = {},
+  on: { data?: (text: string) => void; req?: (r: ReturnType<typeof request>) => void; discard?: boolean } = {},
 ): Promise<StreamedLogs> {
   return new Promise((resolve, reject) => {
     const body = JSON.stringify(logsRequest(pod, container, opts));
@@ -376,7 +376,7 @@ export function followLogs(
       headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
     }, (res) => {
       res.on("data", (c: Buffer) => {
-        chunks.push(c);
+        if (!on.discard) chunks.push(c);
         arrivals.push({ at: Date.now() - t0, n: c.length });
         on.data?.(c.toString());
       });
@@ -457,6 +457,11 @@ export function sidecars(defaults: (o: SidecarOptions) => SidecarOptions = (o) =
     started,
     async start(o = {}) {
       const s = await startSidecar(defaults(o));
+      // Started again on the folder of one that has ended (a restart): the new one's teardown
+      // removes the folder, and the ended one's would kill the new one with the home's processes.
+      for (let i = started.length - 1; i >= 0; i--) {
+        if (started[i]!.dir === s.dir && (started[i]!.proc.exitCode !== null || started[i]!.proc.signalCode !== null)) started.splice(i, 1);
+      }
       started.push(s);
       return s;
     },
