@@ -23,11 +23,13 @@
  * shell       Everywhere, R included: no `shell` option other than `shell: false`, no argv with a
  *             shell (sh, bash, …) followed by a -c flag, no Bun.$ or `$` from "bun", no exec or
  *             execSync from child_process (both run /bin/sh).
- * modes       The sidecar's mode (src/start.ts) and the operator (src/operator/) do not import
- *             each other, directly or through other modules of src/: what both need at start is
- *             in src/startup.ts, and only src/main.ts knows both.
+ * modes       The sidecar's mode (src/service/main.ts) and the operator (src/operator/) do not
+ *             import each other, directly or through other modules of src/: what both need at
+ *             start is in src/mode-setup.ts, and only src/main.ts knows both.
  * layers      Nothing in src/core/ imports a module of src/ outside src/core/: core is the ground
- *             floor that every other folder builds on.
+ *             floor that every other folder builds on. Outside src/eventlog/, a module of it is
+ *             imported only through its face, src/eventlog/index.ts: the sidecar and the
+ *             operator follow the job event log through one door.
  * length      No function is longer than MAX_FUNCTION_LINES lines, nested functions included: a
  *             closure that grows a module's worth of functions is split by use case around a
  *             shared context instead (docs/architecture.md#house-style).
@@ -79,10 +81,11 @@ const SHELLS = new Set(["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish
 const SHELL_COMMAND_FLAG = /^-[A-Za-z]*c[A-Za-z]*$/;
 const CHILD_PROCESS = new Set(["child_process", "node:child_process"]);
 
-const SIDECAR_MODE = "src/start.ts";
+const SIDECAR_MODE = "src/service/main.ts";
 const OPERATOR_DIR = "src/operator/";
+const EVENTLOG_DIR = "src/eventlog/";
 const sideOf = (rel: string) =>
-  rel === SIDECAR_MODE ? "the sidecar's mode (src/start.ts)" : rel.startsWith(OPERATOR_DIR) ? "the operator (src/operator/)" : undefined;
+  rel === SIDECAR_MODE ? "the sidecar's mode (src/service/main.ts)" : rel.startsWith(OPERATOR_DIR) ? "the operator (src/operator/)" : undefined;
 
 /** A relative import of one file of src/ by another. */
 interface Edge {
@@ -185,7 +188,7 @@ function checkModes(edges: readonly Edge[], problems: Problem[]): void {
       file: e.from,
       line: e.line,
       rule: "modes",
-      message: `imports ${JSON.stringify(e.spec)}${via}: ${mine} and ${other} do not import each other; what both need at start belongs in src/startup.ts`,
+      message: `imports ${JSON.stringify(e.spec)}${via}: ${mine} and ${other} do not import each other; what both need at start belongs in src/mode-setup.ts`,
     });
   }
 }
@@ -343,6 +346,14 @@ export function checkBoundaries(root: string): Problem[] {
         message: `imports ${JSON.stringify(e.spec)}: src/core/ is the ground floor and imports nothing else of src/`,
       });
     }
+    if (e.to.startsWith(EVENTLOG_DIR) && e.to !== `${EVENTLOG_DIR}index.ts` && !e.from.startsWith(EVENTLOG_DIR)) {
+      problems.push({
+        file: e.from,
+        line: e.line,
+        rule: "layers",
+        message: `imports ${JSON.stringify(e.spec)}: the job event log is used through its face, src/eventlog/index.ts`,
+      });
+    }
   }
   return problems.sort((a, b) => (a.file === b.file ? a.line - b.line : a.file < b.file ? -1 : 1));
 }
@@ -355,6 +366,6 @@ if (import.meta.main) {
     process.exit(1);
   }
   console.log(
-    `boundaries ok: process APIs only in src/runtime/, spawn calls only in src/condor/, no shell anywhere, the two modes apart, core/ at the bottom, no function over ${MAX_FUNCTION_LINES} lines`,
+    `boundaries ok: process APIs only in src/runtime/, spawn calls only in src/condor/, no shell anywhere, the two modes apart, core/ at the bottom, eventlog/ through its face, no function over ${MAX_FUNCTION_LINES} lines`,
   );
 }

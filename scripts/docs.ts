@@ -9,7 +9,7 @@
  *   bun scripts/docs.ts --check   exit 1 when it is out of date or a relative link in README.md
  *                                 or docs/ points at a file or heading that does not exist
  *
- * The functions are pure (test/unit/docs.test.ts runs them on tables); only the bottom of this
+ * The functions are pure (test/scripts/docs.test.ts runs them on tables); only the bottom of this
  * file reads and writes files.
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";

@@ -115,7 +115,7 @@ const Channels = z.object({
 
 /**
  * Every key carries its documentation (`.describe()`): docs/configuration.md's table is generated
- * from this schema (`npm run docs`), and a key without a description fails test/unit/docs.test.ts.
+ * from this schema (`npm run docs`), and a key without a description fails test/scripts/docs.test.ts.
  */
 export const Schema = z.object({
   DataRootFolder: str
@@ -199,6 +199,14 @@ export const Schema = z.object({
     .min(1)
     .default(20)
     .describe("Timeout of `condor_q`, `condor_history`, `condor_rm`, `condor_status` and `condor_tail`"),
+  ScheddNameResolveSeconds: z
+    .number()
+    .int()
+    .min(0)
+    .default(30)
+    .describe(
+      "How long a schedd named by a host name that does not resolve is asked about again at start before the sidecar refuses it (a name server may come up after the sidecar)",
+    ),
   StatusCacheSeconds: z
     .number()
     .min(1, "must be at least 1: a failed condor_q of changed jobs is retried this often")

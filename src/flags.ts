@@ -55,7 +55,7 @@ type CliResult = { kind: "run"; options: CliOptions } | { kind: "help" } | { kin
  * The flags as node:util parseArgs reads them (`type`, `short`), plus documentation that
  * parseArgs ignores: `arg` (the value's placeholder), `defaultText` (the default as shown),
  * `group` and `description`. docs/configuration.md's flag tables are generated from these
- * (`npm run docs`); a flag without a description fails test/unit/docs.test.ts.
+ * (`npm run docs`); a flag without a description fails test/scripts/docs.test.ts.
  */
 export const FLAGS = {
   listen: {

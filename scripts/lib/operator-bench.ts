@@ -49,6 +49,14 @@ interface HTCJobObj {
   status?: { jobid?: string[]; running?: number; succeeded?: number };
 }
 
+/** Installs the HTCJob CRD (deploy/htcjob-crd.yaml), waits until the API server serves it, and gives its client. */
+async function htcjobApi(kube: Kube): Promise<ReturnType<typeof api>> {
+  const crd = await kube.kubectl(["apply", "-f", join(ROOT, "deploy", "htcjob-crd.yaml")]);
+  if (crd.code !== 0) throw new Error(`kubectl apply of the CRD failed: ${crd.stderr}`);
+  await kube.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd/htcjobs.htc.cern.ch"]);
+  return api(kube);
+}
+
 /** The API server, as its admin: certificate, key and CA from the test helper's files. */
 function api(kube: Kube) {
   const tls = { ca: kube.caPem, cert: kube.admin.certPem, key: kube.admin.keyPem };
@@ -187,10 +195,7 @@ export async function operatorRows(o: OperatorBenchOptions): Promise<BenchRow[]>
   const dir = mkdtempSync(join(o.root, "operator-"));
   let op: RunningOperator | undefined;
   try {
-    const crd = await kube.kubectl(["apply", "-f", join(ROOT, "deploy", "htcjob-crd.yaml")]);
-    if (crd.code !== 0) throw new Error(`kubectl apply of the CRD failed: ${crd.stderr}`);
-    await kube.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd/htcjobs.htc.cern.ch"]);
-    const k = api(kube);
+    const k = await htcjobApi(kube);
     op = await startOperator(o, kube, home, dir);
     await Bun.sleep(2000);
     const idleKiB = rssKiB(op.pid);
@@ -305,10 +310,7 @@ export async function operatorSpoolRows(o: OperatorBenchOptions): Promise<BenchR
   const flag = join(flagDir, "finish-now");
   let op: RunningOperator | undefined;
   try {
-    const crd = await kube.kubectl(["apply", "-f", join(ROOT, "deploy", "htcjob-crd.yaml")]);
-    if (crd.code !== 0) throw new Error(`kubectl apply of the CRD failed: ${crd.stderr}`);
-    await kube.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd/htcjobs.htc.cern.ch"]);
-    const k = api(kube);
+    const k = await htcjobApi(kube);
     op = await startOperator(o, kube, home, dir, true);
     // The proc that will finish: first, so that it has one of the two slots.
     await k.create("bench-finisher", 1, `while [ ! -e ${flag} ]; do sleep 0.1; done\necho done\n`);

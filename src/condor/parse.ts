@@ -4,14 +4,9 @@
  * docs/htcondor.md#json-output, docs/htcondor.md#condor_history,
  * docs/htcondor.md#condor_rm-condor_hold-condor_release).
  */
-import { adNumber, type JobAd } from "../core/classad.ts";
+import { adNumber, type JobAd, type JobId } from "../core/classad.ts";
 
-export interface JobId {
-  cluster: number;
-  proc: number;
-}
-
-export const jobIdString = (id: JobId) => `${id.cluster}.${id.proc}`;
+export { type JobId, jobIdString } from "../core/classad.ts";
 
 /**
  * `condor_submit -terse` prints `first - last` per cluster

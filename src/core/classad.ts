@@ -6,6 +6,15 @@
 export type ClassAdValue = string | number | boolean | null | ClassAdValue[] | { [k: string]: ClassAdValue };
 export type JobAd = Record<string, ClassAdValue>;
 
+/** A job's id, its ad's ClusterId and ProcId. */
+export interface JobId {
+  cluster: number;
+  proc: number;
+}
+
+/** `cluster.proc`, as the tools print a job id. */
+export const jobIdString = (id: JobId) => `${id.cluster}.${id.proc}`;
+
 /** A ClassAd expression rendered by the JSON writer as `/Expr(…)/` is not a value. */
 export function adNumber(ad: JobAd, key: string): number | undefined {
   const v = ad[key];

@@ -111,7 +111,13 @@ export function podStatus(pod: PodIdentity, obs: Observation): PodStatus {
       const status = adNumber(obs.ad, "JobStatus");
       if (status === 3) {
         const why = adString(obs.ad, "RemoveReason") ?? "the job was removed";
-        lines = finish(pod.containers, obs.lines, { exitCode: 137, reason: "JobRemoved", message: why }, false, stoppedBy({ reason: "JobRemoved", message: why }));
+        lines = finish(
+          pod.containers,
+          obs.lines,
+          { exitCode: 137, reason: "JobRemoved", message: why },
+          false,
+          stoppedBy({ reason: "JobRemoved", message: why }),
+        );
       } else {
         const exit = jobExit(obs.ad);
         lines = finish(pod.containers, obs.lines, exit, false, oomKilled(exit.reason === "OOMKilled" ? exit : memoryExit(obs.ad)));

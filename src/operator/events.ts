@@ -15,7 +15,7 @@
  * since the schedd's last answer, and a count; they are read whole every StatusCacheSeconds only
  * until an answer has given the watch its window's start. An offset is saved only after the pass
  * that acted on its events. The reading, the log files and the passes are the engine the sidecar
- * shares (store/eventlog-follow.ts).
+ * shares (src/eventlog/).
  */
 import { join } from "node:path";
 import type { JobAd } from "../core/classad.ts";
@@ -24,8 +24,7 @@ import { createWatch, WATCH_MS } from "../condor/watch.ts";
 import type { JobRef } from "../core/watch.ts";
 import { operatorJobs } from "../core/watch.ts";
 import type { Logger } from "../logger.ts";
-import { eventsDir } from "../store/eventlog-file.ts";
-import { createEventLogFollow, SETTLE_DELAYS_MS } from "../store/eventlog-follow.ts";
+import { createEventLogFollow, eventsDir, SETTLE_DELAYS_MS } from "../eventlog/index.ts";
 import type { HTCJobRecord, HTCJobStore } from "./store.ts";
 import { PROC_ATTRIBUTES } from "./status.ts";
 import type { FollowResult, FollowScope } from "./track.ts";

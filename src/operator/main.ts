@@ -27,7 +27,7 @@ import type { Logger } from "../logger.ts";
 import type { HttpServer } from "../runtime/http.ts";
 import { sleep } from "../runtime/sleep.ts";
 import type { Runtime } from "../runtime/types.ts";
-import { dataRootOf, type Io, loadConfig, openCondor, type Outcome, prepare, serveMetrics } from "../startup.ts";
+import { dataRootOf, type Io, loadConfig, openCondor, type Outcome, prepare, serveMetrics } from "../mode-setup.ts";
 import { ensureDir } from "../store/files.ts";
 import { createController, type HTCJob, keyOf } from "./controller.ts";
 import { createEventDriver } from "./events.ts";

@@ -8,7 +8,7 @@
 import { errorText, SidecarError } from "../core/errors.ts";
 import type { Sqlite } from "../runtime/types.ts";
 import { migrate } from "../store/migrate.ts";
-import type { EventLogRecord } from "../store/store.ts";
+import type { EventLogRecord } from "../eventlog/index.ts";
 import type { ProcFiles } from "./output.ts";
 
 /**

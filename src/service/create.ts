@@ -10,7 +10,9 @@ import type { CreateRequest } from "../core/pod.ts";
 import { jobCommands, renderBatch } from "../render/submit.ts";
 import { renderWrapper } from "../render/wrapper.ts";
 import { podDir, removePodDir, writePodFiles } from "../store/files.ts";
-import { type CreateAnswer, type Ctx, findJobByUid, jid, secretPaths } from "./context.ts";
+import type { CreateAnswer, Ctx } from "./context.ts";
+import { findJobByUid } from "./find-by-uid.ts";
+import { jid, secretPaths } from "./records.ts";
 import { type Submitter, SubmitUndecided } from "./submitter.ts";
 
 export function createCreateService(c: Ctx, submit: Submitter): { create(req: CreateRequest): Promise<CreateAnswer> } {
@@ -50,7 +52,7 @@ export function createCreateService(c: Ctx, submit: Submitter): { create(req: Cr
     const wrapper = renderWrapper(plan);
     const dir = podDir(c.dataRoot, uid);
     // Not spooled: the job writes to the sidecar's shared event log, which says when to ask about it.
-    const eventLog = c.follower?.logForNewJob();
+    const eventLog = c.follower.logForNewJob();
     const job = { dir, label: `${plan.batchName} (uid ${uid})`, commands: jobCommands(plan, eventLog?.path) };
     const containers = [...plan.initContainers, ...plan.containers].map((ct) => ({
       name: ct.name,
@@ -85,7 +87,7 @@ export function createCreateService(c: Ctx, submit: Submitter): { create(req: Cr
     c.store.recordJob(uid, id.cluster, id.proc, c.now());
     c.tracing.pods.submitted({ uid, name, namespace, phase: "submitted", cluster: id.cluster, proc: id.proc });
     c.queue.wake({ eventLog: eventLog?.name });
-    c.follower?.recorded(jobIdString(id));
+    c.follower.recorded(jobIdString(id));
     for (const w of plan.warnings) c.log.warn("create", { uid, warning: w });
     return { PodUID: uid, PodJID: jobIdString(id) };
   }

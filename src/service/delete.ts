@@ -6,7 +6,9 @@ import { jobIdString } from "../condor/parse.ts";
 import type { PodRef } from "../core/requests.ts";
 import { podDir, removePodDirKeepingLog } from "../store/files.ts";
 import type { PodRecord } from "../store/store.ts";
-import { type Ctx, findJobByUid, jid, ownedJob, secretPaths } from "./context.ts";
+import type { Ctx } from "./context.ts";
+import { findJobByUid } from "./find-by-uid.ts";
+import { jid, ownedJob, secretPaths } from "./records.ts";
 import { errorText } from "../core/errors.ts";
 
 type RemoveOutcome = { outcome: "removed" | "ended" | "pending"; job?: string };

@@ -17,11 +17,13 @@
  * with a growing delay.
  *
  * The reading, the log files and the passes are the engine the operator shares
- * (store/eventlog-follow.ts); this module is what the sidecar's pass asks and does.
+ * (src/eventlog/); this module is what the sidecar's pass asks and does.
  */
-import { createEventLogFollow, LOG_KEEP_MS, POLL_MS, SETTLE_DELAYS_MS, SWEEP_AGE_MS } from "../store/eventlog-follow.ts";
-import { type Ctx } from "./context.ts";
-import { realTimer } from "./queue.ts";
+import { createEventLogFollow, LOG_KEEP_MS, POLL_MS, SETTLE_DELAYS_MS, SWEEP_AGE_MS } from "../eventlog/index.ts";
+import type { FileConfig } from "../config.ts";
+import type { Logger } from "../logger.ts";
+import type { Store } from "../store/store.ts";
+import { type QueueView, realTimer, type SetTimer } from "./queue.ts";
 
 export { LOG_KEEP_MS, POLL_MS, SETTLE_DELAYS_MS, SWEEP_AGE_MS };
 
@@ -35,7 +37,21 @@ export interface Follower {
   stop(): Promise<void>;
 }
 
-export function createFollower(c: Ctx): Follower {
+/** What the follower needs: built before the service's context, it is one of its parts (context.ts). */
+export interface FollowDeps {
+  store: Store;
+  queue: QueueView;
+  config: Pick<FileConfig, "StatusCacheSeconds">;
+  dataRoot: string;
+  spool: boolean;
+  log: Logger;
+  /** Epoch milliseconds. */
+  now: () => number;
+  timer?: SetTimer;
+  watchFolder?: (dir: string, onChange: () => void) => () => void;
+}
+
+export function createFollower(c: FollowDeps): Follower {
   const engine = createEventLogFollow({
     root: c.dataRoot,
     books: {

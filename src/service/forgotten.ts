@@ -10,8 +10,13 @@
  */
 import { adNumber } from "../core/classad.ts";
 import { errorText } from "../core/errors.ts";
-import { type ForgetRules, judgeForgotten, type Mark, markOf, noteNamed } from "../core/forgotten.ts";
-import { type Ctx, jid, ownedJob } from "./context.ts";
+import { type ForgetRules, judgeForgotten, type Mark, markOf, newActivity, noteNamed, type StatusActivity } from "../core/forgotten.ts";
+import type { FileConfig } from "../config.ts";
+import type { Logger } from "../logger.ts";
+import type { Store } from "../store/store.ts";
+import type { QueueView } from "./queue.ts";
+import { jid, ownedJob } from "./records.ts";
+import type { Remover } from "./remover.ts";
 
 /** A forgotten pod as the ping lists it. */
 export interface ForgottenPod {
@@ -32,19 +37,37 @@ export interface ForgetService {
   list(): ForgottenPod[];
   /** Logs what changed since the last pass and removes the jobs that are due (a reaper pass). */
   sweep(): Promise<void>;
+  /**
+   * Counts status calls on this clock from now on (core/forgotten.ts): several schedds' services
+   * share one, so that a call about a pod on one schedd is activity for all (schedds.ts).
+   */
+  shareActivity(activity: StatusActivity): void;
+}
+
+/** What the service needs: built before the service's context, it is one of its parts (context.ts). */
+export interface ForgetDeps {
+  store: Store;
+  queue: QueueView;
+  config: Pick<FileConfig, "ForgottenPods">;
+  log: Logger;
+  /** Epoch milliseconds. */
+  now: () => number;
+  remove: Remover;
 }
 
 /** JobStatus of a job that is still queued or running: idle, running, held, transferring output, suspended. */
 const ALIVE = new Set([1, 2, 5, 6, 7]);
 
-export const forgetRules = (c: Ctx): ForgetRules => ({
+export const forgetRules = (c: Pick<ForgetDeps, "config">): ForgetRules => ({
   afterMs: c.config.ForgottenPods.AfterSeconds * 1000,
   rounds: c.config.ForgottenPods.Rounds,
   maxGapMs: c.config.ForgottenPods.SilenceSeconds * 1000,
   removeAfterMs: c.config.ForgottenPods.RemoveAfterSeconds * 1000,
 });
 
-export function createForgetService(c: Ctx): ForgetService {
+export function createForgetService(c: ForgetDeps): ForgetService {
+  /** The clock of status calls (core/forgotten.ts), this service's own until one is shared. */
+  let activity = newActivity();
   const marks = new Map<string, Mark>();
   /** The pods reported forgotten by the last sweep (to log a change once). */
   let reported = new Map<string, ForgottenPod>();
@@ -68,7 +91,7 @@ export function createForgetService(c: Ctx): ForgetService {
   function judge(): { pod: ForgottenPod; remove: boolean }[] | undefined {
     const uids = candidates();
     if (!uids) return undefined;
-    return judgeForgotten(uids, marks, c.activity, forgetRules(c)).flatMap((f) => {
+    return judgeForgotten(uids, marks, activity, forgetRules(c)).flatMap((f) => {
       const r = c.store.get(f.uid);
       if (!r || r.phase !== "submitted") return [];
       return [{ pod: { uid: f.uid, pod: `${r.namespace}/${r.name}`, job: jid(r), idleSeconds: f.idleSeconds, rounds: f.rounds }, remove: f.remove }];
@@ -78,11 +101,12 @@ export function createForgetService(c: Ctx): ForgetService {
   return {
     named(uids) {
       if (uids.length === 0) return;
-      noteNamed(c.activity, uids, c.now(), c.config.ForgottenPods.SilenceSeconds * 1000);
-      const m = markOf(c.activity);
+      noteNamed(activity, uids, c.now(), c.config.ForgottenPods.SilenceSeconds * 1000);
+      const m = markOf(activity);
       for (const uid of uids) marks.set(uid, m);
     },
     list: () => judge()?.map((f) => f.pod) ?? [],
+    shareActivity: (a) => void (activity = a),
     async sweep() {
       const now = judge();
       // A schedd that does not answer: what was reported stays reported, and nothing is removed.

@@ -111,7 +111,7 @@ export function createHealthService(c: Ctx): HealthService {
         node: c.config.Node,
       });
       // Pods interLink forgot (docs/status.md#pods-interlink-forgot): reported, never a reason for a 503.
-      const forgotten = c.forget?.list() ?? [];
+      const forgotten = c.forget.list();
       if (forgotten.length > 0) answer.body.forgotten = { count: forgotten.length, pods: forgotten.slice(0, FORGOTTEN_LISTED) };
       return answer;
     },
@@ -126,7 +126,7 @@ export function createHealthService(c: Ctx): HealthService {
         credentialExpiry: credential().expiry,
         snapshotAgeSeconds: c.queue.running() && answered !== undefined ? Math.max(0, (c.now() - answered) / 1000) : 0,
         submitConcurrency: c.submitLimit.current(),
-        forgottenPods: c.forget?.list().length ?? 0,
+        forgottenPods: c.forget.list().length,
       };
     },
 

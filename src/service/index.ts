@@ -11,8 +11,6 @@ import { createLogService } from "./logs.ts";
 import { createReconcileService } from "./reconcile.ts";
 import { createStatusService } from "./status.ts";
 import { createSubmitter } from "./submitter.ts";
-import { createFollower } from "./follow.ts";
-import { createForgetService } from "./forgotten.ts";
 
 import type { ServiceView } from "./health.ts";
 import type { StatusActivity } from "../core/forgotten.ts";
@@ -55,14 +53,12 @@ export interface ScheddService extends Service {
 
 export function createService(d: ServiceDeps): ScheddService {
   const c = createContext(d);
-  c.forget = createForgetService(c);
   const status = createStatusService(c);
   const deletes = createDeleteService(c);
   const background = createReconcileService(c, deletes);
   const health = createHealthService(c);
   const logs = createLogService(c);
   let reaping: Promise<void> | undefined;
-  c.follower = createFollower(c);
   // Jobs followed before a restart: the first full condor_q runs now.
   c.queue.wake();
 
@@ -77,7 +73,7 @@ export function createService(d: ServiceDeps): ScheddService {
     reconcile: background.reconcile,
     reap() {
       // Pods interLink forgot are logged, and removed when due, on the same beat.
-      reaping ??= Promise.all([background.reap(), c.forget!.sweep()]).then(() => {}).finally(() => (reaping = undefined));
+      reaping ??= Promise.all([background.reap(), c.forget.sweep()]).then(() => {}).finally(() => (reaping = undefined));
       return reaping;
     },
     refresh: () => c.queue.refreshNow(),
@@ -89,9 +85,9 @@ export function createService(d: ServiceDeps): ScheddService {
     },
     scheddFailing: () => c.queue.schedd.failures > 0,
     probe: () => c.queue.probe().then(() => true, () => false),
-    shareActivity: (a) => void (c.activity = a),
+    shareActivity: c.forget.shareActivity,
     async drain(deadlineMs) {
-      const work = Promise.allSettled([...c.inflight.values(), reaping, c.follower?.stop(), c.queue.stop()]);
+      const work = Promise.allSettled([...c.inflight.values(), reaping, c.follower.stop(), c.queue.stop()]);
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([work, new Promise<void>((r) => (timer = setTimeout(r, deadlineMs)))]);
       clearTimeout(timer);

@@ -35,7 +35,8 @@ import { containerKey, logFileName } from "../core/types.ts";
 import { type JobFile, jobFileSize, readJobFile, readStateFiles, UnsafeJobFile } from "../store/files.ts";
 import { sleep } from "../runtime/sleep.ts";
 import type { PodRecord } from "../store/store.ts";
-import { type Ctx, jid, jobId, unsafeFileWarning } from "./context.ts";
+import type { Ctx } from "./context.ts";
+import { jid, jobId, unsafeFileWarning } from "./records.ts";
 
 type Container = { name: string; init: boolean };
 

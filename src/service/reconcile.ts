@@ -7,7 +7,9 @@ import { jobIdString } from "../condor/parse.ts";
 import { type JobAd } from "../core/classad.ts";
 import { parseContainerList } from "../core/container-list.ts";
 import { holdsOnlyKeptLog, isDir, listPodDirs, podDir, removePodDir } from "../store/files.ts";
-import { type Ctx, findJobsByUid, ownedJob, secretPaths, UidConflict } from "./context.ts";
+import type { Ctx } from "./context.ts";
+import { findJobsByUid, UidConflict } from "./find-by-uid.ts";
+import { ownedJob, secretPaths } from "./records.ts";
 import type { DeleteService } from "./delete.ts";
 import { errorText } from "../core/errors.ts";
 

@@ -7,8 +7,9 @@
 import { jobIdString, type RmOutcome } from "../condor/parse.ts";
 import type { OwnedJob } from "../condor/tools.ts";
 import { SidecarError } from "../core/errors.ts";
-import type { Ctx } from "./context.ts";
+import type { Condor } from "../condor/tools.ts";
 import { groupCommit, type Settled } from "./group-commit.ts";
+import type { SubmitLimit } from "./submit-limit.ts";
 
 /** Job ids in one condor_rm at most (its command line stays far below the kernel's limit). */
 const REMOVE_BATCH_MAX = 500;
@@ -19,7 +20,7 @@ export type Removed = Exclude<RmOutcome, "denied" | "unknown">;
 /** Removes a job named by the constraint that proves it the sidecar's (core/job-identity.ts), never by a bare id. */
 export type Remover = (job: OwnedJob, reason: string) => Promise<Removed>;
 
-export function createRemover(c: Ctx): Remover {
+export function createRemover(c: { condor: Pick<Condor, "remove">; submitLimit: Pick<SubmitLimit, "current"> }): Remover {
   const remove = groupCommit<{ job: OwnedJob; reason: string }, Removed>({
     // condor_rm commits on the same schedd, one transaction at a time as a submit does
     // (docs/htcondor.md#one-submit-at-a-time): it follows the limit the submits measured.

@@ -11,8 +11,9 @@ import { errorText } from "../core/errors.ts";
 import { ConfigError, type FileConfig } from "../config.ts";
 import { type CliOptions, condorAccess, isRemote, UsageError } from "../flags.ts";
 import type { Logger } from "../logger.ts";
+import { sleep } from "../runtime/sleep.ts";
 import type { Runtime } from "../runtime/types.ts";
-import { credentialFileKind, type Prepared } from "../startup.ts";
+import { credentialFileKind, type Prepared } from "../mode-setup.ts";
 import { ensureDir } from "../store/files.ts";
 import { openStore, type Store } from "../store/store.ts";
 
@@ -142,19 +143,16 @@ export function openMemberStores(runtime: Runtime, members: readonly Member[]): 
   return stores;
 }
 
-/** How long a --schedd-name that does not resolve is retried at start before the sidecar gives up. */
-const SCHEDD_NAME_RESOLVE_MS = 30_000;
-
 /**
  * A --schedd-name without "@" is a host name that every condor tool resolves before it does
  * anything else (docs/htcondor.md#a-schedd-name-without--is-a-host-name): one that does not
  * resolve makes every call fail, so the sidecar refuses to start with it. condor_q itself is
  * asked, so that HTCondor's own resolver and configuration decide, and asked again for
- * SCHEDD_NAME_RESOLVE_MS (a name server may come up after the sidecar). Anything else condor_q
- * says, a collector or schedd that does not answer included, is the ping's business.
+ * `waitMs` (ScheddNameResolveSeconds: a name server may come up after the sidecar). Anything else
+ * condor_q says, a collector or schedd that does not answer included, is the ping's business.
  */
-export async function checkScheddName(condor: Condor, name: string, label: string, log: Logger): Promise<void> {
-  const deadline = Date.now() + SCHEDD_NAME_RESOLVE_MS;
+export async function checkScheddName(condor: Condor, name: string, label: string, log: Logger, waitMs: number): Promise<void> {
+  const deadline = Date.now() + waitMs;
   for (let wait = 1_000;; wait = Math.min(2 * wait, 8_000)) {
     let said: string | undefined;
     try {
@@ -168,7 +166,7 @@ export async function checkScheddName(condor: Condor, name: string, label: strin
     if (left <= 0) {
       throw new UsageError(
         `${label}: condor_q says "${said}" (still after ${
-          SCHEDD_NAME_RESOLVE_MS / 1000
+          waitMs / 1000
         } s): a schedd name without "@" is a host name, and this one does not resolve; give a host name that does, or name@host`,
       );
     }
@@ -177,6 +175,6 @@ export async function checkScheddName(condor: Condor, name: string, label: strin
       condorQ: said,
       retryInSeconds: Math.min(wait, left) / 1000,
     });
-    await new Promise((r) => setTimeout(r, Math.min(wait, left)));
+    await sleep(Math.min(wait, left), new AbortController().signal);
   }
 }

@@ -18,7 +18,8 @@ import type { StateLine } from "../core/state-line.ts";
 import { linesFromAd, type PodStatus, podStatus } from "../core/status.ts";
 import { jobFileSize, readStateFiles, removeFiles } from "../store/files.ts";
 import type { LiveJob, PodRecord } from "../store/store.ts";
-import { containerKeys, type Ctx, identity, jid, ownedJob, recordedJob, secretPaths, unsafeFileWarning } from "./context.ts";
+import type { Ctx } from "./context.ts";
+import { containerKeys, identity, jid, ownedJob, recordedJob, secretPaths, unsafeFileWarning } from "./records.ts";
 import { askedAt, type Snapshot } from "./queue.ts";
 import { errorText } from "../core/errors.ts";
 
@@ -41,7 +42,7 @@ export function createStatusService(c: Ctx): StatusService {
 
 async function status(c: Ctx, pods: readonly PodRef[]): Promise<StatusAnswer> {
   // Which pods interLink still asks about (docs/status.md#pods-interlink-forgot).
-  c.forget?.named(pods.map((p) => p.uid));
+  c.forget.named(pods.map((p) => p.uid));
   const reported = () =>
     pods.flatMap((p) => {
       const r = c.store.get(p.uid);

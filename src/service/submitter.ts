@@ -13,7 +13,8 @@ import { type JobId, jobIdString } from "../condor/parse.ts";
 import { errorText, SidecarError } from "../core/errors.ts";
 import { renderBatch, type SubmitJob, submitShape } from "../render/submit.ts";
 import { removeFiles, writeBatchFile } from "../store/files.ts";
-import { type Ctx, findJobsByUid, UidConflict } from "./context.ts";
+import type { Ctx } from "./context.ts";
+import { findJobsByUid, UidConflict } from "./find-by-uid.ts";
 import { groupCommit, type Settled } from "./group-commit.ts";
 
 export interface SubmitEntry {

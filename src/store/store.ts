@@ -6,6 +6,7 @@
 import { errorText, SidecarError } from "../core/errors.ts";
 import { PHASES, type PodPhase, type TransitionName, TRANSITIONS } from "../core/lifecycle.ts";
 import type { Sqlite } from "../runtime/types.ts";
+import type { EventLogRecord } from "../eventlog/index.ts";
 import { migrate } from "./migrate.ts";
 
 export type { PodPhase };
@@ -164,18 +165,6 @@ export interface LiveJob {
 export type NewRecord =
   & Pick<PodRecord, "uid" | "namespace" | "name" | "dir" | "spooled" | "containers" | "secrets" | "createdAt">
   & Partial<Pick<PodRecord, "eventLog" | "globalJobId">>;
-
-/**
- * A shared job event log and how far it has been read: `offset` (just past a `...` line),
- * and the file's `inode` and `size` at that read (0 and 0 before the file was first seen).
- */
-export interface EventLogRecord {
-  name: string;
-  createdAt: number;
-  offset: number;
-  inode: number;
-  size: number;
-}
 
 /** The bookkeeping fields of a record; its phase changes only through the transitions. */
 type RecordPatch = Partial<Pick<PodRecord, "outputFetched" | "missingSince" | "heldSince" | "fetchAttempts" | "globalJobId">>;

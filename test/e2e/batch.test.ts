@@ -45,13 +45,14 @@ const { start } = sidecars((o) => ({ ...o, args: ["--dummy-job", ...(o.args ?? [
 const { start: startPlain } = sidecars();
 
 describe("batched submission (docs/htcondor.md#submitting-many-pods-at-once)", () => {
-  test("a burst of 100 creates: a few condor_submit, each pod its own cluster.proc, every pod runs", async () => {
+  // 30 pods show the rule; the benchmark's batching rows (npm run bench) take it to thousands.
+  test("a burst of 30 creates: a few condor_submit, each pod its own cluster.proc, every pod runs", async () => {
     const sc = await start();
-    const reqs = Array.from({ length: 100 }, (_, i) => pod(`burst-${i}`));
+    const reqs = Array.from({ length: 30 }, (_, i) => pod(`burst-${i}`));
     const answers = await Promise.all(reqs.map((r) => sc.call("POST", "/create", r)));
     expect(answers.map((a) => a.status)).toEqual(reqs.map(() => 200));
     const jids = answers.map((a) => JSON.parse(a.body).PodJID as string);
-    expect(new Set(jids).size).toBe(100);
+    expect(new Set(jids).size).toBe(reqs.length);
     const submits = sc.calls("condor_submit").length;
     // A lone create goes at once; the ones that arrive meanwhile go together.
     expect(submits).toBeLessThanOrEqual(5);

@@ -1,6 +1,7 @@
 // --schedd-name without "@" is a host name the condor tools resolve before anything else
 // (docs/htcondor.md#a-schedd-name-without--is-a-host-name): one that still does not resolve after
-// about 30 s is refused at start with exit 2, in condor_q's words. Other forms, and a schedd or
+// ScheddNameResolveSeconds (30 s by default; 4 s here) is refused at start with exit 2, in
+// condor_q's words. Other forms, and a schedd or
 // collector that does not answer, never stop the sidecar from starting.
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -25,7 +26,7 @@ describe("--schedd-name at start (docs/htcondor.md#a-schedd-name-without--is-a-h
     const dir = mkdtempSync(join(tmpdir(), "sidecar-e2e-"));
     dirs.push(dir);
     mkdirSync(join(dir, "minicondor"));
-    writeFileSync(join(dir, "SidecarConfig.yaml"), `DataRootFolder: ./data\nContainerRuntime: ${SHIM}\n`);
+    writeFileSync(join(dir, "SidecarConfig.yaml"), `DataRootFolder: ./data\nContainerRuntime: ${SHIM}\nScheddNameResolveSeconds: 4\n`);
     const proc = Bun.spawn(
       [
         process.execPath,
@@ -48,7 +49,7 @@ describe("--schedd-name at start (docs/htcondor.md#a-schedd-name-without--is-a-h
     const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
     expect(code).toBe(2);
     const last = stderr.trimEnd().split("\n").at(-1)!;
-    expect(last).toStartWith('htcondor-sidecar: --schedd-name nosuchhost.invalid: condor_q says "Error: unknown host nosuchhost.invalid"');
+    expect(last).toStartWith('htcondor-sidecar: --schedd-name nosuchhost.invalid: condor_q says "Error: unknown host nosuchhost.invalid" (still after 4 s)');
     expect(stderr).not.toContain('"msg":"listening"');
     // It tried more than once before giving up.
     expect(stderr.match(/does not resolve \(yet\)/g)?.length ?? 0).toBeGreaterThanOrEqual(2);

@@ -298,10 +298,10 @@ describe("Schedds at start (docs/schedds.md#configuration)", () => {
   };
 
   test("an entry whose host name does not resolve is refused, in condor_q's words (the rule of --schedd-name)", async () => {
-    const r = await refused(dir(), 'Schedds:\n  - Name: "second@localhost"\n  - Name: "nosuchhost.invalid"\n');
+    const r = await refused(dir(), 'ScheddNameResolveSeconds: 3\nSchedds:\n  - Name: "second@localhost"\n  - Name: "nosuchhost.invalid"\n');
     expect(r.code).toBe(2);
     expect(r.last).toStartWith(
-      'htcondor-sidecar: SidecarConfig.yaml: Schedds.1.Name nosuchhost.invalid: condor_q says "Error: unknown host nosuchhost.invalid"',
+      'htcondor-sidecar: SidecarConfig.yaml: Schedds.1.Name nosuchhost.invalid: condor_q says "Error: unknown host nosuchhost.invalid" (still after 3 s)',
     );
   }, 90_000);
 

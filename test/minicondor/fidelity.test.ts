@@ -1888,7 +1888,7 @@ describe("cleanliness: no stray processes", () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-import { readEventLog } from "../../src/condor/eventlog.ts";
+import { readEventLog } from "../../src/eventlog/index.ts";
 // The job event log as the schedd and the shadow write it (docs/htcondor.md#the-job-event-log), read back with
 // the sidecar's own reader; condor_vacate_job (src/condor_rm.V6/rm.cpp, schedd.cpp abort_job_myself).
 describe("the job event log (docs/htcondor.md#the-events-as-written, docs/htcondor.md#condor_vacate_job)", () => {

@@ -76,8 +76,7 @@ async function setup(config = "", spool = false) {
     },
   });
   const status = createStatusService(c);
-  const follower = createFollower(c);
-  c.follower = follower;
+  const follower = c.follower;
   const create = createCreateService(c, createSubmitter(c)).create;
   const queries = () => condor.calls.filter((x) => x.tool === "query").map((x) => String(x.arg));
   return {

@@ -11,7 +11,7 @@ import { parseCreateRequest } from "../../src/core/pod.ts";
 import { memoryLogger } from "../helpers/memory-logger.ts";
 import { bunRuntime } from "../../src/runtime/bun.ts";
 import { createService } from "../../src/service/index.ts";
-import { certificateNotAfter } from "../../src/startup.ts";
+import { certificateNotAfter } from "../../src/mode-setup.ts";
 import { openStore } from "../../src/store/store.ts";
 import { makeCreateRequest } from "../fixtures/pods.ts";
 import { fakeCondor } from "../helpers/fake-condor.ts";

@@ -3,21 +3,21 @@
  * flags → config → store → condor → service → app → server.
  */
 import { resolve } from "node:path";
-import { createApp } from "./app.ts";
-import { readCredential } from "./condor/credentials.ts";
-import { createSidecarMetrics } from "./core/metrics.ts";
-import { type CliOptions, listenAddress, parseCli, USAGE, VERSION } from "./flags.ts";
-import { ConfigError, planConfig } from "./config.ts";
-import { withFields } from "./logger.ts";
-import { type HttpServer, serveHttp } from "./runtime/http.ts";
-import type { Runtime } from "./runtime/types.ts";
-import { createService, type Service } from "./service/index.ts";
-import { checkScheddName, openMemberStores, scheddMembers } from "./service/schedd-setup.ts";
-import { createScheddRouter, type ScheddRouter } from "./service/schedds.ts";
-import { watchStarvation } from "./service/starvation.ts";
-import { certificateNotAfter, type Io, openCondor, type Outcome, prepare, serveMetrics } from "./startup.ts";
-import { errorText } from "./core/errors.ts";
-import { openTracing } from "./tracing/otel.ts";
+import { createApp } from "../app.ts";
+import { readCredential } from "../condor/credentials.ts";
+import { createSidecarMetrics } from "../core/metrics.ts";
+import { type CliOptions, listenAddress, parseCli, USAGE, VERSION } from "../flags.ts";
+import { ConfigError, planConfig } from "../config.ts";
+import { withFields } from "../logger.ts";
+import { type HttpServer, serveHttp } from "../runtime/http.ts";
+import type { Runtime } from "../runtime/types.ts";
+import { createService, type Service } from "./index.ts";
+import { checkScheddName, openMemberStores, scheddMembers } from "./schedd-setup.ts";
+import { createScheddRouter, type ScheddRouter } from "./schedds.ts";
+import { watchStarvation } from "./starvation.ts";
+import { certificateNotAfter, type Io, openCondor, type Outcome, prepare, serveMetrics } from "../mode-setup.ts";
+import { errorText } from "../core/errors.ts";
+import { openTracing } from "../tracing/otel.ts";
 
 export interface Started {
   server: HttpServer;
@@ -75,7 +75,9 @@ export async function start(runtime: Runtime, o: CliOptions, io: Io): Promise<St
     openCondor(runtime, m.prepared, (tool, outcome, seconds) => metrics.command(tool, outcome, seconds, many ? m.name : undefined))
   );
   try {
-    for (const [i, m] of members.entries()) if (m.name !== "" && !m.name.includes("@")) await checkScheddName(condors[i]!, m.name, m.label, log);
+    for (const [i, m] of members.entries()) {
+      if (m.name !== "" && !m.name.includes("@")) await checkScheddName(condors[i]!, m.name, m.label, log, config.ScheddNameResolveSeconds * 1000);
+    }
   } catch (err) {
     closeStores();
     throw err;

@@ -2,12 +2,12 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseConfig, planConfig } from "../../src/config.ts";
-import { expectConfigError } from "../fixtures/config.ts";
-import { parseCreateRequest } from "../../src/core/pod.ts";
-import { planJob } from "../../src/core/plan.ts";
-import { renderSubmit } from "../../src/render/submit.ts";
-import { makeCreateRequest } from "../fixtures/pods.ts";
+import { parseConfig, planConfig } from "../src/config.ts";
+import { expectConfigError } from "./fixtures/config.ts";
+import { parseCreateRequest } from "../src/core/pod.ts";
+import { planJob } from "../src/core/plan.ts";
+import { renderSubmit } from "../src/render/submit.ts";
+import { makeCreateRequest } from "./fixtures/pods.ts";
 
 /** The pod folder a job is submitted from (its initialdir). */
 const DIR = "/var/lib/htcondor-sidecar/pods/7c9e6679";
@@ -26,7 +26,7 @@ describe("parseConfig", () => {
     expect(warnings).toEqual([]);
   });
   test("the shipped SidecarConfig.yaml is valid and has no unknown keys", () => {
-    const text = readFileSync(join(import.meta.dir, "../../SidecarConfig.yaml"), "utf8");
+    const text = readFileSync(join(import.meta.dir, "../SidecarConfig.yaml"), "utf8");
     expect(parseConfig(text).warnings).toEqual([]);
   });
   test("unknown keys warn, at any depth", () => {

@@ -1,8 +1,8 @@
 // Flags: every original flag mapped onto current HTCondor
 // (docs/htcondor.md#environment-variables-the-tools-read), usage errors exit 2.
 import { describe, expect, test } from "bun:test";
-import { type CliOptions, condorAccess, parseCli, UsageError } from "../../src/flags.ts";
-import { CONDOR_TOOLS, toolArgs } from "../../src/condor/tools.ts";
+import { type CliOptions, condorAccess, parseCli, UsageError } from "../src/flags.ts";
+import { CONDOR_TOOLS, toolArgs } from "../src/condor/tools.ts";
 
 const run = (argv: string[]): CliOptions => {
   const r = parseCli(argv);

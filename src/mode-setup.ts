@@ -2,7 +2,7 @@
  * What every mode of the executable does at start (main.ts picks the mode): the configuration
  * file, the condor tools and how to reach HTCondor, the data folder, a /metrics-only listener,
  * and the end: the exit codes of a usage or configuration error, and a stop on SIGTERM or SIGINT.
- * The sidecar (start.ts) and the operator (operator/main.ts) use it; neither imports the other.
+ * The sidecar (service/main.ts) and the operator (operator/main.ts) use it; neither imports the other.
  */
 import { X509Certificate } from "node:crypto";
 import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";

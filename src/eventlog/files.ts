@@ -76,7 +76,7 @@ export interface LogRead {
   size: number;
   /** The bytes from `offset` on, at most `max`. */
   bytes: Uint8Array;
-  /** Up to five bytes before `offset` (eventlog.ts boundaryIntact checks they end a `...` line). */
+  /** Up to five bytes before `offset` (parse.ts boundaryIntact checks they end a `...` line). */
   before: Uint8Array;
 }
 

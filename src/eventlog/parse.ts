@@ -8,7 +8,7 @@
  * append any event, for any job id. Forged events are parsed like real ones; deciding what to
  * believe is the caller's job (a confirming condor_q of the ids named here).
  */
-import type { JobId } from "./parse.ts";
+import type { JobId } from "../core/classad.ts";
 
 /** The events the sidecar acts on (docs/htcondor.md#the-events-as-written). */
 export const EVENT = {

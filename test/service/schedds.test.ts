@@ -14,7 +14,7 @@ import { memoryLogger } from "../helpers/memory-logger.ts";
 import type { Runtime, SpawnResult } from "../../src/runtime/types.ts";
 import { claimDataRoot, type Member, sameSchedd } from "../../src/service/schedd-setup.ts";
 import { sumResources } from "../../src/service/schedds.ts";
-import type { Prepared } from "../../src/startup.ts";
+import type { Prepared } from "../../src/mode-setup.ts";
 
 describe("Schedds in SidecarConfig.yaml", () => {
   test("absent: an empty list, so a configuration from before loads as it did", () => {

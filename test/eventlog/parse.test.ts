@@ -1,4 +1,4 @@
-// The job event log reader (src/condor/eventlog.ts) against the texts HTCondor writes
+// The job event log reader (src/eventlog/parse.ts) against the texts HTCondor writes
 // (docs/htcondor.md#the-job-event-log): every event the sidecar reads, both date styles, the
 // boundaries, partial events, hostile input, other formats, truncation and the per-job cap.
 import { describe, expect, test } from "bun:test";
@@ -16,7 +16,7 @@ import {
   readEventLog,
   type ReadOptions,
   scanForBoundary,
-} from "../../src/condor/eventlog.ts";
+} from "../../src/eventlog/parse.ts";
 
 const enc = new TextEncoder();
 const bytes = (s: string) => enc.encode(s);

@@ -9,13 +9,12 @@
  * What a pass asks the queue, and what it does with the answer, differs between its users and
  * stays with them: the engine only reads (`read`), saves what was acted on (`save`) and cleans
  * up (`cleanupIfDue`); the user's pass decides when a gap runs the full query (`gapDue`,
- * `gapTaken`). The parser it uses (condor/eventlog.ts) is pure.
+ * `gapTaken`). The parser it uses (parse.ts) is pure; the files are read through files.ts.
  */
 import { join } from "node:path";
-import { boundaryIntact, capEvents, compareLogFile, emptyRateWindow, EVENT, readEventLog, scanForBoundary } from "../condor/eventlog.ts";
+import { boundaryIntact, capEvents, compareLogFile, emptyRateWindow, EVENT, readEventLog, scanForBoundary } from "./parse.ts";
 import type { Logger } from "../logger.ts";
-import { checkEventsDir, ensureEventsDir, listEventLogFiles, readEventLogBytes, removeEventLogFile, statEventLog } from "./eventlog-file.ts";
-import type { EventLogRecord } from "./store.ts";
+import { checkEventsDir, ensureEventsDir, listEventLogFiles, readEventLogBytes, removeEventLogFile, statEventLog } from "./files.ts";
 import { errorText } from "../core/errors.ts";
 
 /** The fallback poll for file systems that do not notify (at most 250 ms: docs/status.md#following-the-event-log). */
@@ -44,6 +43,18 @@ export const SWEEP_AGE_MS = 7 * 24 * 3600_000;
  */
 export const SETTLE_DELAYS_MS = [500, 1000, 2000, 4000];
 const ENDS_RUN = new Set<number>([EVENT.evicted, EVENT.terminated, EVENT.shadowException, EVENT.reconnectFailed]);
+
+/**
+ * A shared job event log and how far it has been read: `offset` (just past a `...` line),
+ * and the file's `inode` and `size` at that read (0 and 0 before the file was first seen).
+ */
+export interface EventLogRecord {
+  name: string;
+  createdAt: number;
+  offset: number;
+  inode: number;
+  size: number;
+}
 
 /** The store's books of the event logs (the sidecar's and the operator's stores keep the same fields). */
 export interface EventLogBooks {
