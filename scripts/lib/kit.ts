@@ -5,19 +5,16 @@
  * Everything a run creates lives in one temporary folder; `stop()` and `cleanupHome()` undo it.
  */
 import { CONDOR_TOOLS } from "../../src/condor/tools.ts";
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { createServer } from "node:net";
-import { basename, join, resolve } from "node:path";
+import { basename, join } from "node:path";
 import { makeCreateRequest } from "../../test/fixtures/pods.ts";
+import { BINARY, BUN, CONDOR_BIN, DENO, type Flavour, launchSidecar, ROOT, SHIM, sidecarArgv } from "../../test/helpers/sidecar.ts";
 import { cleanup, createHome, type HomeOptions, toolPath } from "../../test/minicondor/src/testkit.ts";
 
-export const ROOT = resolve(import.meta.dir, "../..");
-export const CONDOR_BIN = join(ROOT, "test", "minicondor", "bin");
-export const SHIM = join(ROOT, "test", "minicondor", "shims", "apptainer");
-export const BINARY = join(ROOT, "dist", "htcondor-sidecar");
-export const BUN = join(ROOT, "node_modules", ".bin", "bun");
-export const DENO = join(ROOT, "node_modules", ".bin", "deno");
+// The tests' launcher and its paths (test/helpers/sidecar.ts): one way to start a sidecar for both.
+export { BINARY, BUN, CONDOR_BIN, DENO, type Flavour, ROOT, SHIM, sidecarArgv };
 
 export type Json = ReturnType<typeof makeCreateRequest>;
 
@@ -124,8 +121,6 @@ export function freePort(): Promise<number> {
 
 // ------------------------------------------------------------------------------------- sidecar
 
-export type Flavour = "binary" | "bun" | "deno";
-
 export interface SidecarSpec {
   flavour: Flavour;
   /** Folder of SidecarConfig.yaml, data/ and sidecar.log (may be reused across restarts). */
@@ -157,17 +152,6 @@ export interface Running {
   stop(graceMs?: number): Promise<number | null>;
 }
 
-export function sidecarArgv(flavour: Flavour, binary = BINARY): string[] {
-  switch (flavour) {
-    case "binary":
-      return [binary];
-    case "bun":
-      return [BUN, join(ROOT, "src", "main.bun.ts")];
-    case "deno":
-      return [DENO, "run", "-A", "--no-check", join(ROOT, "src", "main.deno.ts")];
-  }
-}
-
 /** Writes SidecarConfig.yaml in `dir` (DataRootFolder ./data, the apptainer shim, extra lines). */
 export function writeSidecarConfig(dir: string, extra: string[] = []): string {
   mkdirSync(dir, { recursive: true });
@@ -176,77 +160,43 @@ export function writeSidecarConfig(dir: string, extra: string[] = []): string {
   return path;
 }
 
-/** Starts a sidecar on a free port, polls the ping until it answers 200, and times that. */
+/**
+ * Starts a sidecar on a free port and times it to the first ping answered 200 (launchSidecar of
+ * test/helpers/sidecar.ts, with the port chosen here), its output appended to `dir`/sidecar.log.
+ */
 export async function startSidecar(spec: SidecarSpec): Promise<Running> {
-  const config = writeSidecarConfig(spec.dir, spec.config);
   const port = await freePort();
   const logPath = join(spec.dir, "sidecar.log");
-  const fd = openSync(logPath, "a");
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    HOME: process.env.HOME ?? "/root",
-    MINICONDOR_HOME: spec.home,
-    MINICONDOR_ALLOW_ROOT: "1",
-  };
+  const env: Record<string, string> = {};
   if (process.env.DENO_DIR) env.DENO_DIR = process.env.DENO_DIR;
   if (process.env.TMPDIR) env.TMPDIR = process.env.TMPDIR;
-  Object.assign(env, spec.env);
-  const argv = [
-    ...sidecarArgv(spec.flavour, spec.binary),
-    "--config",
-    config,
-    "--condor-bin",
-    spec.condorBin ?? CONDOR_BIN,
-    "--port",
-    String(port),
-    ...(spec.args ?? []),
-  ];
-  const t0 = performance.now();
-  const proc = Bun.spawn(argv, { cwd: ROOT, env, stdin: "ignore", stdout: fd, stderr: fd });
-  closeSync(fd);
+  const sc = await launchSidecar({
+    flavour: spec.flavour,
+    binary: spec.binary,
+    config: writeSidecarConfig(spec.dir, spec.config),
+    home: spec.home,
+    condorBin: spec.condorBin,
+    args: spec.args,
+    env: { ...env, ...spec.env },
+    cwd: ROOT,
+    port,
+    logPath,
+    startTimeoutMs: spec.startTimeoutMs ?? 60_000,
+  });
+  const { proc } = sc;
   const client = new Client(port);
-  const deadline = Date.now() + (spec.startTimeoutMs ?? 60_000);
-  let startupMs: number | undefined;
-  let last = "";
-  while (startupMs === undefined) {
-    if (proc.exitCode !== null || proc.signalCode !== null) break;
-    if (Date.now() > deadline) break;
-    try {
-      const r = await client.call("GET", "/status", [], 10_000);
-      if (r.status === 200) startupMs = performance.now() - t0;
-      else {
-        last = `${r.status} ${r.body.slice(0, 200)}`;
-        await Bun.sleep(5);
-      }
-    } catch (err) {
-      last = err instanceof Error ? err.message : String(err);
-      await Bun.sleep(2);
-    }
-  }
-  if (startupMs === undefined) {
-    proc.kill("SIGKILL");
-    await proc.exited;
-    client.close();
-    const log = existsSync(logPath) ? readFileSync(logPath, "utf8").slice(-2000) : "";
-    throw new Error(`the ${spec.flavour} sidecar did not answer a ping (${last}); its log ends with:\n${log}`);
-  }
-  const exited = proc.exited.then(() => proc.exitCode);
   return {
     pid: proc.pid,
     port,
     flavour: spec.flavour,
     client,
     logPath,
-    startupMs,
-    exited,
+    startupMs: sc.startupMs,
+    exited: proc.exited.then(() => proc.exitCode),
     alive: () => proc.exitCode === null && proc.signalCode === null,
     async stop(graceMs = 15_000) {
       client.close();
-      if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
-      proc.kill("SIGTERM");
-      const timer = setTimeout(() => proc.kill("SIGKILL"), graceMs);
-      await proc.exited;
-      clearTimeout(timer);
+      await sc.stop(graceMs);
       return proc.exitCode;
     },
   };

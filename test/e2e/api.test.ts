@@ -1,10 +1,10 @@
 // The interLink plugin API end to end: real HTTP to a running sidecar on minicondor.
 // Each test names the checklist item of docs/interlink.md#conformance-checklist it checks.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { configMapObject, dataEntry, makeCreateRequest, secretObject } from "../fixtures/pods.ts";
-import { eventually, http, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS, toolsRunning } from "../helpers/sidecar.ts";
+import { eventually, http, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, sidecars, startSidecar, toolsRunning } from "../helpers/sidecar.ts";
 import { PING_ANSWER_KEEP_MS } from "../../src/core/health.ts";
 
 // Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
@@ -24,8 +24,7 @@ const statusOne = async (pod: Json) => {
   expect(r.status).toBe(200);
   return (JSON.parse(r.body) as Json[])[0];
 };
-const calls = (tool: string) =>
-  existsSync(join(sc.home, "calls.log")) ? readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").filter((l) => l.includes(tool)).length : 0;
+const calls = (tool: string) => sc.calls(tool).length;
 const jobsForUid = async (u: string) => {
   const q = Bun.spawnSync([join(import.meta.dir, "../minicondor/bin/condor_q"), "-allusers", "-af", "InterLinkPodUID"], {
     env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" },
@@ -45,14 +44,7 @@ const terminated = async (pod: Json, timeoutMs = 60_000) =>
     timeoutMs,
     `pod ${pod.metadata.name} to terminate`,
   );
-const logOf = (pod: Json, container: string) =>
-  sc.call("GET", "/getLogs", {
-    Namespace: pod.metadata.namespace,
-    PodUID: pod.metadata.uid,
-    PodName: pod.metadata.name,
-    ContainerName: container,
-    Opts: { Tail: 0, Bytes: 0, Timestamps: false, Follow: false, Previous: false, SinceSeconds: 0, SinceTime: "0001-01-01T00:00:00Z" },
-  });
+const logOf = (pod: Json, container: string) => sc.logs(pod, container);
 
 function shPod(name: string, script: string, extra: { spec?: Json; metadata?: Json; container?: Json[] } = {}) {
   return makeCreateRequest({
@@ -62,12 +54,10 @@ function shPod(name: string, script: string, extra: { spec?: Json; metadata?: Js
   });
 }
 
+const { start } = sidecars();
 beforeAll(async () => {
-  sc = await startSidecar({ config: "PingFailureThreshold: 2\nHoldGraceSeconds: 1\n" });
+  sc = await start({ config: "PingFailureThreshold: 2\nHoldGraceSeconds: 1\n" });
 }, scaled(SETUP_TIMEOUT_MS));
-afterAll(async () => {
-  await sc?.destroy();
-}, TEARDOWN_TIMEOUT_MS);
 
 describe("transport", () => {
   test("check-1 check-2 check-17: GET /status with [] is the ping: 200 and a PingResponse object", async () => {
@@ -456,12 +446,8 @@ describe("server basics (issue: foundation)", () => {
       const reqs = Array.from({ length: 6 }, (_, i) => shPod(`par-${i}`, "true"));
       const answers = await Promise.all(reqs.map((r) => own.call("POST", "/create", r)));
       expect(answers.map((a) => a.status)).toEqual(reqs.map(() => 200));
-      // calls.log: "<end ISO time> <tool> <argv JSON> <ms> <code>": overlap of [end - ms, end].
-      const spans = readFileSync(join(own.home, "calls.log"), "utf8").split("\n").filter((l) => l.split(" ")[1] === "condor_submit").map((l) => {
-        const parts = l.split(" ");
-        const end = Date.parse(parts[0]!);
-        return [end - Number(parts[parts.length - 2]), end] as const;
-      });
+      // Each condor_submit's span in calls.log, [start, end].
+      const spans = own.calls("condor_submit").map((c) => [c.start, c.end] as const);
       expect(spans.length).toBe(6);
       const most = Math.max(...spans.map(([a]) => spans.filter(([b, e]) => b <= a && a < e).length));
       expect(most).toBe(2);
@@ -477,7 +463,7 @@ describe("restarts and faults", () => {
     const r = await create(req);
     const jid = JSON.parse(r.body).PodJID;
     await sc.stop();
-    sc = await startSidecar({ dir: sc.dir, config: "PingFailureThreshold: 2\nHoldGraceSeconds: 1\n" });
+    sc = await start({ dir: sc.dir, config: "PingFailureThreshold: 2\nHoldGraceSeconds: 1\n" });
     const s = await terminated(req.pod);
     expect(s.JID).toBe(jid);
     expect(s.containers[0].state.terminated.exitCode).toBe(3);

@@ -5,11 +5,11 @@
 // fail every pod of the batch with a 503. Here the real sidecar runs against minicondor, over HTTP,
 // with pods whose UID and strings read like options; every tool call the sidecar made is then
 // checked against the options it means to give (src/condor/tools.ts).
-import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { describe, expect, test } from "bun:test";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { configMapObject, dataEntry, type Json, makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, type HttpResult, jobsByUid, measureLoad, scaled, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { eventually, type HttpResult, jobsByUid, measureLoad, scaled, type Sidecar, sidecars } from "../helpers/sidecar.ts";
 
 // Each test's own timeout scales with the load measured now (test/helpers/sidecar.ts, scaled).
 await measureLoad();
@@ -21,10 +21,7 @@ let n = 0;
 const uid = () => `a25a0000-0000-4000-8000-${String(++n).padStart(12, "0")}`;
 const isUid = (s: string) => /^[A-Za-z0-9-]{1,128}$/.test(s);
 
-const started: Sidecar[] = [];
-afterAll(async () => {
-  for (const s of started) await s.destroy();
-}, TEARDOWN_TIMEOUT_MS);
+const { start } = sidecars();
 
 /**
  * The options the sidecar gives each tool (src/condor/tools.ts, toolArgs) and how many values each
@@ -49,11 +46,9 @@ const OPTIONS: Record<string, Record<string, number>> = {
  */
 function misread(sc: Sidecar, names: readonly string[]): string[] {
   const problems: string[] = [];
-  const lines = readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").filter(Boolean);
-  for (const line of lines) {
-    const [, tool, ...rest] = line.split(" ");
-    const argv = JSON.parse(rest.slice(0, -2).join(" ")) as string[];
-    const options = OPTIONS[tool!];
+  const calls = sc.calls();
+  for (const { tool, argv } of calls) {
+    const options = OPTIONS[tool];
     if (!options) {
       problems.push(`${tool}: not a tool the sidecar runs`);
       continue;
@@ -65,7 +60,7 @@ function misread(sc: Sidecar, names: readonly string[]): string[] {
       else if (names.some((name) => a.includes(name))) problems.push(`${tool} ${JSON.stringify(argv)}: ${JSON.stringify(a)} carries a pod's name`);
     }
   }
-  expect(lines.length).toBeGreaterThan(0);
+  expect(calls.length).toBeGreaterThan(0);
   return problems;
 }
 
@@ -97,8 +92,7 @@ const cluster = (a: HttpResult) => jid(a).split(".")[0];
 
 describe("a pod UID that starts with '-' (docs/htcondor.md#condor_submit-options)", () => {
   test("a burst whose first pod has UID -rf: all nine pods answer 200, each with a job of its own", async () => {
-    const sc = await startSidecar({ args: ["--dummy-job"], env: { MINICONDOR_CPUS: "10" } });
-    started.push(sc);
+    const sc = await start({ args: ["--dummy-job"], env: { MINICONDOR_CPUS: "10" } });
     const pod = (name: string, id = uid()) =>
       makeCreateRequest({ metadata: { name, uid: id }, spec: { containers: [{ name: "main", image: "busybox", command: ["true"], resources: {} }] } });
     const first = pod("dash-rf", "-rf");
@@ -116,15 +110,6 @@ describe("a pod UID that starts with '-' (docs/htcondor.md#condor_submit-options
 });
 
 describe("argv-like names through every tool call (docs/threat-model.md#8-a-pods-name-read-as-an-option)", () => {
-  const OPTS = { Tail: 0, Bytes: 0, Timestamps: false, Follow: false, Previous: false, SinceSeconds: 0, SinceTime: "0001-01-01T00:00:00Z" };
-  const logs = (sc: Sidecar, pod: Json) =>
-    sc.call("GET", "/getLogs", { Namespace: pod.metadata.namespace, PodUID: pod.metadata.uid, PodName: pod.metadata.name, ContainerName: "main", Opts: OPTS });
-  const statusOf = async (sc: Sidecar, pod: Json): Promise<Json> => {
-    const r = await sc.call("GET", "/status", [pod]);
-    expect(r.status).toBe(200);
-    return JSON.parse(r.body)[0];
-  };
-
   /**
    * A pod that carries `name` wherever a pod may: its UID (when Kubernetes' rule allows it), an
    * env name (not a shell identifier: it travels as `env -- NAME=value`), a volume's file and a
@@ -162,8 +147,7 @@ describe("argv-like names through every tool call (docs/threat-model.md#8-a-pods
 
   test.each(NAMES)("%p as a UID, env name, file, subPath and argument: create, status, logs and delete work", async (name) => {
     // Spooled: the output comes back with condor_transfer_data, whose ids are on its command line too.
-    const sc = await startSidecar({ config: "Spool: always\n", env: { MINICONDOR_CPUS: "4" } });
-    started.push(sc);
+    const sc = await start({ config: "Spool: always\n", env: { MINICONDOR_CPUS: "4" } });
     const named = namedPod("named", name, isUid(name) ? name : uid(), true);
     const rest = [namedPod("beside-1", name, uid(), false), namedPod("beside-2", name, uid(), false)];
     const [lead, ...answers] = await burst(sc, namedPod("lead", name, uid(), false), named, rest);
@@ -173,47 +157,45 @@ describe("argv-like names through every tool call (docs/threat-model.md#8-a-pods
     // Running and ready (the probe found the file), its log read while it runs.
     await eventually(
       async () => {
-        const s = await statusOf(sc, named.pod);
+        const s = await sc.statusOf(named.pod);
         return s.containers[0].state.running && s.containers[0].ready ? s : undefined;
       },
       scaled(60_000),
       "the named pod running and ready",
     );
-    await eventually(async () => ((await logs(sc, named.pod)).body === line ? true : undefined), scaled(30_000), "the named pod's live log");
+    await eventually(async () => ((await sc.logs(named.pod)).body === line ? true : undefined), scaled(30_000), "the named pod's live log");
     for (const r of rest) {
       const s = await eventually(
         async () => {
-          const st = await statusOf(sc, r.pod);
+          const st = await sc.statusOf(r.pod);
           return st.containers[0].state.terminated ? st : undefined;
         },
         scaled(60_000),
         `${r.pod.metadata.name} to end`,
       );
       expect(s.containers[0].state.terminated.exitCode).toBe(0);
-      expect((await logs(sc, r.pod)).body).toBe(line);
+      expect((await sc.logs(r.pod)).body).toBe(line);
     }
     const deleted = await sc.call("POST", "/delete", named.pod);
     expect(deleted.status).toBe(200);
     expect(deleted.body).toMatch(/job \d+\.\d+ removed/);
     expect(misread(sc, [name])).toEqual([]);
     // The calls read above: every tool that takes a job id, a file or a pod's UID (in a constraint).
-    const tools = new Set(readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").map((l) => l.split(" ")[1]));
+    const tools = new Set(sc.calls().map((c) => c.tool));
     for (const t of ["condor_submit", "condor_q", "condor_tail", "condor_transfer_data", "condor_rm", "condor_chirp"]) expect([...tools]).toContain(t);
   }, scaled(180_000));
 
   test.each(NAMES.filter((name) => !isUid(name)))("%p as a UID is refused with a 400, and nothing is left behind", async (name) => {
-    const sc = await startSidecar({ args: ["--dummy-job"] });
-    started.push(sc);
+    const sc = await start({ args: ["--dummy-job"] });
     const r = await sc.call("POST", "/create", namedPod("spaced", name, name, false));
     expect(r.status).toBe(400);
     expect(r.body).toContain("metadata.uid");
     expect(existsSync(join(sc.dataRoot, "pods", name))).toBe(false);
-    expect(existsSync(join(sc.home, "calls.log")) ? misread(sc, [name]) : []).toEqual([]);
+    expect(sc.calls().length > 0 ? misread(sc, [name]) : []).toEqual([]);
   }, scaled(60_000));
 
   test.each(NAMES)("%p as a pod name, namespace, container name or image file is refused with a 400, and nothing is left behind", async (name) => {
-    const sc = await startSidecar({ args: ["--dummy-job"] });
-    started.push(sc);
+    const sc = await start({ args: ["--dummy-job"] });
     const cases: [string, Json][] = [
       ["metadata.name", makeCreateRequest({ metadata: { name, uid: uid() } })],
       ["metadata.namespace", makeCreateRequest({ metadata: { namespace: name, uid: uid() } })],
@@ -229,6 +211,6 @@ describe("argv-like names through every tool call (docs/threat-model.md#8-a-pods
       expect(existsSync(join(sc.dataRoot, "pods", req.pod.metadata.uid))).toBe(false);
     }
     // Nothing was submitted.
-    expect(existsSync(join(sc.home, "calls.log")) ? readFileSync(join(sc.home, "calls.log"), "utf8") : "").not.toContain("condor_submit");
+    expect(sc.calls().map((c) => c.tool)).not.toContain("condor_submit");
   }, scaled(60_000));
 });

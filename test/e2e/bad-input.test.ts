@@ -3,12 +3,12 @@
 // docs/interlink.md#get-getlogs getLogs): every bad request gets a 4xx with one plain-text line,
 // nothing is submitted or written outside DataRootFolder, no pod folder is left, and injected text
 // never runs (a planted marker command).
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, lstatSync, readdirSync, readFileSync } from "node:fs";
+import { beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, lstatSync, readdirSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, type HttpResult, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { eventually, type HttpResult, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, sidecars, startSidecar } from "../helpers/sidecar.ts";
 
 // Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
 // (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
@@ -40,14 +40,12 @@ function base(): Json {
 }
 const main = (r: Json) => r.pod.spec.containers[0];
 
+const { start } = sidecars();
 beforeAll(async () => {
-  sc = await startSidecar({ config: "BodyLimit: 1048576\n" });
+  sc = await start({ config: "BodyLimit: 1048576\n" });
   marker = join(sc.dir, "INJECTED");
   inject = `touch ${marker}`;
 }, scaled(SETUP_TIMEOUT_MS));
-afterAll(async () => {
-  await sc?.destroy();
-}, TEARDOWN_TIMEOUT_MS);
 
 /**
  * POSTs bytes as they are: the helper's `raw` is a JS string, which it encodes as UTF-8, so it
@@ -93,8 +91,7 @@ function expectOneLineReason(res: HttpResult): void {
 }
 
 function expectNothingDone(): void {
-  const calls = existsSync(join(sc.home, "calls.log")) ? readFileSync(join(sc.home, "calls.log"), "utf8") : "";
-  expect(calls).not.toContain("condor_submit");
+  expect(sc.calls().map((c) => c.tool)).not.toContain("condor_submit");
   const pods = join(sc.dataRoot, "pods");
   expect(existsSync(pods) ? readdirSync(pods) : []).toEqual([]);
   expect(existsSync(marker)).toBe(false);
@@ -265,7 +262,7 @@ describe("hostile but valid input is data, never code", () => {
     for (const [i, r] of reqs.entries()) {
       const st = await eventually(
         async () => {
-          const st = (JSON.parse((await sc.call("GET", "/status", [r.pod])).body) as Json[])[0];
+          const st = await sc.statusOf(r.pod);
           return st?.containers[0].state.terminated ? st : undefined;
         },
         90_000,

@@ -3,11 +3,11 @@
 // killed at its timeout or with the sidecar is settled without a duplicate, and a burst of
 // deletes is a few condor_rm. Jobs are the dummy job (--dummy-job) on ten emulated slots: the
 // point is the sidecar's condor calls, not the jobs.
-import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { describe, expect, test } from "bun:test";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, jobsByUid, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS, toolsRunning } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, jobsByUid, type Sidecar, sidecars, toolsRunning } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -22,8 +22,6 @@ function pod(name: string, submitOptions?: string) {
   });
 }
 
-const calls = (sc: Sidecar, tool: string) =>
-  existsSync(join(sc.home, "calls.log")) ? readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").filter((l) => l.split(" ")[1] === tool) : [];
 const faults = (sc: Sidecar, f: unknown) => writeFileSync(join(sc.home, "faults.json"), JSON.stringify(f));
 
 async function statuses(sc: Sidecar, pods: Json[]): Promise<Json[]> {
@@ -42,15 +40,9 @@ async function allTerminated(sc: Sidecar, pods: Json[], timeoutMs = 120_000): Pr
   );
 }
 
-const started: Sidecar[] = [];
-const start = async (o: Parameters<typeof startSidecar>[0] = {}) => {
-  const s = await startSidecar({ ...o, args: ["--dummy-job", ...(o.args ?? [])], env: { ...SLOTS, ...o.env } });
-  started.push(s);
-  return s;
-};
-afterAll(async () => {
-  for (const s of started) await s.destroy();
-}, TEARDOWN_TIMEOUT_MS);
+// Dummy jobs on SLOTS slots, but for the tests that start the sidecar as it is (startPlain).
+const { start } = sidecars((o) => ({ ...o, args: ["--dummy-job", ...(o.args ?? [])], env: { ...SLOTS, ...o.env } }));
+const { start: startPlain } = sidecars();
 
 describe("batched submission (docs/htcondor.md#submitting-many-pods-at-once)", () => {
   // 30 pods show the rule; the benchmark's batching rows (npm run bench) take it to thousands.
@@ -61,7 +53,7 @@ describe("batched submission (docs/htcondor.md#submitting-many-pods-at-once)", (
     expect(answers.map((a) => a.status)).toEqual(reqs.map(() => 200));
     const jids = answers.map((a) => JSON.parse(a.body).PodJID as string);
     expect(new Set(jids).size).toBe(reqs.length);
-    const submits = calls(sc, "condor_submit").length;
+    const submits = sc.calls("condor_submit").length;
     // A lone create goes at once; the ones that arrive meanwhile go together.
     expect(submits).toBeLessThanOrEqual(5);
     const clusters = new Set(jids.map((j) => j.split(".")[0]));
@@ -78,9 +70,9 @@ describe("batched submission (docs/htcondor.md#submitting-many-pods-at-once)", (
     const sc = await start();
     const r = pod("lone");
     expect((await sc.call("POST", "/create", r)).status).toBe(200);
-    const submits = calls(sc, "condor_submit");
+    const submits = sc.calls("condor_submit");
     expect(submits).toHaveLength(1);
-    expect(submits[0]).toContain("job.sub");
+    expect(submits[0]!.argv.join(" ")).toContain("job.sub");
   }, 60_000);
 
   test("pods with different submit commands never share a cluster", async () => {
@@ -113,7 +105,7 @@ describe("batched submission (docs/htcondor.md#submitting-many-pods-at-once)", (
     expect(answers.map((a) => a.status)).toEqual(reqs.map((_, i) => (i === 17 ? 400 : 200)));
     expect(answers[17]!.body).toMatch(/condor_submit refused the pod's submit options: .*Parse error/);
     // Halving: a few submits per level, never one per pod.
-    expect(calls(sc, "condor_submit").length).toBeLessThanOrEqual(2 * Math.ceil(Math.log2(40)) + 3);
+    expect(sc.calls("condor_submit").length).toBeLessThanOrEqual(2 * Math.ceil(Math.log2(40)) + 3);
     const jobs = jobsByUid(sc);
     expect(jobs.has(reqs[17]!.pod.metadata.uid)).toBe(false);
     reqs.forEach((r, i) => i !== 17 && expect(jobs.get(r.pod.metadata.uid)).toEqual([JSON.parse(answers[i]!.body).PodJID]));
@@ -121,7 +113,7 @@ describe("batched submission (docs/htcondor.md#submitting-many-pods-at-once)", (
     // Sent again (interLink retries), the bad pod goes alone and fails alone.
     const again = await sc.call("POST", "/create", reqs[17]);
     expect(again.status).toBe(400);
-    expect(calls(sc, "condor_submit").at(-1)).toContain("job.sub");
+    expect(sc.calls("condor_submit").at(-1)!.argv.join(" ")).toContain("job.sub");
   }, 120_000);
 
   test("a failure to reach the schedd is not split: every pod of the batch gets the 503", async () => {
@@ -136,7 +128,7 @@ describe("batched submission (docs/htcondor.md#submitting-many-pods-at-once)", (
     expect(answers.map((a) => a.status)).toEqual(reqs.map(() => 503));
     expect(answers[0]!.body).toContain("Can't find address of local schedd");
     // The lead's submit and one for the batch.
-    expect(calls(sc, "condor_submit").length).toBe(2);
+    expect(sc.calls("condor_submit").length).toBe(2);
     faults(sc, {});
   }, 60_000);
 
@@ -156,10 +148,10 @@ describe("batched submission (docs/htcondor.md#submitting-many-pods-at-once)", (
     [lead, ...reqs].forEach((r) => expect(jobs.get(r.pod.metadata.uid)).toHaveLength(1));
     reqs.forEach((r, i) => expect(jobs.get(r.pod.metadata.uid)).toEqual([JSON.parse(answers[i]!.body).PodJID]));
     // Sent again, each create answers the same job and submits nothing.
-    const before = calls(sc, "condor_submit").length;
+    const before = sc.calls("condor_submit").length;
     const again = await Promise.all(reqs.map((r) => sc.call("POST", "/create", r)));
     expect(again.map((a) => JSON.parse(a.body).PodJID)).toEqual(answers.map((a) => JSON.parse(a.body).PodJID));
-    expect(calls(sc, "condor_submit").length).toBe(before);
+    expect(sc.calls("condor_submit").length).toBe(before);
     expect(sc.log()).toContain("condor_submit timed out but the job was queued");
   }, 120_000);
 
@@ -172,7 +164,7 @@ describe("batched submission (docs/htcondor.md#submitting-many-pods-at-once)", (
     await toolsRunning(first.home, "condor_submit");
     pending.push(...reqs.map((r) => first.call("POST", "/create", r).catch(() => undefined)));
     // The lead's submit is running; the batch starts when it ends. Kill the sidecar in the batch.
-    await eventually(() => (calls(first, "condor_submit").length >= 1 ? true : undefined), 20_000, "the lead's submit to end");
+    await eventually(() => (first.calls("condor_submit").length >= 1 ? true : undefined), 20_000, "the lead's submit to end");
     // The batch's own submit file (a lone pod's is its job.sub).
     await toolsRunning(first.home, "condor_submit", 1, (argv) => argv.some((a) => a.endsWith(".sub") && !a.endsWith("job.sub")));
     await first.kill9();
@@ -190,7 +182,7 @@ describe("batched submission (docs/htcondor.md#submitting-many-pods-at-once)", (
     expect(again.map((a) => a.status)).toEqual([lead, ...reqs].map(() => 200));
     const jobs = jobsByUid(sc);
     [lead, ...reqs].forEach((r, i) => expect(jobs.get(r.pod.metadata.uid)).toEqual([JSON.parse(again[i]!.body).PodJID]));
-    expect(calls(sc, "condor_submit").length).toBe(2); // the lead's and the batch's, before the restart
+    expect(sc.calls("condor_submit").length).toBe(2); // the lead's and the batch's, before the restart
     const st = await allTerminated(sc, [lead, ...reqs].map((r) => r.pod));
     expect(st.every((s) => s.containers[0].state.terminated.exitCode === 0)).toBe(true);
   }, 180_000);
@@ -199,8 +191,7 @@ describe("batched submission (docs/htcondor.md#submitting-many-pods-at-once)", (
 describe("batched removal (docs/htcondor.md#submitting-many-pods-at-once)", () => {
   test("a burst of deletes is a few condor_rm, each job removed", async () => {
     // The jobs run long (sleep), on enough slots: the deletes find them running or idle.
-    const sc = await startSidecar({ env: { MINICONDOR_CPUS: "4" } });
-    started.push(sc);
+    const sc = await startPlain({ env: { MINICONDOR_CPUS: "4" } });
     const reqs = Array.from(
       { length: 30 },
       (_, i) =>
@@ -214,7 +205,7 @@ describe("batched removal (docs/htcondor.md#submitting-many-pods-at-once)", () =
     const deleted = await Promise.all(reqs.map((r) => sc.call("POST", "/delete", r.pod)));
     expect(deleted.map((d) => d.status)).toEqual(reqs.map(() => 200));
     expect(deleted.every((d) => /deleted \(job \d+\.\d+ removed\)/.test(d.body))).toBe(true);
-    expect(calls(sc, "condor_rm").length).toBeLessThanOrEqual(5);
+    expect(sc.calls("condor_rm").length).toBeLessThanOrEqual(5);
     // Marked for removal; each leaves the queue with JobStatus 3.
     const queued = () =>
       Bun.spawnSync([join(CONDOR_BIN, "condor_q"), "-allusers", "-af", "InterLinkPodUID"], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } })

@@ -3,11 +3,11 @@
 // the full condor_q runs at start and after gaps only: a change that reaches /status within
 // seconds came through the event log and a targeted condor_q of the job it named (or through the
 // fallback the test is about).
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, type Sidecar, sidecars } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -31,8 +31,7 @@ function condor(sc: Sidecar, tool: string, ...args: string[]): string {
  * the watch's questions of what changed (docs/status.md#following-spooled-jobs).
  */
 function queries(sc: Sidecar): { full: number; targeted: number; watch: number } {
-  const path = join(sc.home, "calls.log");
-  const lines = existsSync(path) ? readFileSync(path, "utf8").split("\n").filter((l) => l.split(" ")[1] === "condor_q") : [];
+  const lines = sc.calls("condor_q").map((c) => JSON.stringify(c.argv));
   return {
     full: lines.filter((l) => /"ClusterId >= \d+"/.test(l)).length,
     targeted: lines.filter((l) => l.includes('"(ClusterId ==')).length,
@@ -46,29 +45,16 @@ async function create(sc: Sidecar, req: Json): Promise<string> {
   return JSON.parse(r.body).PodJID as string;
 }
 
-async function statusOf(sc: Sidecar, req: Json): Promise<Json | undefined> {
-  const r = await sc.call("GET", "/status", [req.pod]);
-  return (JSON.parse(r.body) as Json[])[0];
-}
-
 const main = (st: Json | undefined) => st?.containers?.[0]?.state;
 const running = (sc: Sidecar, req: Json) =>
-  eventually(async () => (main(await statusOf(sc, req))?.running ? await statusOf(sc, req) : undefined), 30_000, "running");
+  eventually(async () => (main(await sc.statusOf(req.pod))?.running ? await sc.statusOf(req.pod) : undefined), 30_000, "running");
 
 function eventLogs(sc: Sidecar): string[] {
   const dir = join(sc.dataRoot, "events");
   return existsSync(dir) ? readdirSync(dir).map((f) => join(dir, f)) : [];
 }
 
-const sidecars: Sidecar[] = [];
-async function start(opts: Parameters<typeof startSidecar>[0] = {}): Promise<Sidecar> {
-  const sc = await startSidecar({ config: CONFIG, ...opts });
-  sidecars.push(sc);
-  return sc;
-}
-afterAll(async () => {
-  for (const sc of sidecars) await sc.destroy();
-}, TEARDOWN_TIMEOUT_MS);
+const { start } = sidecars((o) => ({ config: CONFIG, ...o }));
 
 describe("the event log drives status", () => {
   let sc: Sidecar;
@@ -108,7 +94,7 @@ describe("the event log drives status", () => {
     condor(sc, "condor_hold", jid);
     const held = await eventually(
       async () => {
-        const st = await statusOf(sc, req);
+        const st = await sc.statusOf(req.pod);
         return main(st)?.waiting?.reason === "JobHeld" ? st : undefined;
       },
       20_000,
@@ -116,7 +102,7 @@ describe("the event log drives status", () => {
     );
     expect(main(held).waiting.message).toContain("HoldReasonCode");
     condor(sc, "condor_release", jid);
-    await eventually(async () => (main(await statusOf(sc, req))?.waiting?.reason === "JobHeld" ? undefined : true), 20_000, "the release");
+    await eventually(async () => (main(await sc.statusOf(req.pod))?.waiting?.reason === "JobHeld" ? undefined : true), 20_000, "the release");
     await running(sc, req);
   }, 90_000);
 
@@ -127,7 +113,7 @@ describe("the event log drives status", () => {
     expect(condor(sc, "condor_vacate_job", jid)).toContain("vacated");
     const again = await eventually(
       async () => {
-        const st = await statusOf(sc, req);
+        const st = await sc.statusOf(req.pod);
         return main(st)?.running && main(st).running.startedAt !== first ? st : undefined;
       },
       30_000,
@@ -144,7 +130,7 @@ describe("the event log drives status", () => {
     condor(sc, "condor_rm", jid);
     const st = await eventually(
       async () => {
-        const s = await statusOf(sc, req);
+        const s = await sc.statusOf(req.pod);
         return main(s)?.terminated ? s : undefined;
       },
       20_000,
@@ -181,7 +167,7 @@ describe("the event log drives status", () => {
     await eventually(() => (queries(sc).targeted > targetedBefore + 1 ? true : undefined), 20_000, "a targeted condor_q after the forgery");
     await Bun.sleep(1500);
     // ... which says the job runs: the victim's pod is still running.
-    const st = await statusOf(sc, victim);
+    const st = await sc.statusOf(victim.pod);
     expect(main(st).running).toBeDefined();
     expect(main(st).terminated).toBeUndefined();
     expect(condor(sc, "condor_q", vjid, "-af", "JobStatus").trim()).toBe("2");
@@ -196,7 +182,7 @@ describe("the event log drives status", () => {
     condor(sc, "condor_rm", jid);
     const st = await eventually(
       async () => {
-        const s = await statusOf(sc, req);
+        const s = await sc.statusOf(req.pod);
         return main(s)?.terminated ? s : undefined;
       },
       30_000,
@@ -228,12 +214,12 @@ test("a restart in the middle of a burst of events loses no change and submits n
   sc = await start({ dir: sc.dir, config: CONFIG + "MaxConcurrentSubmits: 4\n" });
   for (const r of removed) {
     await eventually(
-      async () => (main(await statusOf(sc, r))?.terminated?.reason === "JobRemoved" ? true : undefined),
+      async () => (main(await sc.statusOf(r.pod))?.terminated?.reason === "JobRemoved" ? true : undefined),
       30_000,
       `${r.pod.metadata.name} removed`,
     );
   }
-  for (const r of reqs.slice(6)) expect(main(await statusOf(sc, r))?.running).toBeDefined();
+  for (const r of reqs.slice(6)) expect(main(await sc.statusOf(r.pod))?.running).toBeDefined();
   // A create sent again after the restart answers the same job.
   for (const r of reqs) {
     const again = await sc.call("POST", "/create", r);
@@ -264,7 +250,7 @@ test("a log in a format the sidecar does not read (XML) falls back to watching t
   expect(readFileSync(eventLogs(sc)[0]!, "utf8")).toContain("<c>");
   const st = await eventually(
     async () => {
-      const s = await statusOf(sc, req);
+      const s = await sc.statusOf(req.pod);
       return main(s)?.terminated ? s : undefined;
     },
     30_000,
@@ -283,7 +269,7 @@ test("a spooled job keeps its own job.log and is watched for changes", async () 
   const req = pod("spooled", "sleep 1; exit 0");
   await create(sc, req);
   expect(eventLogs(sc)).toEqual([]);
-  await eventually(async () => (main(await statusOf(sc, req))?.terminated ? true : undefined), 60_000, "the spooled job's end");
+  await eventually(async () => (main(await sc.statusOf(req.pod))?.terminated ? true : undefined), 60_000, "the spooled job's end");
   // The full condor_q stays at start (ReconcileMinutes is 60); test/e2e/spool-watch.test.ts has the rest.
   expect(queries(sc).watch).toBeGreaterThan(0);
   expect(queries(sc).full).toBeLessThanOrEqual(2);
@@ -298,7 +284,7 @@ test(
     await create(sc, req);
     const st = await eventually(
       async () => {
-        const s = await statusOf(sc, req);
+        const s = await sc.statusOf(req.pod);
         return main(s)?.terminated ? s : undefined;
       },
       30_000,

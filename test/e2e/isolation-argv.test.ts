@@ -6,10 +6,10 @@
 // execve may carry a secret's or configMap's value; a literal value of the pod spec under a name
 // that is not a shell identifier may (it can only travel as `env NAME=value`), and seeing it proves
 // that the trace saw the commands that would carry the others.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { configMapObject, dataEntry, type Json, makeCreateRequest, secretObject } from "../fixtures/pods.ts";
-import { eventually, measureLoad, scaled, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { eventually, measureLoad, scaled, type Sidecar, sidecars } from "../helpers/sidecar.ts";
 import { attachTrace, execsWith, straceCheck } from "../render/harness.ts";
 
 // Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
@@ -50,8 +50,9 @@ const checks = `[ "$(printenv PASSWORD | sha256sum | cut -c1-64)" = ${sum(SECRET
   `[ "$(printenv token | sha256sum | cut -c1-64)" = ${sum(SECRET.token)} ] && ` +
   `[ "$(printenv LEVEL | sha256sum | cut -c1-64)" = ${sum(CONFIG.level)} ]`;
 
+const { start } = sidecars();
 beforeAll(async () => {
-  sc = await startSidecar({ config: "Channels:\n  HostImage: true\n" });
+  sc = await start({ config: "Channels:\n  HostImage: true\n" });
   if ("problem" in check) return;
   const t = await attachTrace(check.strace, sc.proc.pid, join(sc.dir, "execve.trace"));
   const data = { secrets: [secretObject("db", SECRET)], configMaps: [configMapObject("cfg", CONFIG)] };
@@ -99,10 +100,6 @@ beforeAll(async () => {
   );
   trace = await t.stop();
 }, 300_000);
-
-afterAll(async () => {
-  await sc?.destroy();
-}, TEARDOWN_TIMEOUT_MS);
 
 describe("argv audit (strace -f -e trace=execve)", () => {
   test.skipIf("problem" in check)("the pod ran, its values arrived, probes and hooks ran", () => {

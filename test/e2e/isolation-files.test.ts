@@ -4,11 +4,11 @@
 // sidecar must read none of them. The job here plants them with its pre-exec snippet, which runs
 // in the wrapper (the container logs are in $_CONDOR_JOB_IWD, the pod folder; the state files
 // come back into it with the output).
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { eventually, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, sidecars } from "../helpers/sidecar.ts";
 import { shQuote } from "../../src/render/sh.ts";
 
 // Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
@@ -23,15 +23,13 @@ const SECRET = "submit-host-secret-4e1f";
 
 let sc: Sidecar;
 let secretFile: string;
+const { start } = sidecars();
 beforeAll(async () => {
-  sc = await startSidecar({ config: "SharedFilesystem: true", env: { MINICONDOR_SHARED_FS: "1" } });
+  sc = await start({ config: "SharedFilesystem: true", env: { MINICONDOR_SHARED_FS: "1" } });
   // A file of the submit host that the sidecar's user can read and the pod must not.
   secretFile = join(sc.dir, "token");
   writeFileSync(secretFile, `${SECRET}\n`, { mode: 0o600 });
 }, scaled(SETUP_TIMEOUT_MS));
-afterAll(async () => {
-  await sc.destroy();
-}, TEARDOWN_TIMEOUT_MS);
 
 function pod(name: string, preExec: string, script = "sleep 60") {
   return makeCreateRequest({
@@ -39,9 +37,8 @@ function pod(name: string, preExec: string, script = "sleep 60") {
     spec: { restartPolicy: "Never", containers: [{ name: "main", image: "busybox", command: ["sh", "-c", script], resources: {} }] },
   });
 }
-const statusOf = async (p: Json): Promise<Json | undefined> => (JSON.parse((await sc.call("GET", "/status", [p])).body) as Json[])[0];
-const logs = (p: Json, opts: Json = {}) =>
-  sc.call("GET", "/getLogs", { Namespace: "default", PodUID: p.metadata.uid, PodName: p.metadata.name, ContainerName: "main", Opts: opts });
+const statusOf = (p: Json): Promise<Json | undefined> => sc.statusOf(p);
+const logs = (p: Json, opts: Json = {}) => sc.logs(p, "main", opts);
 async function running(p: Json): Promise<void> {
   expect((await sc.call("POST", "/create", p)).status).toBe(200);
   await eventually(async () => ((await statusOf(p.pod))?.containers[0].state.running ? true : undefined), 60_000, `${p.pod.metadata.name} running`);

@@ -3,11 +3,11 @@
 // 4xx (400) with a one-line reason that names the field, shows no secret or configMap data, and
 // leaves nothing behind: no job, no pod folder, no record (docs/interlink.md#post-create create,
 // docs/interlink.md#get-status status).
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { b64, makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, type HttpResult, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, type HttpResult, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, sidecars, startSidecar } from "../helpers/sidecar.ts";
 
 // Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
 // (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
@@ -21,12 +21,10 @@ const uid = () => `5555ffff-0000-4000-8000-${String(++n).padStart(12, "0")}`;
 /** Text a reason may not hold anywhere but its final newline (docs/threat-model.md#7-reasons-on-one-line-by-unicodes-rules). */
 const CONTROL_OR_LINE_BREAK = /[\p{Cc}\p{Zl}\p{Zp}]/u;
 
+const { start } = sidecars();
 beforeAll(async () => {
-  sc = await startSidecar();
+  sc = await start();
 }, scaled(SETUP_TIMEOUT_MS));
-afterAll(async () => {
-  await sc?.destroy();
-}, TEARDOWN_TIMEOUT_MS);
 
 /** A valid one-container pod; `c` changes the container, `container` replaces the request's data. */
 function pod(name: string, c: Json = {}, more: { volumes?: Json[]; annotations?: Record<string, string>; container?: Json[] } = {}): Json {
@@ -44,8 +42,7 @@ const dataOf = (d: { secrets?: Json[]; configMaps?: Json[]; projected?: Json[] }
   { name: "main", configMaps: d.configMaps ?? null, secrets: d.secrets ?? null, projectedvolumemaps: d.projected ?? null, emptyDirs: null },
 ];
 const emptyDir = [{ name: "scratch", emptyDir: {} }];
-const callsOf = (tool: string) =>
-  existsSync(join(sc.home, "calls.log")) ? readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").filter((l) => l.split(" ")[1] === tool).length : 0;
+const callsOf = (tool: string) => sc.calls(tool).length;
 /** The jobs the emulator's schedd holds, in the queue or in the history: all, or one pod's. */
 function jobsKnown(podUid?: string): string {
   const env = { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1", PATH: process.env.PATH ?? "/usr/bin:/bin" };

@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Json, makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { eventually, type Sidecar, sidecars, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 
 let sc: Sidecar;
 let n = 0;
@@ -42,14 +42,7 @@ const finished = (pod: Json) =>
     120_000,
     `pod ${pod.metadata.name} to end`,
   );
-const logOf = (pod: Json, container: string) =>
-  sc.call("GET", "/getLogs", {
-    Namespace: pod.metadata.namespace,
-    PodUID: pod.metadata.uid,
-    PodName: pod.metadata.name,
-    ContainerName: container,
-    Opts: { Tail: 0, Bytes: 0, Timestamps: false, Follow: false, Previous: false, SinceSeconds: 0, SinceTime: "0001-01-01T00:00:00Z" },
-  });
+const logOf = (pod: Json, container: string) => sc.logs(pod, container);
 
 const container = (name: string, script: string, volumeMounts: Json[]) => ({
   name,
@@ -79,8 +72,9 @@ let subPaths: Promise<{ pod: Json; s: Json }>;
 let hostPaths: Promise<{ pod: Json; s: Json }>;
 let points: Promise<{ pod: Json; s: Json }>;
 
+const { start } = sidecars();
 beforeAll(async () => {
-  sc = await startSidecar({ config: `Channels:\n  HostPathPrefixes: [${JSON.stringify(allowed)}]\n` });
+  sc = await start({ config: `Channels:\n  HostPathPrefixes: [${JSON.stringify(allowed)}]\n` });
   // 1. An init container plants links in an emptyDir; later containers mount subPaths through them.
   subPaths = run("plant-subpath", {
     volumes: [{ name: "shared", emptyDir: {} }],
@@ -120,8 +114,7 @@ beforeAll(async () => {
   });
 }, 60_000);
 
-afterAll(async () => {
-  await sc?.destroy();
+afterAll(() => {
   rmSync(host, { recursive: true, force: true });
 }, TEARDOWN_TIMEOUT_MS);
 

@@ -2,11 +2,11 @@
 // no attribute it can write decides which pod an ad belongs to. Each test attacks from another
 // side: passing for another pod, hiding from the sidecar, being adopted by an interrupted create,
 // and being adopted after the store was lost.
-import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { describe, expect, test } from "bun:test";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, type Sidecar, sidecars } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -35,19 +35,8 @@ const claiming = (sc: Sidecar, podUid: string) =>
     l.split(" ")[0]!
   );
 const inQueue = (sc: Sidecar, jid: string) => tool(sc, "condor_q", [jid, "-af:j", "JobStatus"]).trim() !== "";
-const statusOf = async (sc: Sidecar, p: Json): Promise<Json | undefined> => (JSON.parse((await sc.call("GET", "/status", [p])).body) as Json[])[0];
-const calls = (sc: Sidecar, name: string) =>
-  existsSync(join(sc.home, "calls.log")) ? readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").filter((l) => l.split(" ")[1] === name) : [];
 
-const started: Sidecar[] = [];
-const start = async (o: Parameters<typeof startSidecar>[0] = {}) => {
-  const s = await startSidecar(o);
-  started.push(s);
-  return s;
-};
-afterAll(async () => {
-  for (const s of started) await s.destroy();
-}, TEARDOWN_TIMEOUT_MS);
+const { start, started } = sidecars();
 
 async function create(sc: Sidecar, r: Json): Promise<string> {
   const res = await sc.call("POST", "/create", r);
@@ -68,7 +57,7 @@ describe("a job that rewrites its identity (docs/threat-model.md#4-a-job-forges-
     // The victim reads its own job: running, never the forged "Completed".
     const v = await eventually(
       async () => {
-        const st = await statusOf(sc, victim.pod);
+        const st = await sc.statusOf(victim.pod);
         return st?.containers[0].state.running ? st : undefined;
       },
       60_000,
@@ -76,14 +65,14 @@ describe("a job that rewrites its identity (docs/threat-model.md#4-a-job-forges-
     );
     expect(v.JID).toBe(victimJid);
     for (let i = 0; i < 5; i++) {
-      const st = await statusOf(sc, victim.pod);
+      const st = await sc.statusOf(victim.pod);
       expect(st.containers[0].state.terminated).toBeUndefined();
       await Bun.sleep(300);
     }
     // The attacker is failed, its job removed: what it reports no longer counts.
     const a = await eventually(
       async () => {
-        const st = await statusOf(sc, attacker.pod);
+        const st = await sc.statusOf(attacker.pod);
         return st?.containers[0].state.terminated ? st : undefined;
       },
       30_000,
@@ -102,7 +91,7 @@ describe("a job that rewrites its identity (docs/threat-model.md#4-a-job-forges-
     const jid = await create(sc, hider);
     const st = await eventually(
       async () => {
-        const s = await statusOf(sc, hider.pod);
+        const s = await sc.statusOf(hider.pod);
         return s?.containers[0].state.terminated ? s : undefined;
       },
       40_000,
@@ -113,10 +102,10 @@ describe("a job that rewrites its identity (docs/threat-model.md#4-a-job-forges-
     await eventually(() => (inQueue(sc, jid) ? undefined : true), 30_000, "the hider's job removed");
     // A delete still removes the recorded id, even with a final status: by a constraint that names
     // it and proves it the pod's, never by the bare id (docs/threat-model.md#every-condor_rm-names-a-job-proved-ours).
-    const before = calls(sc, "condor_rm").length;
+    const before = sc.calls("condor_rm").length;
     expect((await sc.call("POST", "/delete", hider.pod)).status).toBe(200);
     const [c, p] = jid.split(".");
-    expect(calls(sc, "condor_rm").slice(before).join("\n")).toContain(`ClusterId == ${c} && ProcId == ${p} && `);
+    expect(sc.calls("condor_rm").slice(before).map((call) => call.argv.join(" ")).join("\n")).toContain(`ClusterId == ${c} && ProcId == ${p} && `);
   }, 90_000);
 
   test("an interrupted create never adopts a job that only claims its UID", async () => {
@@ -157,7 +146,7 @@ describe("a job that rewrites its identity (docs/threat-model.md#4-a-job-forges-
     expect(sc.log()).toContain(aJid);
     expect(sc.log()).toContain(bJid);
     // Neither job stands for the pod: it is not known, and both jobs are left for an operator.
-    expect(await statusOf(sc, a.pod)).toBeUndefined();
+    expect(await sc.statusOf(a.pod)).toBeUndefined();
     expect(inQueue(sc, aJid) && inQueue(sc, bJid)).toBe(true);
   }, 120_000);
 });

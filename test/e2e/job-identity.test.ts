@@ -2,12 +2,12 @@
 // queue starts over hands the recorded ids to other jobs. The sidecar never takes such a job for
 // its pod's: the pod reads as gone (docs/status.md#a-job-id-that-names-another-job), and no
 // condor_rm touches the stranger (docs/threat-model.md#every-condor_rm-names-a-job-proved-ours).
-import { afterAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, type Sidecar, sidecars } from "../helpers/sidecar.ts";
 import { resetQueue } from "../minicondor/src/testkit.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
@@ -30,22 +30,18 @@ function forgeWhen(go: string, attrs: Record<string, string>): string {
   return `while [ ! -e ${go} ]; do sleep 0.2; done; while :; do ${sets.join("; ")}; sleep 0.3; done`;
 }
 
-const started: Sidecar[] = [];
-afterAll(async () => {
-  for (const s of started) await s.destroy();
-}, TEARDOWN_TIMEOUT_MS);
+const { start } = sidecars();
 
 const run = (sc: Sidecar, tool: string, args: string[]) =>
   Bun.spawnSync([join(CONDOR_BIN, tool), ...args], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } });
 const out = (sc: Sidecar, tool: string, args: string[]) => run(sc, tool, args).stdout.toString();
 const statuses = async (sc: Sidecar, pods: Json[]): Promise<Json[]> => JSON.parse((await sc.call("GET", "/status", pods)).body) as Json[];
-const rmCalls = (sc: Sidecar) =>
-  existsSync(join(sc.home, "calls.log")) ? readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").filter((l) => l.split(" ")[1] === "condor_rm") : [];
+/** condor_rm's argv in each call, as JSON (as calls.log writes it). */
+const rmCalls = (sc: Sidecar) => sc.calls("condor_rm").map((c) => JSON.stringify(c.argv));
 
 describe("a schedd whose queue started over while the sidecar was down", () => {
   test("the pods read as gone with JobReplaced, never JobTampered; the other jobs that got their ids stay, through status and delete", async () => {
-    let sc = await startSidecar();
-    started.push(sc);
+    let sc = await start();
     const pods = [pod("a"), pod("b"), pod("c")];
     const jids: string[] = [];
     for (const p of pods) {
@@ -76,8 +72,7 @@ describe("a schedd whose queue started over while the sidecar was down", () => {
     for (const l of before) expect(ours).not.toContain(l.split(" ")[2]);
     const rmBefore = rmCalls(sc).length;
 
-    sc = await startSidecar({ dir: sc.dir });
-    started.push(sc);
+    sc = await start({ dir: sc.dir });
     const st = await eventually(
       async () => {
         const s = await statuses(sc, pods.map((p) => p.pod));
@@ -112,8 +107,7 @@ describe("a job that rewrites its identity is still caught (docs/threat-model.md
   test(
     "one that chirps another pod's UID, and one that chirps another GlobalJobId: both JobTampered and removed by a constraint; the victim runs on",
     async () => {
-      const sc = await startSidecar();
-      started.push(sc);
+      const sc = await start();
       const go = join(sc.dir, "go");
       const victim = pod("victim");
       const thief = pod("thief", forgeWhen(go, { InterLinkPodUID: victim.pod.metadata.uid }));

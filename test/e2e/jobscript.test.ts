@@ -5,11 +5,11 @@
 // strace, when it works here, records every execve while the scripts run: the pod's secret env
 // reaches the script through its environment, never a command line
 // (docs/threat-model.md#3-secret-values-on-command-lines).
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { dataEntry, type Json, makeCreateRequest, secretObject } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, measureLoad, scaled, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, measureLoad, scaled, type Sidecar, sidecars } from "../helpers/sidecar.ts";
 import { attachTrace, execsWith, straceCheck } from "../render/harness.ts";
 
 // Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
@@ -28,24 +28,10 @@ const uid = () => `70b5c000-0000-4000-8000-${tag.padStart(6, "0")}${String(++n).
 let off: Sidecar;
 let on: Sidecar;
 
-const LOG_OPTS = { Tail: 0, Bytes: 0, Timestamps: false, Follow: false, Previous: false, SinceSeconds: 0, SinceTime: "0001-01-01T00:00:00Z" };
-const logOf = (sc: Sidecar, pod: Json, container: string) =>
-  sc.call("GET", "/getLogs", {
-    Namespace: pod.metadata.namespace,
-    PodUID: pod.metadata.uid,
-    PodName: pod.metadata.name,
-    ContainerName: container,
-    Opts: LOG_OPTS,
-  });
-async function statusOf(sc: Sidecar, pod: Json): Promise<Json> {
-  const r = await sc.call("GET", "/status", [pod]);
-  expect(r.status).toBe(200);
-  return (JSON.parse(r.body) as Json[])[0];
-}
 const allTerminated = (sc: Sidecar, pod: Json) =>
   eventually(
     async () => {
-      const s = await statusOf(sc, pod);
+      const s = await sc.statusOf(pod);
       const all = [...(s?.initContainers ?? []), ...(s?.containers ?? [])];
       return all.length && all.every((c: Json) => c.state.terminated) ? s : undefined;
     },
@@ -80,16 +66,13 @@ function scriptPod(name: string, script: string): Json {
   });
 }
 
+const { start } = sidecars();
 beforeAll(async () => {
   [off, on] = await Promise.all([
-    startSidecar(),
-    startSidecar({ config: "CommandPrefix: 'export FROM_PREFIX=prefix-ran-first'\nChannels:\n  JobScript: true\n" }),
+    start(),
+    start({ config: "CommandPrefix: 'export FROM_PREFIX=prefix-ran-first'\nChannels:\n  JobScript: true\n" }),
   ]);
 }, 60_000);
-
-afterAll(async () => {
-  await Promise.all([off?.destroy(), on?.destroy()]);
-}, TEARDOWN_TIMEOUT_MS);
 
 describe("the channel off (the default)", () => {
   test("a create with a script: 400 saying how to turn it on, one line, nothing submitted, nothing written", async () => {
@@ -137,7 +120,7 @@ describe("the channel on", () => {
     for (const req of [ok, failing]) expect((await on.call("POST", "/create", req)).status).toBe(200);
     running = await eventually(
       async () => {
-        const s = await statusOf(on, ok.pod);
+        const s = await on.statusOf(ok.pod);
         return s?.containers?.length === 2 && s.containers.every((c: Json) => c.state.running) ? s : undefined;
       },
       120_000,
@@ -179,7 +162,7 @@ describe("the channel on", () => {
   }, scaled(60_000));
 
   test("the first container's log is the script's output (stdout and stderr); the others' are empty", async () => {
-    const main = await logOf(on, ok.pod, "main");
+    const main = await on.logs(ok.pod, "main");
     expect([main.status, main.body]).toEqual([
       200,
       [
@@ -190,10 +173,10 @@ describe("the channel on", () => {
         "",
       ].join("\n"),
     ]);
-    expect((await logOf(on, failing.pod, "main")).body).toBe("failing on purpose\n");
+    expect((await on.logs(failing.pod, "main")).body).toBe("failing on purpose\n");
     for (const pod of [ok.pod, failing.pod]) {
-      expect((await logOf(on, pod, "helper")).body).toBe("");
-      expect((await logOf(on, pod, "prepare")).body).toBe("");
+      expect((await on.logs(pod, "helper")).body).toBe("");
+      expect((await on.logs(pod, "prepare")).body).toBe("");
     }
   }, scaled(60_000));
 

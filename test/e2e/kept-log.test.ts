@@ -27,7 +27,7 @@ function pod(name: string, image: string, script = "echo never") {
   });
 }
 
-const statusOf = async (p: Json): Promise<Json | undefined> => (JSON.parse((await sc!.call("GET", "/status", [p.pod])).body) as Json[])[0];
+const statusOf = (p: Json): Promise<Json | undefined> => sc!.statusOf(p.pod);
 const folder = (p: Json) => join(sc!.dataRoot, "pods", p.pod.metadata.uid);
 /** Every path in a pod folder, relative; undefined when there is no folder. */
 const tree = (p: Json) => existsSync(folder(p)) ? (readdirSync(folder(p), { recursive: true }) as string[]).sort() : undefined;

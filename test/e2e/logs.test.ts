@@ -1,10 +1,9 @@
 // getLogs end to end (docs/interlink.md#get-getlogs, docs/interlink.md#check-25,
 // docs/interlink.md#check-26, docs/interlink.md#check-27): real HTTP to a running sidecar, real
 // jobs on minicondor, logs written by the generated wrapper.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { request } from "node:http";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { eventually, LOG_OPTS, type LogOpts, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, sidecars, startSidecar } from "../helpers/sidecar.ts";
 
 // Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
 // (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
@@ -16,15 +15,8 @@ let sc: Sidecar;
 let n = 0;
 const uid = () => `1111bbbb-0000-4000-8000-${String(++n).padStart(12, "0")}`;
 
-const OPTS = { Tail: 0, Bytes: 0, Timestamps: false, Follow: false, Previous: false, SinceSeconds: 0, SinceTime: "0001-01-01T00:00:00Z" };
-const logs = (pod: Json, container: string, opts: Partial<typeof OPTS> = {}) =>
-  sc.call("GET", "/getLogs", {
-    Namespace: pod.metadata.namespace,
-    PodUID: pod.metadata.uid,
-    PodName: pod.metadata.name,
-    ContainerName: container,
-    Opts: { ...OPTS, ...opts },
-  });
+/** getLogs with interLink's options, `opts` over them. */
+const logs = (pod: Json, container: string, opts: LogOpts = {}) => sc.logs(pod, container, { ...LOG_OPTS, ...opts });
 
 function pod(name: string, script: string, spec: Json = {}) {
   return makeCreateRequest({
@@ -33,64 +25,15 @@ function pod(name: string, script: string, spec: Json = {}) {
   });
 }
 
-/** getLogs with the raw bytes of the body and when each chunk arrived (ms after the request). */
-function rawLogs(
-  pod: Json,
-  container: string,
-  opts: Partial<typeof OPTS> = {},
-  on?: { data?: (text: string) => void; req?: (r: ReturnType<typeof request>) => void },
-  target: Sidecar = sc,
-) {
-  return new Promise<{ status: number; bytes: Buffer; body: string; arrivals: { at: number; n: number }[]; ms: number }>((resolve, reject) => {
-    const body = JSON.stringify({
-      Namespace: pod.metadata.namespace,
-      PodUID: pod.metadata.uid,
-      PodName: pod.metadata.name,
-      ContainerName: container,
-      Opts: { ...OPTS, ...opts },
-    });
-    const t0 = Date.now();
-    const chunks: Buffer[] = [];
-    const arrivals: { at: number; n: number }[] = [];
-    const req = request({
-      host: "127.0.0.1",
-      port: target.port,
-      method: "GET",
-      path: "/getLogs",
-      headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-    }, (res) => {
-      res.on("data", (c: Buffer) => {
-        chunks.push(c);
-        arrivals.push({ at: Date.now() - t0, n: c.length });
-        on?.data?.(c.toString());
-      });
-      const done = () => {
-        const bytes = Buffer.concat(chunks);
-        resolve({ status: res.statusCode ?? 0, bytes, body: bytes.toString("utf8"), arrivals, ms: Date.now() - t0 });
-      };
-      res.on("end", done);
-      res.on("aborted", done);
-    });
-    req.on("error", reject);
-    on?.req?.(req);
-    req.end(body);
-  });
-}
-
-async function statusOf(p: Json) {
-  const r = await sc.call("GET", "/status", [p]);
-  return (JSON.parse(r.body) as Json[])[0];
-}
+const statusOf = (p: Json) => sc.statusOf(p);
 const running = (p: Json) => eventually(async () => ((await statusOf(p))?.containers[0].state.running ? true : undefined), 60_000, "running");
 const done = (p: Json) =>
   eventually(async () => ((await statusOf(p))?.containers.every((c: Json) => c.state.terminated) ? true : undefined), 90_000, "terminated");
 
+const { start } = sidecars();
 beforeAll(async () => {
-  sc = await startSidecar();
+  sc = await start();
 }, scaled(SETUP_TIMEOUT_MS));
-afterAll(async () => {
-  await sc?.destroy();
-}, TEARDOWN_TIMEOUT_MS);
 
 describe("finished pod", () => {
   let p: Json;
@@ -153,22 +96,8 @@ describe("a 100 MB log", () => {
     expect(tail.body).toBe(`${"x".repeat(100)}\nthe end\n`);
     expect((await logs(p.pod, "main", { Bytes: 5 })).body).toBe("xxxxx");
     // The whole log, streamed: count the bytes as they arrive.
-    let bytes = 0;
-    await new Promise<void>((resolve, reject) => {
-      const body = JSON.stringify({ Namespace: "default", PodUID: p.pod.metadata.uid, PodName: "chatty", ContainerName: "main", Opts: OPTS });
-      const req = request({
-        host: "127.0.0.1",
-        port: sc.port,
-        method: "GET",
-        path: "/getLogs",
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-      }, (res) => {
-        res.on("data", (c: Buffer) => (bytes += c.length));
-        res.on("end", () => resolve());
-      });
-      req.on("error", reject);
-      req.end(body);
-    });
+    const whole = await sc.followLogs(p.pod, "main", {}, { discard: true });
+    const bytes = whole.arrivals.reduce((sum, a) => sum + a.n, 0);
     expect(bytes).toBeGreaterThan(100 * 1024 * 1024 * (101 / 128));
     const grew = rss() - before;
     expect(grew).toBeLessThan(64 * 1024 * 1024);
@@ -198,34 +127,12 @@ describe("running pod", () => {
     const p = pod("follow", "for i in 1 2 3 4; do echo tick $i; sleep 1; done");
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
     await running(p.pod);
-    const arrivals: { at: number; text: string }[] = [];
-    const t0 = Date.now();
-    const status = await new Promise<number>((resolve, reject) => {
-      const body = JSON.stringify({
-        Namespace: "default",
-        PodUID: p.pod.metadata.uid,
-        PodName: "follow",
-        ContainerName: "main",
-        Opts: { ...OPTS, Follow: true },
-      });
-      const req = request({
-        host: "127.0.0.1",
-        port: sc.port,
-        method: "GET",
-        path: "/getLogs",
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-      }, (res) => {
-        res.on("data", (c: Buffer) => arrivals.push({ at: Date.now() - t0, text: c.toString() }));
-        res.on("end", () => resolve(res.statusCode ?? 0));
-      });
-      req.on("error", reject);
-      req.end(body);
-    });
+    const { status, body, arrivals } = await sc.followLogs(p.pod, "main", { Follow: true });
     expect(status).toBe(200);
     // (A container that did not run to its end would explain missing ticks: say so first.)
     await done(p.pod);
     expect((await statusOf(p.pod)).containers[0].state.terminated).toMatchObject({ exitCode: 0, reason: "Completed" });
-    expect(arrivals.map((a) => a.text).join("")).toBe("tick 1\ntick 2\ntick 3\ntick 4\n");
+    expect(body).toBe("tick 1\ntick 2\ntick 3\ntick 4\n");
     // Streamed, not buffered until the end: the first bytes came well before the last.
     expect(arrivals.length).toBeGreaterThan(1);
     expect(arrivals[arrivals.length - 1]!.at - arrivals[0]!.at).toBeGreaterThan(1000);
@@ -236,27 +143,16 @@ describe("running pod", () => {
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
     await running(p.pod);
     const tailsBefore = countTails();
+    // Hung up at the first bytes.
     await new Promise<void>((resolve) => {
-      const body = JSON.stringify({
-        Namespace: "default",
-        PodUID: p.pod.metadata.uid,
-        PodName: "hangup",
-        ContainerName: "main",
-        Opts: { ...OPTS, Follow: true },
-      });
-      const req = request({
-        host: "127.0.0.1",
-        port: sc.port,
-        method: "GET",
-        path: "/getLogs",
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-      }, (res) => {
-        res.once("data", () => {
-          req.destroy();
+      let req: { destroy(): void } | undefined;
+      sc.followLogs(p.pod, "main", { Follow: true }, {
+        req: (r) => (req = r),
+        data: () => {
+          req?.destroy();
           resolve();
-        });
-      });
-      req.end(body);
+        },
+      }).catch(() => {});
     });
     const after = countTails();
     await Bun.sleep(3000);
@@ -274,11 +170,11 @@ describe("running pod: every option (docs/interlink.md#get-getlogs, docs/interli
     await running(p.pod);
     await eventually(async () => ((await logs(p.pod, "main")).body === "é one\ntwo\n" ? true : undefined), 20_000, "live log");
     // "é" is two bytes (c3 a9): one byte of it is one byte, never a 3-byte replacement character.
-    expect([...(await rawLogs(p.pod, "main", { Bytes: 1 })).bytes]).toEqual([0xc3]);
-    expect([...(await rawLogs(p.pod, "main", { Bytes: 3 })).bytes]).toEqual([0xc3, 0xa9, 0x20]);
-    expect((await rawLogs(p.pod, "main", { Bytes: 9 })).body).toBe("é one\ntw");
+    expect([...(await sc.followLogs(p.pod, "main", { Bytes: 1 })).bytes]).toEqual([0xc3]);
+    expect([...(await sc.followLogs(p.pod, "main", { Bytes: 3 })).bytes]).toEqual([0xc3, 0xa9, 0x20]);
+    expect((await sc.followLogs(p.pod, "main", { Bytes: 9 })).body).toBe("é one\ntw");
     // Follow honours the same budget and then ends, though the container runs on.
-    expect([...(await rawLogs(p.pod, "main", { Bytes: 1, Follow: true })).bytes]).toEqual([0xc3]);
+    expect([...(await sc.followLogs(p.pod, "main", { Bytes: 1, Follow: true })).bytes]).toEqual([0xc3]);
     await sc.call("POST", "/delete", p.pod);
   }, 90_000);
 
@@ -346,7 +242,7 @@ describe("follow ends when the container terminates (docs/interlink.md#get-getlo
     });
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
     await eventually(async () => ((await statusOf(p.pod))?.containers.some((c: Json) => c.state.running) ? true : undefined), 60_000, "running");
-    const r = await rawLogs(p.pod, "side", { Follow: true });
+    const r = await sc.followLogs(p.pod, "side", { Follow: true });
     expect(r.status).toBe(200);
     expect(r.body).toBe("s1\ns2\n");
     // It ended with its container, not with the job.
@@ -364,7 +260,7 @@ describe("follow ends when the container terminates (docs/interlink.md#get-getlo
       },
     });
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
-    const r = await rawLogs(p.pod, "setup", { Follow: true });
+    const r = await sc.followLogs(p.pod, "setup", { Follow: true });
     expect(r.status).toBe(200);
     expect(r.body).toBe("i1\ni2\n");
     const s = await statusOf(p.pod);
@@ -378,7 +274,7 @@ describe("follow ends when the container terminates (docs/interlink.md#get-getlo
     const p = pod("crashloop", "echo first; sleep 3; echo last; exit 1", { restartPolicy: "Always" });
     expect((await sc.call("POST", "/create", p)).status).toBe(200);
     await running(p.pod);
-    const r = await rawLogs(p.pod, "main", { Follow: true });
+    const r = await sc.followLogs(p.pod, "main", { Follow: true });
     expect(r.status).toBe(200);
     // "last" is written just before the exit, then the log is rotated: it comes from the previous file.
     expect(r.body).toBe("first\nlast\n");
@@ -393,7 +289,7 @@ describe("follow ends when the container terminates (docs/interlink.md#get-getlo
     await done(p.pod);
     // Ten in a row: one poll interval (1 s) of waiting each would take 10 s.
     const t0 = Date.now();
-    for (let i = 0; i < 10; i++) expect((await rawLogs(p.pod, "main", { Follow: true })).body).toBe("a\nb\n");
+    for (let i = 0; i < 10; i++) expect((await sc.followLogs(p.pod, "main", { Follow: true })).body).toBe("a\nb\n");
     expect(Date.now() - t0).toBeLessThan(6000);
   }, 90_000);
 
@@ -405,7 +301,7 @@ describe("follow ends when the container terminates (docs/interlink.md#get-getlo
     const box = sandboxOf(p.pod.metadata.uid);
     const fs = require("node:fs");
     let received = 0;
-    const follow = rawLogs(p.pod, "main", { Follow: true }, { data: (t) => (received += t.length) });
+    const follow = sc.followLogs(p.pod, "main", { Follow: true }, { data: (t) => (received += t.length) });
     await eventually(() => (received > 0 ? true : undefined), 20_000, "first bytes");
     // The wrapper's logger writes ~2 MB/s; appending stamped lines to the job's log file as the
     // logger would reaches 20 MiB in ten seconds: about 2 MiB, far more than 64 KiB, between two
@@ -482,14 +378,13 @@ describe("SharedFilesystem: the log files are read in the pod folder", () => {
     try {
       const p = pod("shared", "echo first; sleep 3; echo last; exit 1", { restartPolicy: "Always" });
       expect((await own.call("POST", "/create", p)).status).toBe(200);
-      const st = async () => JSON.parse((await own.call("GET", "/status", [p.pod])).body)[0]?.containers[0];
+      const st = async () => (await own.statusOf(p.pod))?.containers[0];
       await eventually(async () => ((await st())?.state.running ? true : undefined), 60_000, "running");
-      const r = await rawLogs(p.pod, "main", { Follow: true }, undefined, own);
+      const r = await own.followLogs(p.pod, "main", { Follow: true });
       expect(r.body).toBe("first\nlast\n");
       expect((await st()).state.terminated).toBeFalsy();
       // Read from the pod folder, never through condor_tail.
-      const calls = require("node:fs").readFileSync(`${own.home}/calls.log`, "utf8");
-      expect(calls).not.toContain("condor_tail");
+      expect(own.calls("condor_tail")).toEqual([]);
       await own.call("POST", "/delete", p.pod);
     } finally {
       await own.destroy();
@@ -505,14 +400,14 @@ describe("shutdown", () => {
       expect((await own.call("POST", "/create", p)).status).toBe(200);
       await eventually(
         async () => {
-          const s = JSON.parse((await own.call("GET", "/status", [p.pod])).body)[0];
+          const s = await own.statusOf(p.pod);
           return s?.containers[0].state.running ? true : undefined;
         },
         60_000,
         "running",
       );
       let got = false;
-      const follow = rawLogs(p.pod, "main", { Follow: true }, { data: () => (got = true) }, own);
+      const follow = own.followLogs(p.pod, "main", { Follow: true }, { data: () => (got = true) });
       await eventually(() => (got ? true : undefined), 20_000, "first bytes");
       await own.stop();
       // The stream ended (the sidecar did not wait for the job, which runs on).
@@ -541,9 +436,5 @@ function sandboxOf(podUid: string): string {
 }
 
 function countTails(): number {
-  try {
-    return require("node:fs").readFileSync(`${sc.home}/calls.log`, "utf8").split("\n").filter((l: string) => l.includes("condor_tail")).length;
-  } catch {
-    return 0;
-  }
+  return sc.calls("condor_tail").length;
 }

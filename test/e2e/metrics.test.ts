@@ -1,10 +1,10 @@
 // GET /metrics in Prometheus's text format (docs/metrics.md), on the API
 // listener and on a listener of its own (--metrics-listen). The families move as the sidecar
 // works, label values stay bounded, and Prometheus's own checker accepts the text.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { request } from "node:http";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { eventually, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, sidecars, startSidecar } from "../helpers/sidecar.ts";
 
 // Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
 // (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
@@ -48,13 +48,11 @@ function sample(text: string, series: string): number | undefined {
 
 const promtool = Bun.which("promtool");
 
+const { start } = sidecars();
 beforeAll(async () => {
   metricsPort = await freePort();
-  sc = await startSidecar({ args: ["--metrics-listen", `127.0.0.1:${metricsPort}`] });
+  sc = await start({ args: ["--metrics-listen", `127.0.0.1:${metricsPort}`] });
 }, scaled(SETUP_TIMEOUT_MS));
-afterAll(async () => {
-  await sc.destroy();
-}, TEARDOWN_TIMEOUT_MS);
 
 describe("GET /metrics (docs/metrics.md)", () => {
   test("the families move as the sidecar works; label values are bounded; promtool accepts the text", async () => {

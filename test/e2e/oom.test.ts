@@ -1,16 +1,11 @@
 // A container that outgrows its memory on a pool that enforces memory (docs/status.md#memory-kills,
 // docs/logs.md#a-job-killed-for-memory): interLink's vk-test-set case 100-oom-simulation, a
 // python container with a 50Mi limit that allocates 200 MB, on minicondor with enforceMemory.
-import { afterAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { eventually, sidecars } from "../helpers/sidecar.ts";
 
-// deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
-type Json = any;
-const started: Sidecar[] = [];
-afterAll(async () => {
-  for (const s of started) await s.destroy();
-}, TEARDOWN_TIMEOUT_MS);
+const { start } = sidecars();
 
 const HOG = [
   "import sys",
@@ -33,21 +28,17 @@ const oomPod = (uid: string) =>
       }],
     },
   });
-const statusOf = async (sc: Sidecar, p: Json) => (JSON.parse((await sc.call("GET", "/status", [p])).body) as Json[])[0];
-const logsOf = async (sc: Sidecar, p: Json) =>
-  (await sc.call("GET", "/getLogs", { Namespace: "default", PodUID: p.metadata.uid, PodName: p.metadata.name, ContainerName: "memory-hog", Opts: {} })).body;
 
 describe("100-oom-simulation on a pool that enforces memory (docs/status.md#memory-kills)", () => {
   test("the container reads terminated OOMKilled 137 with HTCondor's hold reason; its log keeps what it printed before the kill", async () => {
-    const sc = await startSidecar({ config: "HoldGraceSeconds: 2\n", env: { MINICONDOR_ENFORCE_MEMORY: "1" } });
-    started.push(sc);
+    const sc = await start({ config: "HoldGraceSeconds: 2\n", env: { MINICONDOR_ENFORCE_MEMORY: "1" } });
     const r = oomPod("44440000-0000-4000-8000-000000000001");
     expect((await sc.call("POST", "/create", r)).status).toBe(200);
     // held for memory: JobHeld with the reason while the grace period lasts, and the log already
     // readable although a held job sends no output back
     const held = await eventually(
       async () => {
-        const st = await statusOf(sc, r.pod);
+        const st = await sc.statusOf(r.pod);
         const c = st?.containers[0].state;
         return c?.waiting?.reason === "JobHeld" || c?.terminated ? st : undefined;
       },
@@ -59,7 +50,7 @@ describe("100-oom-simulation on a pool that enforces memory (docs/status.md#memo
     }
     const s = await eventually(
       async () => {
-        const st = await statusOf(sc, r.pod);
+        const st = await sc.statusOf(r.pod);
         return st?.containers[0].state.terminated ? st : undefined;
       },
       60_000,
@@ -72,7 +63,7 @@ describe("100-oom-simulation on a pool that enforces memory (docs/status.md#memo
     // the wrapper puts the log in the pod folder once it has seen the container end
     const logs = await eventually(
       async () => {
-        const l = await logsOf(sc, r.pod);
+        const l = (await sc.logs(r.pod, "memory-hog", {})).body;
         return l.includes("Attempting") ? l : undefined;
       },
       30_000,

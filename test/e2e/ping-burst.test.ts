@@ -1,25 +1,18 @@
 // A burst of pings costs HTCondor one condor_status and one condor_q, not one per ping
 // (docs/status.md#the-ping): 200 parallel pings were measured starting 200 of each, which
 // starved the machine until the calls timed out and the ping answered 503.
-import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { eventually, runningTools, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { describe, expect, test } from "bun:test";
+import { eventually, runningTools, type Sidecar, sidecars } from "../helpers/sidecar.ts";
 
 const PINGS = 200;
-let sc: Sidecar | undefined;
-afterAll(async () => {
-  await sc?.destroy();
-}, TEARDOWN_TIMEOUT_MS);
+const { start } = sidecars();
 
 /** Tool calls minicondor logged (one line per call that ended). */
-const calls = (s: Sidecar, tool: string) =>
-  existsSync(join(s.home, "calls.log")) ? readFileSync(join(s.home, "calls.log"), "utf8").split("\n").filter((l) => l.split(" ")[1] === tool).length : 0;
+const calls = (s: Sidecar, tool: string) => s.calls(tool).length;
 
 describe("parallel pings share their HTCondor queries (docs/status.md#the-ping)", () => {
   test(`${PINGS} parallel pings with nothing followed start one condor_status and one condor_q`, async () => {
-    sc = await startSidecar();
-    const s = sc;
+    const s = await start();
     const before = { status: calls(s, "condor_status"), q: calls(s, "condor_q") };
     const answers = await Promise.all(Array.from({ length: PINGS }, () => s.call("GET", "/status", [])));
     for (const a of answers) {

@@ -160,13 +160,7 @@ test("a lost store after the job has finished: the pod is adopted from the histo
   expect(states).toEqual(["terminated"]);
   expect(st[0].JID).toBe(jid);
   expect(st[0].containers[0].state.terminated.exitCode).toBe(7);
-  const logs = await sc.call("GET", "/getLogs", {
-    Namespace: "default",
-    PodUID: r.pod.metadata.uid,
-    PodName: r.pod.metadata.name,
-    ContainerName: "main",
-    Opts: {},
-  });
+  const logs = await sc.logs(r.pod, "main", {});
   expect(logs.body).toBe("done-before-the-loss\n");
 }, 120_000);
 

@@ -8,12 +8,11 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { cleanup } from "../minicondor/src/testkit.ts";
-import { CONDOR_BIN, ROOT, SHIM, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, ROOT, SHIM, type Sidecar, sidecars, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 
-const started: Sidecar[] = [];
+const { start } = sidecars();
 const dirs: string[] = [];
 afterAll(async () => {
-  for (const s of started) await s.destroy();
   for (const d of dirs) {
     await cleanup(join(d, "minicondor"), true);
     rmSync(d, { recursive: true, force: true });
@@ -66,8 +65,7 @@ describe("--schedd-name at start (docs/htcondor.md#a-schedd-name-without--is-a-h
       MINICONDOR_SCHEDD_DOWN: "1",
     }],
   ])("%s starts", async (_what, name, status, env: Record<string, string>) => {
-    const s = await startSidecar({ args: ["--schedd-name", name], env });
-    started.push(s);
+    const s = await start({ args: ["--schedd-name", name], env });
     expect(await ping(s)).toBe(status);
   }, 60_000);
 });

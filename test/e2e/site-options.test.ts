@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, measureLoad, ROOT, scaled, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, measureLoad, ROOT, scaled, type Sidecar, sidecars, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 
 // Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
 // (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
@@ -29,15 +29,11 @@ function pod(name: string, o: { image?: string; script?: string; annotations?: R
 
 const tool = (sc: Sidecar, name: string, args: string[]) =>
   Bun.spawnSync([join(CONDOR_BIN, name), ...args], { env: { MINICONDOR_HOME: sc.home, MINICONDOR_ALLOW_ROOT: "1" } }).stdout.toString();
-const statusOf = async (sc: Sidecar, p: Json): Promise<Json | undefined> => (JSON.parse((await sc.call("GET", "/status", [p])).body) as Json[])[0];
-const submits = (sc: Sidecar) =>
-  existsSync(join(sc.home, "calls.log"))
-    ? readFileSync(join(sc.home, "calls.log"), "utf8").split("\n").filter((l) => l.split(" ")[1] === "condor_submit").length
-    : 0;
+const submits = (sc: Sidecar) => sc.calls("condor_submit").length;
 async function terminated(sc: Sidecar, p: Json, what: string): Promise<Json> {
   return eventually(
     async () => {
-      const st = await statusOf(sc, p.pod);
+      const st = await sc.statusOf(p.pod);
       return st?.containers?.every((c: Json) => c.state.terminated) ? st : undefined;
     },
     60_000,
@@ -45,10 +41,9 @@ async function terminated(sc: Sidecar, p: Json, what: string): Promise<Json> {
   );
 }
 
-const started: Sidecar[] = [];
+const { start, started } = sidecars();
 const dirs: string[] = [];
-afterAll(async () => {
-  for (const s of started) await s.destroy();
+afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 }, TEARDOWN_TIMEOUT_MS);
 
@@ -83,8 +78,7 @@ DefaultFlavor: big
 
 describe("flavors (docs/pod-to-job.md#flavors)", () => {
   test('the issue\'s example: big on a one-container pod gives RequestCpus 3, RequestMemory 5120 and SiteFlavor = "big"', async () => {
-    const sc = await startSidecar({ config: FLAVORS });
-    started.push(sc);
+    const sc = await start({ config: FLAVORS });
     const p = pod("flavored", { annotations: { "htcondor-job.vk.io/flavor": "big" }, containers: 3 });
     const res = await sc.call("POST", "/create", p);
     expect(res.status).toBe(200);
@@ -130,10 +124,9 @@ describe("image overrides (docs/pod-to-job.md#image-overrides)", () => {
     dirs.push(images);
     const sif = join(images, "python-3.12.sif");
     writeFileSync(sif, "");
-    const sc = await startSidecar({
+    const sc = await start({
       config: `ImageOverrides:\n  "docker.io/library/python:3.12-slim": ${sif}\n  "ghcr.io/missing/*": "${images}/nowhere/*"\n`,
     });
-    started.push(sc);
     // The shim refuses a path image that does not exist: the job can only succeed with the target.
     const p = pod("overridden", { image: "docker://python:3.12-slim", script: "echo from-override" });
     expect((await sc.call("POST", "/create", p)).status).toBe(200);

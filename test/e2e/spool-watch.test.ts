@@ -4,11 +4,11 @@
 // Every sidecar here runs with ReconcileMinutes: 60: the full condor_q of every followed job runs
 // at start only, so a change seen within seconds came through the watch. What each query cost is
 // read from minicondor's answers.log (the ads each answer sent).
-import { afterAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, type Sidecar, sidecars } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -63,15 +63,11 @@ const isFull = (a: Answer) => a.tool === "condor_q" && /^ClusterId >= \d+$/.test
 /** The watch's question of what changed. */
 const isWatch = (a: Answer) => a.tool === "condor_q" && constraintOf(a).includes("EnteredCurrentStatus >=");
 
-async function statusOf(sc: Sidecar, req: Json): Promise<Json | undefined> {
-  const r = await sc.call("GET", "/status", [req.pod]);
-  return (JSON.parse(r.body) as Json[])[0];
-}
 const main = (st: Json | undefined) => st?.containers?.[0]?.state;
 async function reads(sc: Sidecar, req: Json, what: string, ok: (state: Json) => boolean, timeoutMs = 30_000): Promise<Json> {
   return await eventually(
     async () => {
-      const st = await statusOf(sc, req);
+      const st = await sc.statusOf(req.pod);
       return main(st) && ok(main(st)) ? st : undefined;
     },
     timeoutMs,
@@ -96,15 +92,7 @@ async function quiet(sc: Sidecar): Promise<void> {
   );
 }
 
-const sidecars: Sidecar[] = [];
-async function start(opts: Parameters<typeof startSidecar>[0] = {}): Promise<Sidecar> {
-  const sc = await startSidecar({ config: CONFIG, args: SPOOL, ...opts });
-  sidecars.push(sc);
-  return sc;
-}
-afterAll(async () => {
-  for (const sc of sidecars) await sc.destroy();
-}, TEARDOWN_TIMEOUT_MS);
+const { start } = sidecars((o) => ({ config: CONFIG, args: SPOOL, ...o }));
 
 describe("a spooled job is watched, not read again and again", () => {
   test("held, released and finished: each change reaches /status without a full condor_q, and a quiet queue sends no ad", async () => {
@@ -165,7 +153,7 @@ describe("a spooled job is watched, not read again and again", () => {
     expect(await costOf("expression")).toBeLessThanOrEqual(1);
     expect(sc.log()).toContain("a job wrote a value into its status or state time that is no time");
     // The pod reads as it did: the time says which ads to read, never what a job is.
-    const st = await statusOf(sc, req);
+    const st = await sc.statusOf(req.pod);
     expect(st.JID).toBe(jid);
     expect(main(st)).toEqual(main(before));
     expect(answers(sc).filter(isFull).length).toBeLessThanOrEqual(2);

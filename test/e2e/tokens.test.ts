@@ -93,13 +93,7 @@ describe("--token-file on a schedd that asks for IDTOKENS", () => {
       120_000,
       "the pod to end",
     );
-    podLog = (await sc.call("GET", "/getLogs", {
-      Namespace: "default",
-      PodUID: pod.metadata.uid,
-      PodName: pod.metadata.name,
-      ContainerName: "main",
-      Opts: { Tail: 0, Bytes: 0, Timestamps: false, Follow: false, Previous: false, SinceSeconds: 0, SinceTime: "0001-01-01T00:00:00Z" },
-    })).body;
+    podLog = (await sc.logs(pod, "main")).body;
     trace = t ? await t.stop() : "";
   }, 180_000);
 

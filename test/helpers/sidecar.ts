@@ -1,8 +1,11 @@
 /**
  * Starts the real sidecar (from the sources, as a separate process) against minicondor and
  * talks to it over real HTTP, as interLink does: GET requests with JSON bodies included.
+ *
+ * `launchSidecar` is the one launcher of the project: the tests' `startSidecar` and the
+ * benchmarks' (scripts/lib/kit.ts) both start the sidecar through it.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { afterAll } from "bun:test";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
@@ -13,6 +16,9 @@ import { cleanup } from "../minicondor/src/testkit.ts";
 export const ROOT = resolve(import.meta.dir, "../..");
 export const CONDOR_BIN = join(ROOT, "test", "minicondor", "bin");
 export const SHIM = join(ROOT, "test", "minicondor", "shims", "apptainer");
+export const BINARY = join(ROOT, "dist", "htcondor-sidecar");
+export const BUN = join(ROOT, "node_modules", ".bin", "bun");
+export const DENO = join(ROOT, "node_modules", ".bin", "deno");
 
 export interface HttpResult {
   status: number;
@@ -72,6 +78,10 @@ export interface Sidecar {
   statusOf(pod: unknown): Promise<any>;
   /** Every tool call minicondor logged for this home (calls.log), in order; only `tool`'s when given. */
   calls(tool?: string): ToolCall[];
+  /** GET /getLogs of one container of `pod` (a v1.Pod; default "main"), with `opts` as the Opts (default LOG_OPTS, interLink's). */
+  logs(pod: unknown, container?: string, opts?: LogOpts, httpOpts?: { timeoutMs?: number }): Promise<HttpResult>;
+  /** GET /getLogs read as it streams (followLogs), with LOG_OPTS and `opts` over them (`{ Follow: true }` for a follow). */
+  followLogs(pod: unknown, container: string, opts?: LogOpts, on?: Parameters<typeof followLogs>[4]): Promise<StreamedLogs>;
 }
 
 /** One line of minicondor's calls.log: "<end ISO time> <tool> <argv as JSON> <ms> <exit code>". */
@@ -156,6 +166,233 @@ export function scaled(ms: number): number {
   return Math.round(ms * Math.max(1, (START_FACTOR * unitMs()) / START_FLOOR_MS));
 }
 
+/** What runs the sidecar: the compiled executable, or the sources on Bun or on Deno. */
+export type Flavour = "binary" | "bun" | "deno";
+
+/** The command that runs the sidecar of `flavour` (`binary`: the executable at that path). */
+export function sidecarArgv(flavour: Flavour, binary = BINARY): string[] {
+  switch (flavour) {
+    case "binary":
+      return [binary];
+    case "bun":
+      return [BUN, join(ROOT, "src", "main.bun.ts")];
+    case "deno":
+      return [DENO, "run", "-A", "--no-check", join(ROOT, "src", "main.deno.ts")];
+  }
+}
+
+/** How to start one sidecar (launchSidecar). */
+export interface LaunchSpec {
+  /** What runs it (default: the sources on Bun). */
+  flavour?: Flavour;
+  /** The executable for the flavour "binary" (default dist/htcondor-sidecar). */
+  binary?: string;
+  /** Path of its SidecarConfig.yaml, already written. */
+  config: string;
+  /** The minicondor home its tools use (MINICONDOR_HOME). */
+  home: string;
+  /** Folder of the condor tools (default: minicondor's bin/). */
+  condorBin?: string;
+  /** More flags, after --config, --condor-bin and --port. */
+  args?: string[];
+  /** More environment, beside PATH, HOME, MINICONDOR_HOME and MINICONDOR_ALLOW_ROOT. */
+  env?: Record<string, string>;
+  cwd?: string;
+  /**
+   * The port to listen on, chosen by the caller: the launcher then pings it (GET /status with no
+   * pod) until it answers 200, and the start is timed to that answer (the benchmarks' start-up).
+   * Without it the sidecar listens on port 0 and the launcher reads the port from its "listening"
+   * log line (the tests).
+   */
+  port?: number;
+  /** A file its stdout and stderr are appended to (the benchmarks); without it its stderr is gathered in memory. */
+  logPath?: string;
+  /** Give up after this long (default: START_FACTOR times the median start measured in this process, see startDeadlineMs). */
+  startTimeoutMs?: number;
+}
+
+/** A sidecar process that launchSidecar started. */
+export interface Launched {
+  proc: Bun.Subprocess;
+  port: number;
+  /** Spawn → its "listening" line, or → the first ping answered 200 when the port was given; milliseconds. */
+  startupMs: number;
+  /** What it logged since this start. */
+  log(): string;
+  /** SIGTERM, and SIGKILL after `graceMs` when given; resolves with what `proc.exited` resolves to. */
+  stop(graceMs?: number): Promise<number>;
+  kill9(): Promise<void>;
+}
+
+/** A sidecar's output written to a file from `from` on: its log, and the two ways to end it. */
+function fileLog(proc: Bun.Subprocess, path: string, from: number): ReturnType<typeof gatherStderr> {
+  return {
+    log: () => (existsSync(path) ? readFileSync(path).subarray(from).toString("utf8") : ""),
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGTERM");
+      return await proc.exited;
+    },
+    async kill9() {
+      proc.kill("SIGKILL");
+      await proc.exited;
+    },
+  };
+}
+
+/**
+ * The one way the tests and the benchmarks (scripts/lib/kit.ts) start a sidecar: spawns it with
+ * --config, --condor-bin and --port, waits until it listens (or answers a ping, when the port was
+ * chosen), and records the start for startDeadlineMs and scaled(). A start that fails or takes
+ * longer than its deadline is killed, and the error carries the end of its log.
+ */
+export async function launchSidecar(spec: LaunchSpec): Promise<Launched> {
+  const flavour = spec.flavour ?? "bun";
+  const allowMs = spec.startTimeoutMs ?? await startDeadlineMs();
+  const argv = [
+    ...sidecarArgv(flavour, spec.binary),
+    "--config",
+    spec.config,
+    "--condor-bin",
+    spec.condorBin ?? CONDOR_BIN,
+    "--port",
+    String(spec.port ?? 0),
+    ...(spec.args ?? []),
+  ];
+  const env = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: process.env.HOME ?? "/root",
+    MINICONDOR_HOME: spec.home,
+    MINICONDOR_ALLOW_ROOT: "1",
+    ...spec.env,
+  };
+  const t0 = performance.now();
+  let proc: Bun.Subprocess;
+  let out: ReturnType<typeof gatherStderr>;
+  if (spec.logPath !== undefined) {
+    const fd = openSync(spec.logPath, "a");
+    const from = statSync(spec.logPath).size;
+    proc = Bun.spawn(argv, { cwd: spec.cwd, env, stdin: "ignore", stdout: fd, stderr: fd });
+    closeSync(fd);
+    out = fileLog(proc, spec.logPath, from);
+  } else {
+    const piped = Bun.spawn(argv, { cwd: spec.cwd, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    proc = piped;
+    out = gatherStderr(piped);
+  }
+  const ended = () => proc.exitCode !== null || proc.signalCode !== null;
+  let port: number | undefined;
+  let last = "";
+  while (port === undefined && !ended() && performance.now() - t0 < allowMs) {
+    if (spec.port === undefined) {
+      const m = /"url":"http:\/\/127\.0\.0\.1:(\d+)"/.exec(out.log());
+      if (m) port = Number(m[1]);
+      else await Bun.sleep(25);
+      continue;
+    }
+    try {
+      const r = await http(spec.port, "GET", "/status", [], { timeoutMs: 10_000 });
+      if (r.status === 200) port = spec.port;
+      else {
+        last = `: the ping answered ${r.status} ${r.body.slice(0, 200)}`;
+        await Bun.sleep(5);
+      }
+    } catch (err) {
+      last = `: ${err instanceof Error ? err.message : String(err)}`;
+      await Bun.sleep(2);
+    }
+  }
+  if (port === undefined) {
+    const why = ended() ? `it exited with ${proc.exitCode ?? proc.signalCode}` : `not ready after ${Math.round(allowMs)} ms${last}`;
+    await out.kill9();
+    throw new Error(
+      `Starting the ${flavour} sidecar failed: ${why} (${START_FACTOR} times the median of ${startsMs.length} starts measured here, or as given); its log ends with:\n${
+        out.log().slice(-4000)
+      }`,
+    );
+  }
+  const startupMs = performance.now() - t0;
+  startsMs.push(startupMs);
+  return {
+    proc,
+    port,
+    startupMs,
+    log: out.log,
+    async stop(graceMs) {
+      const timer = graceMs === undefined ? undefined : setTimeout(() => proc.kill("SIGKILL"), graceMs);
+      try {
+        return await out.stop();
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    kill9: out.kill9,
+  };
+}
+
+/** The options of getLogs that interLink sends when the user asked for none (docs/interlink.md#get-getlogs). */
+export const LOG_OPTS = { Tail: 0, Bytes: 0, Timestamps: false, Follow: false, Previous: false, SinceSeconds: 0, SinceTime: "0001-01-01T00:00:00Z" };
+export type LogOpts = Partial<typeof LOG_OPTS>;
+
+/** The body of GET /getLogs for one container of `pod` (a v1.Pod). */
+// deno-lint-ignore no-explicit-any -- a v1.Pod as JSON
+export function logsRequest(pod: any, container: string, opts: LogOpts): unknown {
+  return { Namespace: pod.metadata.namespace, PodUID: pod.metadata.uid, PodName: pod.metadata.name, ContainerName: container, Opts: opts };
+}
+
+/** A getLogs answer read chunk by chunk (followLogs). */
+export interface StreamedLogs {
+  status: number;
+  bytes: Buffer;
+  body: string;
+  /** When each chunk arrived (ms after the request) and its size. */
+  arrivals: { at: number; n: number }[];
+  /** The request's duration, ms. */
+  ms: number;
+}
+
+/**
+ * GET /getLogs read as it streams (a follow, or a long log): every chunk's arrival is noted and
+ * handed to `on.data`; `on.req` gets the request (to end it early); with `on.discard` the body is
+ * not kept (a long log: count it by `arrivals`). Resolves when the answer ends or is cut.
+ */
+export function followLogs(
+  port: number,
+  // deno-lint-ignore no-explicit-any -- a v1.Pod as JSON
+  pod: any,
+  container: string,
+  opts: LogOpts,
+  on: { data?: (text: string) => void; req?: (r: ReturnType<typeof request>) => void; discard?: boolean } = {},
+): Promise<StreamedLogs> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify(logsRequest(pod, container, opts));
+    const t0 = Date.now();
+    const chunks: Buffer[] = [];
+    const arrivals: { at: number; n: number }[] = [];
+    const req = request({
+      host: "127.0.0.1",
+      port,
+      method: "GET",
+      path: "/getLogs",
+      headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+    }, (res) => {
+      res.on("data", (c: Buffer) => {
+        if (!on.discard) chunks.push(c);
+        arrivals.push({ at: Date.now() - t0, n: c.length });
+        on.data?.(c.toString());
+      });
+      const done = () => {
+        const bytes = Buffer.concat(chunks);
+        resolve({ status: res.statusCode ?? 0, bytes, body: bytes.toString("utf8"), arrivals, ms: Date.now() - t0 });
+      };
+      res.on("end", done);
+      res.on("aborted", done);
+    });
+    req.on("error", reject);
+    on.req?.(req);
+    req.end(body);
+  });
+}
+
 export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), "sidecar-e2e-"));
   const home = join(dir, "minicondor");
@@ -172,47 +409,26 @@ export async function startSidecar(o: SidecarOptions = {}): Promise<Sidecar> {
     "Restart:\n  BackoffInitialSeconds: 1\n  BackoffMaxSeconds: 2",
   ].filter((line) => !new RegExp(`^${line.split(":")[0]}:`, "m").test(extra));
   writeFileSync(configPath, [...defaults, extra].join("\n"));
-  const allowMs = await startDeadlineMs();
-  const t0 = performance.now();
-  const proc = Bun.spawn(
-    [process.execPath, join(ROOT, "src", "main.bun.ts"), "--config", configPath, "--condor-bin", CONDOR_BIN, "--port", "0", ...(o.args ?? [])],
-    {
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/root", MINICONDOR_HOME: home, MINICONDOR_ALLOW_ROOT: "1", ...o.env },
-      stdout: "pipe",
-      stderr: "pipe",
-    },
-  );
-  const { log, stop, kill9 } = gatherStderr(proc);
-  let port: number | undefined;
-  while (port === undefined && performance.now() - t0 < allowMs) {
-    const m = /"url":"http:\/\/127\.0\.0\.1:(\d+)"/.exec(log());
-    if (m) port = Number(m[1]);
-    else await Bun.sleep(25);
-    if (proc.exitCode !== null) break;
-  }
-  if (port === undefined) {
-    proc.kill("SIGKILL");
-    const why = proc.exitCode !== null ? `it exited with ${proc.exitCode}` : `not listening after ${Math.round(allowMs)} ms`;
-    throw new Error(`Starting the sidecar failed: ${why} (${START_FACTOR} times the median of ${startsMs.length} starts measured here):\n${log()}`);
-  }
-  startsMs.push(performance.now() - t0);
-  const p = port;
+  const sc = await launchSidecar({ config: configPath, home, args: o.args, env: o.env });
+  const { proc, port: p } = sc;
   return {
     port: p,
     dir,
     home,
     dataRoot: /^DataRootFolder: (.+)$/m.exec(o.config ?? "")?.[1] ?? join(dir, "data"),
-    log,
+    log: sc.log,
     proc,
     call: (method, path, body, opts) => http(p, method, path, body, opts),
-    stop,
-    kill9,
+    stop: () => sc.stop(),
+    kill9: sc.kill9,
     async statusOf(pod) {
       const r = await http(p, "GET", "/status", [pod]);
       if (r.status !== 200) throw new Error(`GET /status answered ${r.status}: ${r.body}`);
       return (JSON.parse(r.body) as unknown[])[0];
     },
     calls: (tool) => readCalls(home, tool),
+    logs: (pod, container = "main", opts = LOG_OPTS, httpOpts) => http(p, "GET", "/getLogs", logsRequest(pod, container, opts), httpOpts),
+    followLogs: (pod, container, opts, on) => followLogs(p, pod, container, { ...LOG_OPTS, ...opts }, on),
     async destroy() {
       if (proc.exitCode === null) {
         proc.kill("SIGTERM");
@@ -241,6 +457,11 @@ export function sidecars(defaults: (o: SidecarOptions) => SidecarOptions = (o) =
     started,
     async start(o = {}) {
       const s = await startSidecar(defaults(o));
+      // Started again on the folder of one that has ended (a restart): the new one's teardown
+      // removes the folder, and the ended one's would kill the new one with the home's processes.
+      for (let i = started.length - 1; i >= 0; i--) {
+        if (started[i]!.dir === s.dir && (started[i]!.proc.exitCode !== null || started[i]!.proc.signalCode !== null)) started.splice(i, 1);
+      }
       started.push(s);
       return s;
     },
