@@ -40,6 +40,7 @@ export type Outcome = number | { stop(): Promise<void> };
  * it runs, rather than killing it with the default action.
  */
 export async function runMode(runtime: Runtime, io: Io, mode: () => Promise<Outcome>): Promise<void> {
+  // deno-lint-ignore prefer-const -- the signal handler below reads it before the mode has started
   let running: { stop(): Promise<void> } | undefined;
   let asked = false;
   let stopping = false;
