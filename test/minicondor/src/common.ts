@@ -6,7 +6,12 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { Ad } from "./classad.ts";
 
-export const SRC_DIR = import.meta.dir;
+/**
+ * True in the compiled tools (test/minicondor/compile.ts), whose main module is in Bun's embedded file
+ * system: the emulator's folder is then found from the program, `<root>/.build/minicondor`.
+ */
+const COMPILED = Bun.main.startsWith("/$bunfs/");
+export const SRC_DIR = COMPILED ? path.resolve(path.dirname(process.execPath), "..", "src") : import.meta.dir;
 export const ROOT_DIR = path.resolve(SRC_DIR, "..");
 export const BIN_DIR = path.join(ROOT_DIR, "bin");
 export const LIBEXEC_DIR = path.join(ROOT_DIR, "libexec");
@@ -24,6 +29,25 @@ export function homeDir(): string {
 
 export function bunPath(): string {
   return process.env.MINICONDOR_BUN || process.execPath;
+}
+
+/** The command line that runs `tool` of this emulator: the compiled tools when this is them, else Bun on main.ts. */
+export function toolArgv(tool: string, ...args: string[]): string[] {
+  return COMPILED ? [process.execPath, tool, ...args] : [bunPath(), MAIN_TS, tool, ...args];
+}
+
+/** The programs the emulator's own processes run (resolved): Bun, and the compiled tools. */
+export function emulatorPrograms(): string[] {
+  const candidates = [process.execPath, bunPath(), path.join(ROOT_DIR, "..", "..", "node_modules", ".bin", "bun"), path.join(ROOT_DIR, ".build", "minicondor")];
+  return [
+    ...new Set(candidates.flatMap((p) => {
+      try {
+        return [fs.realpathSync(p)];
+      } catch {
+        return [];
+      }
+    })),
+  ];
 }
 
 // ---------------------------------------------------------------- output

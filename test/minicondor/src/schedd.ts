@@ -11,9 +11,9 @@ import {
   allRuns,
   BIN_DIR,
   bumpGen,
-  bunPath,
   type Config,
   deleteJob,
+  emulatorPrograms,
   getJob,
   getRun,
   homeDir,
@@ -23,7 +23,6 @@ import {
   killGroup,
   loadConfig,
   loadFaults,
-  MAIN_TS,
   metaGet,
   metaSet,
   nowSec,
@@ -37,6 +36,7 @@ import {
   scheddAddr,
   setStatus,
   toHistory,
+  toolArgv,
   tx,
   userHome,
 } from "./common.ts";
@@ -70,7 +70,7 @@ export function ensureSchedd(db: Database): void {
     const logFd = fs.openSync(path.join(home, "schedd.log"), "a");
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !isFaultEnv(k)) env[k] = v;
-    const p = Bun.spawn([bunPath(), MAIN_TS, "__schedd", home], {
+    const p = Bun.spawn(toolArgv("__schedd", home), {
       cwd: home,
       env: { ...env, MINICONDOR_HOME: home },
       stdin: "ignore",
@@ -654,20 +654,20 @@ function enforceMemory(db: Database, cfg: Config, children: Map<string, Child>, 
 
 /**
  * A process of the emulator's own tools (condor_chirp inside a job, a Bun of tens of MiB where
- * HTCondor's is a small C program): not the job's memory. Known by the program it runs, Bun (so a
+ * HTCondor's is a small C program): not the job's memory. Known by the program it runs, Bun or the compiled tools (so a
  * job of Bun's own is not measured either). A process whose program cannot be read (exiting) is
  * left out as well.
  */
 function emulatorTool(pid: number): boolean {
   try {
     // a process that is exiting (or exec-ing) has no program or command line to read: left out too
-    return fs.realpathSync(`/proc/${pid}/exe`) === bunReal() || fs.readFileSync(`/proc/${pid}/cmdline`).byteLength === 0;
+    return programs().includes(fs.realpathSync(`/proc/${pid}/exe`)) || fs.readFileSync(`/proc/${pid}/cmdline`).byteLength === 0;
   } catch {
     return true;
   }
 }
-let bunRealPath: string | undefined;
-const bunReal = () => (bunRealPath ??= fs.realpathSync(bunPath()));
+let programList: string[] | undefined;
+const programs = () => (programList ??= emulatorPrograms());
 
 /**
  * Hold-on-start fault of a job, in order: captured from MINICONDOR_HOLD_ON_START by condor_submit,
