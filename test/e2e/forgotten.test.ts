@@ -5,7 +5,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -28,7 +28,7 @@ let sc: Sidecar;
 afterAll(async () => {
   await loop?.stop();
   await sc?.destroy();
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 /** The virtual kubelet's status loop: every pod `asked()` returns, one /status call each, then a pause. */
 function statusLoop(asked: () => readonly string[]): { rounds: () => number; stop: () => Promise<void> } {

@@ -9,7 +9,7 @@ import { existsSync } from "node:fs";
 import { createServer, request, type Server } from "node:http";
 import { hostname } from "node:os";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, type Sidecar, startSidecar } from "../helpers/sidecar.ts";
+import { eventually, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- OTLP JSON and status bodies are read loosely
 type Json = any;
@@ -122,7 +122,7 @@ afterEach(async () => {
   sc = undefined;
   await new Promise((r) => (receiver ? receiver.server.close(r) : r(undefined)));
   receiver = undefined;
-});
+}, TEARDOWN_TIMEOUT_MS);
 
 const env = (port: number) => ({
   OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,

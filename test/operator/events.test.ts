@@ -17,7 +17,7 @@ let driver: EventDriver;
 afterEach(async () => {
   await driver?.stop();
   w?.destroy();
-});
+}, 30_000);
 
 const STATUS_CACHE_MS = 2000;
 /** The watch's question of what changed (core/watch.ts changedSince), from the operator's first cluster on. */
