@@ -7,9 +7,9 @@
  * costs about half. The suite makes thousands of these calls, on two cores, so the half counts.
  *
  * `.build/minicondor` (git-ignored) is built from src/main.ts with `bun build --compile --bytecode`
- * when missing or older than a source, into a temporary name renamed into place, so test processes
- * that build at once never run half a file. The bin scripts use it only while no source is newer
- * (a bash test, no process), else they run the sources, as they do when `$MINICONDOR_BUN` names
+ * when missing or older than a source or the repository's Bun, into a temporary name renamed into place, so test processes
+ * that build at once never run half a file. The bin scripts use it only while nothing of
+ * those is newer (a bash test, no process), else they run the sources, as they do when `$MINICONDOR_BUN` names
  * another Bun. Run by test/preload.ts before any test; `bun test/minicondor/compile.ts` by hand.
  */
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
@@ -19,11 +19,18 @@ const ROOT = import.meta.dir;
 const SRC = join(ROOT, "src");
 export const COMPILED = join(ROOT, ".build", "minicondor");
 
-/** True when the compiled program is there and no source is newer than it (the bin scripts' test). */
+/** The repository's Bun (node_modules/.bin/bun), whose runtime the compiled program carries. */
+const BUN = join(ROOT, "..", "..", "node_modules", ".bin", "bun");
+
+/**
+ * True when the compiled program is there and neither a source nor the repository's Bun is newer
+ * than it (the bin scripts' test): a Bun installed since would otherwise go unused by the tools.
+ */
 export function compiledFresh(): boolean {
   if (!existsSync(COMPILED)) return false;
   const built = statSync(COMPILED).mtimeMs;
-  return readdirSync(SRC).filter((f) => f.endsWith(".ts")).every((f) => statSync(join(SRC, f)).mtimeMs <= built);
+  const inputs = [...readdirSync(SRC).filter((f) => f.endsWith(".ts")).map((f) => join(SRC, f)), BUN];
+  return inputs.every((f) => !existsSync(f) || statSync(f).mtimeMs <= built);
 }
 
 /** Builds the compiled program unless it is fresh; throws with Bun's output when the build fails. */
