@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { eventually, type Sidecar, sidecars } from "../helpers/sidecar.ts";
+import { eventually, scaled, type Sidecar, sidecars } from "../helpers/sidecar.ts";
 
 // deno-lint-ignore no-explicit-any -- response bodies are read loosely, as interLink reads them
 type Json = any;
@@ -301,7 +301,7 @@ describe("the schedd down while the collector answers (docs/interlink.md#the-pin
     };
     // The refresher fails every second, but the streak counts one failure per 10 s at most
     // (docs/architecture.md#9-the-ping-fails-only-for-real): refreshes that fail within seconds of each other do not make the node NotReady.
-    await eventually(async () => ((await ping())[1] === "degraded: condor_q failing" ? true : undefined), 10_000, "the ping degraded");
+    await eventually(async () => ((await ping())[1] === "degraded: condor_q failing" ? true : undefined), scaled(10_000), "the ping degraded");
     const t0 = Date.now();
     for (let i = 0; i < 3; i++) {
       await Bun.sleep(1500);
@@ -312,7 +312,7 @@ describe("the schedd down while the collector answers (docs/interlink.md#the-pin
         const p = await ping();
         return p[0] === 503 ? p : undefined;
       },
-      20_000,
+      scaled(20_000),
       "the second counted failure",
     );
     expect(Date.now() - t0).toBeGreaterThan(5_000);
