@@ -6,7 +6,7 @@
  * benchmarks' (scripts/lib/kit.ts) both start the sidecar through it.
  */
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { afterAll } from "bun:test";
+import { afterAll, setDefaultTimeout } from "bun:test";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -153,6 +153,16 @@ export async function measureLoad(): Promise<void> {
   const t0 = performance.now();
   await Bun.spawn([process.execPath, join(ROOT, "src", "main.bun.ts"), "--version"], { stdout: "ignore", stderr: "ignore" }).exited;
   versionMs = performance.now() - t0;
+}
+
+/**
+ * For a file whose tests spawn processes: measures the load (measureLoad) and makes `ms`, scaled by
+ * it, the file's default test timeout in place of bun's 5 s. Awaited when the file loads: bun applies
+ * a default timeout to the tests declared after it.
+ */
+export async function scaleDefaultTimeout(ms: number): Promise<void> {
+  await measureLoad();
+  setDefaultTimeout(scaled(ms));
 }
 
 /**

@@ -1,7 +1,7 @@
 // Fidelity tests for the minicondor emulator against docs/htcondor.md: each tool's section there (read from
 // the HTCondor source) and what a real pool printed (docs/htcondor.md#observed-on-a-real-htcondor).
 // Run: node_modules/.bin/bun test test/minicondor
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -9,12 +9,11 @@ import { cleanup, createHome, homePids, type RunResult, runTool, setConfig, setF
 import { Ad, adToJson, afValue, evalExpr, parse } from "./src/classad.ts";
 import { leastCluster } from "./src/query.ts";
 import { pidAlive, pidsWithEnv, pidsWithEnvEntry } from "./src/common.ts";
-import { measureLoad, scaled } from "../helpers/sidecar.ts";
+import { scaleDefaultTimeout } from "../helpers/sidecar.ts";
 
 // Tests without a timeout of their own run tools, each a process: a guard against a hang that
 // grows with the load measured, never bun's 5 s, which a busy machine reached.
-await measureLoad();
-setDefaultTimeout(scaled(60_000));
+await scaleDefaultTimeout(60_000);
 
 const ENV = { MINICONDOR_ALLOW_ROOT: "1" };
 let home = "";

@@ -4,15 +4,14 @@
  * docs/kube-apiserver.md#what-kubernetes-120-offers-an-operator; the CRD's fields are docs/operator.md's
  * "The API" section.
  */
-import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ADMIN_TOKEN_USER, describeKube, type Kube, rssMiB, startKube } from "../helpers/kube.ts";
-import { measureLoad, scaled } from "../helpers/sidecar.ts";
+import { scaleDefaultTimeout } from "../helpers/sidecar.ts";
 
 // Each test runs kubectl or waits on the API server: a guard against a hang, not bun's 5 s.
-await measureLoad();
-setDefaultTimeout(scaled(60_000));
+await scaleDefaultTimeout(60_000);
 
 const ROOT = resolve(import.meta.dir, "../..");
 const CRD = join(ROOT, "deploy", "htcjob-crd.yaml");

@@ -1,15 +1,14 @@
 // Probe and hook header values reach the server as their UTF-8 bytes, empty ones and HTAB, NEL,
 // U+2028 and U+2029 included (docs/pod-to-job.md#probes-and-hooks): the wrapper's own http_get in
 // real bash, with curl and with bash's /dev/tcp, against a server that records the bytes.
-import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { createServer, type Server } from "node:net";
 import { sh } from "../../src/render/sh.ts";
 import { WRAPPER_LIB } from "../../src/render/wrapper.ts";
-import { measureLoad, scaled } from "../helpers/sidecar.ts";
+import { scaleDefaultTimeout } from "../helpers/sidecar.ts";
 
 // Each case runs bash: a guard against a hang, not bun's 5 s.
-await measureLoad();
-setDefaultTimeout(scaled(30_000));
+await scaleDefaultTimeout(30_000);
 
 const received: Buffer[] = [];
 const server: Server = createServer((sock) => {

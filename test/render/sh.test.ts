@@ -1,10 +1,9 @@
-import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { raw, sh, shQuote } from "../../src/render/sh.ts";
-import { measureLoad, scaled } from "../helpers/sidecar.ts";
+import { scaleDefaultTimeout } from "../helpers/sidecar.ts";
 
 // Each case runs bash: a guard against a hang, not bun's 5 s.
-await measureLoad();
-setDefaultTimeout(scaled(30_000));
+await scaleDefaultTimeout(30_000);
 
 /** What bash makes of words: runs `printf '%s\0' <words>` and splits on NUL. */
 function bashWords(script: string): string[] {
