@@ -1011,6 +1011,59 @@ sleep 30
     expect(fs.existsSync(path.join(work, "chirp.out"))).toBe(false); // removed jobs transfer no output (ON_EXIT)
     expect(await histAf(`${c}.0`, ["ChirpTestAttr", "ChirpDelayedAttr"])).toBe("set-by-chirp 7\n");
   }, 30_000);
+  test("a job's calls go to its schedd, which knows the job by the cookie of its .chirp.config, not by the ids the job can rewrite in it; the answers are the tool's, byte for byte", async () => {
+    setConfig(home, { scheddIdleExitMs: 1500, pollMs: 50 });
+    writeFile("victim.sh", "#!/bin/bash\nsleep 30\n", 0o755);
+    const victim = await submit("executable = victim.sh\n+WantIOProxy = true\nshould_transfer_files = YES\nqueue\n");
+    const out = fs.mkdtempSync(path.join(work, "served-"));
+    writeFile(
+      "served.sh",
+      `#!/bin/bash
+chirp=$_CONDOR_BIN/../libexec/condor_chirp
+calls() { # one line per call: the call | exit code | stdout | stderr
+  local line; local -a c
+  while IFS= read -r line; do
+    eval "c=($line)"
+    o=$($chirp "\${c[@]}" 2>e.tmp); rc=$?
+    printf '%s|%s|%s|%s\\n' "$line" "$rc" "$o" "$(<e.tmp)"
+  done <<'CALLS'
+get_job_attr ClusterId
+get_job_attr NoSuchAttr
+set_job_attr ChirpU '"héllo ✓"'
+get_job_attr ChirpU
+set_job_attr Owner 1
+set_job_attr 'bad name' 1
+set_job_attr OnlyOne
+set_job_attr_delayed NotChirp 1
+get_job_attr_delayed ChirpU
+ulog 'hello twice'
+phase x
+CALLS
+}
+calls > "$2/served.txt"
+# a fault of another tool in the environment: the tool answers, as it does without the service
+MINICONDOR_FAULT_CONDOR_VERSION=warn calls > "$2/tool.txt"
+sed 's/"cluster":[0-9]*/"cluster":'"$1"'/' "$_CONDOR_CHIRP_CONFIG" > forged.config
+_CONDOR_CHIRP_CONFIG=$PWD/forged.config $chirp set_job_attr ChirpForged 1; echo "forged rc=$?" > "$2/forged.txt"
+sleep 30
+`,
+      0o755,
+    );
+    const c = await submit(`executable = served.sh\narguments = ${victim} ${out}\n+WantIOProxy = true\nshould_transfer_files = YES\nqueue\n`);
+    await waitFor(() => fs.existsSync(path.join(out, "forged.txt")), 20_000);
+    expect(fs.readFileSync(path.join(out, "forged.txt"), "utf8")).toBe("forged rc=0\n");
+    // the forged cluster was not believed: the attribute is the caller's, the other job's ad is untouched
+    expect(await qAf(`${c}.0`, ["ChirpForged"])).toBe("1");
+    expect(await qAf(`${victim}.0`, ["ChirpForged"])).toBe("undefined");
+    const served = fs.readFileSync(path.join(out, "served.txt"), "utf8");
+    expect(served).toContain(`get_job_attr ClusterId|0|${c}|\n`);
+    expect(served).toContain(`get_job_attr ChirpU|0|"héllo ✓"|\n`);
+    expect(served).toContain("set_job_attr Owner 1|255|\tError: 13 (Permission denied)|\n");
+    expect(served).toContain("set_job_attr OnlyOne|1||Usage: condor_chirp set_job_attr AttributeName AttributeValue\n");
+    expect(fs.readFileSync(path.join(out, "tool.txt"), "utf8")).toBe(served);
+    await run("condor_rm", [`${c}.0`, `${victim}.0`]);
+    await waitDone(`${c}.0`);
+  });
   test("without WantIOProxy: Error 22 on stdout, exit 255; get_job_attr (null); outside a job (docs/htcondor.md#key-observations)", async () => {
     writeFile(
       "nochirp.sh",

@@ -27,6 +27,14 @@ export function homeDir(): string {
   return path.join(process.env.TMPDIR || "/tmp", `minicondor-${uid}`);
 }
 
+/** One line of $MINICONDOR_HOME/calls.log: every tool call, as the tests and the benchmark count them. */
+export function logCall(home: string, tool: string, argv: string[], ms: number, code: number): void {
+  try {
+    fs.mkdirSync(home, { recursive: true });
+    fs.appendFileSync(path.join(home, "calls.log"), `${new Date().toISOString()} ${tool} ${JSON.stringify(argv)} ${Math.round(ms)} ${code}\n`);
+  } catch { /* ignore */ }
+}
+
 export function bunPath(): string {
   return process.env.MINICONDOR_BUN || process.execPath;
 }

@@ -6,6 +6,7 @@ import {
   homeDir,
   loadConfig,
   loadFaults,
+  logCall,
   otherScheddOf,
   out,
   parentPid,
@@ -21,18 +22,8 @@ const t0 = performance.now();
 const tool = process.argv[2] ?? "";
 const argv = process.argv.slice(3);
 
-function logCall(code: number): void {
-  if (tool === "__schedd") return;
-  try {
-    const home = homeDir();
-    fs.mkdirSync(home, { recursive: true });
-    const ms = Math.round(performance.now() - t0);
-    fs.appendFileSync(path.join(home, "calls.log"), `${new Date().toISOString()} ${tool} ${JSON.stringify(argv)} ${ms} ${code}\n`);
-  } catch { /* ignore */ }
-}
-
 function finish(code: number): never {
-  logCall(code);
+  if (tool !== "__schedd") logCall(homeDir(), tool, argv, performance.now() - t0, code);
   process.exit(code);
 }
 

@@ -43,7 +43,7 @@ import {
 import { freeResources, machineAd } from "./machine.ts";
 import { copyInto, expandTransfer, parseRemaps, sendItems, type Snapshot, snapshot, type XferFailure, type XferItem } from "./files.ts";
 import { evictedBody, evictedText, ulog, usageBlock } from "./userlog.ts";
-import { applyDelayed } from "./chirp.ts";
+import { applyDelayed, chirpEndpoint, serveChirp } from "./chirp.ts";
 
 // ---------------------------------------------------------------- starting the schedd from a tool
 function isScheddPid(pid: number, home: string): boolean {
@@ -191,6 +191,7 @@ export async function scheddMain(home: string): Promise<void> {
   });
   if (!won) return;
   log("schedd started");
+  serveChirp(home, log);
   const children = new Map<string, Child>();
   let wake: (() => void) | null = null;
   const poke = () => {
@@ -823,7 +824,8 @@ function startJob(db: Database, cfg: Config, ad: Ad, run: RunRow, children: Map<
   const runsNow = allRuns(db);
   fs.writeFileSync(jobAdPath, longAd(ad));
   fs.writeFileSync(machAdPath, longAd(machineAd(cfg, freeResources(cfg, runsNow), runsNow)));
-  fs.writeFileSync(chirpPath, JSON.stringify({ home: homeDir(), cluster: c, proc: p, scratch }) + "\n");
+  const chirpCfg = { home: homeDir(), cluster: c, proc: p, scratch };
+  fs.writeFileSync(chirpPath, JSON.stringify({ ...chirpCfg, ...chirpEndpoint(chirpCfg) }) + "\n");
   // environment (docs/htcondor.md#the-complete-job-environment)
   const env: Record<string, string> = {};
   const envText = ad.get("Environment") !== undefined ? ad.str("Environment") ?? "" : null;
