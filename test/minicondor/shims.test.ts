@@ -388,6 +388,33 @@ describe("bind mounts", () => {
     }
   });
 
+  // What the operator's wrapper binds: a file, then a folder, below one new top-level folder. The
+  // second bind makes a view of a folder the first made, whose entry is already a mount.
+  test("binds below a folder an earlier bind created; entries with spaces, backslashes and newlines", async () => {
+    const top = `/${uniq}-job`;
+    const odd = path.join(work, "odd-names");
+    fs.mkdirSync(path.join(odd, "a dir\\with\nnewline"), { recursive: true });
+    fs.writeFileSync(path.join(odd, "a dir\\with\nnewline", "f"), "deep\n");
+    fs.writeFileSync(path.join(odd, "file\twith tab"), "tabbed\n");
+    fs.writeFileSync(path.join(work, "job-script"), "echo from the script\n");
+    const out = fs.mkdtempSync(path.join(work, "job-work-"));
+    const script = [
+      `bash ${top}/script`,
+      `echo written > ${top}/work/out.txt`,
+      `cat "${odd}/a dir\\\\with"$'\\n'"newline/f" "${odd}/file"$'\\t'"with tab"`,
+      `ls ${top}`,
+    ].join("; ");
+    const r = await app(
+      ["exec", "--no-eval", "-B", `${path.join(work, "job-script")}:${top}/script:ro`, "-B", `${out}:${top}/work`, "-B", `${odd}:${odd}/inner/x`, "docker://busybox", "bash", "-c", script],
+      { timeoutMs: CALL_GUARD_MS },
+    );
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toBe("from the script\ndeep\ntabbed\nscript\nwork\n");
+    expect(r.code).toBe(0);
+    expect(fs.readFileSync(path.join(out, "out.txt"), "utf8")).toBe("written\n");
+    for (const p of [top, path.join(odd, "inner")]) expect([p, fs.existsSync(p)]).toEqual([p, false]);
+  });
+
   test("minicondor's container-universe command line: -s exec -S /tmp -S /var/tmp --pwd <scratch> -B <scratch> --no-home -C", async () => {
     const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "mc-shim-exec-"));
     const hostFile = `/tmp/${uniq}-host-only`;
