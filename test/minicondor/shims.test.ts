@@ -405,7 +405,20 @@ describe("bind mounts", () => {
       `ls ${top}`,
     ].join("; ");
     const r = await app(
-      ["exec", "--no-eval", "-B", `${path.join(work, "job-script")}:${top}/script:ro`, "-B", `${out}:${top}/work`, "-B", `${odd}:${odd}/inner/x`, "docker://busybox", "bash", "-c", script],
+      [
+        "exec",
+        "--no-eval",
+        "-B",
+        `${path.join(work, "job-script")}:${top}/script:ro`,
+        "-B",
+        `${out}:${top}/work`,
+        "-B",
+        `${odd}:${odd}/inner/x`,
+        "docker://busybox",
+        "bash",
+        "-c",
+        script,
+      ],
       { timeoutMs: CALL_GUARD_MS },
     );
     expect(r.stderr).toBe("");
