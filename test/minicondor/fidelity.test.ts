@@ -1012,7 +1012,8 @@ sleep 30
     expect(await histAf(`${c}.0`, ["ChirpTestAttr", "ChirpDelayedAttr"])).toBe("set-by-chirp 7\n");
   }, 30_000);
   test("a job's calls go to its schedd, which knows the job by the cookie of its .chirp.config, not by the ids the job can rewrite in it; the answers are the tool's, byte for byte", async () => {
-    setConfig(home, { scheddIdleExitMs: 1500, pollMs: 50 });
+    // the schedd formats a served call's events with its home's config, as the tool does
+    setConfig(home, { scheddIdleExitMs: 1500, pollMs: 50, userlogFormatOptions: "UTC" });
     writeFile("victim.sh", "#!/bin/bash\nsleep 30\n", 0o755);
     const victim = await submit("executable = victim.sh\n+WantIOProxy = true\nshould_transfer_files = YES\nqueue\n");
     const out = fs.mkdtempSync(path.join(work, "served-"));
@@ -1049,7 +1050,7 @@ sleep 30
 `,
       0o755,
     );
-    const c = await submit(`executable = served.sh\narguments = ${victim} ${out}\n+WantIOProxy = true\nshould_transfer_files = YES\nqueue\n`);
+    const c = await submit(`executable = served.sh\narguments = ${victim} ${out}\nlog = served.log\n+WantIOProxy = true\nshould_transfer_files = YES\nqueue\n`);
     await waitFor(() => fs.existsSync(path.join(out, "forged.txt")), 20_000);
     expect(fs.readFileSync(path.join(out, "forged.txt"), "utf8")).toBe("forged rc=0\n");
     // the forged cluster was not believed: the attribute is the caller's, the other job's ad is untouched
@@ -1061,8 +1062,12 @@ sleep 30
     expect(served).toContain("set_job_attr Owner 1|255|\tError: 13 (Permission denied)|\n");
     expect(served).toContain("set_job_attr OnlyOne|1||Usage: condor_chirp set_job_attr AttributeName AttributeValue\n");
     expect(fs.readFileSync(path.join(out, "tool.txt"), "utf8")).toBe(served);
+    const events = fs.readFileSync(path.join(work, "served.log"), "utf8").split("\n").filter((l) => /^\d{3} \(/.test(l));
+    expect(events.filter((l) => l.endsWith(" hello twice"))).toHaveLength(2);
+    for (const l of events) expect(l).toMatch(/^\d{3} \(\d{3}\.\d{3}\.\d{3}\) \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ /);
     await run("condor_rm", [`${c}.0`, `${victim}.0`]);
     await waitDone(`${c}.0`);
+    setConfig(home, { scheddIdleExitMs: 1500, pollMs: 50 });
   });
   test("without WantIOProxy: Error 22 on stdout, exit 255; get_job_attr (null); outside a job (docs/htcondor.md#key-observations)", async () => {
     writeFile(
@@ -1085,6 +1090,55 @@ $chirp set_job_attr_delayed ChirpX 1; echo "rcd=$?" >> sj.txt
       stdout: "\tError: 2 (No such file or directory)\n",
       stderr: "Can't open ./.chirp.config file\ncannot chirp_connect to condor_starter\n",
     });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+describe("the schedd's service (test/minicondor/README.md#the-schedds-service)", () => {
+  test("a running schedd answers condor_q and condor_history itself, byte for byte as the tool; the tool answers when no schedd says where it is", async () => {
+    const h = newHome();
+    const dir = fs.mkdtempSync(path.join(work, "service-"));
+    writeFile("quick.sh", "#!/bin/bash\necho done\n", 0o755, dir);
+    writeFile("long.sh", "#!/bin/bash\nsleep 60\n", 0o755, dir);
+    const done = await submit("executable = quick.sh\nqueue\n", [], { home: h, cwd: dir });
+    expect(await waitDone(`${done}.0`, { home: h })).toBe("4");
+    const running = await submit("executable = long.sh\nqueue 2\n", [], { home: h, cwd: dir });
+    await waitQ(`${running}.1`, ["JobStatus"], "2", { home: h });
+    const service = path.join(h, "service");
+    expect(fs.readFileSync(service, "utf8")).toMatch(/^\d+ [0-9a-f]{32}\n$/);
+    const queries = [
+      ["condor_q"],
+      ["condor_q", "-json", "-attributes", "ClusterId,ProcId,JobStatus,Cmd"],
+      ["condor_q", "-af", "ClusterId", "ProcId", "-constraint", "JobStatus == 2"],
+      ["condor_q", "-totals"],
+      ["condor_q", `${running}.1`, "-l"],
+      ["condor_q", "999.0"],
+      ["condor_q", "-nosuchoption"],
+      ["condor_history", "-limit", "1", "-af", "ClusterId", "ExitCode"],
+      ["condor_history", `${done}.0`, "-json"],
+    ];
+    // a listing's header and a long ad's ServerTime say when it was asked, to the second
+    const ask = async (q: string[], env: Record<string, string> = {}) => {
+      const r = await run(q[0]!, q.slice(1), { home: h, cwd: dir, env });
+      return { ...r, stdout: r.stdout.replace(/ @ \d\d\/\d\d\/\d\d \d\d:\d\d:\d\d/g, " @ <when>").replace(/^ServerTime = \d+$/m, "ServerTime = <now>") };
+    };
+    // With no Bun to run (MINICONDOR_BUN), only the schedd can answer.
+    const served = [];
+    for (const q of queries) served.push(await ask(q, { MINICONDOR_BUN: "/bin/false" }));
+    fs.renameSync(service, `${service}.hidden`);
+    try {
+      expect(await ask(["condor_q"], { MINICONDOR_BUN: "/bin/false" })).toEqual({ code: 1, stdout: "", stderr: "" });
+      for (const [i, q] of queries.entries()) expect([q, await ask(q)]).toEqual([q, served[i]!]);
+    } finally {
+      fs.renameSync(`${service}.hidden`, service);
+    }
+    expect(served[0]!.stdout).toContain(`ID: ${running}`);
+    expect(served[2]!.stdout).toBe(`${running} 0\n${running} 1\n`);
+    expect(served[6]!.code).not.toBe(0);
+    expect(served[7]!.stdout).toBe(`${done} 0\n`);
+    // a fault set in the caller's environment: the tool answers (here, no tool at all)
+    expect((await ask(["condor_q"], { MINICONDOR_BUN: "/bin/false", MINICONDOR_FAULT_CONDOR_Q: "warn" })).code).toBe(1);
+    await run("condor_rm", ["-all"], { home: h });
   });
 });
 

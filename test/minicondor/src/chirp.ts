@@ -1,16 +1,12 @@
 // condor_chirp (libexec), run by a job. docs/htcondor.md#condor_chirp; docs/htcondor.md#key-observations and
 // docs/htcondor.md#what-condor_chirp-does-to-strings
 import type { Database } from "bun:sqlite";
-import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import { Ad, tryParse, unparse } from "./classad.ts";
-import { bumpGen, type Config, err, getJob, getRun, jobStatus, loadConfig, loadFaults, logCall, openDb, out, putJob, tx } from "./common.ts";
+import { bumpGen, type Config, err, getJob, getRun, jobStatus, loadConfig, openDb, out, putJob, tx } from "./common.ts";
 import { ulog } from "./userlog.ts";
 
-type ChirpCfg = { home: string; cluster: number; proc: number; scratch: string };
-/** Where a chirp call's answer goes: the tool's stdout and stderr, or the schedd's reply (serveChirp). */
-type ChirpIo = { out(s: string): void; err(s: string): void };
-const TOOL_IO: ChirpIo = { out, err };
+export type ChirpCfg = { home: string; cluster: number; proc: number; scratch: string };
 
 export function chirpConfigPath(): string {
   if (process.env._CONDOR_CHIRP_CONFIG) return process.env._CONDOR_CHIRP_CONFIG;
@@ -62,9 +58,9 @@ function secure(name: string): boolean {
   return SYSTEM_SECURE.some((a) => a.toLowerCase() === n);
 }
 
-function noConnect(io: ChirpIo): number {
-  io.out("\tError: 2 (No such file or directory)\n");
-  io.err(`Can't open ${chirpConfigPath()} file\ncannot chirp_connect to condor_starter\n`);
+function noConnect(): number {
+  out("\tError: 2 (No such file or directory)\n");
+  err(`Can't open ${chirpConfigPath()} file\ncannot chirp_connect to condor_starter\n`);
   return 255;
 }
 
@@ -78,9 +74,9 @@ export function chirpValueText(v: string): string {
 
 export function condorChirp(argv: string[]): number {
   const cfg = readChirpConfig();
-  if (!cfg) return noConnect(TOOL_IO);
+  if (!cfg) return noConnect();
   process.env.MINICONDOR_HOME = cfg.home;
-  return chirp(cfg, argv, TOOL_IO);
+  return chirp(cfg, argv);
 }
 
 /**
@@ -91,12 +87,11 @@ function served(db: Database, cfg: ChirpCfg): boolean {
   return jobStatus(db, cfg.cluster, cfg.proc) === 2 || getRun(db, cfg.cluster, cfg.proc) !== null;
 }
 
-/** One chirp call of the job `cfg` names, answered on `answer`; its exit code. */
-function chirp(cfg: ChirpCfg, argv: string[], answer: ChirpIo): number {
-  const { out, err } = answer;
+/** One chirp call of the job `cfg` names; its exit code. */
+function chirp(cfg: ChirpCfg, argv: string[]): number {
   const db = openDb(cfg.home);
   const job = getJob(db, cfg.cluster, cfg.proc);
-  if (!job || !served(db, cfg)) return noConnect(answer);
+  if (!job || !served(db, cfg)) return noConnect();
   const io = job.bool("WantIOProxy") === true;
   const [cmd, ...rest] = argv;
   switch (cmd) {
@@ -251,97 +246,14 @@ function chirp(cfg: ChirpCfg, argv: string[], answer: ChirpIo): number {
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// The schedd's chirp service (the starter's, in HTCondor). A job's condor_chirp (libexec, a bash
-// script) sends its call here over TCP on 127.0.0.1 and prints the answer: a call costs a bash and
-// no Bun start, as HTCondor's condor_chirp is a small C program. The job is known by the cookie
-// handed to it in its .chirp.config, never by what else that job-writable file says. Not served, so
-// that the tool runs as it would without the service: `put` (its local file is the caller's), any
-// call while faults.json sets a fault of condor_chirp, a cookie this schedd did not hand out.
-//
-// Request: cookie, argc, then each argument, every field ended by NUL. Reply: "minicondor-chirp",
-// exit code, stdout, stderr, each ended by NUL; or "minicondor-chirp-fallback" NUL.
-
-const REPLY = "minicondor-chirp";
-const FALLBACK = "minicondor-chirp-fallback\0";
-const jobsByCookie = new Map<string, ChirpCfg>();
-let chirpPort = 0;
-
-/** Starts the chirp service of the schedd of `home` (once per schedd process). */
-export function serveChirp(home: string, log: (s: string) => void): void {
-  type Conn = { chunks: Uint8Array[]; pending: Uint8Array | null; done: boolean };
-  const send = (sock: Bun.Socket<Conn>) => {
-    const p = sock.data.pending;
-    if (!p) return;
-    const n = sock.write(p);
-    sock.data.pending = n < p.byteLength ? p.subarray(Math.max(n, 0)) : null;
-    if (!sock.data.pending) sock.end();
-  };
-  const server = Bun.listen<Conn>({
-    hostname: "127.0.0.1",
-    port: 0,
-    socket: {
-      open(sock) {
-        sock.data = { chunks: [], pending: null, done: false };
-      },
-      data(sock, chunk) {
-        if (sock.data.done) return;
-        sock.data.chunks.push(new Uint8Array(chunk));
-        const fields = nulFields(Buffer.concat(sock.data.chunks));
-        if (fields.length < 2) return;
-        const argc = Number(fields[1]);
-        if (!Number.isInteger(argc) || argc < 0) return void sock.end();
-        if (fields.length < 2 + argc) return;
-        sock.data.done = true;
-        let reply = FALLBACK;
-        try {
-          reply = serveCall(home, fields[0]!, fields.slice(2, 2 + argc)) ?? FALLBACK;
-        } catch (e) {
-          log("chirp failed: " + ((e as Error).stack ?? e));
-        }
-        sock.data.pending = new TextEncoder().encode(reply);
-        send(sock);
-      },
-      drain: send,
-      error(_sock, e) {
-        log("chirp connection error: " + e);
-      },
-    },
-  });
-  chirpPort = server.port;
-}
-
-/** What a job's .chirp.config holds for the service: its port and the job's cookie (none without a service). */
-export function chirpEndpoint(cfg: ChirpCfg): { chirpPort?: number; chirpCookie?: string } {
-  if (!chirpPort) return {};
-  const cookie = randomBytes(16).toString("hex");
-  jobsByCookie.set(cookie, cfg);
-  return { chirpPort, chirpCookie: cookie };
-}
-
-/** The complete NUL-ended fields of `buf` (a last field not yet ended is left out). */
-function nulFields(buf: Buffer): string[] {
-  const fields: string[] = [];
-  let at = 0;
-  for (let i = buf.indexOf(0); i >= 0; i = buf.indexOf(0, at)) {
-    fields.push(buf.toString("utf8", at, i));
-    at = i + 1;
-  }
-  return fields;
-}
-
-/** The reply to one call, or undefined when the tool must answer it (see above). */
-function serveCall(home: string, cookie: string, argv: string[]): string | undefined {
-  const cfg = jobsByCookie.get(cookie);
-  // not connected, the tool says so with the caller's own config path
-  if (!cfg || argv[0] === "put" || !served(openDb(home), cfg)) return undefined;
-  const tools = loadFaults(home, false).tools ?? {};
-  if (tools["condor_chirp"] || tools["all"]) return undefined;
-  const t0 = performance.now();
-  let stdout = "", stderr = "";
-  const code = chirp(cfg, argv, { out: (s) => void (stdout += s), err: (s) => void (stderr += s) });
-  logCall(home, "condor_chirp", argv, performance.now() - t0, code);
-  return `${REPLY}\0${code}\0${stdout}\0${stderr}\0`;
+/**
+ * A call of job `cfg` that its schedd serves (service.ts), on out() and err(); undefined when the tool
+ * must answer it instead: `put` (its local file is the caller's), a job not connected (the tool names
+ * the caller's own config path).
+ */
+export function servedChirp(cfg: ChirpCfg, argv: string[]): number | undefined {
+  if (argv[0] === "put" || !served(openDb(cfg.home), cfg)) return undefined;
+  return chirp(cfg, argv);
 }
 
 /** apply due (or, with all=true, every) delayed chirp updates; called by the schedd */

@@ -77,8 +77,21 @@ function writeAll(fd: number, s: string): void {
     }
   }
 }
-export const out = (s: string) => writeAll(1, s);
-export const err = (s: string) => writeAll(2, s);
+/** Where out() and err() write: the process's stdout and stderr, or a call the schedd serves (service.ts). */
+export type Output = { out(s: string): void; err(s: string): void };
+let sink: Output | null = null;
+export const out = (s: string) => (sink ? sink.out(s) : writeAll(1, s));
+export const err = (s: string) => (sink ? sink.err(s) : writeAll(2, s));
+/** Runs `fn` with out() and err() going to `to`. */
+export function capturing<T>(to: Output, fn: () => T): T {
+  const prev = sink;
+  sink = to;
+  try {
+    return fn();
+  } finally {
+    sink = prev;
+  }
+}
 
 // ---------------------------------------------------------------- identity
 let ownerCache: string | null = null;

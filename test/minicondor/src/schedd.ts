@@ -43,7 +43,8 @@ import {
 import { freeResources, machineAd } from "./machine.ts";
 import { copyInto, expandTransfer, parseRemaps, sendItems, type Snapshot, snapshot, type XferFailure, type XferItem } from "./files.ts";
 import { evictedBody, evictedText, ulog, usageBlock } from "./userlog.ts";
-import { applyDelayed, chirpEndpoint, serveChirp } from "./chirp.ts";
+import { applyDelayed } from "./chirp.ts";
+import { chirpEndpoint, serveCalls } from "./service.ts";
 
 // ---------------------------------------------------------------- starting the schedd from a tool
 function isScheddPid(pid: number, home: string): boolean {
@@ -191,7 +192,7 @@ export async function scheddMain(home: string): Promise<void> {
   });
   if (!won) return;
   log("schedd started");
-  serveChirp(home, log);
+  await serveCalls(home, log);
   const children = new Map<string, Child>();
   let wake: (() => void) | null = null;
   const poke = () => {

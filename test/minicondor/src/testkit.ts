@@ -22,6 +22,8 @@ export const TOOLS = [
 ] as const;
 
 export type HomeOptions = {
+  /** the AP's DEFAULT_USERLOG_FORMAT_OPTIONS */
+  userlogFormatOptions?: string;
   cpus?: number;
   memory?: number;
   gpus?: number;
