@@ -643,9 +643,11 @@ const probeGrace = scenario(
   plan({
     terminationGracePeriodSeconds: 30,
     containers: [
-      sh("stuck", "trap '' TERM; echo up; sleep 60 & wait; sleep 60", {
+      // The probe fails once the container ignores SIGTERM: a kill before the trap would end it at once
+      // (143), however long the grace, and the probe runs as soon as the container starts.
+      sh("stuck", "trap '' TERM; : > /tmp/stuck-trapped; echo up; sleep 60 & wait; sleep 60", {
         livenessProbe: {
-          handler: { kind: "exec", command: ["test", "-e", "/tmp/never"] },
+          handler: { kind: "exec", command: ["test", "!", "-e", "/tmp/stuck-trapped"] },
           initialDelaySeconds: 0,
           periodSeconds: 1,
           timeoutSeconds: 2,
