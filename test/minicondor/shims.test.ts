@@ -396,12 +396,15 @@ describe("bind mounts", () => {
     fs.mkdirSync(path.join(odd, "a dir\\with\nnewline"), { recursive: true });
     fs.writeFileSync(path.join(odd, "a dir\\with\nnewline", "f"), "deep\n");
     fs.writeFileSync(path.join(odd, "file\twith tab"), "tabbed\n");
+    // a folder named as the shim's own fstab file in a view: the shim picks another name
+    fs.mkdirSync(path.join(odd, ".minicondor-fstab"));
+    fs.writeFileSync(path.join(odd, ".minicondor-fstab", "g"), "clash\n");
     fs.writeFileSync(path.join(work, "job-script"), "echo from the script\n");
     const out = fs.mkdtempSync(path.join(work, "job-work-"));
     const script = [
       `bash ${top}/script`,
       `echo written > ${top}/work/out.txt`,
-      `cat "${odd}/a dir\\\\with"$'\\n'"newline/f" "${odd}/file"$'\\t'"with tab"`,
+      `cat "${odd}/a dir\\\\with"$'\\n'"newline/f" "${odd}/file"$'\\t'"with tab" ${odd}/.minicondor-fstab/g`,
       `ls ${top}`,
     ].join("; ");
     const r = await app(
@@ -422,7 +425,7 @@ describe("bind mounts", () => {
       { timeoutMs: CALL_GUARD_MS },
     );
     expect(r.stderr).toBe("");
-    expect(r.stdout).toBe("from the script\ndeep\ntabbed\nscript\nwork\n");
+    expect(r.stdout).toBe("from the script\ndeep\ntabbed\nclash\nscript\nwork\n");
     expect(r.code).toBe(0);
     expect(fs.readFileSync(path.join(out, "out.txt"), "utf8")).toBe("written\n");
     for (const p of [top, path.join(odd, "inner")]) expect([p, fs.existsSync(p)]).toEqual([p, false]);
