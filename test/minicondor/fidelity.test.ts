@@ -9,7 +9,7 @@ import { cleanup, createHome, homePids, type RunResult, runTool, setConfig, setF
 import { Ad, adToJson, afValue, evalExpr, parse } from "./src/classad.ts";
 import { leastCluster } from "./src/query.ts";
 import { pidAlive, pidsWithEnv, pidsWithEnvEntry } from "./src/common.ts";
-import { scaleDefaultTimeout } from "../helpers/sidecar.ts";
+import { scaled, scaleDefaultTimeout } from "../helpers/sidecar.ts";
 
 // Tests without a timeout of their own run tools, each a process: a guard against a hang that
 // grows with the load measured, never bun's 5 s, which a busy machine reached.
@@ -1051,7 +1051,7 @@ sleep 30
       0o755,
     );
     const c = await submit(`executable = served.sh\narguments = ${victim} ${out}\nlog = served.log\n+WantIOProxy = true\nshould_transfer_files = YES\nqueue\n`);
-    await waitFor(() => fs.existsSync(path.join(out, "forged.txt")), 20_000);
+    await waitFor(() => fs.existsSync(path.join(out, "forged.txt")), scaled(20_000));
     expect(fs.readFileSync(path.join(out, "forged.txt"), "utf8")).toBe("forged rc=0\n");
     // the forged cluster was not believed: the attribute is the caller's, the other job's ad is untouched
     expect(await qAf(`${c}.0`, ["ChirpForged"])).toBe("1");

@@ -76,7 +76,7 @@ export function condorChirp(argv: string[]): number {
   const cfg = readChirpConfig();
   if (!cfg) return noConnect();
   process.env.MINICONDOR_HOME = cfg.home;
-  return chirp(cfg, argv);
+  return chirp(cfg, argv) ?? noConnect();
 }
 
 /**
@@ -87,11 +87,11 @@ function served(db: Database, cfg: ChirpCfg): boolean {
   return jobStatus(db, cfg.cluster, cfg.proc) === 2 || getRun(db, cfg.cluster, cfg.proc) !== null;
 }
 
-/** One chirp call of the job `cfg` names; its exit code. */
-function chirp(cfg: ChirpCfg, argv: string[]): number {
+/** One chirp call of the job `cfg` names; its exit code, or undefined when the job is not connected. */
+function chirp(cfg: ChirpCfg, argv: string[]): number | undefined {
   const db = openDb(cfg.home);
   const job = getJob(db, cfg.cluster, cfg.proc);
-  if (!job || !served(db, cfg)) return noConnect();
+  if (!job || !served(db, cfg)) return undefined;
   const io = job.bool("WantIOProxy") === true;
   const [cmd, ...rest] = argv;
   switch (cmd) {
@@ -252,8 +252,7 @@ function chirp(cfg: ChirpCfg, argv: string[]): number {
  * the caller's own config path).
  */
 export function servedChirp(cfg: ChirpCfg, argv: string[]): number | undefined {
-  if (argv[0] === "put" || !served(openDb(cfg.home), cfg)) return undefined;
-  return chirp(cfg, argv);
+  return argv[0] === "put" ? undefined : chirp(cfg, argv);
 }
 
 /** apply due (or, with all=true, every) delayed chirp updates; called by the schedd */
