@@ -97,7 +97,9 @@ describe("several schedds (docs/schedds.md)", () => {
   test(
     "a schedd stopped in a burst: every create answers 200 and none goes to it after; its pods stay, stale, never failed or resubmitted; a delete waits for it",
     async () => {
-      sc = await startSidecar({ dir: poolDir(64), config: scheddsConfig() });
+      // Nine CPUs a schedd: the first nine pods run wherever they land, the burst's wait idle (what
+      // is checked is where creates go and what a stopped schedd's pods show, not the jobs).
+      sc = await startSidecar({ dir: poolDir(9), config: scheddsConfig() });
       const first = await createAll(sc, Array.from({ length: 9 }, (_, i) => pod("stp", i)));
       expect([...first.values()].every((a) => a.status === 200)).toBe(true);
       const onSecond = [...first].filter(([, a]) => scheddOf(a.jid) === SCHEDDS[1]).map(([uid]) => uid);
