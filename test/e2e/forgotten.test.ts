@@ -13,6 +13,8 @@ type Json = any;
 const CONFIG = (removeAfter: number) => `ForgottenPods:\n  AfterSeconds: 1\n  Rounds: 3\n  SilenceSeconds: 2\n  RemoveAfterSeconds: ${removeAfter}\n`;
 /** The virtual kubelet pauses 5 s between rounds; scaled down as the thresholds are. */
 const PAUSE_MS = 100;
+/** Two slots: six of the eight jobs wait idle, which is all the test needs of them (queued, idle or running). */
+const SLOTS = { MINICONDOR_CPUS: "2" };
 
 const pods = Array.from({ length: 8 }, (_, i) =>
   makeCreateRequest({
@@ -85,7 +87,7 @@ async function rounds(n: number, ms: number): Promise<void> {
 test(
   "pods no longer asked about are reported forgotten, others not; silence forgets nothing; after a restart the clock starts again, and the jobs are removed when due",
   async () => {
-    sc = await startSidecar({ config: CONFIG(0) });
+    sc = await startSidecar({ config: CONFIG(0), env: SLOTS });
     const created = await Promise.all(pods.map((pod) => sc.call("POST", "/create", makeCreateRequest({ metadata: pod.metadata, spec: pod.spec }))));
     expect(created.map((r) => r.status)).toEqual(pods.map(() => 200));
     // the jobs are in the queue, idle or running: interLink's pods are live
@@ -145,7 +147,7 @@ test(
     // 5. a restart: the clock starts again (nothing is forgotten at once), then the dropped pods are
     // forgotten again and, with RemoveAfterSeconds, their jobs removed; the others run on
     expect(await sc.stop()).toBe(0);
-    sc = await startSidecar({ dir: sc.dir, config: CONFIG(2) });
+    sc = await startSidecar({ dir: sc.dir, config: CONFIG(2), env: SLOTS });
     await sc.call("GET", "/status", pods); // the view of the queue is ready
     expect(await forgotten()).toEqual({ count: 0, pods: [] });
     loop = statusLoop(() => kept);
