@@ -11,6 +11,7 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pidsWithEnvEntry } from "../minicondor/src/common.ts";
+import { sidecarEntry } from "./bundle.ts";
 import { cleanup } from "../minicondor/src/testkit.ts";
 
 export const ROOT = resolve(import.meta.dir, "../..");
@@ -151,7 +152,7 @@ function unitMs(): number {
 export async function measureLoad(): Promise<void> {
   if (startsMs.length > 0 || versionMs !== undefined) return;
   const t0 = performance.now();
-  await Bun.spawn([process.execPath, join(ROOT, "src", "main.bun.ts"), "--version"], { stdout: "ignore", stderr: "ignore" }).exited;
+  await Bun.spawn([process.execPath, sidecarEntry(), "--version"], { stdout: "ignore", stderr: "ignore" }).exited;
   versionMs = performance.now() - t0;
 }
 
@@ -176,7 +177,7 @@ export function scaled(ms: number): number {
   return Math.round(ms * Math.max(1, (START_FACTOR * unitMs()) / START_FLOOR_MS));
 }
 
-/** What runs the sidecar: the compiled executable, or the sources on Bun or on Deno. */
+/** What runs the sidecar: the compiled executable, or the sources on Bun (bundled: test/helpers/bundle.ts) or on Deno. */
 export type Flavour = "binary" | "bun" | "deno";
 
 /** The command that runs the sidecar of `flavour` (`binary`: the executable at that path). */
@@ -185,7 +186,7 @@ export function sidecarArgv(flavour: Flavour, binary = BINARY): string[] {
     case "binary":
       return [binary];
     case "bun":
-      return [BUN, join(ROOT, "src", "main.bun.ts")];
+      return [BUN, sidecarEntry()];
     case "deno":
       return [DENO, "run", "-A", "--no-check", join(ROOT, "src", "main.deno.ts")];
   }

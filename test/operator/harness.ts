@@ -7,6 +7,7 @@ import { afterAll, beforeAll } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { sidecarEntry } from "../helpers/bundle.ts";
 import { type Kube, startKube } from "../helpers/kube.ts";
 import { CONDOR_BIN, eventually, gatherStderr, ROOT, SHIM } from "../helpers/sidecar.ts";
 import { cleanup, runTool } from "../minicondor/src/testkit.ts";
@@ -96,11 +97,11 @@ export function operatorRuntime(): OperatorRuntime {
   throw new Error(`Unknown OPERATOR_RUNTIME "${v}": expected "bun" or "deno"`);
 }
 
-/** The command that starts `htcondor-sidecar` from the sources on `runtime`. */
+/** The command that starts `htcondor-sidecar` from the sources on `runtime` (on Bun, bundled: test/helpers/bundle.ts). */
 export function sidecarCommand(runtime: OperatorRuntime): string[] {
   return runtime === "deno"
     ? [join(ROOT, "node_modules", ".bin", "deno"), "run", "-A", "--no-check", join(ROOT, "src", "main.deno.ts")]
-    : [process.execPath, join(ROOT, "src", "main.bun.ts")];
+    : [process.execPath, sidecarEntry()];
 }
 
 export interface Operator {
