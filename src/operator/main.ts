@@ -38,7 +38,7 @@ import { createWorkQueue } from "./workqueue.ts";
 import { errorText } from "../core/errors.ts";
 
 export const OPERATOR_USAGE = `Usage: htcondor-sidecar operator [--kubeconfig FILE] [--context NAME] [--namespace NS] [--lease-namespace NS]
-                                 [--config FILE] [--condor-bin DIR] [HTCondor flags] [--metrics-listen ADDR:PORT]
+                                 [--lease-duration S] [--config FILE] [--condor-bin DIR] [HTCondor flags] [--metrics-listen ADDR:PORT]
        htcondor-sidecar htcjob logs NAMESPACE/NAME [--proc N] [--timestamps | --files | --file PATH] [--config FILE]
 
 operator: runs every HTCJob (htc.cern.ch/v1alpha1) as one HTCondor cluster (docs/operator.md).
@@ -46,6 +46,8 @@ operator: runs every HTCJob (htc.cern.ch/v1alpha1) as one HTCondor cluster (docs
   --context NAME          the kubeconfig context (default: current-context)
   --namespace NS          watch only this namespace (default: all)
   --lease-namespace NS    where the leader-election Lease is (default: the context's or the service account's)
+  --lease-duration S      seconds a leader killed keeps the others waiting (default 15, at least 3); it renews
+                          every 2/15 of them and stops leading after 2/3 of them without a renewal
   The HTCondor flags are the sidecar's (htcondor-sidecar --help); --listen, --port and --socket do not apply.
 
 htcjob logs: prints what a proc's script wrote (its stdout and stderr), from the operator's data folder.
@@ -56,7 +58,7 @@ htcjob logs: prints what a proc's script wrote (its stdout and stderr), from the
 `;
 
 /** Flags only the operator has; everything else is the sidecar's. */
-const OPERATOR_FLAGS = { kubeconfig: "string", context: "string", namespace: "string", "lease-namespace": "string" } as const;
+const OPERATOR_FLAGS = { kubeconfig: "string", context: "string", namespace: "string", "lease-namespace": "string", "lease-duration": "string" } as const;
 /** The sidecar's flags that would open a port or serve interLink: refused in operator mode. */
 const NOT_HERE = ["listen", "port", "socket"];
 
@@ -84,6 +86,18 @@ interface OperatorFlags {
   context?: string;
   namespace?: string;
   leaseNamespace?: string;
+  /** The Lease's duration; the renewal period and the renew deadline follow it as client-go's defaults do (2 and 10 of 15). */
+  leaseDurationSeconds?: number;
+}
+
+/** `--lease-duration`: whole seconds, at least 3 (a 2/15 renewal period under half a second would be a busy loop), at most a day. */
+function leaseDuration(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = /^\d{1,5}$/.test(value) ? Number(value) : NaN;
+  if (!(n >= 3 && n <= 86_400)) {
+    throw new UsageError(`--lease-duration: whole seconds from 3 to 86400, not ${JSON.stringify(value)}. Run 'htcondor-sidecar operator --help' for usage.`);
+  }
+  return n;
 }
 
 /** Splits the operator's own flags from the sidecar's, which parseCli reads as usual. */
@@ -107,7 +121,16 @@ export function parseOperatorArgs(args: readonly string[]): { cli: CliOptions; o
   }
   const parsed = parseCli(rest);
   if (parsed.kind !== "run") return "help";
-  return { cli: parsed.options, op: { kubeconfig: op.kubeconfig, context: op.context, namespace: op.namespace, leaseNamespace: op["lease-namespace"] } };
+  return {
+    cli: parsed.options,
+    op: {
+      kubeconfig: op.kubeconfig,
+      context: op.context,
+      namespace: op.namespace,
+      leaseNamespace: op["lease-namespace"],
+      leaseDurationSeconds: leaseDuration(op["lease-duration"]),
+    },
+  };
 }
 
 /** What a term of leadership works with: made once at start, used again by every term. */
@@ -170,8 +193,12 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
     namespace: op.leaseNamespace ?? conn.namespace,
     name: leaseName(htc.operatorId),
     identity,
+    leaseDurationSeconds: op.leaseDurationSeconds,
     now: () => Date.now(),
   });
+  // client-go's defaults are 15 s, 10 s and 2 s: a shorter Lease keeps their proportions.
+  const leaseMs = (op.leaseDurationSeconds ?? 15) * 1000;
+  const timing = { renewDeadlineMs: Math.round((leaseMs * 2) / 3), retryMs: Math.round((leaseMs * 2) / 15) };
 
   let metricsServer: HttpServer | undefined;
   if (o.metricsListen) metricsServer = await serveMetrics(o.metricsListen, config, () => registry.render());
@@ -198,7 +225,11 @@ async function startOperator(runtime: Runtime, o: CliOptions, op: OperatorFlags,
   // took the Lease): the work stops, and this replica waits for the Lease again, as a new one would.
   const election = (async () => {
     while (!stopAll.signal.aborted) {
-      const outcome = await runLeaderElection({ lock, now: () => Date.now(), log: (m) => log.warn(m) }, stopAll.signal, (lease) => lead(work, lease));
+      const outcome = await runLeaderElection(
+        { lock, ...timing, now: () => Date.now(), log: (m) => log.warn(m) },
+        stopAll.signal,
+        (lease) => lead(work, lease),
+      );
       if (outcome === "lost") {
         log.warn("lost the leader-election Lease, or the work failed; stopped working and waiting for it again");
         // A term whose work failed at once (a store that fails) is not started again in a tight loop.
