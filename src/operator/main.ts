@@ -90,7 +90,7 @@ interface OperatorFlags {
   leaseDurationSeconds?: number;
 }
 
-/** `--lease-duration`: whole seconds, at least 3 (a 2/15 renewal period under half a second would be a busy loop), at most a day. */
+/** `--lease-duration`: whole seconds from 3 (a renewal every 0.4 s; shorter would be a busy loop against the API server) to a day. */
 function leaseDuration(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = /^\d{1,5}$/.test(value) ? Number(value) : NaN;

@@ -63,8 +63,9 @@ test("kill -9 during a burst of creates: zero lost pods, zero duplicate jobs", a
   await toolsRunning(sc.home, "condor_submit", 1, (argv) => argv.some((a) => a.endsWith(".sub") && !a.endsWith("job.sub")));
   await sc.kill9();
   await Promise.all(inflight);
-  // the lone submit that led the burst may have ended; the batch's pods are in flight
-  expect(answers.size).toBeWithin(4, 6);
+  // the kill came mid-burst: the batch's pods are unanswered (the lone submits before it may have ended)
+  expect(answers.size).toBeGreaterThanOrEqual(4);
+  expect(answers.size).toBeLessThan(reqs.length);
   // The orphaned condor_submit goes on and queues, as a real one would; then the schedd is quick again.
   await eventually(() => (runningTools(sc!.home, "condor_submit") === 0 ? true : undefined), 60_000, "the orphaned condor_submit to end");
   writeFileSync(join(sc.home, "faults.json"), "{}");
