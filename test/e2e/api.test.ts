@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { configMapObject, dataEntry, makeCreateRequest, secretObject } from "../fixtures/pods.ts";
 import { eventually, http, measureLoad, scaled, SETUP_TIMEOUT_MS, type Sidecar, sidecars, startSidecar, toolsRunning } from "../helpers/sidecar.ts";
 import { PING_ANSWER_KEEP_MS } from "../../src/core/health.ts";
+import { sidecarEntry } from "../helpers/bundle.ts";
 
 // Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
 // (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
@@ -365,7 +366,7 @@ describe("server basics (issue: foundation)", () => {
         writeFileSync(join(dir, "c.yaml"), `DataRootFolder: ./data\n${config}`);
         const p = Bun.spawnSync([
           process.execPath,
-          join(import.meta.dir, "../../src/main.bun.ts"),
+          sidecarEntry(),
           "--config",
           join(dir, "c.yaml"),
           "--condor-bin",

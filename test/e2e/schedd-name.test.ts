@@ -8,7 +8,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { cleanup } from "../minicondor/src/testkit.ts";
-import { CONDOR_BIN, ROOT, SHIM, type Sidecar, sidecars, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, SHIM, type Sidecar, sidecars, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { sidecarEntry } from "../helpers/bundle.ts";
 
 const { start } = sidecars();
 const dirs: string[] = [];
@@ -30,7 +31,7 @@ describe("--schedd-name at start (docs/htcondor.md#a-schedd-name-without--is-a-h
     const proc = Bun.spawn(
       [
         process.execPath,
-        join(ROOT, "src", "main.bun.ts"),
+        sidecarEntry(),
         "--config",
         join(dir, "SidecarConfig.yaml"),
         "--condor-bin",

@@ -7,8 +7,9 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, measureLoad, readCalls, ROOT, scaled, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, measureLoad, readCalls, scaled, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 import { cleanup, startSchedd, stopSchedd } from "../minicondor/src/testkit.ts";
+import { sidecarEntry } from "../helpers/bundle.ts";
 
 // Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
 // (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
@@ -276,7 +277,7 @@ describe("Schedds at start (docs/schedds.md#configuration)", () => {
   async function refused(dir: string, config: string, args: string[] = []): Promise<{ code: number; last: string }> {
     writeFileSync(join(dir, "SidecarConfig.yaml"), `DataRootFolder: ./data\nSpool: never\n${config}`);
     const proc = Bun.spawn(
-      [process.execPath, join(ROOT, "src", "main.bun.ts"), "--config", join(dir, "SidecarConfig.yaml"), "--condor-bin", CONDOR_BIN, "--port", "0", ...args],
+      [process.execPath, sidecarEntry(), "--config", join(dir, "SidecarConfig.yaml"), "--condor-bin", CONDOR_BIN, "--port", "0", ...args],
       {
         env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, MINICONDOR_HOME: join(dir, "minicondor"), MINICONDOR_ALLOW_ROOT: "1" },
         stdout: "pipe",

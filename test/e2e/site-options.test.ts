@@ -6,7 +6,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, measureLoad, ROOT, scaled, type Sidecar, sidecars, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, measureLoad, scaled, type Sidecar, sidecars, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { sidecarEntry } from "../helpers/bundle.ts";
 
 // Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
 // (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
@@ -52,7 +53,7 @@ function expectRefusedAtStart(config: string, message: string): void {
   const dir = mkdtempSync(join(tmpdir(), "sidecar-site-options-"));
   dirs.push(dir);
   writeFileSync(join(dir, "c.yaml"), `DataRootFolder: ./data\n${config}`);
-  const p = Bun.spawnSync([process.execPath, join(ROOT, "src/main.bun.ts"), "--config", join(dir, "c.yaml"), "--condor-bin", CONDOR_BIN], {
+  const p = Bun.spawnSync([process.execPath, sidecarEntry(), "--config", join(dir, "c.yaml"), "--condor-bin", CONDOR_BIN], {
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", MINICONDOR_HOME: join(dir, "mc") },
   });
   expect(p.exitCode).toBe(2);

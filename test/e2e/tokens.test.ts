@@ -11,9 +11,10 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync,
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Json, makeCreateRequest } from "../fixtures/pods.ts";
-import { CONDOR_BIN, eventually, measureLoad, ROOT, scaled, SHIM, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
+import { CONDOR_BIN, eventually, measureLoad, scaled, SHIM, type Sidecar, startSidecar, TEARDOWN_TIMEOUT_MS } from "../helpers/sidecar.ts";
 import { attachTrace, execsWith, straceCheck } from "../render/harness.ts";
 import { mintIdToken, runTool } from "../minicondor/src/testkit.ts";
+import { sidecarEntry } from "../helpers/bundle.ts";
 
 // Hooks and tests that start processes have explicit timeouts, scaled by the load measured now
 // (test/helpers/sidecar.ts): a process start alone can take bun's default 5 s on a busy machine.
@@ -229,7 +230,7 @@ describe("combinations no method can use are refused at start, exit 2", () => {
     dirs.push(dir);
     writeFileSync(join(dir, "SidecarConfig.yaml"), `DataRootFolder: ./data\nContainerRuntime: ${SHIM}\n`);
     const proc = Bun.spawn(
-      [process.execPath, join(ROOT, "src", "main.bun.ts"), ...mode, "--config", join(dir, "SidecarConfig.yaml"), "--condor-bin", CONDOR_BIN, ...args],
+      [process.execPath, sidecarEntry(), ...mode, "--config", join(dir, "SidecarConfig.yaml"), "--condor-bin", CONDOR_BIN, ...args],
       { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, MINICONDOR_HOME: join(dir, "minicondor") }, stdout: "pipe", stderr: "pipe" },
     );
     const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);

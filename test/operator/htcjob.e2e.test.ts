@@ -8,8 +8,8 @@
 import { expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
 import { describeKube } from "../helpers/kube.ts";
-import { ROOT } from "../helpers/sidecar.ts";
 import { clustersOf, deleteRunning, events, EXAMPLES, exitThree, htcjobYaml, ok, operatorE2E, until } from "./harness.ts";
+import { sidecarEntry } from "../helpers/bundle.ts";
 
 setDefaultTimeout(180_000);
 const NS = "default";
@@ -40,7 +40,7 @@ describeKube("HTCJob operator", () => {
     expect(queue.status!.output).toContain(queue.metadata.uid);
     const logs = Bun.spawnSync([
       process.execPath,
-      join(ROOT, "src", "main.bun.ts"),
+      sidecarEntry(),
       "htcjob",
       "logs",
       `${NS}/queue`,

@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { existsSync, lstatSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describeKube, type Kube, startKube } from "../helpers/kube.ts";
-import { ROOT } from "../helpers/sidecar.ts";
 import { runTool } from "../minicondor/src/testkit.ts";
 import { events, getHTCJob, type HTCJobView, htcjobYaml, installCrd, makeSite, ok, type Operator, type Site, startOperator, until } from "./harness.ts";
+import { sidecarEntry } from "../helpers/bundle.ts";
 
 setDefaultTimeout(180_000);
 const NS = "default";
@@ -35,7 +35,7 @@ const siteConfig = (operatorId: string, extra = "") =>
 
 /** `htcondor-sidecar htcjob logs`, as a user runs it on the operator's machine. */
 function htcjobLogs(site: Site, target: string, args: string[] = []): { code: number; out: string; err: string } {
-  const r = Bun.spawnSync([process.execPath, join(ROOT, "src", "main.bun.ts"), "htcjob", "logs", target, "--config", site.configPath, ...args]);
+  const r = Bun.spawnSync([process.execPath, sidecarEntry(), "htcjob", "logs", target, "--config", site.configPath, ...args]);
   return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
 }
 
