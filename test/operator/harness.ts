@@ -187,17 +187,17 @@ export interface HTCJobView {
 }
 
 export async function getHTCJob(kube: Kube, ns: string, name: string): Promise<HTCJobView | undefined> {
-  const r = await kube.kubectl(["get", "htcjob", "-n", ns, name, "-o", "json"]);
-  if (r.code !== 0) {
-    if (/NotFound|not found/.test(r.stderr)) return undefined;
-    throw new Error(`kubectl get failed: ${r.stderr}`);
-  }
-  return JSON.parse(r.stdout) as HTCJobView;
+  const r = await kube.get(`/apis/htc.cern.ch/v1alpha1/namespaces/${encodeURIComponent(ns)}/htcjobs/${encodeURIComponent(name)}`);
+  if (r.status === 404) return undefined;
+  if (r.status !== 200) throw new Error(`GET htcjob ${ns}/${name} failed (${r.status}): ${r.body}`);
+  return JSON.parse(r.body) as HTCJobView;
 }
 
 export async function events(kube: Kube, ns: string, name: string): Promise<{ reason: string; message: string; type: string }[]> {
-  const out = await ok(kube.kubectl(["get", "events", "-n", ns, "--field-selector", `involvedObject.name=${name}`, "-o", "json"]));
-  return (JSON.parse(out) as { items: { reason: string; message: string; type: string }[] }).items;
+  const selector = encodeURIComponent(`involvedObject.name=${name}`);
+  const r = await kube.get(`/api/v1/namespaces/${encodeURIComponent(ns)}/events?fieldSelector=${selector}`);
+  if (r.status !== 200) throw new Error(`GET events of ${ns}/${name} failed (${r.status}): ${r.body}`);
+  return (JSON.parse(r.body) as { items: { reason: string; message: string; type: string }[] }).items;
 }
 
 export function htcjobYaml(name: string, spec: { queue?: number; image?: string; command?: string; source: string; htcopts?: string }): string {
