@@ -8,7 +8,7 @@ import { expect, setDefaultTimeout, test } from "bun:test";
 import { appendFileSync, readdirSync, readFileSync, statSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import { describeKube } from "../helpers/kube.ts";
-import { clustersOf, getHTCJob, type HTCJobView, ok, operatorE2E, startOperator, until } from "./harness.ts";
+import { clustersOf, dropLease, getHTCJob, type HTCJobView, ok, operatorE2E, startOperator, until } from "./harness.ts";
 
 setDefaultTimeout(180_000);
 const NS = "default";
@@ -80,6 +80,7 @@ describeKube("HTCJob operator, following the job event log", () => {
     await create("burst", { queue: 6, source: "sleep 1; echo $1\n" });
     const j = await reach("burst", (s) => (s.running ?? 0) + (s.succeeded ?? 0) >= 1);
     await e2e.op.kill9();
+    await dropLease(e2e.kube);
     e2e.op = await startOperator(e2e.site, e2e.kube.kubeconfig("files"));
     const done = await reach("burst", (s) => s.succeeded === 6);
     expect(done.status!.clusterId).toBe(j.status!.clusterId);

@@ -213,6 +213,15 @@ export function htcjobYaml(name: string, spec: { queue?: number; image?: string;
   });
 }
 
+/**
+ * Deletes the Lease of an operator killed with kill -9, as its expiry would end it: the next
+ * operator leads at once instead of waiting out the default 15 s (docs/operator.md#only-one-submits).
+ * For tests whose subject is what a restart finds, not the takeover (lease.e2e.test.ts waits).
+ */
+export async function dropLease(kube: Kube, ns = "default"): Promise<void> {
+  await ok(kube.kubectl(["delete", "lease", "-n", ns, "htcjob-operator", "--ignore-not-found"]));
+}
+
 /** Polls until fn returns a value (not undefined), or throws after timeoutMs with the last value seen. */
 export function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
   return eventually(fn, timeoutMs, what);

@@ -10,12 +10,10 @@ import { expect, setDefaultTimeout, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describeKube } from "../helpers/kube.ts";
-import { clustersOf, getHTCJob, operatorE2E, startOperator, until } from "./harness.ts";
+import { clustersOf, dropLease, getHTCJob, operatorE2E, startOperator, until } from "./harness.ts";
 
 setDefaultTimeout(240_000);
 const NS = "default";
-
-const LEASE_8S = ["--lease-duration", "8"];
 
 describeKube("HTCJob operator restarts", () => {
   const e2e = operatorE2E({ operator: false });
@@ -27,10 +25,7 @@ describeKube("HTCJob operator restarts", () => {
     const faults = join(e2e.site.home, "faults.json");
     // The jobs are queued, then condor_submit sleeps before it prints the cluster's id.
     writeFileSync(faults, JSON.stringify({ tools: { condor_submit: "slowafter:30000" } }));
-    // The second waits out the Lease the killed one held (docs/operator.md#only-one-submits): 8 s,
-    // as the two-replica test has it, not the default 15. The API server stays up here, so the
-    // first renews it every second.
-    const first = await startOperator(e2e.site, e2e.kube.kubeconfig("files"), { args: LEASE_8S });
+    const first = await startOperator(e2e.site, e2e.kube.kubeconfig("files"));
     await e2e.create(name, { queue: 2, source: "echo $1\n" });
     const uid = await until("the HTCJob's uid", async () => (await getHTCJob(e2e.kube, NS, name))?.metadata.uid);
     await until("the cluster queued", async () => ((await clustersOf(e2e.site, uid)).size === 1 ? true : undefined));
@@ -40,7 +35,8 @@ describeKube("HTCJob operator restarts", () => {
     expect(before?.status?.jobid ?? []).toEqual([]);
     expect((await clustersOf(e2e.site, uid)).size).toBe(1);
 
-    const second = await startOperator(e2e.site, e2e.kube.kubeconfig("files"), { args: LEASE_8S });
+    await dropLease(e2e.kube);
+    const second = await startOperator(e2e.site, e2e.kube.kubeconfig("files"));
     try {
       const j = await succeeded(name, 2);
       expect(await clustersOf(e2e.site, uid)).toEqual(new Set([j.status!.clusterId!]));
@@ -78,6 +74,7 @@ describeKube("HTCJob operator restarts", () => {
       expect(before.status?.jobid ?? []).toEqual([]);
       expect((await clustersOf(e2e.site, uid)).size).toBe(1);
 
+      await dropLease(e2e.kube);
       const second = await startOperator(e2e.site, e2e.kube.kubeconfig("files"));
       try {
         const j = await succeeded(name, 2);
