@@ -213,13 +213,16 @@ export function htcjobYaml(name: string, spec: { queue?: number; image?: string;
   });
 }
 
+/** The leader-election Lease of the default HTCJob.OperatorId (src/operator/main.ts leaseName), in the kubeconfig's namespace. */
+export const OPERATOR_LEASE = "htcjob-operator";
+
 /**
  * Deletes the Lease of an operator killed with kill -9, as its expiry would end it: the next
  * operator leads at once instead of waiting out the default 15 s (docs/operator.md#only-one-submits).
  * For tests whose subject is what a restart finds, not the takeover (lease.e2e.test.ts waits).
  */
 export async function dropLease(kube: Kube, ns = "default"): Promise<void> {
-  await ok(kube.kubectl(["delete", "lease", "-n", ns, "htcjob-operator", "--ignore-not-found"]));
+  await ok(kube.kubectl(["delete", "lease", "-n", ns, OPERATOR_LEASE, "--ignore-not-found"]));
 }
 
 /** Polls until fn returns a value (not undefined), or throws after timeoutMs with the last value seen. */

@@ -14,7 +14,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describeKube } from "../helpers/kube.ts";
 import { SHIM } from "../helpers/sidecar.ts";
-import { clustersOf, getHTCJob, ok, operatorE2E, type Site, startOperator } from "./harness.ts";
+import { clustersOf, getHTCJob, OPERATOR_LEASE, operatorE2E, type Site, startOperator } from "./harness.ts";
 
 setDefaultTimeout(300_000);
 const NS = "default";
@@ -39,8 +39,9 @@ describeKube("HTCJob operator, two replicas", () => {
   };
 
   const lease = async () => {
-    const out = await ok(e2e.kube.kubectl(["get", "lease", "-n", NS, "htcjob-operator", "-o", "json"]));
-    return JSON.parse(out) as { spec: { holderIdentity?: string; leaseTransitions?: number; leaseDurationSeconds?: number } };
+    const r = await e2e.kube.get(`/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/${OPERATOR_LEASE}`);
+    if (r.status !== 200) throw new Error(`GET lease failed (${r.status}): ${r.body}`);
+    return JSON.parse(r.body) as { spec: { holderIdentity?: string; leaseTransitions?: number; leaseDurationSeconds?: number } };
   };
   const identityIn = (log: string) => /leading: watching HTCJobs.*?identity[=:" ]+([A-Za-z0-9._-]+)/.exec(log)?.[1];
   const status = e2e.reach;
